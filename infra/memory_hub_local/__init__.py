@@ -1,0 +1,1 @@
+"""The local stack and command-line tools of Memory Hub (never deployed)."""

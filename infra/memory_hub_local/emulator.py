@@ -1,0 +1,201 @@
+"""The embedded AWS of the local stack: moto in process, resources made from template.yaml, and
+the functions of the template loaded as Lambda would load them (one module instance per
+concurrent execution environment).
+
+moto is not safe under concurrent calls, so every emulated AWS call runs under one lock: each is
+atomic, while requests themselves run in parallel, as they would on Lambda.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import secrets
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Iterator
+
+from .template import Function, Template, load
+
+AWS_LOCK = threading.RLock()
+LOCAL_BUCKET = "memory-hub-local"
+LOCAL_TOKEN_SECRET = "memory-hub-local-token-secret"
+_DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                      "AWS_SECURITY_TOKEN": "testing", "AWS_SESSION_TOKEN": "testing"}
+
+
+def install_moto_lock() -> None:
+    """Serialise every call that moto answers in process (idempotent)."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    if getattr(BotocoreStubber, "_memory_hub_locked", False):
+        return
+    original = BotocoreStubber.__call__
+
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with AWS_LOCK:
+            return original(self, *args, **kwargs)
+
+    BotocoreStubber.__call__ = locked  # type: ignore[method-assign]
+    BotocoreStubber._memory_hub_locked = True  # type: ignore[attr-defined]
+
+
+class LambdaContext:
+    """The parts of Lambda's context object that handlers use."""
+
+    def __init__(self, function: Function) -> None:
+        self.function_name = function.logical_id
+        self.function_version = "$LATEST"
+        self.memory_limit_in_mb = 512
+        self.invoked_function_arn = f"arn:aws:lambda:us-east-1:000000000000:function:{function.logical_id}"
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{function.logical_id}"
+        self.log_stream_name = "local"
+        self._deadline = time.monotonic() + function.timeout
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def _resolve(value: Any, names: dict[str, str], parameters: dict[str, Any]) -> str:
+    if isinstance(value, dict) and "Ref" in value:
+        ref = value["Ref"]
+        if ref in names:
+            return names[ref]
+        return str(parameters.get(ref, {}).get("Default", ""))
+    return str(value)
+
+
+@dataclass
+class Stack:
+    """moto + the template's tables and bucket + its functions, in this process."""
+
+    template: Template
+    names: dict[str, str]
+    admin_key: str
+    _mock: Any = None
+
+    @classmethod
+    def start(cls, admin_key: str | None = None, region: str | None = None) -> "Stack":
+        for name, value in _DUMMY_CREDENTIALS.items():
+            os.environ.setdefault(name, value)
+        os.environ.setdefault("AWS_DEFAULT_REGION", region or "us-east-1")
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+        from moto import mock_aws
+
+        install_moto_lock()
+        mock = mock_aws()
+        mock.start()
+        template = load()
+        names = {logical_id: logical_id for logical_id in template.of_type("AWS::DynamoDB::Table")}
+        names.update({logical_id: LOCAL_BUCKET for logical_id in template.of_type("AWS::S3::Bucket")})
+        admin_key = admin_key or os.environ.get("MEMORY_HUB_BOOTSTRAP_ADMIN_KEY") or (
+            "mhk_" + secrets.token_hex(6) + "_" + secrets.token_urlsafe(32))
+        stack = cls(template, names, admin_key, mock)
+        stack._environment()
+        stack._create_resources()
+        return stack
+
+    def stop(self) -> None:
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+
+    def _environment(self) -> None:
+        parameters = load_parameters()
+        env: dict[str, str] = {}
+        for function in self.template.functions.values():
+            for name, value in function.environment.items():
+                env[name] = _resolve(value, self.names, parameters)
+        env["MEMORY_HUB_BOOTSTRAP_ADMIN_KEY"] = self.admin_key
+        env.setdefault("MEMORY_HUB_TOKEN_SECRET", LOCAL_TOKEN_SECRET)
+        if not env.get("MEMORY_HUB_TOKEN_SECRET"):
+            env["MEMORY_HUB_TOKEN_SECRET"] = LOCAL_TOKEN_SECRET
+        for name, value in env.items():
+            if name in ("MEMORY_HUB_SERVICE_ID", "RETENTION_DAYS", "RETENTION_MIN_L0", "RETENTION_MIN_L1") \
+                    and os.environ.get(name):
+                continue  # the caller's choice wins
+            os.environ[name] = value
+        from memory_hub.dal.models import bind
+        from memory_hub.settings import get_settings
+
+        get_settings.cache_clear()
+        bind(get_settings())
+
+    def _create_resources(self) -> None:
+        import boto3
+
+        region = os.environ["AWS_DEFAULT_REGION"]
+        dynamodb = boto3.client("dynamodb", region_name=region)
+        for logical_id, resource in self.template.of_type("AWS::DynamoDB::Table").items():
+            props = resource["Properties"]
+            args: dict[str, Any] = {
+                "TableName": self.names[logical_id],
+                "AttributeDefinitions": props["AttributeDefinitions"],
+                "KeySchema": props["KeySchema"],
+                "BillingMode": "PAY_PER_REQUEST",
+            }
+            if props.get("GlobalSecondaryIndexes"):
+                args["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+            dynamodb.create_table(**args)
+            ttl = props.get("TimeToLiveSpecification")
+            if ttl:
+                dynamodb.update_time_to_live(TableName=self.names[logical_id], TimeToLiveSpecification=ttl)
+        s3 = boto3.client("s3", region_name=region)
+        for logical_id in self.template.of_type("AWS::S3::Bucket"):
+            if region == "us-east-1":
+                s3.create_bucket(Bucket=self.names[logical_id])
+            else:
+                s3.create_bucket(Bucket=self.names[logical_id],
+                                 CreateBucketConfiguration={"LocationConstraint": region})
+
+
+def load_parameters() -> dict[str, Any]:
+    from .template import load_raw
+
+    return load_raw().get("Parameters", {})
+
+
+class FunctionPool:
+    """Execution environments per function: a request takes a free module instance or loads a
+    new one, so concurrent requests never share a handler's module state."""
+
+    def __init__(self, template: Template) -> None:
+        self.template = template
+        self._free: dict[str, list[ModuleType]] = {name: [] for name in template.functions}
+        self._lock = threading.Lock()
+        self._loaded = 0
+
+    def _load(self, function: Function) -> ModuleType:
+        module_name, attr = function.handler.rsplit(".", 1)
+        path = function.code_uri / f"{module_name.replace('.', '/')}.py"
+        with self._lock:
+            self._loaded += 1
+            unique = f"memory_hub_fn_{function.logical_id}_{self._loaded}"
+        spec = importlib.util.spec_from_file_location(unique, path)
+        assert spec and spec.loader, path
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    @contextmanager
+    def environment(self, name: str) -> Iterator[Any]:
+        function = self.template.functions[name]
+        with self._lock:
+            module = self._free[name].pop() if self._free[name] else None
+        if module is None:
+            module = self._load(function)
+        try:
+            yield getattr(module, function.handler.rsplit(".", 1)[1])
+        finally:
+            with self._lock:
+                self._free[name].append(module)
+
+    def invoke(self, name: str, event: dict[str, Any]) -> Any:
+        function = self.template.functions[name]
+        with self.environment(name) as handler:
+            return handler(event, LambdaContext(function))

@@ -1,0 +1,1 @@
+"""Data access: the only code that talks to boto3 / PynamoDB."""

@@ -1,0 +1,52 @@
+"""The META block that heads every stored scenario file (§5).
+
+    -----META-START-----
+    version: 3
+    created_at: 2026-11-29T10:00:00.000Z
+    updated_at: 2026-11-29T11:00:00.000Z
+    summary: ...
+    -----META-END-----
+
+    <content>
+"""
+
+from __future__ import annotations
+
+START = "-----META-START-----\n"
+END = "\n-----META-END-----\n"
+_OWN_KEYS = ("version", "created_at", "updated_at", "summary")
+
+
+def split(stored: str) -> tuple[dict[str, str], str]:
+    """(META keys in file order, content after the block). No block → ({}, stored)."""
+    if not stored.startswith(START):
+        return {}, stored
+    end = stored.find(END, len(START) - 1)
+    if end < 0:
+        return {}, stored
+    block = stored[len(START) : end]
+    rest = stored[end + len(END) :]
+    if rest.startswith("\n"):
+        rest = rest[1:]
+    keys: dict[str, str] = {}
+    for line in block.split("\n"):
+        key, sep, value = line.partition(": ")
+        if not sep:
+            key, sep, value = line.partition(":")
+        if key and key not in keys:
+            keys[key] = value
+    return keys, rest
+
+
+def strip(content: str) -> str:
+    """Written content loses a leading META block, so a read-modify-write never nests blocks."""
+    return split(content)[1]
+
+
+def render(*, version: int, created_at: str, updated_at: str, summary: str | None,
+           previous: dict[str, str], content: str) -> str:
+    lines = [f"version: {version}", f"created_at: {created_at}", f"updated_at: {updated_at}"]
+    if summary:
+        lines.append(f"summary: {summary}")
+    lines += [f"{key}: {value}" for key, value in previous.items() if key not in _OWN_KEYS]
+    return START + "\n".join(lines) + END + "\n" + content

@@ -1,0 +1,43 @@
+"""Opaque, signed pagination tokens bound to the filters they were issued for (§1)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from .errors import BadRequest
+from .settings import get_settings
+
+INVALID = "next_token: invalid"
+
+
+def _sign(payload: bytes) -> bytes:
+    return hmac.new(get_settings().token_secret.encode(), payload, hashlib.sha256).digest()[:16]
+
+
+def _fingerprint(filters: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(filters, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def encode(position: Any, filters: dict[str, Any]) -> str:
+    payload = json.dumps({"p": position, "f": _fingerprint(filters)}, separators=(",", ":"),
+                         ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(payload + _sign(payload)).decode().rstrip("=")
+
+
+def decode(token: str, filters: dict[str, Any]) -> Any:
+    """The position stored in ``token``; 400 ``next_token: invalid`` if forged or for other filters."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        payload, signature = raw[:-16], raw[-16:]
+        if len(raw) <= 16 or not hmac.compare_digest(signature, _sign(payload)):
+            raise ValueError
+        data = json.loads(payload)
+        if data["f"] != _fingerprint(filters):
+            raise ValueError
+        return data["p"]
+    except (ValueError, KeyError, TypeError):
+        raise BadRequest(INVALID) from None
