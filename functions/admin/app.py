@@ -5,10 +5,11 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memory_hub import audit, keys
+from memory_hub import assets, audit, keys
 from memory_hub.api import envelope, lambda_handler_for, make_app
 from memory_hub.docs import public_answer
 from memory_hub.edge import current
+from memory_hub.dataplane_schemas import MemoryCreate, MemoryGet, MemoryList, MemoryUpdate
 from memory_hub.schemas import AuditQuery, KeyCreate, KeyList, KeyRevoke
 
 app = make_app()
@@ -39,6 +40,30 @@ def key_revoke(req: Annotated[KeyRevoke, Body(embed=False)]):
 def audit_query(req: Annotated[AuditQuery, Body(embed=False)]):
     principal = _admin()
     return envelope(audit.query(principal, req.memory_id, req.action, req.limit, req.next_token))
+
+
+@app.post("/v3/memory/create", summary="Create the (team, agent) memory asset (idempotent)", tags=["assets"])
+def memory_create(req: Annotated[MemoryCreate, Body(embed=False)]):
+    fields = req.model_dump(include={"name", "visibility", "acl", "bindings"}, exclude_none=True)
+    return envelope(assets.create(_admin(), req.team_id, req.agent_id, fields))
+
+
+@app.post("/v3/memory/get", summary="An asset with its per-layer counts", tags=["assets"])
+def memory_get(req: Annotated[MemoryGet, Body(embed=False)]):
+    return envelope(assets.describe(_admin(), req.memory_id))
+
+
+@app.post("/v3/memory/list", summary="Assets by memory_id, paged", tags=["assets"])
+def memory_list(req: Annotated[MemoryList, Body(embed=False)]):
+    return envelope(assets.list_assets(_admin(), req.team_id, req.limit, req.next_token))
+
+
+@app.post("/v3/memory/update", summary="Change name, visibility, acl, bindings or retention_days",
+          tags=["assets"])
+def memory_update(req: Annotated[MemoryUpdate, Body(embed=False)]):
+    fields = {"name", "visibility", "acl", "bindings", "retention_days"} & req.model_fields_set
+    changes = req.model_dump(include=fields)
+    return envelope(assets.update(_admin(), req.memory_id, changes, current().request_id))
 
 
 lambda_handler = lambda_handler_for(app, public_answer)

@@ -139,8 +139,9 @@ class Stack:
                 "KeySchema": props["KeySchema"],
                 "BillingMode": "PAY_PER_REQUEST",
             }
-            if props.get("GlobalSecondaryIndexes"):
-                args["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+            for indexes in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+                if props.get(indexes):
+                    args[indexes] = props[indexes]
             dynamodb.create_table(**args)
             ttl = props.get("TimeToLiveSpecification")
             if ttl:

@@ -14,6 +14,14 @@ from .errors import Conflict
 COLLISION = "memory_id collision"
 
 
+def new_epoch(previous: int) -> int:
+    """A content epoch never used before for this memory id, even across a delete and re-create:
+    microseconds since 1970, and always above the previous one."""
+    import time
+
+    return max(int(previous) + 1, time.time_ns() // 1000)
+
+
 def get(memory_id: str) -> Asset | None:
     """The asset, read strongly consistent (its epoch fences clears)."""
     try:
@@ -41,7 +49,7 @@ def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **field
     if asset is None:
         stamp = format_ms(now_ms())
         candidate = Asset(memory_id, team_id=team_id, agent_id=agent_id, owner=owner, created_at=stamp,
-                          updated_at=stamp, epoch=0, **fields)
+                          updated_at=stamp, epoch=new_epoch(0), **fields)
         try:
             candidate.save(condition=Asset.memory_id.does_not_exist())
             return candidate, True
@@ -65,3 +73,90 @@ def as_dict(asset: Asset) -> dict[str, Any]:
         "created_at": asset.created_at, "updated_at": asset.updated_at,
         "last_cleared_at": asset.last_cleared_at,
     }
+
+
+def authorized(principal: Any, memory_id: str) -> Asset:
+    """The named asset if the key's teams cover it: unknown → 404 for a ``*`` key and 403 for a
+    team key, so a team admin cannot probe other teams' ids (§2)."""
+    from .errors import Forbidden, NotFound
+
+    asset = get(memory_id)
+    if asset is None:
+        if principal.all_teams:
+            raise NotFound("memory_id: unknown memory")
+        raise Forbidden("memory_id: outside this key's teams")
+    if not principal.covers_team(asset.team_id):
+        raise Forbidden("memory_id: outside this key's teams")
+    return asset
+
+
+def create(principal: Any, team_id: str, agent_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+    principal.require_team(team_id)
+    asset, _ = ensure(get(memory_id_of(team_id, agent_id)), team_id, agent_id, owner=principal.key_id, **fields)
+    return as_dict(asset)
+
+
+def counts(asset: Asset) -> dict[str, int]:
+    from . import items, layout
+    from .dal import blobs
+    from .dal.aws import gather
+    from .dal.models import SceneEntry
+
+    epoch = int(asset.epoch)
+    totals, scenes, persona = gather(
+        lambda: items.layer_totals(asset.team_id, asset.agent_id, epoch),
+        lambda: SceneEntry.count(layout.scene_scope(asset.team_id, asset.agent_id, epoch), consistent_read=True),
+        lambda: blobs.head(layout.persona_key(asset.team_id, asset.agent_id)),
+    )
+    has_persona = persona is not None and persona.metadata.get("epoch") == str(epoch)
+    return {"l0": totals["L0"], "l1": totals["L1"], "l2": scenes, "l3": int(has_persona)}
+
+
+def describe(principal: Any, memory_id: str) -> dict[str, Any]:
+    asset = authorized(principal, memory_id)
+    return dict(as_dict(asset), counts=counts(asset))
+
+
+def list_assets(principal: Any, team_id: str | None, limit: int, next_token: str | None) -> dict[str, Any]:
+    from . import tokens
+
+    filters = {"route": "memory/list", "team": team_id, "teams": sorted(principal.team_ids)}
+    after = tokens.decode(next_token, filters) if next_token else None
+    condition = Asset.memory_id > after if after else None
+    if team_id is not None:
+        principal.require_team(team_id)
+        found = list(Asset.by_team.query(team_id, condition, limit=limit + 1))
+    elif principal.all_teams:
+        found = sorted(Asset.scan(condition), key=lambda a: a.memory_id)
+    else:
+        found = sorted((a for team in principal.team_ids
+                        for a in Asset.by_team.query(team, condition, limit=limit + 1)),
+                       key=lambda a: a.memory_id)
+    page = found[:limit]
+    answer: dict[str, Any] = {"items": [as_dict(a) for a in page]}
+    if len(found) > limit:
+        answer["next_token"] = tokens.encode(page[-1].memory_id, filters)
+    return answer
+
+
+def update(principal: Any, memory_id: str, changes: dict[str, Any], request_id: str) -> dict[str, Any]:
+    from pynamodb.exceptions import UpdateError
+
+    from . import audit
+    from .audit import Event
+    from .errors import NotFound
+
+    asset = authorized(principal, memory_id)
+    actions = [Asset.updated_at.set(format_ms(now_ms()))]
+    for name, value in changes.items():
+        attribute = getattr(Asset, name)
+        actions.append(attribute.remove() if value is None else attribute.set(value))
+    try:
+        asset.update(actions=actions, condition=Asset.memory_id.exists())
+    except UpdateError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            raise NotFound("memory_id: unknown memory") from None
+        raise
+    audit.record([Event("memory_update", "asset", memory_id, len(changes))], memory_id=memory_id,
+                 team_id=asset.team_id, actor=principal.key_id, request_id=request_id)
+    return as_dict(asset)

@@ -92,21 +92,25 @@ def list_keys(prefix: str) -> Iterator[tuple[str, int]]:
             yield obj["Key"], obj["Size"]
 
 
-def delete_keys(keys: list[str]) -> int:
+def delete_keys(keys: list[str], etags: list[str | None] | None = None) -> int:
     """Delete ``keys`` in batches of 1000, batches in parallel; returns how many were deleted.
+
+    With ``etags``, each key goes only if it still holds that version (S3 conditional delete), so
+    an object rewritten since it was listed survives.
 
     Raises when S3 reports a key it could not delete, so callers never claim an erasure
     that did not happen."""
     bucket = get_settings().bucket
-    batches = [keys[i : i + DELETE_BATCH] for i in range(0, len(keys), DELETE_BATCH)]
+    tags = etags or [None] * len(keys)
+    objects = [{"Key": k, "ETag": t} if t else {"Key": k} for k, t in zip(keys, tags)]
+    batches = [objects[i : i + DELETE_BATCH] for i in range(0, len(objects), DELETE_BATCH)]
 
-    def one(batch: list[str]) -> int:
-        resp = s3().delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in batch],
-                                                          "Quiet": True})
-        errors = resp.get("Errors", [])
+    def one(batch: list[dict[str, str]]) -> int:
+        resp = s3().delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+        errors = [e for e in resp.get("Errors", []) if e.get("Code") != "PreconditionFailed"]
         if errors:
             raise RuntimeError(f"S3 refused to delete {len(errors)} objects")
-        return len(batch)
+        return len(batch) - len(resp.get("Errors", []))
 
     return sum(gather(*[lambda b=b: one(b) for b in batches])) if batches else 0
 

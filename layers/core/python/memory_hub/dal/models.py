@@ -9,7 +9,7 @@ from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
 )
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
 from pynamodb.models import Model
 
 from ..dal.aws import RETRIES
@@ -23,11 +23,22 @@ class _Base(Model):
         max_retry_attempts = RETRIES["max_attempts"]
 
 
+class AssetsByTeam(GlobalSecondaryIndex["Asset"]):
+    class Meta:
+        index_name = "team-index"
+        projection = AllProjection()
+
+    team_id = UnicodeAttribute(hash_key=True)
+    memory_id = UnicodeAttribute(range_key=True)
+
+
 class Asset(_Base):
     """One memory asset per (team, agent). ``epoch`` fences clears (see README)."""
 
     class Meta(_Base.Meta):
         pass
+
+    by_team = AssetsByTeam()
 
     memory_id = UnicodeAttribute(hash_key=True)
     team_id = UnicodeAttribute()
@@ -116,7 +127,69 @@ class AuditEvent(_Base):
     by_all = AllIndex()
 
 
+class ByTime(LocalSecondaryIndex["Item"]):
+    """Newest first: L0 by message timestamp, L1 by updated_at (``lsi1`` = sortable time + id)."""
+
+    class Meta:
+        index_name = "by-time"
+        projection = AllProjection()
+
+    pk = UnicodeAttribute(hash_key=True)
+    lsi1 = UnicodeAttribute(range_key=True)
+
+
+class BySession(LocalSecondaryIndex["Item"]):
+    """L0 of one session, newest first (``lsi2`` = session + US + sortable time + id)."""
+
+    class Meta:
+        index_name = "by-session"
+        projection = AllProjection()
+
+    pk = UnicodeAttribute(hash_key=True)
+    lsi2 = UnicodeAttribute(range_key=True)
+
+
+class Item(_Base):
+    """L0 messages, L1 records, L1 natural-key guards and exact counters (see layout in items.py).
+
+    Local (not global) secondary indexes, so every read of them can be strongly consistent."""
+
+    class Meta(_Base.Meta):
+        pass
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    lsi1 = UnicodeAttribute(null=True)
+    lsi2 = UnicodeAttribute(null=True)
+    # L0 and L1
+    id = UnicodeAttribute(null=True)
+    user_id = UnicodeAttribute(null=True)
+    session_id = UnicodeAttribute(null=True)
+    task_id = UnicodeAttribute(null=True)
+    content = UnicodeAttribute(null=True)
+    # L0
+    role = UnicodeAttribute(null=True)
+    timestamp = NumberAttribute(null=True)
+    # L1
+    type = UnicodeAttribute(null=True)
+    background = UnicodeAttribute(null=True)
+    tags = ListAttribute(of=UnicodeAttribute, null=True)
+    meta = JSONAttribute(null=True)
+    version = NumberAttribute(null=True)
+    reinforced_count = NumberAttribute(null=True)
+    created_at = NumberAttribute(null=True)
+    updated_at = NumberAttribute(null=True)
+    natural_key = UnicodeAttribute(null=True)
+    # natural-key guard: the record that holds the key
+    atom_id = UnicodeAttribute(null=True)
+    # counters
+    n = NumberAttribute(null=True)
+    by_time = ByTime()
+    by_session = BySession()
+
+
 MODELS: dict[str, type[Model]] = {
+    "items_table": Item,
     "assets_table": Asset,
     "scenes_table": SceneEntry,
     "keys_table": ApiKey,

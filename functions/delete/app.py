@@ -1,0 +1,67 @@
+"""DeleteFunction: ID-based deletes — L0 messages (§7), L1 records (§8), one user's memory (§10)
+and its DeleteUserMemory alias. There is no delete by content anywhere."""
+
+import json
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from memory_hub import atomic, conversation, user_memory
+from memory_hub.api import envelope, lambda_handler_for, make_app
+from memory_hub.dataplane_schemas import AtomicDelete, ConversationDelete, DeleteUserMemory, UserMemoryDelete
+from memory_hub.edge import current
+from memory_hub.errors import BadRequest
+
+app = make_app()
+ALIAS_PATH = "/v2/memory"
+
+
+@app.post("/v3/conversation/delete", summary="Delete messages by id and/or whole sessions",
+          tags=["L0 conversation"])
+def conversation_delete(req: Annotated[ConversationDelete, Body(embed=False)]):
+    return envelope(conversation.delete(current().isolation, req.message_ids, req.session_ids))
+
+
+@app.post("/v3/atomic/delete", summary="Delete records by id (optionally only at expected versions)",
+          tags=["L1 atomic"])
+def atomic_delete(req: Annotated[AtomicDelete, Body(embed=False)]):
+    return envelope(atomic.delete(current().isolation, req.ids, req.expected_versions))
+
+
+@app.post("/v3/user-memory/delete", summary="Erase a user's L0/L1 in a memory, or one item of theirs",
+          tags=["erasure"])
+def user_memory_delete(req: Annotated[UserMemoryDelete, Body(embed=False)]):
+    ctx = current()
+    return envelope(user_memory.delete(ctx.check_access(), req.memory_id, req.user_id, req.content_id,
+                                       ctx.request_id))
+
+
+@app.post(ALIAS_PATH, summary="DeleteUserMemory (Action=DeleteUserMemory): {appId, userMemoryId, "
+          "memoryContentId?} → {requestId, result}", tags=["erasure"])
+def delete_user_memory(req: Annotated[DeleteUserMemory, Body(embed=False)]):
+    ctx = current()
+    principal = ctx.check_access()
+    action = (app.current_event.query_string_parameters or {}).get("Action")
+    if action != "DeleteUserMemory":
+        raise BadRequest("Action: must be DeleteUserMemory")
+    return envelope(user_memory.delete(principal, req.appId, req.userMemoryId, req.content_id, ctx.request_id))
+
+
+_api_handler = lambda_handler_for(app)
+
+
+def _alias_answer(response: dict[str, Any]) -> dict[str, Any]:
+    """The DeleteUserMemory answer shape: {requestId, result: true} or {requestId, code, message}."""
+    envelope_body = json.loads(response.get("body") or "{}")
+    request_id = envelope_body.get("request_id") or response.get("headers", {}).get("x-request-id")
+    if response.get("statusCode") == 200 and envelope_body.get("code") == 0:
+        body = {"requestId": request_id, "result": True}
+    else:
+        body = {"requestId": request_id, "code": int(envelope_body.get("code") or response.get("statusCode", 500)),
+                "message": envelope_body.get("message", "")}
+    return dict(response, body=json.dumps(body, ensure_ascii=False))
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    response = _api_handler(event, context)
+    return _alias_answer(response) if event.get("path") == ALIAS_PATH else response
