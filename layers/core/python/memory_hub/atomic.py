@@ -260,12 +260,13 @@ def delete(scope: Isolation, ids: list[str], expected_versions: dict[str, int] |
             "not_found_ids": [i for i in wanted if i not in removed], "audit_ids": audit_ids}
 
 
-def erase(team_id: str, agent_id: str, epoch: int, doomed: list[Item], check_version: set[str] = frozenset()
-          ) -> set[str]:
+def erase(team_id: str, agent_id: str, epoch: int, doomed: list[Item], check_version: set[str] = frozenset(),
+          skip_conflicts: bool = False) -> set[str]:
     """Delete records with their guards and counters; returns the ids removed.
 
     A record listed in ``check_version`` is deleted only at the version read; one edited
-    meanwhile raises 409 (the person confirmed another text)."""
+    meanwhile raises 409 (the person confirmed another text), or is left alone with
+    ``skip_conflicts``."""
     counters = items.counter_pk(team_id, agent_id, epoch)
     removed: set[str] = set()
     pending = list(doomed)
@@ -296,7 +297,10 @@ def erase(team_id: str, agent_id: str, epoch: int, doomed: list[Item], check_ver
                 now = refreshed.get((record.pk, record.sk))
                 if record.id in check_version and now is not None and int(now.version) != int(record.version):
                     conflicts.append({"id": record.id, "expected": int(record.version), "actual": int(now.version)})
-            if conflicts:
+            if conflicts and skip_conflicts:
+                skipped = {c["id"] for c in conflicts}
+                refreshed = {k: v for k, v in refreshed.items() if v.id not in skipped}
+            elif conflicts:
                 raise Conflict("expected_versions: a record was edited meanwhile; it was not deleted",
                                {"conflicts": conflicts}) from None
             pending = [refreshed[(r.pk, r.sk)] for r in part if (r.pk, r.sk) in refreshed] + pending[len(part):]
