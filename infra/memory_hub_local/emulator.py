@@ -44,6 +44,35 @@ def install_moto_lock() -> None:
     BotocoreStubber._memory_hub_locked = True  # type: ignore[attr-defined]
 
 
+def install_copy_source_if_match() -> None:
+    """moto ignores CopyObject's ``x-amz-copy-source-if-match``; S3 answers 412 when the source's
+    ETag differs. Persona backups rely on it: without it a racing writer backs up the wrong
+    version under the name of the one it read (idempotent)."""
+    from urllib.parse import unquote, urlparse
+
+    from moto.s3.exceptions import PreconditionFailed
+    from moto.s3.responses import S3Response
+
+    if getattr(S3Response, "_memory_hub_copy_if_match", False):
+        return
+    original = S3Response.copy_object
+
+    def copy_object(self: Any) -> Any:
+        expected = self.headers.get("x-amz-copy-source-if-match")
+        if expected is not None:
+            source = self.headers.get("x-amz-copy-source")
+            if isinstance(source, bytes):
+                source = source.decode("utf-8")
+            bucket, key = unquote(urlparse(source).path).lstrip("/").split("/", 1)
+            current = self.backend.get_object(bucket, key)
+            if current is not None and expected.strip('"') != current.etag.strip('"'):
+                raise PreconditionFailed(failed_condition="x-amz-copy-source-If-Match")
+        return original(self)
+
+    S3Response.copy_object = copy_object  # type: ignore[method-assign]
+    S3Response._memory_hub_copy_if_match = True  # type: ignore[attr-defined]
+
+
 class LambdaContext:
     """The parts of Lambda's context object that handlers use."""
 
@@ -88,6 +117,7 @@ class Stack:
         from moto import mock_aws
 
         install_moto_lock()
+        install_copy_source_if_match()
         mock = mock_aws()
         mock.start()
         template = load()

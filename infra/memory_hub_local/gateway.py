@@ -94,7 +94,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":  # a body after HEAD would be read as the next response on the connection
+            self.wfile.write(body)
 
     def _gateway_error(self, status: int, message: str) -> None:
         payload = {"code": status, "message": message, "request_id": "req-" + uuid.uuid4().hex[:16]}

@@ -74,7 +74,7 @@ def query(principal: Any, memory_id: str | None, action: str | None, limit: int,
 
     filters = {"route": "audit/query", "memory_id": memory_id, "action": action,
                "teams": sorted(principal.team_ids)}
-    after = tokens.decode(next_token, filters) if next_token else None
+    after = tokens.decode(next_token, filters) if next_token is not None else None
     condition = AuditEvent.event_id < after if after else None
     action_filter = AuditEvent.action == action if action else None
     want = limit + 1

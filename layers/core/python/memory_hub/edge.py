@@ -34,7 +34,7 @@ from .errors import (
     UnsupportedEncoding,
 )
 from .observability import logger
-from .routes import ROUTES, Route
+from .routes import PUBLIC_GET, ROUTES, Route
 from .rules import free_id_problem, team_or_agent_problem
 from .settings import get_settings
 
@@ -146,27 +146,57 @@ def _decode(raw: bytes, encoding: str | None, limit: int) -> bytes:
         return raw
     if encoding not in ("gzip", "x-gzip"):
         raise UnsupportedEncoding(f"Content-Encoding: {encoding} is not supported (gzip or identity)")
-    try:
+    # A gzip stream may hold several members (RFC 1952); a cut-off one is an error, not a shorter body.
+    decoded = bytearray()
+    rest = raw
+    while rest:
         decoder = zlib.decompressobj(wbits=31)
-        decoded = decoder.decompress(raw, limit + 1)
-    except zlib.error:
-        raise BadRequest("body: invalid gzip data") from None
-    if len(decoded) > limit:
-        raise PayloadTooLarge(f"body: larger than {limit} bytes after decoding")
-    return decoded
+        try:
+            decoded += decoder.decompress(rest, limit + 1 - len(decoded))
+        except zlib.error:
+            raise BadRequest("body: invalid gzip data") from None
+        if len(decoded) > limit:
+            raise PayloadTooLarge(f"body: larger than {limit} bytes after decoding")
+        if not decoder.eof:
+            raise BadRequest("body: invalid gzip data")
+        rest = decoder.unused_data
+    return bytes(decoded)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
 
+# Deeper bodies would exhaust the recursion of the parser and of every walk over the body (a 500);
+# no route's schema nests more than a few levels.
+MAX_JSON_DEPTH = 100
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def _parse_object(data: bytes) -> dict[str, Any]:
     try:
         value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise BadRequest(INVALID_JSON) from None
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or _too_deep(value):
         raise BadRequest(INVALID_JSON)
+    # json.loads lets "\ud800" escapes through as lone surrogates, which no UTF-8 store can hold;
+    # only such escapes can produce them, so the check runs only when one may be present.
+    if b"\\ud" in data or b"\\uD" in data:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadRequest(INVALID_JSON) from None
     return value
 
 
@@ -272,6 +302,8 @@ def _handle(ctx: RequestContext, resolve: Callable[..., dict[str, Any]], event: 
             return answer
     ctx.principal_future = _start_auth(ctx.headers)
     if ctx.route is None:
+        if ctx.path in PUBLIC_GET:  # a known path, so another method is 405, not 404 (§1)
+            raise MethodNotAllowed(f"method {method} not allowed on {ctx.path} (use GET)")
         raise NotFound(f"no route {ctx.path}")
     if method != "POST":
         raise MethodNotAllowed(f"method {method} not allowed on {ctx.path} (use POST)")

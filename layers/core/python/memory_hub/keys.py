@@ -8,24 +8,28 @@ from . import audit
 from .audit import Event
 from .auth import ALL_TEAMS, BOOTSTRAP_KEY_ID, Principal, hash_key, new_key
 from .clock import format_ms, now_ms
-from .dal.models import ApiKey
+from .dal.models import ApiKey, AuditEvent
 from .errors import Conflict, Forbidden, NotFound
 from .settings import get_settings
 
 _UNKNOWN = "key_id: unknown key"
 
 
-def _record(principal: Principal, action: str, key_id: str, team_ids: list[str], request_id: str) -> list[str]:
-    ids: list[str] = []
-    for index, team in enumerate(team_ids):
-        # one copy per team, so each team's admins see it; only the first feeds the all-teams view
-        items = audit.build([Event(action, "key", key_id, 1)], memory_id=None, team_id=team,
-                            actor=principal.key_id, request_id=request_id, pk=f"key#{team}")
-        if index:
-            items[0].shard = None
-        items[0].save()
-        ids.append(items[0].event_id)
-    return ids
+def _record(principal: Principal, action: str, key_id: str, team_ids: list[str], request_id: str) -> str:
+    """One event, stored once per team of the key so each team's admins see it. The copies share
+    the event id (a reader of several teams sees it once); only the first feeds the all-teams view."""
+    first = audit.build([Event(action, "key", key_id, 1)], memory_id=None, team_id=team_ids[0],
+                        actor=principal.key_id, request_id=request_id, pk=f"key#{team_ids[0]}")[0]
+    with AuditEvent.batch_write() as batch:
+        batch.save(first)
+        for team in team_ids[1:]:
+            # shard is not nullable; any value but "all" keeps the copy out of the all-teams view
+            batch.save(AuditEvent(f"key#{team}", first.event_id, team_id=team, shard="copy",
+                                  **{name: getattr(first, name) for name in _COPIED}))
+    return first.event_id
+
+
+_COPIED = ("memory_id", "action", "layer", "target", "count", "actor", "request_id", "at")
 
 
 def create(principal: Principal, role: str, team_ids: list[str], name: str | None, request_id: str) -> dict:

@@ -15,7 +15,8 @@ def has_control(text: str) -> bool:
 
 
 def team_or_agent_problem(value: str) -> str | None:
-    if not TEAM_AGENT_PATTERN.match(value):
+    # fullmatch: with match(), "$" would also accept a trailing newline
+    if not TEAM_AGENT_PATTERN.fullmatch(value):
         return "must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,127}$"
     return None
 

@@ -59,6 +59,10 @@ def read(scope: Isolation, path: str) -> dict[str, Any]:
             "team_id": scope.team_id, "agent_id": scope.agent_id}
 
 
+def _mismatch(expected: int, version: int) -> Conflict:
+    return Conflict(f"expected_version: {expected} but the file is at {version}", {"current_version": version})
+
+
 def write(scope: Isolation, path: str, content: str, summary: str | None,
           expected_version: int | None) -> dict[str, Any]:
     ctx = current()
@@ -68,12 +72,14 @@ def write(scope: Isolation, path: str, content: str, summary: str | None,
     for attempt in range(10_000):
         raw_asset, blob = gather(lambda: assets.get(scope.memory_id), lambda: blobs.get(key))
         principal = ctx.check_access()
+        if raw_asset is None and expected_version:
+            # no asset, so no file: refuse before ensure() creates the asset (nothing is written)
+            raise _mismatch(expected_version, 0)
         asset, _ = assets.ensure(raw_asset, scope.team_id, scope.agent_id, owner=principal.key_id)
         live = _visible(blob, asset)
         version = _version(live)
         if expected_version is not None and expected_version != version:
-            raise Conflict(f"expected_version: {expected_version} but the file is at {version}",
-                           {"current_version": version})
+            raise _mismatch(expected_version, version)
         previous, _ = meta.split(live.text or "") if live else ({}, "")
         stamp = format_ms(now_ms())
         created_at = previous.get("created_at", stamp) if live else stamp
@@ -126,7 +132,7 @@ def _prefix_condition(prefix: str) -> Any:
 
 def ls(scope: Isolation, prefix: str, limit: int, next_token: str | None) -> dict[str, Any]:
     filters = {"route": "scenario/ls", "team": scope.team_id, "agent": scope.agent_id, "prefix": prefix}
-    after = tokens.decode(next_token, filters) if next_token else None
+    after = tokens.decode(next_token, filters) if next_token is not None else None
     asset = assets.for_scope(scope)
     current().check_access()
     if asset is None:

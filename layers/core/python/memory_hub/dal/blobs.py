@@ -11,6 +11,9 @@ from ..settings import get_settings
 from .aws import gather, s3
 
 DELETE_BATCH = 1000  # DeleteObjects takes at most 1000 keys
+# XML 1.0 cannot carry these, so DeleteObjects (an XML body) cannot name a key holding them; the
+# path rules allow them, so such keys go one by one through DeleteObject (key in the URL).
+_NOT_XML = ("\ufffe", "\uffff")
 
 
 class PreconditionFailed(Exception):
@@ -102,7 +105,10 @@ def delete_keys(keys: list[str], etags: list[str | None] | None = None) -> int:
     that did not happen."""
     bucket = get_settings().bucket
     tags = etags or [None] * len(keys)
-    objects = [{"Key": k, "ETag": t} if t else {"Key": k} for k, t in zip(keys, tags)]
+    singles = [k for k in keys if any(ch in k for ch in _NOT_XML)]
+    for key in singles:
+        delete(key)
+    objects = [{"Key": k, "ETag": t} if t else {"Key": k} for k, t in zip(keys, tags) if k not in singles]
     batches = [objects[i : i + DELETE_BATCH] for i in range(0, len(objects), DELETE_BATCH)]
 
     def one(batch: list[dict[str, str]]) -> int:
@@ -112,7 +118,7 @@ def delete_keys(keys: list[str], etags: list[str | None] | None = None) -> int:
             raise RuntimeError(f"S3 refused to delete {len(errors)} objects")
         return len(batch) - len(resp.get("Errors", []))
 
-    return sum(gather(*[lambda b=b: one(b) for b in batches])) if batches else 0
+    return len(singles) + (sum(gather(*[lambda b=b: one(b) for b in batches])) if batches else 0)
 
 
 def delete(key: str) -> None:

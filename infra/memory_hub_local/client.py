@@ -1,0 +1,223 @@
+"""A small HTTP client for the Memory Hub API (standard library only).
+
+Used by the ``memory-hub`` operator commands and by the MCP server. Every route is a ``POST`` of a
+JSON object answered by the envelope ``{code, message, request_id, data}`` (CONTRACT.md §1);
+:meth:`MemoryHubClient.call` returns ``data`` or raises :class:`ApiError`.
+
+Configuration (explicit arguments win over the environment):
+
+* ``MEMORY_HUB_ENDPOINT``   — base URL, default ``http://127.0.0.1:3000`` (the local stack)
+* ``MEMORY_HUB_API_KEY``    — the API key (sent as ``Authorization: Bearer <key>``)
+* ``MEMORY_HUB_SERVICE_ID`` — the deployment's service id, default ``default``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Any, Iterator
+
+DEFAULT_ENDPOINT = "http://127.0.0.1:3000"
+DEFAULT_SERVICE_ID = "default"
+DEFAULT_TIMEOUT = 30.0
+
+
+class MemoryHubError(Exception):
+    """Anything that kept a request from getting an answer from the API."""
+
+
+class ConfigError(MemoryHubError):
+    """The client is missing something it needs (e.g. the API key)."""
+
+
+class TransportError(MemoryHubError):
+    """The endpoint could not be reached, or answered something that is not the envelope."""
+
+
+class ApiError(MemoryHubError):
+    """The API answered with an error envelope (``code`` = HTTP status)."""
+
+    def __init__(self, code: int, message: str, *, data: Any = None, request_id: str | None = None,
+                 retryable: bool | None = None, path: str = "") -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        self.request_id = request_id
+        self.retryable = retryable
+        self.path = path
+        where = f" on {path}" if path else ""
+        rid = f" [{request_id}]" if request_id else ""
+        super().__init__(f"{code} {message}{where}{rid}")
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message, "request_id": self.request_id}
+        if self.data is not None:
+            out["data"] = self.data
+        if self.retryable is not None:
+            out["retryable"] = self.retryable
+        return out
+
+
+class MemoryHubClient:
+    """Calls the API's routes; one instance per endpoint + key + service id."""
+
+    def __init__(self, endpoint: str | None = None, api_key: str | None = None, service_id: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.endpoint = (endpoint or os.environ.get("MEMORY_HUB_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+        self.api_key = api_key or os.environ.get("MEMORY_HUB_API_KEY") or None
+        self.service_id = service_id or os.environ.get("MEMORY_HUB_SERVICE_ID") or DEFAULT_SERVICE_ID
+        self.timeout = timeout
+
+    # -- transport -------------------------------------------------------------------------------
+
+    def call(self, path: str, body: dict[str, Any] | None = None,
+             headers: dict[str, str] | None = None) -> Any:
+        """POST ``body`` to ``path``; returns the envelope's ``data`` (raises :class:`ApiError`)."""
+        if not self.api_key:
+            raise ConfigError("no API key: set MEMORY_HUB_API_KEY or pass --api-key")
+        payload = json.dumps({} if body is None else body, ensure_ascii=False).encode("utf-8")
+        request = urllib.request.Request(self.endpoint + path, data=payload, method="POST", headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Authorization": f"Bearer {self.api_key}",
+            "x-tdai-service-id": self.service_id,
+            **(headers or {}),
+        })
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise TransportError(f"cannot reach {self.endpoint}: {reason}") from exc
+        try:
+            envelope = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise TransportError(f"{path}: HTTP {status} without a JSON envelope: {raw[:200]!r}") from None
+        if not isinstance(envelope, dict) or "code" not in envelope:
+            raise TransportError(f"{path}: HTTP {status} without an envelope: {raw[:200]!r}")
+        if envelope.get("code") != 0 or status >= 400:
+            code = envelope.get("code")
+            code = code if isinstance(code, int) and code else status
+            raise ApiError(int(code), str(envelope.get("message") or ""), data=envelope.get("data"),
+                           request_id=envelope.get("request_id"), retryable=envelope.get("retryable"),
+                           path=path)
+        return envelope.get("data")
+
+    # -- data plane ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _scope(team_id: str, agent_id: str, user_id: str, **fields: Any) -> dict[str, Any]:
+        body = {"team_id": team_id, "agent_id": agent_id, "user_id": user_id}
+        body.update({k: v for k, v in fields.items() if v is not None})
+        return body
+
+    def atomic_add(self, team_id: str, agent_id: str, user_id: str, content: str, **fields: Any) -> dict:
+        return self.call("/v3/atomic/add", self._scope(team_id, agent_id, user_id, content=content, **fields))
+
+    def atomic_update(self, team_id: str, agent_id: str, user_id: str, id: str, **fields: Any) -> dict:
+        return self.call("/v3/atomic/update", self._scope(team_id, agent_id, user_id, id=id, **fields))
+
+    def atomic_search(self, team_id: str, agent_id: str, user_id: str, query: str, *, type: str | None = None,
+                      limit: int | None = None) -> dict:
+        return self.call("/v3/atomic/search",
+                         self._scope(team_id, agent_id, user_id, query=query, type=type, limit=limit))
+
+    def atomic_query(self, team_id: str, agent_id: str, user_id: str, *, type: str | None = None,
+                     limit: int | None = None, offset: int | None = None) -> dict:
+        return self.call("/v3/atomic/query",
+                         self._scope(team_id, agent_id, user_id, type=type, limit=limit, offset=offset))
+
+    def atomic_delete(self, team_id: str, agent_id: str, user_id: str, ids: list[str],
+                      expected_versions: dict[str, int] | None = None) -> dict:
+        return self.call("/v3/atomic/delete", self._scope(team_id, agent_id, user_id, ids=list(ids),
+                                                          expected_versions=expected_versions))
+
+    def conversation_add(self, team_id: str, agent_id: str, user_id: str, session_id: str,
+                         messages: list[dict[str, Any]]) -> dict:
+        return self.call("/v3/conversation/add",
+                         self._scope(team_id, agent_id, user_id, session_id=session_id, messages=messages))
+
+    def conversation_search(self, team_id: str, agent_id: str, user_id: str, query: str, *,
+                            session_id: str | None = None, limit: int | None = None) -> dict:
+        return self.call("/v3/conversation/search", self._scope(team_id, agent_id, user_id, query=query,
+                                                                session_id=session_id, limit=limit))
+
+    def conversation_query(self, team_id: str, agent_id: str, user_id: str, *, session_id: str | None = None,
+                           limit: int | None = None, offset: int | None = None) -> dict:
+        return self.call("/v3/conversation/query", self._scope(team_id, agent_id, user_id,
+                                                               session_id=session_id, limit=limit,
+                                                               offset=offset))
+
+    def conversation_delete(self, team_id: str, agent_id: str, user_id: str, message_ids: list[str]) -> dict:
+        return self.call("/v3/conversation/delete",
+                         self._scope(team_id, agent_id, user_id, message_ids=list(message_ids)))
+
+    def find_record(self, team_id: str, agent_id: str, user_id: str, record_id: str,
+                    max_pages: int = 10, page_size: int = 100) -> dict | None:
+        """Look one L1 record (``atom-…``) or L0 message (``msg-…``) up by id, paging through
+        ``atomic/query`` / ``conversation/query`` (at most ``max_pages`` pages); ``None`` if not seen."""
+        for item in self._walk(team_id, agent_id, user_id, record_id, max_pages, page_size):
+            if item.get("id") == record_id:
+                return item
+        return None
+
+    def _walk(self, team_id: str, agent_id: str, user_id: str, record_id: str, max_pages: int,
+              page_size: int) -> Iterator[dict]:
+        l0 = record_id.startswith("msg-")
+        for page in range(max_pages):
+            offset = page * page_size
+            if offset > 10_000:
+                return
+            if l0:
+                data = self.conversation_query(team_id, agent_id, user_id, limit=page_size, offset=offset)
+                batch = data.get("messages") or []
+            else:
+                data = self.atomic_query(team_id, agent_id, user_id, limit=page_size, offset=offset)
+                batch = data.get("items") or []
+            yield from batch
+            if len(batch) < page_size or offset + len(batch) >= int(data.get("total") or 0):
+                return
+
+    # -- erasure and admin -----------------------------------------------------------------------
+
+    def chat_memory_clear(self, memory_ids: list[str], idempotency_key: str | None = None) -> dict:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self.call("/v3/chat-memory/clear", {"memory_ids": list(memory_ids)}, headers)
+
+    def user_memory_delete(self, memory_id: str, user_id: str, content_id: str | None = None) -> dict:
+        body: dict[str, Any] = {"memory_id": memory_id, "user_id": user_id}
+        if content_id is not None:
+            body["content_ids"] = [content_id]
+        return self.call("/v3/user-memory/delete", body)
+
+    def memory_get(self, memory_id: str) -> dict:
+        return self.call("/v3/memory/get", {"memory_id": memory_id})
+
+    def keys_create(self, role: str, team_ids: list[str] | None = None, name: str | None = None) -> dict:
+        body: dict[str, Any] = {"role": role}
+        if team_ids:
+            body["team_ids"] = list(team_ids)
+        if name is not None:
+            body["name"] = name
+        return self.call("/v3/admin/keys/create", body)
+
+    def keys_list(self) -> dict:
+        return self.call("/v3/admin/keys/list", {})
+
+    def keys_revoke(self, key_id: str) -> dict:
+        return self.call("/v3/admin/keys/revoke", {"key_id": key_id})
+
+    def audit_query(self, memory_id: str | None = None, action: str | None = None, limit: int | None = None,
+                    next_token: str | None = None) -> dict:
+        body = {k: v for k, v in {"memory_id": memory_id, "action": action, "limit": limit,
+                                  "next_token": next_token}.items() if v is not None}
+        return self.call("/v3/audit/query", body)
+
+
+def memory_id_for(team_id: str, agent_id: str) -> str:
+    """The chat memory asset id of a (team, agent) pair (CONTRACT.md §4)."""
+    return f"chat_memory-{team_id}-{agent_id}"

@@ -1,0 +1,253 @@
+"""``memory-hub mcp``: an MCP server (stdio) for ID-based erasure, the "Echo" protocol.
+
+Two tools, used in three steps:
+
+1. ``search_for_deletion`` finds candidate records and returns each with its exact ``id`` and
+   ``version`` (and its exact text, context, type and tags);
+2. the assistant shows the person the exact record(s) and asks which one to delete;
+3. ``delete_memory(id, expected_version)`` deletes exactly that id, and only if it is still at the
+   version the person saw (otherwise 409: nothing is deleted and the current record is returned to
+   be shown again).
+
+There is no delete by content: a model trims, paraphrases and normalises whitespace, so a content
+match hits no row or several identical rows. The confirmed row and the deleted row must be the
+same row.
+
+Configuration (environment, overridable by ``memory-hub mcp`` flags): ``MEMORY_HUB_ENDPOINT``,
+``MEMORY_HUB_API_KEY``, ``MEMORY_HUB_SERVICE_ID``, and the default scope ``MEMORY_HUB_TEAM_ID``,
+``MEMORY_HUB_AGENT_ID``, ``MEMORY_HUB_USER_ID`` (each tool call may pass its own).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from .client import ApiError, MemoryHubClient, MemoryHubError
+
+PROTOCOL = (
+    "Deleting memory is a three-step protocol. (1) Call search_for_deletion to find the record. "
+    "(2) Show the person the exact record(s) found - id, content, context, type, tags - and ask which "
+    "one to delete; wait for their explicit confirmation. (3) Call delete_memory with that record's id "
+    "and the version you showed. Never delete by content and never guess or rebuild an id; near-identical "
+    "records are different records. If delete_memory reports that the record changed (409), nothing was "
+    "deleted: show the person the current record it returns and ask again."
+)
+
+SEARCH_DESCRIPTION = (
+    "Step 1 of deleting a memory: find candidate records and their exact ids and versions. Returns a "
+    "list of records: for layer 'l1' (extracted memories) {id, version, content, context, type, tags, "
+    "created_at, updated_at}; for layer 'l0' (raw conversation messages) {id, role, session_id, content, "
+    "timestamp, version: 1}. Nothing is deleted by this tool. Next: show the person the exact record(s) "
+    "(content and context verbatim, with the id) and ask which one to delete; only after they confirm, "
+    "call delete_memory with that id and its version. Several records may look the same (e.g. differing "
+    "only in whitespace or context): they are different records, show them all. " + PROTOCOL
+)
+
+DELETE_DESCRIPTION = (
+    "Step 3 of deleting a memory: permanently delete exactly ONE record by the id returned by "
+    "search_for_deletion, and only at the version the person saw. Both `id` and `expected_version` are "
+    "required (for an 'msg-' message id the version is always 1). Call it only after you showed the "
+    "person that exact record and they confirmed its deletion. Never delete by content: this tool takes "
+    "no content. If the record was edited since it was shown, the API answers 409, nothing is deleted, "
+    "and the current record is returned: show it to the person again and ask for confirmation before "
+    "retrying with the new version. Returns the receipt {deleted_ids, not_found_ids, audit_ids}. "
+    + PROTOCOL
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    endpoint: str | None = None
+    api_key: str | None = None
+    service_id: str | None = None
+    team_id: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    timeout: float = 30.0
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "Config":
+        env = os.environ.get
+        values = {"endpoint": env("MEMORY_HUB_ENDPOINT"), "api_key": env("MEMORY_HUB_API_KEY"),
+                  "service_id": env("MEMORY_HUB_SERVICE_ID"), "team_id": env("MEMORY_HUB_TEAM_ID"),
+                  "agent_id": env("MEMORY_HUB_AGENT_ID"), "user_id": env("MEMORY_HUB_USER_ID")}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+def _result(payload: Any, *, error: bool = False, text: str | None = None) -> CallToolResult:
+    body = text if text is not None else json.dumps(payload, ensure_ascii=False, indent=1)
+    structured = payload if isinstance(payload, dict) else {"results": payload}
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=structured,
+                          is_error=error)
+
+
+def _error(message: str, **details: Any) -> CallToolResult:
+    payload = {"error": message, **details}
+    return _result(payload, error=True)
+
+
+def _l1(item: dict[str, Any]) -> dict[str, Any]:
+    return {"id": item.get("id"), "version": item.get("version"), "content": item.get("content"),
+            "context": item.get("background"), "type": item.get("type"), "tags": item.get("tags") or [],
+            "created_at": item.get("created_at"), "updated_at": item.get("updated_at")}
+
+
+def _l0(message: dict[str, Any]) -> dict[str, Any]:
+    return {"id": message.get("id"), "version": 1, "role": message.get("role"),
+            "session_id": message.get("session_id"), "content": message.get("content"),
+            "timestamp": message.get("timestamp")}
+
+
+class Tools:
+    """The two tools, bound to one client and one default scope."""
+
+    def __init__(self, config: Config, client: MemoryHubClient | None = None) -> None:
+        self.config = config
+        self.client = client or MemoryHubClient(config.endpoint, config.api_key, config.service_id,
+                                                timeout=config.timeout)
+
+    def _scope(self, team_id: str | None, agent_id: str | None,
+               user_id: str | None) -> tuple[str, str, str] | CallToolResult:
+        team = team_id or self.config.team_id
+        agent = agent_id or self.config.agent_id
+        user = user_id or self.config.user_id
+        missing = [name for name, value in (("team_id", team), ("agent_id", agent), ("user_id", user))
+                   if not value]
+        if missing:
+            return _error(f"missing {', '.join(missing)}: pass them to the tool or set MEMORY_HUB_TEAM_ID, "
+                          "MEMORY_HUB_AGENT_ID and MEMORY_HUB_USER_ID for the server")
+        return team, agent, user  # type: ignore[return-value]
+
+    def search_for_deletion(
+        self,
+        query: Annotated[str, Field(description="words to look for (what the person wants forgotten)")],
+        layer: Annotated[Literal["l1", "l0"], Field(
+            description="'l1' extracted memory records (default) or 'l0' raw conversation messages")] = "l1",
+        limit: Annotated[int, Field(ge=1, le=100, description="at most this many records (1-100)")] = 5,
+        team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
+        agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
+        user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
+    ) -> CallToolResult:
+        scope = self._scope(team_id, agent_id, user_id)
+        if isinstance(scope, CallToolResult):
+            return scope
+        try:
+            if layer == "l0":
+                data = self.client.conversation_search(*scope, query, limit=limit)
+                records = [_l0(m) for m in data.get("messages") or []]
+            else:
+                data = self.client.atomic_search(*scope, query, limit=limit)
+                records = [_l1(i) for i in data.get("items") or []]
+        except ApiError as exc:
+            return _error(f"search failed: {exc.code} {exc.message}", code=exc.code)
+        except MemoryHubError as exc:
+            return _error(f"search failed: {exc}")
+        return _result(records)
+
+    def delete_memory(
+        self,
+        id: Annotated[str | None, Field(
+            description="REQUIRED. The exact id (atom-… or msg-…) returned by search_for_deletion for the "
+                        "record the person confirmed")] = None,
+        expected_version: Annotated[int | None, Field(
+            description="REQUIRED. The version of that record as shown to the person "
+                        "(1 for msg- ids)")] = None,
+        team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
+        agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
+        user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
+    ) -> CallToolResult:
+        record_id = (id or "").strip()
+        missing = [name for name, value in (("id", record_id), ("expected_version", expected_version))
+                   if value in ("", None)]
+        if missing:
+            return _error(f"refused: {' and '.join(missing)} required. Nothing was deleted. Call "
+                          "search_for_deletion, show the person the exact record, and after they confirm "
+                          "call delete_memory with that record's id and version.")
+        if not (record_id.startswith("atom-") or record_id.startswith("msg-")):
+            return _error(f"refused: {record_id!r} is not a record id (atom-…) or message id (msg-…). "
+                          "Use the id returned by search_for_deletion; never build one. Nothing was deleted.")
+        if isinstance(expected_version, bool) or expected_version < 1:
+            return _error("refused: expected_version must be the record's version (an integer, at least 1). "
+                          "Nothing was deleted.")
+        if record_id.startswith("msg-") and expected_version != 1:
+            return _error("refused: a message (msg-…) is never edited; its expected_version is always 1. "
+                          "Nothing was deleted.")
+        scope = self._scope(team_id, agent_id, user_id)
+        if isinstance(scope, CallToolResult):
+            return scope
+        try:
+            if record_id.startswith("msg-"):
+                data = self.client.conversation_delete(*scope, [record_id])
+            else:
+                data = self.client.atomic_delete(*scope, [record_id], {record_id: expected_version})
+        except ApiError as exc:
+            if exc.code == 409:
+                return self._conflict(scope, record_id, expected_version, exc)
+            return _error(f"delete failed: {exc.code} {exc.message}. Nothing was deleted.", code=exc.code)
+        except MemoryHubError as exc:
+            return _error(f"delete failed: {exc}. It is not known whether the record was deleted; search "
+                          "for it again before retrying.")
+        receipt = {"deleted_ids": data.get("deleted_ids") or [],
+                   "not_found_ids": data.get("not_found_ids") or [],
+                   "audit_ids": data.get("audit_ids") or []}
+        if record_id in receipt["deleted_ids"]:
+            receipt["message"] = f"Deleted {record_id}. Nothing else was deleted."
+        else:
+            receipt["message"] = (f"{record_id} was not found (already deleted, or not in this "
+                                  "team/agent/user scope). Nothing was deleted.")
+        return _result(receipt)
+
+    def _conflict(self, scope: tuple[str, str, str], record_id: str, expected: int,
+                  exc: ApiError) -> CallToolResult:
+        conflicts = (exc.data or {}).get("conflicts") if isinstance(exc.data, dict) else None
+        actual = next((c.get("actual") for c in conflicts or [] if c.get("id") == record_id), None)
+        current = None
+        try:
+            found = self.client.find_record(*scope, record_id)
+            if found is not None:
+                current = _l0(found) if record_id.startswith("msg-") else _l1(found)
+        except MemoryHubError:
+            pass
+        now = f"version {actual}" if actual is not None else "another version"
+        return _error(
+            f"conflict (409): {record_id} was edited since it was shown - it is now at {now}, not version "
+            f"{expected}. Nothing was deleted. Show the person the current record and ask again; delete it "
+            "only after they confirm, with its new version.",
+            code=409, conflicts=conflicts or [], current=current)
+
+
+def build_server(config: Config | None = None, client: MemoryHubClient | None = None) -> MCPServer:
+    tools = Tools(config or Config.from_env(), client)
+    search = Tool.from_function(
+        tools.search_for_deletion, name="search_for_deletion", title="Search memory for deletion",
+        description=SEARCH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    delete = Tool.from_function(
+        tools.delete_memory, name="delete_memory", title="Delete one memory record by id",
+        description=DELETE_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                                    open_world_hint=False))
+    # Both are required; they default to None in Python only so that a call without them gets an
+    # explanatory refusal (an error result) rather than a bare validation error.
+    delete.parameters["required"] = ["id", "expected_version"]
+    for name in ("id", "expected_version"):
+        delete.parameters["properties"][name].pop("default", None)
+    return MCPServer("memory-hub", instructions=PROTOCOL, log_level="WARNING", tools=[search, delete])
+
+
+def main(**overrides: Any) -> None:
+    """Serve over stdio until the client closes the connection."""
+    build_server(Config.from_env(**overrides)).run("stdio")
+
+
+if __name__ == "__main__":
+    main()
