@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import threading
 import re
 import time
 import traceback
@@ -148,6 +150,12 @@ class InvokeHandler(_Handler):
             self._send(404, {"Content-Type": "application/json",
                              "x-amzn-ErrorType": "ResourceNotFoundException"}, json.dumps(payload).encode())
             return
+        if (self.headers.get("X-Amz-Invocation-Type") or "").lower() == "event":
+            # asynchronous invocation: accepted now, run in the background (as Lambda queues it)
+            event = json.loads(body or b"{}")
+            threading.Thread(target=self._run_async, args=(name, event), daemon=True).start()
+            self._send(202, {"X-Amz-Executed-Version": "$LATEST"}, b"")
+            return
         try:
             event = json.loads(body or b"{}")
             result = self.pool.invoke(name, event)
@@ -158,6 +166,13 @@ class InvokeHandler(_Handler):
             payload = {"errorMessage": str(exc), "errorType": type(exc).__name__}
             self._send(200, {"Content-Type": "application/json", "X-Amz-Function-Error": "Unhandled"},
                        json.dumps(payload).encode())
+
+
+    def _run_async(self, name: str, event: dict[str, Any]) -> None:
+        try:
+            self.pool.invoke(name, event)
+        except Exception:  # Lambda would retry twice, then drop it; the purge record outlives it
+            traceback.print_exc()
 
 
 def _server(handler: type[_Handler], port: int, pool: FunctionPool, router: Router | None) -> ThreadingHTTPServer:
@@ -182,8 +197,11 @@ def aws_server(port: int) -> Any:
 
 
 def serve(stack: Stack, port: int, lambda_port: int, aws_port: int) -> list[Any]:
-    """Start the three servers in background threads; returns them (call shutdown() to stop)."""
-    import threading
+    """Start the three servers in background threads; returns them (call shutdown() to stop).
+
+    Functions that invoke other functions (a clear handing its purge on) reach this Invoke API
+    through botocore's per-service endpoint setting, exactly as their code runs on AWS."""
+    os.environ["AWS_ENDPOINT_URL_LAMBDA"] = f"http://127.0.0.1:{lambda_port}"
 
     pool = FunctionPool(stack.template)
     servers = [_server(ApiHandler, port, pool, Router(stack)), _server(InvokeHandler, lambda_port, pool, None),

@@ -13,9 +13,9 @@ import random
 import time
 from typing import Any
 
-from pynamodb.exceptions import UpdateError
+from pynamodb.exceptions import TransactWriteError
 
-from . import assets, audit, layout, meta, tokens
+from . import assets, audit, items, layout, meta, tokens
 from .audit import Event
 from .clock import format_ms, now_ms
 from .dal import blobs
@@ -89,35 +89,46 @@ def write(scope: Isolation, path: str, content: str, summary: str | None,
         try:
             blobs.put(key, text, {"epoch": str(int(asset.epoch)), "version": str(version + 1)},
                       if_match=blob.etag if blob else None)
-            break
         except blobs.PreconditionFailed:
             if time.monotonic() > deadline:
                 raise Unavailable("scenario/write: too many concurrent writers, try again") from None
             time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
+            continue
+        size = len(text.encode("utf-8"))
+        if _index(scope, asset, path, version + 1, new_summary or None, created_at, stamp, size):
+            break
+        # a clear retired this epoch between our read and now: write again, into the new one
     new_version = version + 1
-    size = len(text.encode("utf-8"))
-    gather(
-        lambda: _index(scope, asset, path, new_version, new_summary or None, created_at, stamp, size),
-        lambda: audit.record([Event("scenario_write", "L2", path, 1)], memory_id=scope.memory_id,
-                             team_id=scope.team_id, actor=principal.key_id, request_id=ctx.request_id),
-    )
+    audit.record([Event("scenario_write", "L2", path, 1)], memory_id=scope.memory_id, team_id=scope.team_id,
+                 actor=principal.key_id, request_id=ctx.request_id)
     return {"path": path, "version": new_version, "created": new_version == 1, "updated_at": stamp,
             "created_at": created_at, "team_id": scope.team_id, "agent_id": scope.agent_id}
 
 
 def _index(scope: Isolation, asset: Asset, path: str, version: int, summary: str | None, created_at: str,
-           updated_at: str, size: int) -> None:
+           updated_at: str, size: int) -> bool:
+    """Index the version just stored, only ever forwards. False if the asset's epoch moved on (a
+    clear happened): the object we wrote is then invisible and the write must be redone."""
     entry = SceneEntry(layout.scene_scope(scope.team_id, scope.agent_id, asset.epoch), path)
     actions = [SceneEntry.version.set(version), SceneEntry.created_at.set(created_at),
                SceneEntry.updated_at.set(updated_at), SceneEntry.size.set(size),
                SceneEntry.summary.set(summary) if summary else SceneEntry.summary.remove()]
+
+    def build(transaction: Any) -> None:
+        items.epoch_guard(transaction, scope.memory_id, int(asset.epoch))
+        transaction.update(entry, actions=actions,
+                           condition=SceneEntry.version.does_not_exist() | (SceneEntry.version < version))
+
     try:
-        entry.update(actions=actions,
-                     condition=SceneEntry.version.does_not_exist() | (SceneEntry.version < version))
-    except UpdateError as exc:
-        if exc.cause_response_code != "ConditionalCheckFailedException":
+        items.transact(build)
+    except TransactWriteError as exc:
+        failed = items.failed_conditions(exc)
+        if 0 in failed:
+            return False
+        if failed != [1]:
             raise
-        # a newer version is already indexed
+        # only the version condition failed: a newer version is already indexed
+    return True
 
 
 def _entry(scope: Isolation, item: SceneEntry) -> dict[str, Any]:
