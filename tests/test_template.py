@@ -1,0 +1,425 @@
+"""template.yaml holds what the deployed stack promises: routes equal to the routes table, least
+privilege, log retention, alarms, the envelope on API Gateway's own answers, tables that match
+the PynamoDB models, a layer that builds from the same pins — and cfn-lint passes."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_hub.routes import PUBLIC_GET, ROUTES
+from memory_hub_local.template import ROOT, TEMPLATE, load_raw
+
+CATCH_ALL = "/{proxy+}"
+# The function that answers /health, /openapi.json, /docs and every unknown path.
+PUBLIC_FUNCTION = "AdminFunction"
+SAM_POLICY_TEMPLATES = {"DynamoDBReadPolicy": "TableName", "DynamoDBWritePolicy": "TableName",
+                        "DynamoDBCrudPolicy": "TableName", "S3ReadPolicy": "BucketName"}
+BROAD_MANAGED_POLICY = re.compile(r"Administrator|PowerUser|FullAccess", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_raw()
+
+
+def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in template["Resources"].items() if r.get("Type") == kind}
+
+
+def _functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return _of_type(template, "AWS::Serverless::Function")
+
+
+def _ref(value: Any) -> str | None:
+    return value.get("Ref") if isinstance(value, dict) else None
+
+
+def _api_events(function: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e["Properties"] for e in function["Properties"].get("Events", {}).values() if e["Type"] == "Api"]
+
+
+# ---------------------------------------------------------------- routes
+
+
+def test_every_route_of_the_table_is_an_api_event_of_exactly_its_function(template):
+    functions = _functions(template)
+    assert PUBLIC_FUNCTION in functions
+    for name, function in functions.items():
+        events = _api_events(function)
+        paths = [e["Path"] for e in events]
+        assert len(paths) == len(set(paths)), f"{name}: a path is routed twice: {sorted(paths)}"
+        assert {e["Method"] for e in events} <= {"ANY"}, f"{name}: routes must use Method ANY (405 is ours)"
+        assert all(_ref(e.get("RestApiId")) == "Api" for e in events), f"{name}: every route belongs to Api"
+        expected = {path for path, route in ROUTES.items() if route.function == name}
+        if name == PUBLIC_FUNCTION:
+            expected |= set(PUBLIC_GET) | {CATCH_ALL}
+        assert set(paths) == expected, (
+            f"{name}: template routes differ from memory_hub.routes — missing {sorted(expected - set(paths))}, "
+            f"extra {sorted(set(paths) - expected)}")
+
+
+def test_routes_of_functions_missing_from_the_template_fall_to_the_catch_all(template):
+    """A route whose function is not deployed yet must not be wired to another function."""
+    routed = {e["Path"]: name for name, f in _functions(template).items() for e in _api_events(f)}
+    for path, route in ROUTES.items():
+        if route.function not in _functions(template):
+            assert path not in routed, f"{path} belongs to {route.function}, not {routed.get(path)}"
+
+
+# ---------------------------------------------------------------- functions
+
+
+def test_runtime_architecture_and_globals(template):
+    globals_fn = template["Globals"]["Function"]
+    assert globals_fn["Runtime"] == "python3.13"
+    assert globals_fn["Architectures"] == ["arm64"]
+    assert globals_fn["Tracing"] == "Active"
+    assert globals_fn["Timeout"] <= 29, "API Gateway (REST) stops waiting after 29 s"
+    env = globals_fn["Environment"]["Variables"]
+    assert env["POWERTOOLS_SERVICE_NAME"] == "memory-hub"
+    assert env["POWERTOOLS_LOGGER_LOG_EVENT"] == "false", "events carry keys and content"
+    for name, function in _functions(template).items():
+        props = function["Properties"]
+        assert props.get("Runtime", "python3.13") == "python3.13", name
+        assert props.get("Architectures", ["arm64"]) == ["arm64"], name
+    layer = template["Resources"]["CoreLayer"]["Properties"]
+    assert layer["CompatibleRuntimes"] == ["python3.13"]
+    assert layer["CompatibleArchitectures"] == ["arm64"]
+
+
+def test_environment_names_every_table_and_the_bucket_the_settings_read(template):
+    from memory_hub.settings import _ENV, Settings
+
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    resources = template["Resources"]
+    for field in Settings.model_fields:
+        if field.endswith("_table") or field == "bucket":
+            variable = _ENV[field]
+            assert variable in env, f"{variable} (settings.{field}) missing from Globals"
+            target = _ref(env[variable])
+            assert target in resources, f"{variable} must !Ref a resource of the template"
+            kind = "AWS::S3::Bucket" if field == "bucket" else "AWS::DynamoDB::Table"
+            assert resources[target]["Type"] == kind, variable
+
+
+def test_every_function_has_its_own_log_group_with_retention(template):
+    resources = template["Resources"]
+    seen: set[str] = set()
+    for name, function in _functions(template).items():
+        group = _ref(function["Properties"].get("LoggingConfig", {}).get("LogGroup"))
+        assert group is not None, f"{name}: LoggingConfig.LogGroup must !Ref a log group"
+        assert group not in seen, f"{name} shares log group {group}"
+        seen.add(group)
+        log_group = resources[group]
+        assert log_group["Type"] == "AWS::Logs::LogGroup"
+        retention = log_group["Properties"].get("RetentionInDays")
+        if _ref(retention):
+            retention = template["Parameters"][_ref(retention)].get("Default")
+        assert isinstance(retention, int) and retention > 0, f"{group}: no retention"
+
+
+def test_every_function_has_error_and_throttle_alarms(template):
+    alarms = _of_type(template, "AWS::CloudWatch::Alarm").values()
+    for name in _functions(template):
+        metrics = {a["Properties"]["MetricName"] for a in alarms
+                   if a["Properties"].get("Namespace") == "AWS/Lambda"
+                   and {"Name": "FunctionName", "Value": {"Ref": name}} in a["Properties"].get("Dimensions", [])}
+        assert {"Errors", "Throttles"} <= metrics, f"{name}: alarms on {sorted(metrics)}"
+    for alarm in alarms:
+        assert alarm["Properties"].get("AlarmActions"), "an alarm nobody hears is no alarm"
+
+
+def test_every_function_has_its_handler_and_no_requirements(template):
+    """The handler exists; dependencies come from CoreLayer only (and SAM's default builder then
+    needs neither Docker nor a local python3.13)."""
+    handler_default = template["Globals"]["Function"].get("Handler")
+    for name, function in _functions(template).items():
+        props = function["Properties"]
+        code = ROOT / props["CodeUri"]
+        module = props.get("Handler", handler_default).rsplit(".", 1)[0]
+        assert (code / f"{module}.py").is_file(), f"{name}: {code}/{module}.py is missing"
+        assert not (code / "requirements.txt").exists(), f"{name}: put dependencies in the layer"
+        assert {"Ref": "CoreLayer"} in props.get("Layers", template["Globals"]["Function"]["Layers"])
+
+
+def test_scheduled_functions_have_a_schedule_and_a_watched_dead_letter_queue(template):
+    functions = _functions(template)
+    assert "CleanupFunction" in functions, "CONTRACT §12 names the scheduled function CleanupFunction"
+    resources = template["Resources"]
+    alarms = _of_type(template, "AWS::CloudWatch::Alarm").values()
+    scheduled = {name: f for name, f in functions.items()
+                 if any(e["Type"] in ("Schedule", "ScheduleV2") for e in f["Properties"].get("Events", {}).values())}
+    assert set(scheduled) == {"CleanupFunction"}
+    for name, function in scheduled.items():
+        props = function["Properties"]
+        schedule = next(e for e in props["Events"].values() if e["Type"] in ("Schedule", "ScheduleV2"))
+        assert _ref(schedule["Properties"].get("Schedule") or schedule["Properties"].get("ScheduleExpression")) \
+            == "CleanupSchedule", "the schedule is a parameter (daily by default)"
+        assert template["Parameters"]["CleanupSchedule"]["Default"] == "rate(1 day)"
+        dlq = props.get("DeadLetterQueue")
+        assert dlq and dlq["Type"] == "SQS", f"{name}: a failed scheduled run must not vanish"
+        queue = dlq["TargetArn"]["Fn::GetAtt"][0]
+        assert resources[queue]["Type"] == "AWS::SQS::Queue"
+        assert any({"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}
+                   in a["Properties"].get("Dimensions", []) for a in alarms), f"nobody watches {queue}"
+
+
+def test_only_the_clear_function_invokes_a_function_and_only_itself(template):
+    for name, function in _functions(template).items():
+        props = function["Properties"]
+        invokes = [s for p in props.get("Policies", []) if isinstance(p, dict) and "Statement" in p
+                   for s in p["Statement"] if any(a.startswith("lambda:") for a in _actions(s))]
+        if name != "ClearFunction":
+            assert not invokes, f"{name} may not invoke functions"
+            continue
+        own_name = props["FunctionName"]["Fn::Sub"]
+        assert [_actions(s) for s in invokes] == [["lambda:InvokeFunction"]]
+        assert _resources(invokes[0]) == [{"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:"
+                                                      "${AWS::AccountId}:function:" + own_name}]
+
+
+# ---------------------------------------------------------------- IAM
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement.get("Action", [])
+    return [action] if isinstance(action, str) else list(action)
+
+
+def _resources(statement: dict[str, Any]) -> list[Any]:
+    resource = statement.get("Resource", [])
+    return resource if isinstance(resource, list) else [resource]
+
+
+def _check_statement(owner: str, statement: dict[str, Any]) -> None:
+    assert statement.get("Effect") == "Allow", f"{owner}: {statement}"
+    assert "NotAction" not in statement and "NotResource" not in statement, owner
+    for action in _actions(statement):
+        assert action != "*" and not action.endswith(":*"), f"{owner}: wildcard action {action}"
+    resources = _resources(statement)
+    assert resources, f"{owner}: statement without Resource"
+    for resource in resources:
+        text = json.dumps(resource)
+        assert resource != "*" and '":::*' not in text and text.strip('"') != "*", f"{owner}: {resource}"
+    s3_object_actions = [a for a in _actions(statement) if a.startswith("s3:") and "Object" in a]
+    if s3_object_actions:
+        assert resources == [{"Fn::Sub": "${MemoryBucket.Arn}/profiles/*"}], (
+            f"{owner}: S3 object access is scoped to the bucket's profiles/ prefix")
+    if "s3:ListBucket" in _actions(statement):
+        assert resources == [{"Fn::GetAtt": ["MemoryBucket", "Arn"]}], owner
+
+
+def test_no_function_has_a_wildcard_or_admin_like_policy(template):
+    resources = template["Resources"]
+    for name, function in _functions(template).items():
+        props = function["Properties"]
+        assert "Role" not in props, f"{name}: a role made elsewhere escapes this check"
+        policies = props.get("Policies", [])
+        assert isinstance(policies, list) and policies, f"{name}: no policies"
+        for policy in policies:
+            if isinstance(policy, str):
+                assert not BROAD_MANAGED_POLICY.search(policy), f"{name}: {policy}"
+                pytest.fail(f"{name}: managed policy {policy}: use a policy template or a scoped statement")
+            assert len(policy) == 1, f"{name}: {policy}"
+            (kind, value), = policy.items()
+            if kind == "Statement":
+                for statement in value:
+                    _check_statement(name, statement)
+                continue
+            assert kind in SAM_POLICY_TEMPLATES, f"{name}: policy {kind} is not on the allowed list"
+            target = _ref(value.get(SAM_POLICY_TEMPLATES[kind]))
+            assert target in resources, f"{name}: {kind} must name a resource of this template"
+    assert "Policies" not in template["Globals"]["Function"]
+    for name in list(_of_type(template, "AWS::IAM::Policy")) + list(_of_type(template, "AWS::IAM::ManagedPolicy")):
+        for statement in resources[name]["Properties"]["PolicyDocument"]["Statement"]:
+            _check_statement(name, statement)
+
+
+def test_only_data_plane_writers_get_crud_on_content(template):
+    """Readers of a table get read templates; CRUD only where the code deletes."""
+    functions = _functions(template)
+
+    def grants(name: str, table: str) -> set[str]:
+        return {kind for p in functions[name]["Properties"]["Policies"] if isinstance(p, dict)
+                for kind, value in p.items() if kind in SAM_POLICY_TEMPLATES and _ref(value.get("TableName")) == table}
+
+    assert grants("MemoryFunction", "ItemsTable") == {"DynamoDBCrudPolicy"}
+    assert grants("MemoryFunction", "IdempotencyTable") == {"DynamoDBCrudPolicy"}
+    for name in functions:
+        assert "DynamoDBCrudPolicy" not in grants(name, "KeysTable"), f"{name}: keys are never deleted"
+        assert "DynamoDBCrudPolicy" not in grants(name, "AuditTable"), f"{name}: audit events are never deleted here"
+        if name != "AdminFunction":
+            assert grants(name, "KeysTable") <= {"DynamoDBReadPolicy"}, name
+
+
+# ---------------------------------------------------------------- storage
+
+
+def test_bucket_blocks_public_access_encrypts_and_denies_plain_http(template):
+    buckets = _of_type(template, "AWS::S3::Bucket")
+    assert buckets
+    policies = _of_type(template, "AWS::S3::BucketPolicy").values()
+    for name, bucket in buckets.items():
+        props = bucket["Properties"]
+        block = props["PublicAccessBlockConfiguration"]
+        assert all(block.get(k) is True for k in
+                   ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")), name
+        assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"], name
+        statements = [s for p in policies if _ref(p["Properties"]["Bucket"]) == name
+                      for s in p["Properties"]["PolicyDocument"]["Statement"]]
+        tls = [s for s in statements
+               if s.get("Effect") == "Deny" and s.get("Principal") == "*"
+               and "s3:*" in _actions(s)
+               and str(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport")).lower() == "false"]
+        assert tls, f"{name}: no Deny of requests without TLS"
+        covered = _resources(tls[0])
+        assert {"Fn::GetAtt": [name, "Arn"]} in covered and {"Fn::Sub": f"${{{name}.Arn}}/*"} in covered
+
+
+def test_tables_are_on_demand_and_encrypted(template):
+    tables = _of_type(template, "AWS::DynamoDB::Table")
+    assert {"AssetsTable", "ItemsTable", "ScenesTable", "KeysTable", "AuditTable", "IdempotencyTable"} <= set(tables)
+    for name, table in tables.items():
+        props = table["Properties"]
+        assert props["BillingMode"] == "PAY_PER_REQUEST", name
+        assert props["SSESpecification"]["SSEEnabled"] is True, name
+        if name != "IdempotencyTable":  # one-hour records, expired by TTL
+            assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True, name
+            assert table.get("DeletionPolicy") == "Retain" == table.get("UpdateReplacePolicy"), name
+
+
+def test_items_table_has_the_two_local_indexes(template):
+    props = template["Resources"]["ItemsTable"]["Properties"]
+    assert {(a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]} == {
+        ("pk", "S"), ("sk", "S"), ("lsi1", "S"), ("lsi2", "S")}
+    assert props["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"},
+                                  {"AttributeName": "sk", "KeyType": "RANGE"}]
+    indexes = {i["IndexName"]: i for i in props["LocalSecondaryIndexes"]}
+    assert set(indexes) == {"by-time", "by-session"}
+    for name, sort_key in (("by-time", "lsi1"), ("by-session", "lsi2")):
+        assert indexes[name]["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"},
+                                              {"AttributeName": sort_key, "KeyType": "RANGE"}]
+        assert indexes[name]["Projection"] == {"ProjectionType": "ALL"}
+
+
+def _key_set(schema: list[dict[str, str]]) -> set[tuple[str, str]]:
+    return {(k["AttributeName"], k["KeyType"]) for k in schema}
+
+
+def test_tables_match_the_pynamodb_models(template):
+    """The schema the code queries is the schema that gets deployed (and that moto creates)."""
+    from memory_hub.dal.models import MODELS
+    from memory_hub.settings import _ENV
+
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    for field, model in MODELS.items():
+        table_id = _ref(env[_ENV[field]])
+        props = template["Resources"][table_id]["Properties"]
+        schema = model._get_schema()
+        assert _key_set(props["KeySchema"]) == _key_set(schema["key_schema"]), table_id
+        declared = {(a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]}
+        needed = {(a["AttributeName"], a["AttributeType"]) for a in schema["attribute_definitions"]}
+        assert declared == needed, f"{table_id}: AttributeDefinitions {sorted(declared)} != {sorted(needed)}"
+        for kind, key in (("GlobalSecondaryIndexes", "global_secondary_indexes"),
+                          ("LocalSecondaryIndexes", "local_secondary_indexes")):
+            deployed = {i["IndexName"]: (_key_set(i["KeySchema"]), i["Projection"]["ProjectionType"])
+                        for i in props.get(kind, [])}
+            modelled = {i["index_name"]: (_key_set(i["key_schema"]), i["projection"]["ProjectionType"])
+                        for i in schema[key]}
+            assert deployed == modelled, f"{table_id}.{kind}: {deployed} != {modelled}"
+
+
+# ---------------------------------------------------------------- API Gateway's own answers
+
+REQUIRED_GATEWAY_RESPONSES = {
+    "MISSING_AUTHENTICATION_TOKEN": 404, "ACCESS_DENIED": 403, "UNAUTHORIZED": 401, "THROTTLED": 429,
+    "REQUEST_TOO_LARGE": 413, "DEFAULT_4XX": 400, "DEFAULT_5XX": 500, "INTEGRATION_TIMEOUT": 504,
+}
+
+
+def _render(template_text: str) -> Any:
+    """What API Gateway sends: plain variable substitution ($context.error.messageString is quoted)."""
+    text = template_text.replace("$context.requestId", "6f1c2a7e-0b9d-4c1e-9a53-2f7d8e4b1c00")
+    text = text.replace("$context.error.messageString", json.dumps('Invalid request "body"'))
+    assert "$" not in text, f"unsupported variable left in {template_text}"
+    return json.loads(text)
+
+
+def test_gateway_responses_use_the_envelope_with_a_fixed_status(template):
+    responses = template["Resources"]["Api"]["Properties"]["GatewayResponses"]
+    assert set(REQUIRED_GATEWAY_RESPONSES) <= set(responses)
+    for kind, response in responses.items():
+        status = int(response["StatusCode"])
+        if kind in REQUIRED_GATEWAY_RESPONSES:
+            assert status == REQUIRED_GATEWAY_RESPONSES[kind], kind
+        assert set(response["ResponseTemplates"]) == {"application/json"}, kind
+        raw = response["ResponseTemplates"]["application/json"]
+        assert not re.search(r"#(set|if|foreach)|\$util|\$input|\.length\(\)", raw), f"{kind}: no VTL here"
+        body = _render(raw)
+        assert body["code"] == status and isinstance(body["code"], int), kind
+        assert isinstance(body["message"], str) and body["message"], kind
+        assert body["request_id"].startswith("req-"), kind
+        if status in (429, 500, 502, 503, 504):
+            assert body.get("retryable") is True, kind
+        else:
+            assert body.get("retryable") in (None, False), kind
+    assert _render(responses["MISSING_AUTHENTICATION_TOKEN"]["ResponseTemplates"]["application/json"])[
+        "message"].startswith("no route")
+    assert _render(responses["DEFAULT_5XX"]["ResponseTemplates"]["application/json"])[
+        "message"] == "Internal server error"
+
+
+# ---------------------------------------------------------------- layer and build
+
+
+def test_layer_builds_from_the_same_pins_as_the_venv():
+    """SAM builds the layer in a scratch copy of layers/core: it installs the copy of the pins kept
+    there, which must be the repository's requirements.txt byte for byte."""
+    assert (ROOT / "layers/core/requirements.txt").read_bytes() == (ROOT / "requirements.txt").read_bytes(), (
+        "cp requirements.txt layers/core/requirements.txt")
+
+
+def test_layer_is_built_by_its_makefile(template):
+    layer = template["Resources"]["CoreLayer"]
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    assert layer["Metadata"]["BuildArchitecture"] == "arm64"
+    content = ROOT / layer["Properties"]["ContentUri"]
+    makefile = (content / "Makefile").read_text()
+    assert re.search(r"^build-CoreLayer:", makefile, re.MULTILINE)
+    assert "manylinux2014_aarch64" in makefile and "--python-version 3.13" in makefile
+    assert "-r requirements.txt" in makefile and (content / "requirements.txt").is_file()
+    assert (content / "python/memory_hub/__init__.py").is_file(), "layer code lives under python/"
+
+
+def test_outputs_have_stable_export_names(template):
+    outputs = template["Outputs"]
+    assert {"ApiUrl", "BucketName", "AssetsTableName", "ItemsTableName"} <= set(outputs)
+    for name, output in outputs.items():
+        export = output["Export"]["Name"]
+        assert re.fullmatch(r"\$\{AWS::StackName\}-[A-Za-z]+", export["Fn::Sub"]), name
+
+
+# ---------------------------------------------------------------- linters
+
+
+def _cfn_lint() -> str | None:
+    for candidate in (Path(sys.executable).parent / "cfn-lint", ROOT / ".venv/bin/cfn-lint"):
+        if candidate.is_file():
+            return str(candidate)
+    return shutil.which("cfn-lint")
+
+
+def test_cfn_lint_is_clean():
+    cfn_lint = _cfn_lint()
+    if cfn_lint is None:
+        pytest.skip("cfn-lint is not installed (make .venv/.installed)")
+    result = subprocess.run([cfn_lint, str(TEMPLATE)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
