@@ -121,7 +121,7 @@ def list_assets(principal: Any, team_id: str | None, limit: int, next_token: str
     from . import tokens
 
     filters = {"route": "memory/list", "team": team_id, "teams": sorted(principal.team_ids)}
-    after = tokens.decode(next_token, filters) if next_token else None
+    after = tokens.decode(next_token, filters) if next_token is not None else None
     condition = Asset.memory_id > after if after else None
     if team_id is not None:
         principal.require_team(team_id)

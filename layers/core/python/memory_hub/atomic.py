@@ -19,7 +19,7 @@ from .clock import now_ms, ordered_id, parse_time
 from .dal.aws import gather
 from .dal.models import Item
 from .edge import Isolation, current
-from .errors import BadRequest, Conflict, NotFound
+from .errors import BadRequest, Conflict, NotFound, Unavailable
 
 NOT_FOUND = "id: no such record"
 
@@ -78,7 +78,7 @@ def add(scope: Isolation, content: str, type_: str, background: str, tags: list[
         if reinforced is not None:
             return {"id": reinforced.id, "version": int(reinforced.version), "created": False,
                     "reinforced_count": int(reinforced.reinforced_count)}
-    raise Conflict("atomic/add: the record changed too often, try again", retryable=True)
+    raise Unavailable("atomic/add: the record changed too often, try again")
 
 
 def _reinforce(pk: str, key: str) -> Item | None:
@@ -102,26 +102,35 @@ def _reinforce(pk: str, key: str) -> Item | None:
     return record
 
 
-def _get(pk: str, atom_id: str) -> Item | None:
+def _in_task(scope: Isolation, record: Item) -> bool:
+    """A task_id in the request narrows the scope (§3): another task's record is out of scope."""
+    return scope.task_id is None or record.task_id == scope.task_id
+
+
+def _get(scope: Isolation, pk: str, atom_id: str) -> Item | None:
     from pynamodb.exceptions import DoesNotExist
 
     if not atom_id.startswith("atom-"):
         return None
     try:
-        return Item.get(pk, atom_id, consistent_read=True)
+        record = Item.get(pk, atom_id, consistent_read=True)
     except DoesNotExist:
         return None
+    return record if _in_task(scope, record) else None
 
 
 def update(scope: Isolation, atom_id: str, changes: dict[str, Any], expected_version: int | None) -> dict:
     ctx = current()
-    asset = assets.for_scope(scope)
+    raw_asset = assets.get(scope.memory_id)
+    asset = assets.owned_by(raw_asset, scope.team_id, scope.agent_id)
     principal = ctx.check_access()
+    if raw_asset is not None and asset is None:
+        raise Conflict(assets.COLLISION)  # another pair spells this memory_id: update is a write (§4)
     if asset is None:
         raise NotFound(NOT_FOUND)
     pk = _pk(scope, int(asset.epoch))
     for _ in range(20):
-        record = _get(pk, atom_id)
+        record = _get(scope, pk, atom_id)
         if record is None:
             raise NotFound(NOT_FOUND)
         version = int(record.version)
@@ -160,7 +169,7 @@ def update(scope: Isolation, atom_id: str, changes: dict[str, Any], expected_ver
                 raise
             # the record changed (or vanished) between our read and write: read again
     else:
-        raise Conflict("atomic/update: the record changed too often, try again", retryable=True)
+        raise Unavailable("atomic/update: the record changed too often, try again")
     audit.record([Event("atomic_update", "L1", atom_id, 1)], memory_id=scope.memory_id, team_id=scope.team_id,
                  actor=principal.key_id, request_id=ctx.request_id)
     return {"id": atom_id, "version": f"v{version + 1}", "updated_at": items.iso(now)}
@@ -243,8 +252,8 @@ def delete(scope: Isolation, ids: list[str], expected_versions: dict[str, int] |
         return {"deleted_count": 0, "deleted_ids": [], "not_found_ids": wanted, "audit_ids": []}
     epoch = int(asset.epoch)
     pk = _pk(scope, epoch)
-    found = items.batch_get([(pk, i) for i in wanted if i.startswith("atom-")])
-    records = {sk: r for (_, sk), r in found.items()}
+    found = items.batch_get([(pk, i) for i in wanted if i.startswith("atom-") and items.could_be_id(i)])
+    records = {sk: r for (_, sk), r in found.items() if _in_task(scope, r)}
     conflicts = [{"id": i, "expected": expected[i], "actual": int(records[i].version)}
                  for i in wanted if i in expected and i in records and int(records[i].version) != expected[i]]
     if conflicts:

@@ -6,7 +6,7 @@ import os
 import re
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 _REQUEST_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
@@ -17,8 +17,9 @@ def now_ms() -> int:
 
 def format_ms(ms: int) -> str:
     """``YYYY-MM-DDTHH:MM:SS.mmmZ``: string order is time order."""
-    dt = datetime.fromtimestamp(ms // 1000, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+    dt = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms)
+    # strftime's %Y does not pad years before 1000 on every platform
+    return f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
 
 
 def parse_time(value: str) -> int:

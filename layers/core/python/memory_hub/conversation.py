@@ -152,11 +152,13 @@ def delete(scope: Isolation, message_ids: list[str] | None, session_ids: list[st
                 "not_found_ids": msg_ids + sessions, "audit_ids": []}
     epoch = int(asset.epoch)
     pk = items.l0_pk(scope.team_id, scope.agent_id, epoch, scope.user_id)
-    found = items.batch_get([(pk, m) for m in msg_ids]) if msg_ids else {}
-    doomed: dict[str, Item] = {sk: item for (_, sk), item in found.items() if item.id}
+    found = items.batch_get([(pk, m) for m in msg_ids if items.could_be_id(m)])
+    # a task_id in the request narrows the scope (§3), exactly as the session path's _query does
+    doomed: dict[str, Item] = {sk: item for (_, sk), item in found.items()
+                               if item.id and (scope.task_id is None or item.task_id == scope.task_id)}
     by_session: dict[str, list[str]] = {}
     for session in sessions:
-        members = list(_query(scope, epoch, session, None, None, None))
+        members = list(_query(scope, epoch, session, None, None, None)) if items.could_be_id(session) else []
         by_session[session] = [m.id for m in members]
         for member in members:
             doomed.setdefault(member.id, member)

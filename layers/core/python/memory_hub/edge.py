@@ -200,10 +200,14 @@ def _parse_object(data: bytes) -> dict[str, Any]:
     return value
 
 
+# Free-form objects are stored as given: their nulls are data, not absent fields.
+FREE_FORM = ("metadata",)
+
+
 def drop_nulls(value: Any, keep: tuple[str, ...] = ()) -> Any:
     """A key whose value is null counts as absent (§1), except the route's ``keep`` keys."""
     if isinstance(value, dict):
-        return {k: drop_nulls(v) for k, v in value.items() if v is not None or k in keep}
+        return {k: v if k in FREE_FORM else drop_nulls(v) for k, v in value.items() if v is not None or k in keep}
     if isinstance(value, list):
         return [drop_nulls(v) for v in value]
     return value

@@ -61,6 +61,12 @@ def time_bound(ms: int | None, upper: bool) -> str:
     return f"{ms + _TIME_OFFSET:015d}#" + ("~" if upper else "")
 
 
+def could_be_id(value: str) -> bool:
+    """Ids and session ids are at most 256 characters (§3): a longer one names nothing, and
+    asking DynamoDB for it would break its key-size limit (a 500 instead of "not found")."""
+    return len(value) <= 256
+
+
 def natural_key(task_id: str | None, type_: str, background: str, content: str) -> str:
     """Same content, type and background in the same task (no task is a value of its own)."""
     raw = json.dumps([task_id, type_, background, content], ensure_ascii=False, separators=(",", ":"))
