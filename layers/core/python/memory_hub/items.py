@@ -86,32 +86,65 @@ def _connection() -> Any:
     return Connection(region=get_settings().region, max_retry_attempts=4)
 
 
+# PynamoDB sends a transaction's actions grouped by kind, in this order, whatever the call order.
+_KIND_ORDER = ("condition_check", "delete", "save", "update")
+
+
+class _Recorder:
+    """Passes actions to PynamoDB's TransactWrite and remembers their call order, so that a
+    cancellation can be reported in the positions the caller used (``failed_conditions``)."""
+
+    def __init__(self, transaction: Any) -> None:
+        self._transaction = transaction
+        self.kinds: list[str] = []
+
+    def __getattr__(self, kind: str) -> Callable[..., None]:
+        if kind not in _KIND_ORDER:
+            raise AttributeError(kind)
+
+        def act(*args: Any, **kwargs: Any) -> None:
+            self.kinds.append(kind)
+            getattr(self._transaction, kind)(*args, **kwargs)
+
+        return act
+
+    def call_positions(self) -> list[int]:
+        """For each action as sent, its position in call order."""
+        return sorted(range(len(self.kinds)), key=lambda i: (_KIND_ORDER.index(self.kinds[i]), i))
+
+
 def transact(build: Callable[[Any], None]) -> None:
     """One TransactWriteItems; conflicts with a concurrent transaction are retried here.
 
-    Raises TransactWriteError when a condition failed (``cancellation_reasons`` say which)."""
+    Raises TransactWriteError when a condition failed; ``failed_conditions(exc)`` gives the
+    positions, in the order ``build`` added the actions, of the conditions that failed."""
     from pynamodb.exceptions import TransactWriteError
     from pynamodb.transactions import TransactWrite
 
     for attempt in range(12):
+        recorder = None
         try:
             with TransactWrite(connection=_connection()) as transaction:
-                build(transaction)
+                recorder = _Recorder(transaction)
+                build(recorder)
             return
         except TransactWriteError as exc:
-            reasons = [r.code for r in (exc.cancellation_reasons or []) if r is not None]
-            if "ConditionalCheckFailed" in reasons or not (
-                    "TransactionConflict" in reasons or exc.cause_response_code in (
-                        "TransactionConflictException", "TransactionInProgressException")):
+            reasons = [r.code if r is not None else None for r in (exc.cancellation_reasons or [])]
+            if "ConditionalCheckFailed" in reasons and recorder is not None:
+                sent = recorder.call_positions()
+                exc.failed_positions = sorted(sent[i] for i, code in enumerate(reasons)  # type: ignore[attr-defined]
+                                              if code == "ConditionalCheckFailed" and i < len(sent))
+                raise
+            if not ("TransactionConflict" in reasons or exc.cause_response_code in (
+                    "TransactionConflictException", "TransactionInProgressException")):
                 raise
             time.sleep(random.uniform(0, 0.01 * 2 ** min(attempt, 5)))
     raise Unavailable("storage busy: too many concurrent writers, try again")
 
 
 def failed_conditions(exc: Any) -> list[int]:
-    """Positions of the actions whose condition failed in a cancelled transaction."""
-    return [i for i, r in enumerate(exc.cancellation_reasons or [])
-            if r is not None and r.code == "ConditionalCheckFailed"]
+    """Positions (in the order the actions were added) whose condition failed."""
+    return list(getattr(exc, "failed_positions", []))
 
 
 def epoch_guard(transaction: Any, memory_id: str, epoch: int) -> None:

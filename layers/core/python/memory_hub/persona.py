@@ -70,12 +70,13 @@ def write(scope: Isolation, content: str) -> dict[str, Any]:
                 raise Unavailable("core/write: too many concurrent writers, try again") from None
             time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
             continue
-        now_asset, _ = gather(lambda: assets.get(scope.memory_id), lambda: prune_backups(scope.team_id, scope.agent_id))
+        now_asset, _, _ = gather(
+            lambda: assets.get(scope.memory_id), lambda: prune_backups(scope.team_id, scope.agent_id),
+            lambda: audit.record([Event("core_write", "L3", layout.PERSONA, 1)], memory_id=scope.memory_id,
+                                 team_id=scope.team_id, actor=principal.key_id, request_id=ctx.request_id))
         if now_asset is not None and int(now_asset.epoch) == int(asset.epoch):
             break
         # a clear retired this epoch while we wrote: the persona is invisible, write it again
-    audit.record([Event("core_write", "L3", layout.PERSONA, 1)], memory_id=scope.memory_id, team_id=scope.team_id,
-                 actor=principal.key_id, request_id=ctx.request_id)
     return {"version": version + 1, "updated_at": stamp, "created_at": created_at,
             "team_id": scope.team_id, "agent_id": scope.agent_id}
 

@@ -20,7 +20,7 @@ from .audit import Event
 from .clock import format_ms, now_ms
 from .dal import blobs
 from .dal.aws import gather
-from .dal.models import Asset, SceneEntry
+from .dal.models import Asset, AuditEvent, SceneEntry
 from .edge import Isolation, current
 from .errors import Conflict, Unavailable
 
@@ -95,20 +95,22 @@ def write(scope: Isolation, path: str, content: str, summary: str | None,
             time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
             continue
         size = len(text.encode("utf-8"))
-        if _index(scope, asset, path, version + 1, new_summary or None, created_at, stamp, size):
+        event = audit.build([Event("scenario_write", "L2", path, 1)], memory_id=scope.memory_id,
+                            team_id=scope.team_id, actor=principal.key_id, request_id=ctx.request_id)[0]
+        if _index(scope, asset, path, version + 1, new_summary or None, created_at, stamp, size, event):
             break
         # a clear retired this epoch between our read and now: write again, into the new one
     new_version = version + 1
-    audit.record([Event("scenario_write", "L2", path, 1)], memory_id=scope.memory_id, team_id=scope.team_id,
-                 actor=principal.key_id, request_id=ctx.request_id)
     return {"path": path, "version": new_version, "created": new_version == 1, "updated_at": stamp,
             "created_at": created_at, "team_id": scope.team_id, "agent_id": scope.agent_id}
 
 
 def _index(scope: Isolation, asset: Asset, path: str, version: int, summary: str | None, created_at: str,
-           updated_at: str, size: int) -> bool:
-    """Index the version just stored, only ever forwards. False if the asset's epoch moved on (a
-    clear happened): the object we wrote is then invisible and the write must be redone."""
+           updated_at: str, size: int, event: AuditEvent) -> bool:
+    """Index the version just stored, only ever forwards, and record its audit event — one
+    transaction, so a write costs three sequential round trips (read, put, this). False if the
+    asset's epoch moved on (a clear happened): the object we wrote is then invisible and the
+    write must be redone."""
     entry = SceneEntry(layout.scene_scope(scope.team_id, scope.agent_id, asset.epoch), path)
     actions = [SceneEntry.version.set(version), SceneEntry.created_at.set(created_at),
                SceneEntry.updated_at.set(updated_at), SceneEntry.size.set(size),
@@ -118,6 +120,7 @@ def _index(scope: Isolation, asset: Asset, path: str, version: int, summary: str
         items.epoch_guard(transaction, scope.memory_id, int(asset.epoch))
         transaction.update(entry, actions=actions,
                            condition=SceneEntry.version.does_not_exist() | (SceneEntry.version < version))
+        transaction.save(event)
 
     try:
         items.transact(build)
@@ -127,7 +130,7 @@ def _index(scope: Isolation, asset: Asset, path: str, version: int, summary: str
             return False
         if failed != [1]:
             raise
-        # only the version condition failed: a newer version is already indexed
+        event.save()  # only the version condition failed: a newer version is already indexed
     return True
 
 
