@@ -218,9 +218,9 @@ def resolve_isolation(body: dict[str, Any], headers: dict[str, str]) -> Isolatio
     for name, header in _ISOLATION_HEADERS.items():
         value = body.get(name)
         values[name] = value if value is not None else headers.get(header)
+    # absent or blank is missing (422); a value of another type is a format error (400, below)
     missing = [n for n in ("team_id", "agent_id", "user_id")
-               if not isinstance(values[n], str) or not values[n].strip()]
-    missing = [n for n in missing if not (values[n] is not None and not isinstance(values[n], str))]
+               if values[n] is None or (isinstance(values[n], str) and not values[n].strip())]
     if missing:
         raise Unprocessable("missing isolation fields: " + ", ".join(missing))
     problems: list[str] = []
