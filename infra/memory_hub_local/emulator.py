@@ -73,6 +73,30 @@ def install_copy_source_if_match() -> None:
     S3Response._memory_hub_copy_if_match = True  # type: ignore[attr-defined]
 
 
+def install_delete_objects_if_match() -> None:
+    """moto ignores the per-object ``ETag`` of DeleteObjects; S3 deletes such an object only if it
+    still has that ETag. Purges rely on it: a file rewritten after it was listed must survive.
+    (Here the skipped object is simply left alone rather than reported as a 412 error.)"""
+    from moto.s3.models import S3Backend
+
+    if getattr(S3Backend, "_memory_hub_delete_if_match", False):
+        return
+    original = S3Backend.delete_objects
+
+    def delete_objects(self: Any, bucket_name: str, objects: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Any:
+        def unchanged(obj: dict[str, Any]) -> bool:
+            expected = obj.get("ETag")
+            if not expected:
+                return True
+            current = self.get_object(bucket_name, obj["Key"])
+            return current is None or current.etag.strip('"') == str(expected).strip('"')
+
+        return original(self, bucket_name, [o for o in objects if unchanged(o)], *args, **kwargs)
+
+    S3Backend.delete_objects = delete_objects  # type: ignore[method-assign]
+    S3Backend._memory_hub_delete_if_match = True  # type: ignore[attr-defined]
+
+
 class LambdaContext:
     """The parts of Lambda's context object that handlers use."""
 
@@ -118,6 +142,7 @@ class Stack:
 
         install_moto_lock()
         install_copy_source_if_match()
+        install_delete_objects_if_match()
         mock = mock_aws()
         mock.start()
         template = load()

@@ -75,12 +75,16 @@ def as_dict(asset: Asset) -> dict[str, Any]:
     }
 
 
-def authorized(principal: Any, memory_id: str) -> Asset:
-    """The named asset if the key's teams cover it: unknown → 404 for a ``*`` key and 403 for a
-    team key, so a team admin cannot probe other teams' ids (§2)."""
+_UNREAD = object()
+
+
+def authorized(principal: Any, memory_id: str, asset: Any = _UNREAD) -> Asset:
+    """The named asset (read here unless given) if the key's teams cover it: unknown → 404 for a
+    ``*`` key and 403 for a team key, so a team admin cannot probe other teams' ids (§2)."""
     from .errors import Forbidden, NotFound
 
-    asset = get(memory_id)
+    if asset is _UNREAD:
+        asset = get(memory_id)
     if asset is None:
         if principal.all_teams:
             raise NotFound("memory_id: unknown memory")

@@ -23,6 +23,7 @@ from pynamodb.exceptions import TransactWriteError
 from . import assets, audit, items, purge
 from .audit import Event
 from .clock import format_ms, now_ms
+from .dal.aws import gather
 from .dal.models import Asset
 from .errors import ApiError, BadRequest
 from .observability import logger
@@ -84,14 +85,24 @@ def _finish(target: purge.Target, result: purge.Result, actor: str, request_id: 
 def erase(asset: Asset, *, drop: bool, actor: str, request_id: str, deadline: purge.Deadline,
           action: str) -> dict[str, Any]:
     target = _retire(asset, drop=drop)
+    # From here on the memory is already invisible and the purge record keeps the rest durable, so
+    # nothing below may fail the item: "cleared: false" promises an untouched memory.
     try:
         result = purge.run(target, deadline)
-    except Exception:  # the memory is already invisible; the purge record keeps the rest durable
+    except Exception:
         logger.exception("purge interrupted", extra={"memory_id": target.memory_id})
         result = purge.Result()
-    pending = _finish(target, result, actor, request_id)
-    audit_ids = audit.record(_events(target, result, action), memory_id=target.memory_id, team_id=target.team_id,
-                             actor=actor, request_id=request_id)
+    try:
+        pending = _finish(target, result, actor, request_id)
+    except Exception:  # the record stays: the cleanup finishes (or just confirms) the purge
+        logger.exception("purge record not settled", extra={"memory_id": target.memory_id})
+        pending = not result.done
+    try:
+        audit_ids = audit.record(_events(target, result, action), memory_id=target.memory_id,
+                                 team_id=target.team_id, actor=actor, request_id=request_id)
+    except Exception:
+        logger.exception("clear audit events not recorded", extra={"memory_id": target.memory_id})
+        audit_ids = []
     answer = {"memory_id": target.memory_id, **result.counts(), "audit_ids": audit_ids}
     if pending:
         answer["purge_pending"] = True
@@ -100,7 +111,8 @@ def erase(asset: Asset, *, drop: bool, actor: str, request_id: str, deadline: pu
 
 def clear(principal: Any, memory_ids: list[str], request_id: str, remaining_ms: Callable[[], int]) -> dict:
     ids = clean_memory_ids(memory_ids)
-    checked = [assets.authorized(principal, memory_id) for memory_id in ids]  # all before anything
+    fetched = gather(*[lambda m=m: assets.get(m) for m in ids])  # one round trip for all of them
+    checked = [assets.authorized(principal, m, asset) for m, asset in zip(ids, fetched)]  # all, in order
     deadline = purge.Deadline.after(min(SYNC_BUDGET_S, remaining_ms() / 1000 - 4))
     answers = []
     for asset in checked:
@@ -123,8 +135,11 @@ def delete_memory(principal: Any, memory_id: str, request_id: str, remaining_ms:
     answer = erase(asset, drop=True, actor=principal.key_id, request_id=request_id, deadline=deadline,
                    action="memory_delete")
     audit_ids = answer.pop("audit_ids")
-    audit_ids += audit.record([Event("memory_delete", "asset", memory_id, 1)], memory_id=memory_id,
-                              team_id=asset.team_id, actor=principal.key_id, request_id=request_id)
+    try:  # the asset is gone already: a lost audit write must not turn that into a 500
+        audit_ids += audit.record([Event("memory_delete", "asset", memory_id, 1)], memory_id=memory_id,
+                                  team_id=asset.team_id, actor=principal.key_id, request_id=request_id)
+    except Exception:
+        logger.exception("memory_delete audit event not recorded", extra={"memory_id": memory_id})
     return {"deleted": True, **answer, "audit_ids": audit_ids}
 
 

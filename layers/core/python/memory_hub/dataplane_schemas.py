@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from .clock import parse_time
 from .schemas import Isolated, NoControl, Strict, TeamId
@@ -177,26 +177,23 @@ class MemoryDelete(Strict):
 UserId = Annotated[str, Field(min_length=1, max_length=256), NoControl]
 
 
-def _one_id(value: Any, field: str) -> str:
-    if not isinstance(value, list) or len(value) != 1 or not isinstance(value[0], str) or not value[0].strip():
-        raise ValueError(f"{field} must hold exactly one non-blank id")
-    return value[0].strip()
+def _one_id(value: list[str] | None) -> list[str]:
+    """Present (even as null), the list must hold exactly one non-blank id (§10)."""
+    if value is None or len(value) != 1 or not value[0].strip():
+        raise ValueError("must hold exactly one non-blank id")
+    return [value[0].strip()]
 
 
 class UserMemoryDelete(Strict):
     memory_id: MemoryId
     user_id: UserId
-    content_ids: list[str] | None = None
+    content_ids: list[str] | None = None  # the edge keeps an explicit null here
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> "UserMemoryDelete":
-        if "content_ids" in self.model_fields_set:
-            _one_id(self.content_ids, "content_ids")
-        return self
+    _exactly_one = field_validator("content_ids")(_one_id)  # runs only when the key is present
 
     @property
     def content_id(self) -> str | None:
-        return _one_id(self.content_ids, "content_ids") if "content_ids" in self.model_fields_set else None
+        return self.content_ids[0] if self.content_ids else None
 
 
 class DeleteUserMemory(Strict):
@@ -206,14 +203,8 @@ class DeleteUserMemory(Strict):
     userMemoryId: UserId  # noqa: N815
     memoryContentId: list[str] | None = None  # noqa: N815
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> "DeleteUserMemory":
-        if "memoryContentId" in self.model_fields_set:
-            _one_id(self.memoryContentId, "memoryContentId")
-        return self
+    _exactly_one = field_validator("memoryContentId")(_one_id)
 
     @property
     def content_id(self) -> str | None:
-        if "memoryContentId" not in self.model_fields_set:
-            return None
-        return _one_id(self.memoryContentId, "memoryContentId")
+        return self.memoryContentId[0] if self.memoryContentId else None

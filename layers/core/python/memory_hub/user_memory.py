@@ -31,7 +31,11 @@ def delete(principal: Any, memory_id: str, user_id: str, content_id: str | None,
                                  request_id=request_id)
         return {"memory_id": memory_id, "user_id": user_id, "l0_deleted": len(removed_l0),
                 "l1_deleted": len(removed_l1), "audit_ids": audit_ids}
-    found = items.batch_get([(l0_pk, content_id), (l1_pk, content_id)])
+    # only a message or record id names content: the partitions also hold natural-key guards
+    # (``nk␟…``), which a caller-chosen id must never reach
+    keys = [(pk, content_id) for pk, prefix in ((l0_pk, "msg-"), (l1_pk, "atom-"))
+            if content_id.startswith(prefix)]
+    found = items.batch_get(keys) if keys else {}
     removed: set[str] = set()
     layer = "L0"
     if (l0_pk, content_id) in found:
