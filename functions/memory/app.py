@@ -4,7 +4,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memory_hub import atomic, conversation, idempotency, persona
+from memory_hub import assets, atomic, conversation, idempotency, persona
 from memory_hub.api import envelope, lambda_handler_for, make_app
 from memory_hub.dataplane_schemas import (
     AtomicAdd,
@@ -17,6 +17,7 @@ from memory_hub.dataplane_schemas import (
     ConversationQuery,
     ConversationSearch,
 )
+from memory_hub.dal.aws import submit
 from memory_hub.edge import current
 from memory_hub.schemas import CoreRead, CoreWrite
 
@@ -43,12 +44,13 @@ def core_count(req: Annotated[CoreRead, Body(embed=False)]):
 def conversation_add(req: Annotated[ConversationAdd, Body(embed=False)]):
     ctx = current()
     scope = ctx.isolation
+    asset_read = submit(assets.get, scope.memory_id)  # overlaps the key lookup
     principal = ctx.check_access()
     messages = [m.model_dump() for m in req.messages]
     return envelope(idempotency.once(
         ctx.header(idempotency.HEADER),
         [principal.key_id, "conversation/add", scope.team_id, scope.agent_id, scope.user_id],
-        ctx.body, lambda: conversation.add(scope, messages), app.lambda_context))
+        ctx.body, lambda: conversation.add(scope, messages, asset_read), app.lambda_context))
 
 
 @app.post("/v3/conversation/query", summary="Messages, newest first", tags=["L0 conversation"])

@@ -149,12 +149,16 @@ def update(scope: Isolation, atom_id: str, changes: dict[str, Any], expected_ver
         if "metadata" in changes:
             actions.append(Item.meta.set(changes["metadata"]))
 
-        def build(transaction: Any, record: Item = record) -> None:
+        event = audit.build([Event("atomic_update", "L1", atom_id, 1)], memory_id=scope.memory_id,
+                            team_id=scope.team_id, actor=principal.key_id, request_id=ctx.request_id)[0]
+
+        def build(transaction: Any, record: Item = record, event: Any = event) -> None:
             items.epoch_guard(transaction, scope.memory_id, int(asset.epoch))
             transaction.update(record, actions=actions, condition=Item.version == version)
             if new_key != record.natural_key:
                 transaction.save(_guard(pk, new_key, atom_id), condition=Item.sk.does_not_exist())
                 transaction.delete(_guard(pk, record.natural_key, atom_id), condition=Item.atom_id == atom_id)
+            transaction.save(event)  # the audit event commits with the change (one round trip less)
 
         try:
             items.transact(build)
@@ -170,8 +174,6 @@ def update(scope: Isolation, atom_id: str, changes: dict[str, Any], expected_ver
             # the record changed (or vanished) between our read and write: read again
     else:
         raise Unavailable("atomic/update: the record changed too often, try again")
-    audit.record([Event("atomic_update", "L1", atom_id, 1)], memory_id=scope.memory_id, team_id=scope.team_id,
-                 actor=principal.key_id, request_id=ctx.request_id)
     return {"id": atom_id, "version": f"v{version + 1}", "updated_at": items.iso(now)}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import Future
 from typing import Any
 
 from . import assets, audit, items, search
@@ -22,12 +23,13 @@ def _full(scope: Isolation, item: Item) -> dict[str, Any]:
             "timestamp": items.iso(item.timestamp)}
 
 
-def add(scope: Isolation, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def add(scope: Isolation, messages: list[dict[str, Any]], asset_read: Future[Any] | None = None) -> dict[str, Any]:
+    """``asset_read``: the asset read the caller already started (in parallel with the key)."""
     ctx = current()
+    principal = ctx.check_access()
     if not scope.session_id:
         raise BadRequest("session_id: is required (body or x-tdai-session-id header)")
-    raw_asset = assets.get(scope.memory_id)
-    principal = ctx.check_access()
+    raw_asset = asset_read.result() if asset_read is not None else assets.get(scope.memory_id)
     start = now_ms()
     for _ in range(20):
         asset, _ = assets.ensure(raw_asset, scope.team_id, scope.agent_id, owner=principal.key_id)
