@@ -29,6 +29,7 @@ class Recorder:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.calls: list[tuple[str, float, float]] = []
+        self.scanned = 0  # DynamoDB items read by Query/Scan (ScannedCount): what AWS bills and waits on
         self.active = False
         self.rtt = 0.0
 
@@ -40,11 +41,13 @@ class Recorder:
         if self.active and self.rtt:
             time.sleep(self.rtt)
 
-    def after_call(self, model: Any = None, context: Any = None, **_: Any) -> None:
+    def after_call(self, model: Any = None, context: Any = None, parsed: Any = None, **_: Any) -> None:
         if self.active and context is not None and "bench_start" in context:
             name = f"{model.service_model.service_name}.{model.name}"
             with self.lock:
                 self.calls.append((name, context["bench_start"], time.perf_counter()))
+                if isinstance(parsed, dict):
+                    self.scanned += int(parsed.get("ScannedCount") or 0)
 
     def install(self) -> None:
         from botocore import handlers
@@ -57,6 +60,11 @@ class Recorder:
         with self.lock:
             calls, self.calls = self.calls, []
         return calls
+
+    def take_scanned(self) -> int:
+        with self.lock:
+            scanned, self.scanned = self.scanned, 0
+        return scanned
 
 
 def chain_depth(calls: list[tuple[str, float, float]]) -> int:
@@ -77,6 +85,19 @@ class Bench:
         from .gateway import Router
 
         self.stack = Stack.start(admin_key=ADMIN)
+        self.rank_ms = 0.0
+        from memory_hub import search
+
+        ranker = search.rank
+
+        def timed_rank(*args: Any, **kwargs: Any) -> Any:  # relevance ranking's own CPU time
+            started = time.perf_counter()
+            try:
+                return ranker(*args, **kwargs)
+            finally:
+                self.rank_ms += (time.perf_counter() - started) * 1000
+
+        search.rank = timed_rank
         self.pool = FunctionPool(self.stack.template)
         self.router = Router(self.stack)
 
@@ -94,17 +115,21 @@ class Bench:
 
     def measure(self, path: str, make_body: Callable[[int], dict[str, Any]], runs: int,
                 key: str | None = None) -> dict[str, Any]:
-        latencies, counts, depths = [], [], []
+        latencies, counts, depths, scanned, ranking = [], [], [], [], []
         names: Counter[str] = Counter()
         for i in range(runs):
             body = make_body(i)
             self.recorder.take()
+            self.recorder.take_scanned()
+            self.rank_ms = 0.0
             self.recorder.active = True
             started = time.perf_counter()
             self.post(path, body, {"Authorization": f"Bearer {key}"} if key else None)
             latencies.append((time.perf_counter() - started) * 1000)
             self.recorder.active = False
             calls = self.recorder.take()
+            scanned.append(self.recorder.take_scanned())
+            ranking.append(self.rank_ms)
             counts.append(len(calls))
             depths.append(chain_depth(calls))
             names.update(c[0] for c in calls)
@@ -112,6 +137,7 @@ class Bench:
         return {"route": path, "runs": runs, "aws_calls": statistics.median(counts),
                 "round_trips": statistics.median(depths),
                 "calls": {n: round(c / runs, 2) for n, c in sorted(names.items())},
+                "items_read": statistics.median(scanned), "rank_ms": round(statistics.median(ranking), 1),
                 "p50_ms": round(statistics.median(latencies), 1),
                 "p95_ms": round(latencies[max(0, int(len(latencies) * 0.95) - 1)], 1)}
 
