@@ -252,6 +252,8 @@ class Stack:
                     and os.environ.get(name):
                 continue  # the caller's choice wins
             os.environ[name] = value
+        # EMF metric lines are for CloudWatch; locally they would only drown the request log
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         from memory_hub.dal.models import bind
         from memory_hub.settings import get_settings
 

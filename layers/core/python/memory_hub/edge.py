@@ -33,7 +33,7 @@ from .errors import (
     Unprocessable,
     UnsupportedEncoding,
 )
-from .observability import logger
+from .observability import count_request, logger
 from .routes import PUBLIC_GET, ROUTES, Route
 from .rules import free_id_problem, team_or_agent_problem
 from .settings import get_settings
@@ -293,6 +293,7 @@ def handle(resolve: Callable[[dict[str, Any], Any], dict[str, Any]], event: dict
     finally:
         _current.reset(token)
     response.setdefault("headers", {})["x-request-id"] = ctx.request_id
+    count_request(path if ctx.route is not None else "unknown", response["statusCode"])
     logger.info("request", extra={"path": path, "method": method, "status": response["statusCode"],
                                   "ms": round((time.perf_counter() - started) * 1000, 1)})
     return response
