@@ -173,6 +173,40 @@ def install_cheap_transactions() -> None:
     DynamoDBBackend._memory_hub_cheap_transactions = True  # type: ignore[attr-defined]
 
 
+def install_fast_dynamodb_reads() -> None:
+    """moto runs every item of a Query/Scan/GetItem/BatchGetItem answer through its generic
+    response serializer: about 3 ms an item here, 30 s for a 10,000-item partition. The items
+    already are DynamoDB JSON (``dynamo_to_dict``), so they are spliced into the serialized rest
+    of the answer as they are. (Binary attributes would need base64; nothing here uses them.)"""
+    import json
+
+    from moto.dynamodb.responses import DynamoResult
+
+    if getattr(DynamoResult, "_memory_hub_fast_reads", False):
+        return
+    original = DynamoResult.execute_result
+    bulky_members = {"Query": "Items", "Scan": "Items", "GetItem": "Item", "BatchGetItem": "Responses"}
+
+    def execute_result(self: Any, context: Any) -> Any:
+        bulky = bulky_members.get(str(context.operation_model.name))
+        result = self._result
+        if bulky is None or not isinstance(result, dict) or bulky not in result:
+            return original(self, context)
+        self._result = {k: v for k, v in result.items() if k != bulky}
+        try:
+            status, headers, body = original(self, context)
+        finally:
+            self._result = result
+        payload = json.loads(body or "{}")
+        payload[bulky] = result[bulky]
+        text = json.dumps(payload, separators=(",", ":"))
+        headers = {k: v for k, v in dict(headers).items() if k.lower() != "content-length"}
+        return status, headers, text
+
+    DynamoResult.execute_result = execute_result  # type: ignore[method-assign]
+    DynamoResult._memory_hub_fast_reads = True  # type: ignore[attr-defined]
+
+
 class LambdaContext:
     """The parts of Lambda's context object that handlers use."""
 
@@ -220,6 +254,7 @@ class Stack:
         install_copy_source_if_match()
         install_delete_objects_if_match()
         install_cheap_transactions()
+        install_fast_dynamodb_reads()
         mock = mock_aws()
         mock.start()
         template = load()
