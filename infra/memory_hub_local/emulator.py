@@ -207,6 +207,39 @@ def install_fast_dynamodb_reads() -> None:
     DynamoResult._memory_hub_fast_reads = True  # type: ignore[attr-defined]
 
 
+def install_partition_local_index_queries() -> None:
+    """moto answers a query on a local secondary index by sorting every item of the table, so a
+    newest-20 query slows down with every other memory stored. A local index shares the table's
+    partition key: its query only ever needs that partition, which is what DynamoDB reads."""
+    import inspect
+
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table, "_memory_hub_partition_lsi", False):
+        return
+    original = Table.query
+    signature = inspect.signature(original)
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        index_name = arguments.get("index_name")
+        local = index_name is not None and any(index.name == index_name for index in self.indexes)
+        value = arguments.get("hash_key")
+        if value is None:
+            value = dict(arguments.get("hash_key_conditions") or []).get(self.hash_key_attr)
+        if not local or value is None or not self.range_key_attr:
+            return original(self, *args, **kwargs)
+        partition = list(self.items.get(value, {}).values())
+        self.all_items = lambda: sorted(partition, key=lambda item: (item.hash_key, item.range_key))
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            del self.all_items  # back to the class's method
+
+    Table.query = query  # type: ignore[method-assign]
+    Table._memory_hub_partition_lsi = True  # type: ignore[attr-defined]
+
+
 class LambdaContext:
     """The parts of Lambda's context object that handlers use."""
 
@@ -255,6 +288,7 @@ class Stack:
         install_delete_objects_if_match()
         install_cheap_transactions()
         install_fast_dynamodb_reads()
+        install_partition_local_index_queries()
         mock = mock_aws()
         mock.start()
         template = load()
