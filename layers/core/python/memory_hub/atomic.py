@@ -15,7 +15,7 @@ from pynamodb.exceptions import TransactWriteError
 
 from . import assets, audit, items, search
 from .audit import Event
-from .clock import now_ms, ordered_id, parse_time
+from .clock import now_ms, ordered_id
 from .dal.aws import gather
 from .dal.models import Item
 from .edge import Isolation, current
@@ -200,13 +200,9 @@ def _total(scope: Isolation, epoch: int, type_: str | None, start: int | None, e
     return sum(1 for _ in _records(scope, epoch, type_, start, end, None))
 
 
-def _range(time_start: str | None, time_end: str | None) -> tuple[int | None, int | None]:
-    return (parse_time(time_start) if time_start else None, parse_time(time_end) if time_end else None)
-
-
 def query(scope: Isolation, type_: str | None, limit: int, offset: int, time_start: str | None,
           time_end: str | None) -> dict:
-    start, end = _range(time_start, time_end)
+    start, end = items.time_range(time_start, time_end)
     asset = assets.for_scope(scope)
     current().check_access()
     if asset is None:
@@ -218,7 +214,7 @@ def query(scope: Isolation, type_: str | None, limit: int, offset: int, time_sta
 
 
 def count(scope: Isolation, type_: str | None, time_start: str | None, time_end: str | None) -> dict:
-    start, end = _range(time_start, time_end)
+    start, end = items.time_range(time_start, time_end)
     asset = assets.for_scope(scope)
     current().check_access()
     if asset is None:

@@ -75,10 +75,6 @@ def _store(scope: Isolation, epoch: int, messages: list[dict[str, Any]], start: 
     return [row.id for row in rows]
 
 
-def _time_range(time_start: str | None, time_end: str | None) -> tuple[int | None, int | None]:
-    return (parse_time(time_start) if time_start else None, parse_time(time_end) if time_end else None)
-
-
 def _query(scope: Isolation, epoch: int, session_id: str | None, start: int | None, end: int | None,
            limit: int | None) -> Any:
     pk = items.l0_pk(scope.team_id, scope.agent_id, epoch, scope.user_id)
@@ -101,7 +97,7 @@ def _total(scope: Isolation, epoch: int, session_id: str | None, start: int | No
 
 
 def query(scope: Isolation, limit: int, offset: int, time_start: str | None, time_end: str | None) -> dict:
-    start, end = _time_range(time_start, time_end)
+    start, end = items.time_range(time_start, time_end)
     asset = assets.for_scope(scope)
     current().check_access()
     if asset is None:
@@ -113,7 +109,7 @@ def query(scope: Isolation, limit: int, offset: int, time_start: str | None, tim
 
 
 def count(scope: Isolation, time_start: str | None, time_end: str | None) -> dict:
-    start, end = _time_range(time_start, time_end)
+    start, end = items.time_range(time_start, time_end)
     asset = assets.for_scope(scope)
     current().check_access()
     if asset is None:

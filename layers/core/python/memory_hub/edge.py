@@ -12,7 +12,6 @@ JSON 400 → isolation 422 → isolation format 400 → team 403 → fields 400 
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import time
 import zlib

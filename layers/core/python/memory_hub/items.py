@@ -61,6 +61,13 @@ def time_bound(ms: int | None, upper: bool) -> str:
     return f"{ms + _TIME_OFFSET:015d}#" + ("~" if upper else "")
 
 
+def time_range(time_start: str | None, time_end: str | None) -> tuple[int | None, int | None]:
+    """A request's (validated) time filters as epoch milliseconds; None where absent."""
+    from .clock import parse_time
+
+    return (parse_time(time_start) if time_start else None, parse_time(time_end) if time_end else None)
+
+
 def could_be_id(value: str) -> bool:
     """Ids and session ids are at most 256 characters (§3): a longer one names nothing, and
     asking DynamoDB for it would break its key-size limit (a 500 instead of "not found")."""
