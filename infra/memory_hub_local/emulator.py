@@ -208,9 +208,9 @@ def install_fast_dynamodb_reads() -> None:
 
 
 def install_partition_local_index_queries() -> None:
-    """moto answers a query on a local secondary index by sorting every item of the table, so a
-    newest-20 query slows down with every other memory stored. A local index shares the table's
-    partition key: its query only ever needs that partition, which is what DynamoDB reads."""
+    """moto answers a query (on the table or a local secondary index) by sorting every item of the
+    table, so a newest-20 query slows down with every other memory stored. Both share the table's
+    partition key: such a query only ever needs that partition, which is what DynamoDB reads."""
     import inspect
 
     from moto.dynamodb.models.table import Table
@@ -223,7 +223,7 @@ def install_partition_local_index_queries() -> None:
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
         arguments = signature.bind(self, *args, **kwargs).arguments
         index_name = arguments.get("index_name")
-        local = index_name is not None and any(index.name == index_name for index in self.indexes)
+        local = index_name is None or any(index.name == index_name for index in self.indexes)
         value = arguments.get("hash_key")
         if value is None:
             value = dict(arguments.get("hash_key_conditions") or []).get(self.hash_key_attr)
