@@ -580,3 +580,13 @@ def test_counts_stay_exact_under_concurrent_deletes(api, scope):
     assert count(api, scope, session_id="s1") == 4 and count(api, scope, session_id="s2") == 0
     got = api.post("/v3/memory/get", {"memory_id": scope.memory_id})
     assert got.status == 200 and got.data["counts"]["l0"] == 4
+
+
+def test_a_reversed_range_is_named_next_to_field_errors(api, scope):
+    answer = api.post("/v3/conversation/query", scope.body(limit=0, time_start="2024-01-02T00:00:00Z",
+                                                           time_end="2024-01-01T00:00:00Z"))
+    assert answer.status == 400
+    assert answer.message == "limit: Input should be greater than or equal to 1; " \
+                             "(root): time_start must not be after time_end"
+    bad_date = api.post("/v3/conversation/count", scope.body(time_start="2024-13-01T00:00:00Z"))
+    assert bad_date.status == 400 and bad_date.message == "time_start: is not a valid date and time"

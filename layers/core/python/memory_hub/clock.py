@@ -27,7 +27,10 @@ def parse_time(value: str) -> int:
     if not _REQUEST_TIME.match(value):
         raise ValueError("must be YYYY-MM-DDTHH:MM:SS[.fraction]Z")
     whole, _, frac = value[:-1].partition(".")
-    dt = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    try:
+        dt = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise ValueError("is not a valid date and time") from None
     millis = int((frac + "000")[:3]) if frac else 0
     return int(dt.timestamp()) * 1000 + millis
 

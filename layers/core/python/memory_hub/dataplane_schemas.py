@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from .clock import parse_time
 from .schemas import Isolated, NoControl, Strict, TeamId
@@ -29,11 +30,36 @@ class TimeRange(Strict):
     time_start: Time | None = None
     time_end: Time | None = None
 
-    @model_validator(mode="after")
-    def _ordered(self) -> "TimeRange":
-        if self.time_start and self.time_end and parse_time(self.time_start) > parse_time(self.time_end):
-            raise ValueError("time_start must not be after time_end")
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _ordered(cls, data: Any, handler: Any) -> Any:
+        """time_start ≤ time_end — reported next to any field errors, not instead of them (§1)."""
+        reversed_range = _reversed(data)
+        try:
+            model = handler(data)
+        except ValidationError as exc:
+            if not reversed_range:
+                raise
+            errors = [{"type": e["type"], "loc": e["loc"], "input": e["input"], **({"ctx": e["ctx"]} if "ctx" in e
+                                                                                  else {})} for e in exc.errors()]
+            raise ValidationError.from_exception_data(cls.__name__, errors + [_ORDER_ERROR]) from None
+        if reversed_range:
+            raise ValidationError.from_exception_data(cls.__name__, [_ORDER_ERROR])
+        return model
+
+
+_ORDER_ERROR: Any = {"type": PydanticCustomError("time_order", "time_start must not be after time_end"),
+                     "loc": (), "input": None}
+
+
+def _reversed(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    start, end = data.get("time_start"), data.get("time_end")
+    try:
+        return isinstance(start, str) and isinstance(end, str) and parse_time(start) > parse_time(end)
+    except ValueError:  # a malformed time is its own field error
+        return False
 
 
 class Message(Strict):
@@ -131,14 +157,14 @@ class AclEntry(Strict):
 
 class Binding(Strict):
     agent_id: TeamId
-    injection_mode: Annotated[str, NoControl, Field(min_length=1, max_length=64)] | None = None
+    injection_mode: Annotated[str, Field(min_length=1, max_length=64), NoControl] | None = None
     priority: int | None = None
 
 
 class MemoryCreate(Strict):
     team_id: TeamId
     agent_id: TeamId
-    name: Annotated[str, NoControl, Field(max_length=256)] | None = None
+    name: Annotated[str, Field(max_length=256), NoControl] | None = None
     visibility: Visibility | None = None
     acl: list[AclEntry] | None = Field(None, max_length=100)
     bindings: list[Binding] | None = Field(None, max_length=100)
@@ -159,7 +185,7 @@ class MemoryList(Strict):
 
 class MemoryUpdate(Strict):
     memory_id: MemoryId
-    name: Annotated[str, NoControl, Field(max_length=256)] | None = None
+    name: Annotated[str, Field(max_length=256), NoControl] | None = None
     visibility: Visibility | None = None
     acl: list[AclEntry] | None = Field(None, max_length=100)
     bindings: list[Binding] | None = Field(None, max_length=100)

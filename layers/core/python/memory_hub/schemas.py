@@ -62,7 +62,7 @@ class ScenarioRead(Isolated):
 class ScenarioWrite(Isolated):
     path: FilePath
     content: str = Field(max_length=1_000_000)
-    summary: Annotated[str, NoControl, Field(max_length=1024)] | None = None
+    summary: Annotated[str, Field(max_length=1024), NoControl] | None = None
     expected_version: int | None = Field(None, ge=0)
 
 
@@ -82,7 +82,7 @@ class KeyCreate(Strict):
     role: Role
     team_ids: list[Annotated[str, _rule(lambda v: None if v == ALL_TEAMS else team_or_agent_problem(v))]] = Field(
         default_factory=lambda: [ALL_TEAMS], min_length=1, max_length=100)
-    name: Annotated[str, NoControl, Field(min_length=1, max_length=128)] | None = None
+    name: Annotated[str, Field(min_length=1, max_length=128), NoControl] | None = None
 
 
 class KeyList(Strict):
