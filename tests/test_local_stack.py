@@ -195,6 +195,41 @@ def test_lambda_invoke_api_works_against_the_running_stack(urls, http):
         client.invoke(FunctionName="NoSuchFunction", Payload=b"{}")
 
 
+def test_an_asynchronous_invocation_finishes_a_handed_on_purge(urls, http, monkeypatch):
+    """§9/§13: a clear that runs out of time hands its purge on with InvocationType=Event; the
+    local Invoke API accepts it (202) and runs it in the background to purge_complete."""
+    import time
+
+    from memory_hub import clear as clear_logic
+    from memory_hub import purge
+
+    scope = make_scope()
+    assert post(http, urls[0], "/v3/scenario/write", scope.body(path="a.md", content="x")).status_code == 200
+    handed_on = []
+    monkeypatch.setattr(clear_logic, "invoke_async", handed_on.append)
+    monkeypatch.setattr(purge, "_objects", lambda target, result, deadline: False)  # out of time at once
+    answer = post(http, urls[0], "/v3/chat-memory/clear", {"memory_ids": [scope.memory_id]}).json()
+    monkeypatch.undo()
+    assert answer["data"]["items"][0]["purge_pending"] is True and len(handed_on) == 1
+
+    client = boto3.client("lambda", endpoint_url=urls[1], region_name="us-east-1")
+    accepted = client.invoke(FunctionName="ClearFunction", InvocationType="Event",
+                             Payload=json.dumps(handed_on[0]).encode())
+    assert accepted["StatusCode"] == 202
+
+    def completed() -> bool:
+        events = post(http, urls[0], "/v3/audit/query", {"memory_id": scope.memory_id}).json()["data"]["events"]
+        return any(e["target"] == "purge_complete" for e in events)
+
+    deadline = time.monotonic() + 20  # bounded wait for the background run, polled, not slept through
+    while not completed():
+        assert time.monotonic() < deadline, "the asynchronous purge did not complete"
+        time.sleep(0.05)
+    listed = boto3.client("s3", endpoint_url=urls[2], region_name="us-east-1").list_objects_v2(
+        Bucket="memory-hub-local", Prefix=f"profiles/{scope.team_id}:{scope.agent_id}/")
+    assert listed.get("KeyCount", 0) == 0
+
+
 def test_aws_endpoint_shows_the_bucket_and_plain_text_files(urls, http):
     scope = make_scope()
     post(http, urls[0], "/v3/scenario/write", scope.body(path="aws/é.md", content="plain ✓ text"))

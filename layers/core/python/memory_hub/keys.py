@@ -15,6 +15,9 @@ from .settings import get_settings
 _UNKNOWN = "key_id: unknown key"
 
 
+_COPIED = ("memory_id", "action", "layer", "target", "count", "actor", "request_id", "at")
+
+
 def _record(principal: Principal, action: str, key_id: str, team_ids: list[str], request_id: str) -> str:
     """One event, stored once per team of the key so each team's admins see it. The copies share
     the event id (a reader of several teams sees it once); only the first feeds the all-teams view."""
@@ -27,9 +30,6 @@ def _record(principal: Principal, action: str, key_id: str, team_ids: list[str],
             batch.save(AuditEvent(f"key#{team}", first.event_id, team_id=team, shard="copy",
                                   **{name: getattr(first, name) for name in _COPIED}))
     return first.event_id
-
-
-_COPIED = ("memory_id", "action", "layer", "target", "count", "actor", "request_id", "at")
 
 
 def create(principal: Principal, role: str, team_ids: list[str], name: str | None, request_id: str) -> dict:

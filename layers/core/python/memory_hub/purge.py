@@ -65,10 +65,9 @@ class Target:
         return f"{self.team_id}:{self.agent_id}#{int(self.epoch)}"
 
 
-def record(target: Target, **attributes: Any) -> Item:
+def record(target: Target) -> Item:
     """The durable note that ``target`` still has data to erase (pk PURGE)."""
-    return Item(PURGE_PK, target.record_sk, id=target.memory_id, created_at=target.bumped_ms,
-                meta=dict(attributes) or None)
+    return Item(PURGE_PK, target.record_sk, id=target.memory_id, created_at=target.bumped_ms)
 
 
 def pending() -> Iterator[Target]:

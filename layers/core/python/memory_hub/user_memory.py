@@ -13,7 +13,7 @@ from .dal.models import Item
 
 
 def _all(pk: str, prefix: str) -> list[Item]:
-    return [i for i in Item.query(pk, Item.sk.startswith(prefix), consistent_read=True)]
+    return list(Item.query(pk, Item.sk.startswith(prefix), consistent_read=True))
 
 
 def delete(principal: Any, memory_id: str, user_id: str, content_id: str | None, request_id: str) -> dict:
