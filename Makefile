@@ -1,5 +1,8 @@
 SHELL := /bin/bash
-PYTHON ?= python3.11
+# The functions run on CPython 3.13: the local venv and CI use it too (python3.13 on PATH, else a
+# pyenv 3.13). PYTHON=python3.11 still works: the code supports 3.11+.
+PYTHON ?= $(shell for p in python3.13 $(HOME)/.pyenv/versions/3.13*/bin/python3.13 python3.11 python3; do \
+	"$$p" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' >/dev/null 2>&1 && { echo "$$p"; break; }; done)
 VENV := .venv
 PY := $(VENV)/bin/python
 TOOLS := .venv-tools
@@ -8,62 +11,64 @@ LAMBDA_PORT ?= 3001
 AWS_PORT ?= 3002
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: run test lint bench build deploy clean
+.PHONY: run test test-fast lint bench build deploy lock clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=python3.x, 3.11+)"; exit 1; }
+# Every package comes from the lock files, hashes checked: nothing floats.
+$(VENV)/.installed: requirements/dev.txt requirements/runtime.txt pyproject.toml
+	@test -n "$(PYTHON)" || { echo "need CPython 3.13 (or 3.11+; set PYTHON=…)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --require-hashes -r requirements/dev.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-run: $(VENV)/.installed  ## serve the API on 127.0.0.1:$(PORT) over embedded moto
-	$(VENV)/bin/memory-hub local --port $(PORT) --lambda-port $(LAMBDA_PORT) --aws-port $(AWS_PORT)
+run: $(VENV)/.installed  ## serve the API on 127.0.0.1:$(PORT) over embedded moto (state in .memory-hub/)
+	$(VENV)/bin/memory-hub local --port $(PORT) --lambda-port $(LAMBDA_PORT) --aws-port $(AWS_PORT) $(ARGS)
 
-test: $(VENV)/.installed  ## the whole suite
-	$(PY) -m pytest
+test: $(VENV)/.installed  ## the whole suite, tier by tier (browser tests run when Chromium is installed)
+	$(PY) -m pytest tests/unit tests/contract tests/deployed tests/api
 
-lint: $(VENV)/.installed $(TOOLS)/.installed  ## cfn-lint and sam validate --lint (offline, no credentials)
+lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cfn-lint
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(PY) -m memory_hub_tools.imports
 	$(VENV)/bin/cfn-lint template.yaml
-	$(SAM) validate --lint --region $(AWS_DEFAULT_REGION)
 
-bench: $(VENV)/.installed  ## AWS calls per route and latency over the local stack
-	$(PY) -m memory_hub_local.bench
+bench: $(VENV)/.installed  ## latency, AWS calls and round trips per route over the local stack (ARGS=--quick)
+	$(PY) -m memory_hub_bench $(ARGS)
 
-# aws-sam-cli pins its own boto3/pydantic: it lives in a venv of its own, apart from $(VENV).
-SAM_CLI_VERSION := 1.170.0
+# aws-sam-cli pins its own boto3/click: it lives in a venv of its own, apart from $(VENV).
 SAM := SAM_CLI_TELEMETRY=0 $(TOOLS)/bin/sam
-# The interpreter that precompiles the layer's .pyc (must be CPython 3.13, the functions'
-# runtime): python3.13 on PATH, else a pyenv 3.13; empty = the layer ships without .pyc.
 PYTHON313 ?= $(shell for p in python3.13 $(HOME)/.pyenv/versions/3.13*/bin/python3.13; do \
 	"$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1 && { echo "$$p"; break; }; done)
 
-$(TOOLS)/.installed:
-	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=python3.x, 3.11+)"; exit 1; }
+$(TOOLS)/.installed: requirements/tools.txt
+	@test -n "$(PYTHON)" || { echo "need CPython 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install -q --upgrade pip
-	$(TOOLS)/bin/pip install -q aws-sam-cli==$(SAM_CLI_VERSION)
+	$(TOOLS)/bin/pip install -q --require-hashes -r requirements/tools.txt
 	touch $@
 
-# No Docker: the layer builds with layers/core/Makefile (BuildMethod makefile; wheels fetched
-# for manylinux2014_aarch64 / CPython 3.13); the functions have no requirements.txt, so SAM's
-# python builder only copies their handler.
+# No Docker: the layer builds with layers/core/Makefile (BuildMethod makefile; locked wheels for
+# manylinux2014_aarch64 / CPython 3.13); the functions have no requirements.txt, so SAM's python
+# builder only copies their handler.
 build: $(TOOLS)/.installed  ## sam build without Docker (makefile build method, cross-platform wheels)
-	@cmp -s requirements.txt layers/core/requirements.txt || { \
-		echo "layers/core/requirements.txt differs from requirements.txt (the layer installs the former):"; \
-		echo "  cp requirements.txt layers/core/requirements.txt"; exit 1; }
+	@cmp -s requirements/runtime.txt layers/core/requirements.txt || { \
+		echo "layers/core/requirements.txt differs from requirements/runtime.txt (the layer installs the former):"; \
+		echo "  cp requirements/runtime.txt layers/core/requirements.txt"; exit 1; }
 	PYTHON313="$(PYTHON313)" $(SAM) build
-	@$(TOOLS)/bin/python -c 'import os, sys, zipfile, io; root = ".aws-sam/build/CoreLayer"; \
-		files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]; \
-		buf = io.BytesIO(); z = zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED); \
-		[z.write(f, os.path.relpath(f, root)) for f in files]; z.close(); \
-		print("CoreLayer: %d files, %.1f MiB unzipped, %.1f MiB zipped" % (len(files), \
-		sum(os.path.getsize(f) for f in files) / 2**20, len(buf.getvalue()) / 2**20))'
+	@$(TOOLS)/bin/python infra/layer_size.py .aws-sam/build/CoreLayer
 
 # Guided the first time (writes samconfig.toml, which stays out of git); plain afterwards.
 deploy: build  ## sam deploy (guided until samconfig.toml exists)
 	$(SAM) deploy $(if $(wildcard samconfig.toml),,--guided)
+
+lock:  ## re-resolve requirements/*.in into the hashed lock files (needs uv: pip install uv)
+	cd requirements && uv pip compile runtime.in --generate-hashes --universal --python-version 3.11 -o runtime.txt
+	cd requirements && uv pip compile dev.in --generate-hashes --universal --python-version 3.11 -o dev.txt
+	cd requirements && uv pip compile tools.in --generate-hashes --universal --python-version 3.11 -o tools.txt
+	cp requirements/runtime.txt layers/core/requirements.txt
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .aws-sam

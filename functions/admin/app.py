@@ -1,69 +1,83 @@
-"""AdminFunction: keys (§2), audit (§11), memory assets (§4); also /health, /openapi.json, /docs
-and every unknown path (the API's catch-all route), so 401/404/405 answer the same on AWS."""
+"""AdminFunction: keys (§2), audit (§11), memory assets (§4); also /health, /openapi.json, /docs,
+/console and every unknown path (the API's catch-all route), so 401/404/405 answer the same on AWS."""
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memory_hub import assets, audit, keys
-from memory_hub.api import envelope, lambda_handler_for, make_app
-from memory_hub.docs import public_answer
-from memory_hub.edge import current
-from memory_hub.dataplane_schemas import MemoryCreate, MemoryGet, MemoryList, MemoryUpdate
-from memory_hub.schemas import AuditQuery, KeyCreate, KeyList, KeyRevoke
+from memory_hub.domain import assets, audit, keys
+from memory_hub.edge import public
+from memory_hub.edge.pipeline import current
+from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
+from memory_hub.edge.schemas import responses as doc
+from memory_hub.edge.schemas.admin import (
+    AuditQuery,
+    KeyCreate,
+    KeyList,
+    KeyRevoke,
+    MemoryCreate,
+    MemoryGet,
+    MemoryList,
+    MemoryUpdate,
+)
+from memory_hub.settings import get_settings
 
+get_settings()  # a missing setting fails the cold start, naming the variable
 app = make_app()
 
 
-def _admin() -> Any:
-    return current().check_access()
-
-
-@app.post("/v3/admin/keys/create", summary="Create a key (secret shown once)", tags=["admin"])
+@app.post("/v3/admin/keys/create", summary="Create a key (its secret is shown once)", tags=["admin"],
+          responses=doc.responses(doc.KeyCreated, 503))
 def key_create(req: Annotated[KeyCreate, Body(embed=False)]):
-    principal = _admin()
-    return envelope(keys.create(principal, req.role, req.team_ids, req.name, current().request_id))
+    r = current()
+    return envelope(keys.create(r.authorize(), req.role, req.team_ids, req.name, r.request_id))
 
 
-@app.post("/v3/admin/keys/list", summary="List keys within the caller's teams (never a secret)", tags=["admin"])
+@app.post("/v3/admin/keys/list", summary="List keys within the caller's teams (never a secret)", tags=["admin"],
+          responses=doc.responses(doc.Keys))
 def key_list(req: Annotated[KeyList, Body(embed=False)]):
-    return envelope(keys.list_keys(_admin()))
+    return envelope(keys.list_keys(current().authorize()))
 
 
-@app.post("/v3/admin/keys/revoke", summary="Revoke a key (idempotent)", tags=["admin"])
+@app.post("/v3/admin/keys/revoke", summary="Revoke a key (idempotent)", tags=["admin"],
+          responses=doc.responses(doc.KeyRevoked, 409, 503))
 def key_revoke(req: Annotated[KeyRevoke, Body(embed=False)]):
-    principal = _admin()
-    return envelope(keys.revoke(principal, req.key_id, current().request_id))
+    r = current()
+    return envelope(keys.revoke(r.authorize(), req.key_id, r.request_id))
 
 
-@app.post("/v3/audit/query", summary="Audit events, newest first", tags=["admin"])
+@app.post("/v3/audit/query", summary="Audit events, newest first", tags=["admin"],
+          responses=doc.responses(doc.Events))
 def audit_query(req: Annotated[AuditQuery, Body(embed=False)]):
-    principal = _admin()
-    return envelope(audit.query(principal, req.memory_id, req.action, req.limit, req.next_token))
+    return envelope(audit.query(current().authorize(), req.memory_id, req.action, req.limit, req.next_token))
 
 
-@app.post("/v3/memory/create", summary="Create the (team, agent) memory asset (idempotent)", tags=["assets"])
+@app.post("/v3/memory/create", summary="Create the (team, agent) memory asset (idempotent)", tags=["assets"],
+          responses=doc.responses(doc.Asset, 409, 503))
 def memory_create(req: Annotated[MemoryCreate, Body(embed=False)]):
     fields = req.model_dump(include={"name", "visibility", "acl", "bindings"}, exclude_none=True)
-    return envelope(assets.create(_admin(), req.team_id, req.agent_id, fields))
+    return envelope(assets.create(current().authorize(), req.team_id, req.agent_id, fields))
 
 
-@app.post("/v3/memory/get", summary="An asset with its per-layer counts", tags=["assets"])
+@app.post("/v3/memory/get", summary="An asset with its per-layer counts", tags=["assets"],
+          responses=doc.responses(doc.AssetWithCounts))
 def memory_get(req: Annotated[MemoryGet, Body(embed=False)]):
-    return envelope(assets.describe(_admin(), req.memory_id))
+    return envelope(assets.describe(current().authorize(), req.memory_id))
 
 
-@app.post("/v3/memory/list", summary="Assets by memory_id, paged", tags=["assets"])
+@app.post("/v3/memory/list", summary="Assets by memory_id, paged", tags=["assets"],
+          responses=doc.responses(doc.Assets))
 def memory_list(req: Annotated[MemoryList, Body(embed=False)]):
-    return envelope(assets.list_assets(_admin(), req.team_id, req.limit, req.next_token))
+    return envelope(assets.list_assets(current().authorize(), req.team_id, req.limit, req.next_token))
 
 
-@app.post("/v3/memory/update", summary="Change name, visibility, acl, bindings or retention_days",
-          tags=["assets"])
+@app.post("/v3/memory/update", summary="Change name, visibility, acl, bindings or retention_days", tags=["assets"],
+          responses=doc.responses(doc.Asset, 503))
 def memory_update(req: Annotated[MemoryUpdate, Body(embed=False)]):
+    r = current()
     fields = {"name", "visibility", "acl", "bindings", "retention_days"} & req.model_fields_set
     changes = req.model_dump(include=fields)
-    return envelope(assets.update(_admin(), req.memory_id, changes, current().request_id))
+    return envelope(assets.update(r.authorize(), req.memory_id, changes, r.request_id))
 
 
-lambda_handler = lambda_handler_for(app, public_answer)
+lambda_handler = lambda_handler_for(app, public.answer)

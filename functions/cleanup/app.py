@@ -1,19 +1,21 @@
 """CleanupFunction: the scheduled retention cleanup (§12), run by EventBridge (daily by default).
 
 The event may carry ``"now": "YYYY-MM-DDTHH:MM:SSZ"`` to run against another clock (tests,
-backfills); a scheduled event's own ``time`` is not used, so a late retry prunes by the real clock.
-"""
+backfills); a scheduled event's own ``time`` is not used, so a late retry prunes by the real clock."""
 
 from typing import Any
 
-from memory_hub import cleanup
-from memory_hub.clock import parse_time, request_id
+from memory_hub.clock import parse_ms, request_id
+from memory_hub.domain import cleanup
 from memory_hub.observability import logger
+from memory_hub.settings import get_settings
+
+get_settings()  # a missing setting fails the cold start, naming the variable
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.set_correlation_id(request_id())
     now = event.get("now") if isinstance(event, dict) else None
-    report = cleanup.run(context.get_remaining_time_in_millis, parse_time(now) if now else None)
+    report = cleanup.run(context.get_remaining_time_in_millis, parse_ms(now) if isinstance(now, str) else None)
     logger.info("cleanup", extra={k: v for k, v in report.items() if k != "audit_ids"})
     return report

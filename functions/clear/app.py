@@ -5,33 +5,38 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memory_hub import clear, idempotency
-from memory_hub.api import envelope, lambda_handler_for, make_app
-from memory_hub.dataplane_schemas import ChatMemoryClear, MemoryDelete
-from memory_hub.edge import current
+from memory_hub.domain import clear
+from memory_hub.edge.idempotency import idempotent
+from memory_hub.edge.pipeline import current
+from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
+from memory_hub.edge.schemas import responses as doc
+from memory_hub.edge.schemas.admin import ChatMemoryClear, MemoryDelete
+from memory_hub.settings import get_settings
 
+get_settings()  # a missing setting fails the cold start, naming the variable
 app = make_app()
 
 
 def _remaining_ms() -> int:
-    context = app.lambda_context
-    return context.get_remaining_time_in_millis() if context is not None else 29_000
+    return app.lambda_context.get_remaining_time_in_millis()
 
 
-@app.post("/v3/chat-memory/clear", summary="Wipe every layer of 1-100 memories; keep the assets",
-          tags=["erasure"])
+@app.post("/v3/chat-memory/clear", summary="Wipe every layer of 1-100 memories; keep the assets", tags=["erasure"],
+          responses=doc.responses(doc.Cleared, 409, 422))
 def chat_memory_clear(req: Annotated[ChatMemoryClear, Body(embed=False)]):
-    ctx = current()
-    principal = ctx.check_access()
-    return envelope(idempotency.once(
-        ctx.header(idempotency.HEADER), [principal.key_id, "chat-memory/clear"], ctx.body,
-        lambda: clear.clear(principal, req.memory_ids, ctx.request_id, _remaining_ms), app.lambda_context))
+    r = current()
+    principal = r.authorize()
+    checked = clear.checked(principal, clear.memory_ids(req.memory_ids))  # 403/404 before the Idempotency-Key
+    return envelope(idempotent(r, ["chat-memory/clear"],
+                               lambda: clear.clear(principal, checked, r.request_id, _remaining_ms),
+                               app.lambda_context))
 
 
-@app.post("/v3/memory/delete", summary="Erase all content of a memory, then the asset", tags=["assets"])
+@app.post("/v3/memory/delete", summary="Erase all content of a memory, then the asset", tags=["assets"],
+          responses=doc.responses(doc.MemoryDeleted, 503))
 def memory_delete(req: Annotated[MemoryDelete, Body(embed=False)]):
-    ctx = current()
-    return envelope(clear.delete_memory(ctx.check_access(), req.memory_id, ctx.request_id, _remaining_ms))
+    r = current()
+    return envelope(clear.delete_memory(r.authorize(), req.memory_id, r.request_id, _remaining_ms))
 
 
 _api_handler = lambda_handler_for(app)

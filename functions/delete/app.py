@@ -2,49 +2,51 @@
 and its DeleteUserMemory alias. There is no delete by content anywhere."""
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from memory_hub import atomic, conversation, user_memory
-from memory_hub.api import envelope, lambda_handler_for, make_app
-from memory_hub.dataplane_schemas import AtomicDelete, ConversationDelete, DeleteUserMemory, UserMemoryDelete
-from memory_hub.edge import current
-from memory_hub.errors import BadRequest
+from memory_hub.domain import atomic, conversation, user_memory
+from memory_hub.edge.pipeline import current
+from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
+from memory_hub.edge.schemas import responses as doc
+from memory_hub.edge.schemas.admin import DeleteUserMemory, UserMemoryDelete
+from memory_hub.edge.schemas.memory import AtomicDelete, ConversationDelete
+from memory_hub.settings import get_settings
 
+get_settings()  # a missing setting fails the cold start, naming the variable
 app = make_app()
 ALIAS_PATH = "/v2/memory"
 
 
 @app.post("/v3/conversation/delete", summary="Delete messages by id and/or whole sessions",
-          tags=["L0 conversation"])
+          tags=["L0 conversation"], responses=doc.responses(doc.MessagesDeleted, 503))
 def conversation_delete(req: Annotated[ConversationDelete, Body(embed=False)]):
-    return envelope(conversation.delete(current().isolation, req.message_ids, req.session_ids))
+    r = current()
+    return envelope(conversation.delete(r.scope, req.message_ids, req.session_ids, r.authorize, r.request_id))
 
 
 @app.post("/v3/atomic/delete", summary="Delete records by id (optionally only at expected versions)",
-          tags=["L1 atomic"])
+          tags=["L1 atomic"], responses=doc.responses(doc.RecordsDeleted, 409, 503))
 def atomic_delete(req: Annotated[AtomicDelete, Body(embed=False)]):
-    return envelope(atomic.delete(current().isolation, req.ids, req.expected_versions))
+    r = current()
+    return envelope(atomic.delete(r.scope, req.ids, req.expected_versions, r.authorize, r.request_id))
 
 
 @app.post("/v3/user-memory/delete", summary="Erase a user's L0/L1 in a memory, or one item of theirs",
-          tags=["erasure"])
+          tags=["erasure"], responses=doc.responses(doc.UserMemoryDeleted, 503))
 def user_memory_delete(req: Annotated[UserMemoryDelete, Body(embed=False)]):
-    ctx = current()
-    return envelope(user_memory.delete(ctx.check_access(), req.memory_id, req.user_id, req.content_id,
-                                       ctx.request_id))
+    r = current()
+    return envelope(user_memory.delete(r.authorize(), req.memory_id, req.user_id, req.content_id, r.request_id))
 
 
-@app.post(ALIAS_PATH, summary="DeleteUserMemory (Action=DeleteUserMemory): {appId, userMemoryId, "
-          "memoryContentId?} → {requestId, result}", tags=["erasure"])
-def delete_user_memory(req: Annotated[DeleteUserMemory, Body(embed=False)]):
-    ctx = current()
-    principal = ctx.check_access()
-    action = (app.current_event.query_string_parameters or {}).get("Action")
-    if action != "DeleteUserMemory":
-        raise BadRequest("Action: must be DeleteUserMemory")
-    return envelope(user_memory.delete(principal, req.appId, req.userMemoryId, req.content_id, ctx.request_id))
+@app.post(ALIAS_PATH, summary="DeleteUserMemory: {appId, userMemoryId, memoryContentId?} → {requestId, result}",
+          tags=["erasure"], responses=doc.responses(doc.UserMemoryDeleted, 503,
+                                                    description="the alias answers {requestId, result: true}"))
+def delete_user_memory(req: Annotated[DeleteUserMemory, Body(embed=False)],
+                       action: Annotated[Literal["DeleteUserMemory"], Query(alias="Action")]):
+    r = current()
+    return envelope(user_memory.delete(r.authorize(), req.appId, req.userMemoryId, req.content_id, r.request_id))
 
 
 _api_handler = lambda_handler_for(app)
@@ -52,13 +54,13 @@ _api_handler = lambda_handler_for(app)
 
 def _alias_answer(response: dict[str, Any]) -> dict[str, Any]:
     """The DeleteUserMemory answer shape: {requestId, result: true} or {requestId, code, message}."""
-    envelope_body = json.loads(response.get("body") or "{}")
-    request_id = envelope_body.get("request_id") or response.get("headers", {}).get("x-request-id")
-    if response.get("statusCode") == 200 and envelope_body.get("code") == 0:
-        body = {"requestId": request_id, "result": True}
+    answer = json.loads(response.get("body") or "{}")
+    request_id = answer.get("request_id") or response.get("headers", {}).get("x-request-id")
+    if response.get("statusCode") == 200 and answer.get("code") == 0:
+        body: dict[str, Any] = {"requestId": request_id, "result": True}
     else:
-        body = {"requestId": request_id, "code": int(envelope_body.get("code") or response.get("statusCode", 500)),
-                "message": envelope_body.get("message", "")}
+        body = {"requestId": request_id, "code": int(answer.get("code") or response.get("statusCode", 500)),
+                "message": answer.get("message", "")}
     return dict(response, body=json.dumps(body, ensure_ascii=False))
 
 

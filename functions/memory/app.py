@@ -4,9 +4,12 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memory_hub import assets, atomic, conversation, idempotency, persona
-from memory_hub.api import envelope, lambda_handler_for, make_app
-from memory_hub.dataplane_schemas import (
+from memory_hub.domain import atomic, conversation, persona
+from memory_hub.edge.idempotency import idempotent
+from memory_hub.edge.pipeline import current
+from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
+from memory_hub.edge.schemas import responses as doc
+from memory_hub.edge.schemas.memory import (
     AtomicAdd,
     AtomicCount,
     AtomicQuery,
@@ -17,84 +20,101 @@ from memory_hub.dataplane_schemas import (
     ConversationQuery,
     ConversationSearch,
 )
-from memory_hub.dal.aws import submit
-from memory_hub.edge import current
-from memory_hub.schemas import CoreRead, CoreWrite
+from memory_hub.edge.schemas.scenario import CoreRead, CoreWrite
+from memory_hub.settings import get_settings
 
+get_settings()  # a missing setting fails the cold start, naming the variable
 app = make_app()
+L0, L1, L3 = ["L0 conversation"], ["L1 atomic"], ["L3 core"]
 
 
-@app.post("/v3/core/read", summary="Read the persona (all null when missing)", tags=["L3 core"])
+@app.post("/v3/core/read", summary="Read the persona (all null when missing)", tags=L3,
+          responses=doc.responses(doc.Persona))
 def core_read(req: Annotated[CoreRead, Body(embed=False)]):
-    return envelope(persona.read(current().isolation))
+    r = current()
+    return envelope(persona.read(r.scope, r.authorize))
 
 
-@app.post("/v3/core/write", summary="Write the persona exactly as given; 3 backups kept", tags=["L3 core"])
+@app.post("/v3/core/write", summary="Write the persona exactly as given; 3 backups kept", tags=L3,
+          responses=doc.responses(doc.PersonaWritten, 409, 503))
 def core_write(req: Annotated[CoreWrite, Body(embed=False)]):
-    return envelope(persona.write(current().isolation, req.content))
+    r = current()
+    return envelope(persona.write(r.scope, req.content, r.authorize, r.request_id))
 
 
-@app.post("/v3/core/count", summary="1 if a persona exists (even empty), else 0", tags=["L3 core"])
+@app.post("/v3/core/count", summary="1 if a persona exists (even empty), else 0", tags=L3,
+          responses=doc.responses(doc.PersonaCount))
 def core_count(req: Annotated[CoreRead, Body(embed=False)]):
-    return envelope(persona.count(current().isolation))
+    r = current()
+    return envelope(persona.count(r.scope, r.authorize))
 
 
-@app.post("/v3/conversation/add", summary="Append 1-100 messages (Idempotency-Key supported)",
-          tags=["L0 conversation"])
+@app.post("/v3/conversation/add", summary="Append 1-100 messages (Idempotency-Key supported)", tags=L0,
+          responses=doc.responses(doc.Added, 409, 422, 503))
 def conversation_add(req: Annotated[ConversationAdd, Body(embed=False)]):
-    ctx = current()
-    scope = ctx.isolation
-    asset_read = submit(assets.get, scope.memory_id)  # overlaps the key lookup
-    principal = ctx.check_access()
-    messages = [m.model_dump() for m in req.messages]
-    return envelope(idempotency.once(
-        ctx.header(idempotency.HEADER),
-        [principal.key_id, "conversation/add", scope.team_id, scope.agent_id, scope.user_id],
-        ctx.body, lambda: conversation.add(scope, messages, asset_read), app.lambda_context))
+    r = current()
+    scope = r.scope
+    batch = [m.model_dump() for m in req.messages]
+    return envelope(idempotent(r, ["conversation/add", scope.team_id, scope.agent_id, scope.user_id],
+                               lambda: conversation.add(scope, batch, r.authorize), app.lambda_context))
 
 
-@app.post("/v3/conversation/query", summary="Messages, newest first", tags=["L0 conversation"])
+@app.post("/v3/conversation/query", summary="Messages, newest first", tags=L0,
+          responses=doc.responses(doc.Messages))
 def conversation_query(req: Annotated[ConversationQuery, Body(embed=False)]):
-    return envelope(conversation.query(current().isolation, req.limit, req.offset, req.time_start, req.time_end))
+    r = current()
+    return envelope(conversation.query(r.scope, req.limit, req.offset, req.time_start, req.time_end, r.authorize))
 
 
-@app.post("/v3/conversation/search", summary="Messages by relevance (BM25)", tags=["L0 conversation"])
+@app.post("/v3/conversation/search", summary="Messages by relevance (BM25 over an index)", tags=L0,
+          responses=doc.responses(doc.MessageHits))
 def conversation_search(req: Annotated[ConversationSearch, Body(embed=False)]):
-    return envelope(conversation.search_messages(current().isolation, req.query, req.limit))
+    r = current()
+    return envelope(conversation.search(r.scope, req.query, req.limit, req.time_start, req.time_end, r.authorize))
 
 
-@app.post("/v3/conversation/count", summary="Number of messages", tags=["L0 conversation"])
+@app.post("/v3/conversation/count", summary="Number of messages", tags=L0, responses=doc.responses(doc.Total))
 def conversation_count(req: Annotated[ConversationCount, Body(embed=False)]):
-    return envelope(conversation.count(current().isolation, req.time_start, req.time_end))
+    r = current()
+    return envelope(conversation.count(r.scope, req.time_start, req.time_end, r.authorize))
 
 
-@app.post("/v3/atomic/add", summary="Add a record; the same content+type+background reinforces it",
-          tags=["L1 atomic"])
+@app.post("/v3/atomic/add", summary="Add a record; the same content+type+background reinforces it", tags=L1,
+          responses=doc.responses(doc.RecordAdded, 409, 503))
 def atomic_add(req: Annotated[AtomicAdd, Body(embed=False)]):
-    return envelope(atomic.add(current().isolation, req.content, req.type, req.background, req.tags,
-                               req.metadata))
+    r = current()
+    return envelope(atomic.add(r.scope, req.content, req.type, req.background, req.tags, req.metadata,
+                               r.authorize))
 
 
-@app.post("/v3/atomic/query", summary="Records, newest updated_at first", tags=["L1 atomic"])
+@app.post("/v3/atomic/query", summary="Records, newest updated_at first", tags=L1,
+          responses=doc.responses(doc.Records))
 def atomic_query(req: Annotated[AtomicQuery, Body(embed=False)]):
-    return envelope(atomic.query(current().isolation, req.type, req.limit, req.offset, req.time_start,
-                                 req.time_end))
+    r = current()
+    return envelope(atomic.query(r.scope, req.type, req.limit, req.offset, req.time_start, req.time_end,
+                                 r.authorize))
 
 
-@app.post("/v3/atomic/search", summary="Records by relevance (BM25)", tags=["L1 atomic"])
+@app.post("/v3/atomic/search", summary="Records by relevance (BM25 over an index)", tags=L1,
+          responses=doc.responses(doc.RecordHits))
 def atomic_search(req: Annotated[AtomicSearch, Body(embed=False)]):
-    return envelope(atomic.search_records(current().isolation, req.query, req.type, req.limit))
+    r = current()
+    return envelope(atomic.search(r.scope, req.query, req.type, req.limit, req.time_start, req.time_end,
+                                  r.authorize))
 
 
-@app.post("/v3/atomic/count", summary="Number of records", tags=["L1 atomic"])
+@app.post("/v3/atomic/count", summary="Number of records", tags=L1, responses=doc.responses(doc.Total))
 def atomic_count(req: Annotated[AtomicCount, Body(embed=False)]):
-    return envelope(atomic.count(current().isolation, req.type, req.time_start, req.time_end))
+    r = current()
+    return envelope(atomic.count(r.scope, req.type, req.time_start, req.time_end, r.authorize))
 
 
-@app.post("/v3/atomic/update", summary="Change only the given fields; version + 1", tags=["L1 atomic"])
+@app.post("/v3/atomic/update", summary="Change only the given fields; version + 1", tags=L1,
+          responses=doc.responses(doc.RecordUpdated, 409, 503))
 def atomic_update(req: Annotated[AtomicUpdate, Body(embed=False)]):
+    r = current()
     changes = req.model_dump(include={"content", "background", "tags", "metadata"}, exclude_none=True)
-    return envelope(atomic.update(current().isolation, req.id, changes, req.expected_version))
+    return envelope(atomic.update(r.scope, req.id, changes, req.expected_version, r.authorize, r.request_id))
 
 
 lambda_handler = lambda_handler_for(app)

@@ -4,37 +4,52 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from memory_hub import scenario
-from memory_hub.api import envelope, lambda_handler_for, make_app
-from memory_hub.edge import current
-from memory_hub.schemas import ScenarioCount, ScenarioLs, ScenarioRead, ScenarioRm, ScenarioWrite
+from memory_hub.domain import scenario
+from memory_hub.edge.pipeline import current
+from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
+from memory_hub.edge.schemas import responses as doc
+from memory_hub.edge.schemas.scenario import ScenarioCount, ScenarioLs, ScenarioRead, ScenarioRm, ScenarioWrite
+from memory_hub.settings import get_settings
 
+get_settings()  # a missing setting fails the cold start, naming the variable
 app = make_app()
+TAGS = ["L2 scenario"]
 
 
-@app.post("/v3/scenario/ls", summary="List scenario files (files only, sorted, paged)", tags=["L2 scenario"])
+@app.post("/v3/scenario/ls", summary="List scenario files (files only, sorted by path, paged)", tags=TAGS,
+          responses=doc.responses(doc.ScenarioList))
 def ls(req: Annotated[ScenarioLs, Body(embed=False)]):
-    return envelope(scenario.ls(current().isolation, req.path_prefix, req.limit, req.next_token))
+    r = current()
+    return envelope(scenario.ls(r.scope, req.path_prefix, req.limit, req.next_token, r.authorize))
 
 
-@app.post("/v3/scenario/read", summary="Read one scenario file (content: null when missing)", tags=["L2 scenario"])
+@app.post("/v3/scenario/read", summary="Read one file (content: null when missing)", tags=TAGS,
+          responses=doc.responses(doc.ScenarioFile))
 def read(req: Annotated[ScenarioRead, Body(embed=False)]):
-    return envelope(scenario.read(current().isolation, req.path))
+    r = current()
+    return envelope(scenario.read(r.scope, req.path, r.authorize))
 
 
-@app.post("/v3/scenario/write", summary="Create or overwrite a file; versions 1, 2, …", tags=["L2 scenario"])
+@app.post("/v3/scenario/write", summary="Create or overwrite a file; versions 1, 2, …", tags=TAGS,
+          responses=doc.responses(doc.ScenarioWritten, 409, 503))
 def write(req: Annotated[ScenarioWrite, Body(embed=False)]):
-    return envelope(scenario.write(current().isolation, req.path, req.content, req.summary, req.expected_version))
+    r = current()
+    return envelope(scenario.write(r.scope, req.path, req.content, req.summary, req.expected_version, r.authorize,
+                                   r.request_id))
 
 
-@app.post("/v3/scenario/rm", summary="Remove a file, or a folder (path ending in /)", tags=["L2 scenario"])
+@app.post("/v3/scenario/rm", summary="Remove a file, or a folder (path ending in /)", tags=TAGS,
+          responses=doc.responses(doc.ScenarioRemoved, 503))
 def rm(req: Annotated[ScenarioRm, Body(embed=False)]):
-    return envelope(scenario.rm(current().isolation, req.path))
+    r = current()
+    return envelope(scenario.rm(r.scope, req.path, r.authorize, r.request_id))
 
 
-@app.post("/v3/scenario/count", summary="Count files under a prefix", tags=["L2 scenario"])
+@app.post("/v3/scenario/count", summary="Count files under a prefix", tags=TAGS,
+          responses=doc.responses(doc.ScenarioCounted))
 def count(req: Annotated[ScenarioCount, Body(embed=False)]):
-    return envelope(scenario.count(current().isolation, req.path_prefix))
+    r = current()
+    return envelope(scenario.count(r.scope, req.path_prefix, r.authorize))
 
 
 lambda_handler = lambda_handler_for(app)

@@ -1,4 +1,4 @@
-"""Time formats, time-ordered ids and request ids."""
+"""Times and time-ordered ids (§1): shared by every layer, free of any AWS or request concern."""
 
 from __future__ import annotations
 
@@ -8,36 +8,82 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 
-_REQUEST_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+# RFC 3339 as §1 allows it: upper-case T and Z, 1-9 fraction digits, ASCII digits only.
+_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})",
+                   re.ASCII)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+NS_PER_MS = 1_000_000
+MIN_SECONDS = (datetime(1, 1, 1, tzinfo=timezone.utc) - _EPOCH) // timedelta(seconds=1)
+MAX_SECONDS = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc) - _EPOCH) // timedelta(seconds=1)
+
+
+class TimeFormatError(ValueError):
+    pass
 
 
 def now_ms() -> int:
-    return time.time_ns() // 1_000_000
+    return time.time_ns() // NS_PER_MS
 
 
 def format_ms(ms: int) -> str:
-    """``YYYY-MM-DDTHH:MM:SS.mmmZ``: string order is time order."""
-    dt = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms)
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC: string order is time order."""
+    dt = _EPOCH + timedelta(milliseconds=ms)
     # strftime's %Y does not pad years before 1000 on every platform
     return f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
 
 
-def parse_time(value: str) -> int:
-    """A request time to epoch milliseconds; ValueError when it is not ``...THH:MM:SS[.f]Z``."""
-    if not _REQUEST_TIME.match(value):
-        raise ValueError("must be YYYY-MM-DDTHH:MM:SS[.fraction]Z")
-    whole, _, frac = value[:-1].partition(".")
+def iso(ms: int | float | None) -> str | None:
+    return None if ms is None else format_ms(int(ms))
+
+
+def parse_ns(value: str) -> int:
+    """A request time (§1) as nanoseconds since 1970 UTC, at exactly the precision written."""
+    match = _TIME.fullmatch(value)
+    if not match:
+        raise TimeFormatError("must be YYYY-MM-DDTHH:MM:SS[.fraction] followed by Z or +HH:MM/-HH:MM")
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    fraction, offset = match.group(7) or "", match.group(8)
     try:
-        dt = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
     except ValueError:
-        raise ValueError("is not a valid date and time") from None
-    millis = int((frac + "000")[:3]) if frac else 0
-    return int(dt.timestamp()) * 1000 + millis
+        raise TimeFormatError("is not a valid date and time") from None
+    shift = 0
+    if offset != "Z":
+        hours, minutes = int(offset[1:3]), int(offset[4:6])
+        if hours > 23 or minutes > 59:
+            raise TimeFormatError("has an offset beyond ±23:59")
+        shift = (hours * 60 + minutes) * 60 * (1 if offset[0] == "+" else -1)
+    seconds = (moment - _EPOCH) // timedelta(seconds=1) - shift
+    if not MIN_SECONDS <= seconds <= MAX_SECONDS:
+        raise TimeFormatError("is outside the years 0001-9999 in UTC")
+    return seconds * 1_000_000_000 + int((fraction + "000000000")[:9])
+
+
+def parse_ms(value: str) -> int:
+    """A request time truncated to milliseconds (how times are stored)."""
+    return parse_ns(value) // NS_PER_MS
+
+
+def lower_bound_ms(value: str) -> int:
+    """The first stored millisecond at or after the instant written (``…00.0005Z`` → ``…00.001``)."""
+    return -(-parse_ns(value) // NS_PER_MS)
+
+
+def upper_bound_ms(value: str) -> int:
+    """The last stored millisecond at or before the instant written."""
+    return parse_ns(value) // NS_PER_MS
 
 
 def compact_stamp(ms: int) -> str:
     """``YYYYMMDD_HHmmss`` for backup file names."""
-    return datetime.fromtimestamp(ms // 1000, tz=timezone.utc).strftime("%Y%m%d_%H%M%S")
+    dt = _EPOCH + timedelta(milliseconds=ms)
+    return f"{dt.year:04d}{dt:%m%d_%H%M%S}"
+
+
+def day_of(ms: int) -> str:
+    """``YYYY-MM-DD`` (UTC) of a time."""
+    dt = _EPOCH + timedelta(milliseconds=ms)
+    return f"{dt.year:04d}-{dt:%m-%d}"
 
 
 def request_id() -> str:
@@ -47,18 +93,17 @@ def request_id() -> str:
 class _OrderedIds:
     """Ids that sort by creation time, strictly increasing within this process.
 
-    Layout after the prefix: 12 hex of milliseconds, 6 hex of a per-millisecond sequence,
-    8 random hex (so two processes in one millisecond do not collide).
-    """
+    After the prefix: 12 hex of milliseconds, 6 hex of a per-millisecond sequence, 8 random hex
+    (two processes in one millisecond do not collide)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last_ms = 0
         self._seq = 0
 
-    def next(self, prefix: str, at_ms: int | None = None) -> str:
+    def next(self, prefix: str) -> str:
         with self._lock:
-            ms = now_ms() if at_ms is None else at_ms
+            ms = now_ms()
             if ms <= self._last_ms:
                 ms, self._seq = self._last_ms, self._seq + 1
             else:
@@ -71,3 +116,7 @@ _ids = _OrderedIds()
 
 def ordered_id(prefix: str) -> str:
     return _ids.next(prefix)
+
+
+ISSUED_ID = re.compile(r"(msg|atom)-[0-9a-f]{26}", re.ASCII)
+

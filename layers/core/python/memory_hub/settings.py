@@ -1,4 +1,9 @@
-"""Deployment settings, read once from the environment into a pydantic model."""
+"""Deployment settings: read once from the environment (as Lambda gives it) into a frozen model.
+
+Every value comes from the function's environment in ``template.yaml``; nothing here knows about
+the local stack, which provides the same variables the way Lambda does. A missing or invalid
+variable fails the cold start with a message that names it.
+"""
 
 from __future__ import annotations
 
@@ -7,52 +12,69 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+MAX_BODY_BYTES = 1_048_576  # §1: a request body as received and after decoding
+
 
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+    region: str = Field(min_length=1)
+    bucket: str = Field(min_length=1)
+    assets_table: str = Field(min_length=1)
+    items_table: str = Field(min_length=1)
+    scenes_table: str = Field(min_length=1)
+    keys_table: str = Field(min_length=1)
+    audit_table: str = Field(min_length=1)
+    idempotency_table: str = Field(min_length=1)
+    token_secret_id: str = Field(min_length=1)
+    bootstrap_key_secret_id: str | None = None
     service_id: str = Field("default", min_length=1)
-    bootstrap_admin_key: str | None = None
-    bucket: str = "memory-hub-local"
-    assets_table: str = "memory-hub-assets"
-    scenes_table: str = "memory-hub-scenes"
-    keys_table: str = "memory-hub-keys"
-    audit_table: str = "memory-hub-audit"
-    idempotency_table: str = "memory-hub-idempotency"
-    items_table: str = "memory-hub-items"
-    region: str = "us-east-1"
-    token_secret: str = "memory-hub-local-token-secret"
     retention_days: int = Field(0, ge=0, le=36_500)
     retention_min_l0: int = Field(50, ge=0)
     retention_min_l1: int = Field(20, ge=0)
-    max_body_bytes: int = 1_048_576
+    clear_budget_s: float = Field(24.0, ge=0, le=900)
 
 
-_ENV = {
-    "service_id": "MEMORY_HUB_SERVICE_ID",
-    "bootstrap_admin_key": "MEMORY_HUB_BOOTSTRAP_ADMIN_KEY",
+# field → environment variable; the region comes from Lambda's own AWS_REGION.
+ENVIRONMENT = {
+    "region": "AWS_REGION",
     "bucket": "MEMORY_HUB_BUCKET",
     "assets_table": "ASSETS_TABLE",
+    "items_table": "ITEMS_TABLE",
     "scenes_table": "SCENES_TABLE",
     "keys_table": "KEYS_TABLE",
     "audit_table": "AUDIT_TABLE",
     "idempotency_table": "IDEMPOTENCY_TABLE",
-    "items_table": "ITEMS_TABLE",
-    "region": "AWS_DEFAULT_REGION",
-    "token_secret": "MEMORY_HUB_TOKEN_SECRET",
+    "token_secret_id": "MEMORY_HUB_TOKEN_SECRET_ARN",
+    "bootstrap_key_secret_id": "MEMORY_HUB_BOOTSTRAP_KEY_SECRET_ARN",
+    "service_id": "MEMORY_HUB_SERVICE_ID",
     "retention_days": "RETENTION_DAYS",
     "retention_min_l0": "RETENTION_MIN_L0",
     "retention_min_l1": "RETENTION_MIN_L1",
+    "clear_budget_s": "MEMORY_HUB_CLEAR_BUDGET_S",
 }
+
+
+class SettingsError(RuntimeError):
+    """The environment lacks a required variable or holds an invalid one (names it)."""
+
+
+def from_environment(environ: dict[str, str] | os._Environ[str]) -> Settings:
+    raw = {field: environ[name] for field, name in ENVIRONMENT.items() if environ.get(name, "") != ""}
+    if "region" not in raw and environ.get("AWS_DEFAULT_REGION"):
+        raw["region"] = environ["AWS_DEFAULT_REGION"]
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0]) if error["loc"] else ""
+            name = ENVIRONMENT.get(field, field)
+            problems.append(f"{name} is not set" if error["type"] == "missing" else f"{name}: {error['msg']}")
+        raise SettingsError("Memory Hub cannot start: " + "; ".join(problems)) from None
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The settings of this process. Fails at cold start with the offending variable named."""
-    raw = {field: os.environ[env] for field, env in _ENV.items() if os.environ.get(env, "") != ""}
-    raw.setdefault("region", os.environ.get("AWS_REGION", "us-east-1"))
-    try:
-        return Settings.model_validate(raw)
-    except ValidationError as exc:  # pragma: no cover - exercised by a unit test through the message
-        names = ", ".join(_ENV.get(str(e["loc"][0]), str(e["loc"][0])) for e in exc.errors())
-        raise RuntimeError(f"invalid Memory Hub settings: {names}") from exc
+    """The settings of this process, read on first use (a function's cold start)."""
+    return from_environment(os.environ)

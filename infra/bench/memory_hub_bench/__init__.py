@@ -1,0 +1,1 @@
+"""The benchmark: latency, AWS calls and round trips per route, scale, throughput, cold starts."""

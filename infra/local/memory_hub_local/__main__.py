@@ -1,0 +1,28 @@
+"""``python -m memory_hub_local``: the local stack in the foreground (what ``make run`` starts)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .stack import DEFAULT_DATA_DIR, run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memory-hub local", description="Serve the API over embedded moto.")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", 3000)))
+    parser.add_argument("--lambda-port", type=int, default=int(os.environ.get("LAMBDA_PORT", 3001)))
+    parser.add_argument("--aws-port", type=int, default=int(os.environ.get("AWS_PORT", 3002)))
+    parser.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+    parser.add_argument("--data-dir", default=os.environ.get("MEMORY_HUB_DATA_DIR") or str(DEFAULT_DATA_DIR),
+                        help="where keys and memory are kept between runs (default .memory-hub/)")
+    parser.add_argument("--ephemeral", action="store_true", help="keep nothing: state lives in memory only")
+    args = parser.parse_args(argv)
+    return run(args.port, args.lambda_port, args.aws_port, args.region,
+               None if args.ephemeral else Path(args.data_dir))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The emulated AWS side as its own process: ``python -m memory_hub_local.aws --port N …``.
+
+It starts moto (in this process, patched), makes the template's resources (or restores them from
+the data directory), serves them on the port, and prints one line ``READY {json}`` with the
+secrets' ARNs. On SIGTERM or SIGINT it saves a last snapshot and exits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
+    os.environ.setdefault(name, value)
+for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+    os.environ.pop(name, None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memory_hub_local.aws")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--region", default="us-east-1")
+    parser.add_argument("--data-dir", default="")
+    parser.add_argument("--test-hooks", action="store_true")
+    parser.add_argument("--no-iam", action="store_true", help="do not enforce the functions' IAM policies")
+    args = parser.parse_args(argv)
+    os.environ["AWS_DEFAULT_REGION"] = args.region
+
+    from moto import mock_aws
+
+    from .. import template
+    from ..identity import access_key_of
+    from . import moto_patches
+    from .hooks import Hooks
+    from .server import AwsSide, Identity, make_server
+    from .state import State
+
+    moto_patches.install()
+    mock = mock_aws()
+    mock.start()
+    cfn = template.expanded(args.region)
+    names, _ = template.local_names(args.region, {})
+    state = State(cfn, names, args.region, Path(args.data_dir) if args.data_dir else None,
+                  os.environ.get("MEMORY_HUB_BOOTSTRAP_ADMIN_KEY") or None)
+    state.create()
+    deployment = template.deploy(args.region, state.secret_arns)
+    identities = {access_key_of(f.logical_id): Identity(f.logical_id, None if args.no_iam else f.allows)
+                  for f in deployment.functions.values()}
+    side = AwsSide(state, args.region, identities, Hooks() if args.test_hooks else None)
+    server = make_server(side, args.port)
+    stop = threading.Event()
+    saver = threading.Thread(target=side.keep_saving, args=(stop,), daemon=True)
+    saver.start()
+
+    def finish(*_: object) -> None:
+        stop.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, finish)
+    signal.signal(signal.SIGINT, finish)
+    port = server.server_address[1]
+    print("READY " + json.dumps({"port": port, "secrets": state.secret_arns,
+                                 "admin_key": state.secret_values.get("BootstrapAdminKeySecret")}), flush=True)
+    server.serve_forever()
+    side.snapshot()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+"""Changes to moto's own code: each one makes moto faster without changing what it answers, or
+makes it refuse what DynamoDB refuses. Every patch is a claim about moto 5.2.5: a test
+(tests/contract/test_moto_patches.py) shows moto alone lacks it, so the patch goes the day moto
+gains it, and ``install()`` refuses to patch a moto version nobody has tested.
+
+- ``transactions``: moto deep-copies a whole table once per action of a TransactWriteItems; here
+  every condition is checked against the state before the transaction (DynamoDB's rule) and an
+  undo log of only the touched items restores them if an action fails.
+- ``fast_reads``: moto runs each item of a Query/Scan/GetItem/BatchGetItem answer through its
+  generic serializer (~3 ms an item); the items already are DynamoDB JSON and are spliced in.
+- ``sorted_partitions``: moto answers a Query by sorting every item of the table; here each
+  partition keeps its items sorted by each of its range keys (table and local indexes), so a Query
+  hands moto only the items its key condition and Limit can reach — newest N reads N.
+- ``index_key_sizes``: DynamoDB refuses an item whose local-index sort key exceeds 1,024 bytes, also
+  when an UpdateItem sets it; moto checks keys only on PutItem, and never LSI keys.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import inspect
+import json
+from typing import Any
+
+TESTED_MOTO = ("5.2.5",)
+MAX_PARTITION_KEY, MAX_SORT_KEY = 2048, 1024
+
+
+class UntestedMoto(RuntimeError):
+    pass
+
+
+def check_version() -> None:
+    import moto
+
+    if moto.__version__ not in TESTED_MOTO:
+        raise UntestedMoto(f"moto {moto.__version__} is not one the local stack's patches were tested with "
+                           f"({', '.join(TESTED_MOTO)}): pin it, or re-run tests/contract/test_moto_patches.py "
+                           "and add the version")
+
+
+def install() -> None:
+    check_version()
+    transactions()
+    fast_reads()
+    sorted_partitions()
+    index_key_sizes()
+
+
+def _once(owner: Any, flag: str) -> bool:
+    if getattr(owner, flag, False):
+        return False
+    setattr(owner, flag, True)
+    return True
+
+
+# ---------------------------------------------------------------- transactions
+
+def transactions() -> None:
+    from moto.dynamodb.comparisons import get_filter_expression
+    from moto.dynamodb.exceptions import (
+        MultipleTransactionsException,
+        TooManyTransactionsException,
+        TransactionCanceledException,
+    )
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if not _once(DynamoDBBackend, "_memory_hub_transactions"):
+        return
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        if len(transact_items) > 100:
+            raise TooManyTransactionsException()
+        seen: set[tuple[str, str]] = set()
+        plan, reasons, failed = [], [], False
+        for entry in transact_items:
+            op_type, op = next(iter(entry.items()))
+            table = self.get_table(op["TableName"])
+            if op_type == "Put":
+                key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
+                if table.range_key_attr is not None:
+                    key[table.range_key_attr] = op["Item"][table.range_key_attr]
+            else:
+                key = op["Key"]
+            marker = (op["TableName"], json.dumps(key, sort_keys=True))
+            if marker in seen:
+                raise MultipleTransactionsException()
+            seen.add(marker)
+            current = self.get_item(op["TableName"], key)
+            condition = op.get("ConditionExpression")
+            if condition is not None and not get_filter_expression(
+                    condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")).expr(current):
+                old = current.to_json()["Attributes"] if current is not None and op.get(
+                    "ReturnValuesOnConditionCheckFailure") == "ALL_OLD" else None
+                reasons.append(("ConditionalCheckFailed", "The conditional request failed", old))
+                failed = True
+                continue
+            reasons.append((None, None, None))
+            plan.append((op_type, op, key, copy.deepcopy(current)))
+        if failed:
+            raise TransactionCanceledException(reasons)
+        undo = []
+        try:
+            for op_type, op, key, before in plan:
+                names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+                if op_type == "Put":
+                    self.put_item(op["TableName"], op["Item"])
+                elif op_type == "Delete":
+                    self.delete_item(op["TableName"], key)
+                elif op_type == "Update":
+                    self.update_item(op["TableName"], key, update_expression=op["UpdateExpression"],
+                                     expression_attribute_names=names, expression_attribute_values=values)
+                else:
+                    continue
+                undo.append((op["TableName"], key, before))
+        except Exception:
+            for table_name, key, before in reversed(undo):
+                if before is None:
+                    self.delete_item(table_name, key)
+                else:
+                    self.put_item(table_name, before.to_json()["Attributes"])
+            raise
+
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------- fast reads
+
+def fast_reads() -> None:
+    from moto.dynamodb.responses import DynamoResult
+
+    if not _once(DynamoResult, "_memory_hub_fast_reads"):
+        return
+    original = DynamoResult.execute_result
+    bulky_members = {"Query": "Items", "Scan": "Items", "GetItem": "Item", "BatchGetItem": "Responses"}
+
+    def execute_result(self: Any, context: Any) -> Any:
+        bulky = bulky_members.get(str(context.operation_model.name))
+        result = self._result
+        if bulky is None or not isinstance(result, dict) or bulky not in result:
+            return original(self, context)
+        self._result = {k: v for k, v in result.items() if k != bulky}
+        try:
+            status, headers, body = original(self, context)
+        finally:
+            self._result = result
+        payload = json.loads(body or "{}")
+        payload[bulky] = result[bulky]
+        headers = {k: v for k, v in dict(headers).items() if k.lower() != "content-length"}
+        return status, headers, json.dumps(payload, separators=(",", ":"))
+
+    DynamoResult.execute_result = execute_result  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------- sorted partitions
+
+class SortedPartition:
+    """One partition's items, in order of one range attribute (then the table's range key)."""
+
+    def __init__(self, items: list[Any], attribute: str, table_range: str | None) -> None:
+        self.attribute, self.table_range = attribute, table_range
+        rows = sorted((self.key(i), i) for i in items if self.key(i) is not None)
+        self.keys = [k for k, _ in rows]
+        self.items = [i for _, i in rows]
+
+    def key(self, item: Any) -> tuple[str, str] | None:
+        value = item.attrs.get(self.attribute)
+        if value is None or value.type != "S":
+            return None
+        rest = item.attrs.get(self.table_range) if self.table_range else None
+        return value.value, (rest.value if rest is not None and rest.type == "S" else "")
+
+    def add(self, item: Any) -> None:
+        key = self.key(item)
+        if key is not None:
+            at = bisect.bisect_left(self.keys, key)
+            self.keys.insert(at, key)
+            self.items.insert(at, item)
+
+    def remove(self, item: Any, key: tuple[str, str] | None = None) -> None:
+        key = key if key is not None else self.key(item)
+        if key is None:
+            return
+        at = bisect.bisect_left(self.keys, key)
+        if at < len(self.keys) and self.keys[at] == key:
+            del self.keys[at]
+            del self.items[at]
+
+    def window(self, comparison: str | None, values: list[str], start: tuple[str, str] | None, forward: bool,
+               limit: int | None) -> list[Any]:
+        """The items a Query reads, in ascending order: within the key condition, after the
+        exclusive start key, and (with a limit) only as many as it can reach, plus one."""
+        low, high = 0, len(self.keys)
+        if comparison is not None:
+            low, high = _bounds(self.keys, comparison, values)
+        if start is not None:
+            if forward:
+                low = max(low, bisect.bisect_right(self.keys, start))
+            else:
+                high = min(high, bisect.bisect_left(self.keys, start))
+        if limit is not None and high - low > limit + 1:
+            low, high = (low, low + limit + 1) if forward else (high - limit - 1, high)
+        return self.items[low:high]
+
+
+_TOP = "\U0010ffff" * 4
+
+
+_SYMBOLS = {"=": "EQ", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE"}
+
+
+def _bounds(keys: list[tuple[str, str]], comparison: str, values: list[str]) -> tuple[int, int]:
+    comparison = _SYMBOLS.get(comparison, comparison.upper())
+    first = values[0] if values else ""
+    if comparison == "BETWEEN":
+        return bisect.bisect_left(keys, (first, "")), bisect.bisect_right(keys, (values[1], _TOP))
+    if comparison == "BEGINS_WITH":
+        return bisect.bisect_left(keys, (first, "")), bisect.bisect_left(keys, (first + _TOP, ""))
+    if comparison == "EQ":
+        return bisect.bisect_left(keys, (first, "")), bisect.bisect_right(keys, (first, _TOP))
+    if comparison == "LT":
+        return 0, bisect.bisect_left(keys, (first, ""))
+    if comparison == "LE":
+        return 0, bisect.bisect_right(keys, (first, _TOP))
+    if comparison == "GT":
+        return bisect.bisect_right(keys, (first, _TOP)), len(keys)
+    if comparison == "GE":
+        return bisect.bisect_left(keys, (first, "")), len(keys)
+    return 0, len(keys)
+
+
+def _sorted_views(table: Any) -> dict[tuple[Any, str], SortedPartition]:
+    views = getattr(table, "_memory_hub_sorted", None)
+    if views is None:
+        views = {}
+        table._memory_hub_sorted = views
+    return views
+
+
+def _range_attributes(table: Any) -> list[str]:
+    attributes = [table.range_key_attr] if table.range_key_attr else []
+    for index in table.indexes or []:  # local indexes share the table's partition key
+        attributes += [k["AttributeName"] for k in index.schema if k["KeyType"] == "RANGE"]
+    return attributes
+
+
+def _forget(table: Any, item: Any) -> None:
+    views = _sorted_views(table)
+    for attribute in _range_attributes(table):
+        view = views.get((item.hash_key, attribute))
+        if view is not None:
+            view.remove(item)
+
+
+def _remember(table: Any, item: Any) -> None:
+    views = _sorted_views(table)
+    for attribute in _range_attributes(table):
+        view = views.get((item.hash_key, attribute))
+        if view is not None:
+            view.add(item)
+
+
+def sorted_partitions() -> None:
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+
+    if not _once(Table, "_memory_hub_sorted_partitions"):
+        return
+    original_put, original_delete, original_query = Table.put_item, Table.delete_item, Table.query
+    original_update = DynamoDBBackend.update_item
+    signature = inspect.signature(original_query)
+
+    def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if not self.range_key_attr:
+            return original_put(self, item_attrs, *args, **kwargs)
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        old = self.items.get(DynamoType(item_attrs[self.hash_key_attr]), {}).get(
+            DynamoType(item_attrs[self.range_key_attr]))
+        item = original_put(self, item_attrs, *args, **kwargs)
+        if old is not None:
+            _forget(self, old)
+        _remember(self, item)
+        return item
+
+    def delete_item(self: Any, hash_key: Any, range_key: Any) -> Any:
+        item = original_delete(self, hash_key, range_key)
+        if item is not None and self.range_key_attr:
+            _forget(self, item)
+        return item
+
+    def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        table = self.get_table(table_name)
+        try:
+            return original_update(self, table_name, key, *args, **kwargs)
+        finally:  # moto changes the item in place: its partition is sorted again on the next query
+            hash_value, _ = self.get_keys_value(table, key)
+            for view in [v for v in _sorted_views(table) if v[0] == hash_value]:
+                del _sorted_views(table)[view]
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        hash_value = arguments.get("hash_key")
+        if hash_value is None:
+            hash_value = dict(arguments.get("hash_key_conditions") or []).get(self.hash_key_attr)
+        index_name = arguments.get("index_name")
+        local = index_name is None or any(index.name == index_name for index in (self.indexes or []))
+        if not local or hash_value is None or not self.range_key_attr:
+            return original_query(self, *args, **kwargs)
+        attribute = self.range_key_attr
+        if index_name:
+            index = next(i for i in self.indexes if i.name == index_name)
+            attribute = next(k["AttributeName"] for k in index.schema if k["KeyType"] == "RANGE")
+        views = _sorted_views(self)
+        view = views.get((hash_value, attribute))
+        if view is None:
+            view = SortedPartition(list(self.items.get(hash_value, {}).values()), attribute, self.range_key_attr)
+            views[(hash_value, attribute)] = view
+        comparison = arguments.get("range_comparison")
+        values = [v.value for v in (arguments.get("range_objs") or [])]
+        start = arguments.get("exclusive_start_key")
+        start_key = None
+        if start:
+            first = start.get(attribute, {}).get("S")
+            rest = start.get(self.range_key_attr, {}).get("S", "")
+            start_key = (first, rest) if first is not None else None
+        forward = arguments.get("scan_index_forward") is not False
+        candidates = view.window(comparison, values, start_key, forward, arguments.get("limit"))
+        self.all_items = lambda: list(candidates)
+        try:
+            return original_query(self, *args, **kwargs)
+        finally:
+            del self.all_items  # back to the class's method
+
+    Table.put_item = put_item  # type: ignore[method-assign]
+    Table.delete_item = delete_item  # type: ignore[method-assign]
+    Table.query = query  # type: ignore[method-assign]
+    DynamoDBBackend.update_item = update_item  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------- index key sizes
+
+def index_key_sizes() -> None:
+    from moto.dynamodb.exceptions import MockValidationException
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.table import Table
+
+    if not _once(Table, "_memory_hub_index_key_sizes"):
+        return
+    original_put, original_update = Table.put_item, DynamoDBBackend.update_item
+
+    def key_problem(table: Any, attrs: dict[str, Any]) -> str | None:
+        for index in list(table.indexes or []) + list(table.global_indexes or []):
+            for key in index.schema:
+                value = attrs.get(key["AttributeName"])
+                size = _size(value)
+                limit = MAX_PARTITION_KEY if key["KeyType"] == "HASH" else MAX_SORT_KEY
+                if size > limit:
+                    kind = "partition" if key["KeyType"] == "HASH" else "sort"
+                    return (f"One or more parameter values were invalid: Aggregated size of all {kind} keys "
+                            f"of index {index.name} has exceeded the size limit of {limit} bytes")
+        return None
+
+    def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        problem = key_problem(self, item_attrs)
+        if problem:
+            raise MockValidationException(problem)
+        return original_put(self, item_attrs, *args, **kwargs)
+
+    def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        table = self.get_table(table_name)
+        before = copy.deepcopy(table.get_item(*self.get_keys_value(table, key)))
+        item = original_update(self, table_name, key, *args, **kwargs)
+        problem = key_problem(table, item.attrs)
+        if problem:
+            if before is None:
+                table.delete_item(*self.get_keys_value(table, key))
+            else:
+                table.put_item(before.to_json()["Attributes"])
+            raise MockValidationException(problem)
+        return item
+
+    Table.put_item = put_item  # type: ignore[method-assign]
+    DynamoDBBackend.update_item = update_item  # type: ignore[method-assign]
+
+
+def _size(value: Any) -> int:
+    """Bytes of a key attribute value in DynamoDB JSON (``{"S": …}``) or a moto DynamoType."""
+    if value is None:
+        return 0
+    if hasattr(value, "type"):
+        value = {value.type: value.value}
+    if "S" in value:
+        return len(value["S"].encode("utf-8"))
+    if "B" in value:
+        raw = value["B"]
+        return len(raw) if isinstance(raw, bytes) else len(raw) * 3 // 4
+    if "N" in value:
+        return len(str(value["N"]).lstrip("-").replace(".", "")) // 2 + 1
+    return 0

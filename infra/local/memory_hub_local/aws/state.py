@@ -1,0 +1,148 @@
+"""The emulated account's resources: made from the template (tables, bucket, secrets) and kept in
+a data directory, so keys and memory survive a stop and a restart of the local stack.
+
+A snapshot is one gzip'd JSON file (``state.json.gz``): every item of every table in DynamoDB
+JSON, every object with its metadata, and every secret's value. It is written atomically (a
+temporary file renamed over the old one) at a stop and a few seconds after any change."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import secrets
+import tempfile
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from moto.core.models import DEFAULT_ACCOUNT_ID
+
+SNAPSHOT = "state.json.gz"
+FORMAT = 1
+
+
+def dynamodb_backend(region: str) -> Any:
+    from moto.dynamodb.models import dynamodb_backends
+
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
+
+
+def s3_backend() -> Any:
+    from moto.s3.models import s3_backends
+
+    return s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+
+
+def secrets_backend(region: str) -> Any:
+    from moto.secretsmanager.models import secretsmanager_backends
+
+    return secretsmanager_backends[DEFAULT_ACCOUNT_ID][region]
+
+
+class State:
+    """Creates the template's resources in moto and keeps them across restarts."""
+
+    def __init__(self, cfn: dict[str, Any], names: dict[str, str], region: str, data_dir: Path | None,
+                 admin_key: str | None) -> None:
+        self.cfn, self.names, self.region, self.data_dir = cfn, names, region, data_dir
+        self.admin_key = admin_key
+        self.secret_arns: dict[str, str] = {}
+        self.secret_values: dict[str, str] = {}
+        self.dirty = threading.Event()
+
+    # ---------------------------------------------------------------- creation
+    def _resources(self, kind: str) -> dict[str, Any]:
+        return {k: v for k, v in self.cfn["Resources"].items() if v["Type"] == kind}
+
+    def create(self) -> None:
+        import boto3
+
+        saved = self._load()
+        dynamodb = boto3.client("dynamodb", region_name=self.region)
+        for logical_id, resource in self._resources("AWS::DynamoDB::Table").items():
+            props = resource["Properties"]
+            args: dict[str, Any] = {"TableName": self.names[logical_id], "BillingMode": "PAY_PER_REQUEST",
+                                    "AttributeDefinitions": props["AttributeDefinitions"],
+                                    "KeySchema": props["KeySchema"]}
+            for indexes in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+                if props.get(indexes):
+                    args[indexes] = props[indexes]
+            dynamodb.create_table(**args)
+        s3 = boto3.client("s3", region_name=self.region)
+        for logical_id in self._resources("AWS::S3::Bucket"):
+            extra = {} if self.region == "us-east-1" else {
+                "CreateBucketConfiguration": {"LocationConstraint": self.region}}
+            s3.create_bucket(Bucket=self.names[logical_id], **extra)
+        manager = boto3.client("secretsmanager", region_name=self.region)
+        saved_secrets = saved.get("secrets", {}) if saved else {}
+        for logical_id in self._resources("AWS::SecretsManager::Secret"):
+            value = saved_secrets.get(logical_id)
+            if logical_id == "BootstrapAdminKeySecret" and self.admin_key:
+                value = self.admin_key
+            if value is None:  # GenerateSecretString, which moto lacks
+                value = ("mhk_" + secrets.token_hex(6) + "_" + secrets.token_urlsafe(32)
+                         if logical_id == "BootstrapAdminKeySecret" else secrets.token_urlsafe(48))
+            created = manager.create_secret(Name=f"{self.names[logical_id]}", SecretString=value)
+            self.secret_arns[logical_id] = created["ARN"]
+            self.secret_values[logical_id] = value
+        if saved:
+            self._restore(saved)
+        self.dirty.set()  # the secrets (and a restored state) belong in the next snapshot
+
+    # ---------------------------------------------------------------- persistence
+    @property
+    def path(self) -> Path | None:
+        return self.data_dir / SNAPSHOT if self.data_dir else None
+
+    def _load(self) -> dict[str, Any] | None:
+        if self.path is None or not self.path.exists():
+            return None
+        with gzip.open(self.path, "rt", encoding="utf-8") as handle:
+            data = json.load(handle)
+        return data if data.get("format") == FORMAT else None
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        dynamodb = dynamodb_backend(self.region)
+        for table_name, items in saved.get("dynamodb", {}).items():
+            if table_name in dynamodb.tables:
+                table = dynamodb.get_table(table_name)
+                for item in items:
+                    table.put_item(item)
+        s3 = s3_backend()
+        for bucket, objects in saved.get("s3", {}).items():
+            if bucket not in s3.buckets:
+                continue
+            for entry in objects:
+                key = s3.put_object(bucket, entry["key"], base64.b64decode(entry["body"]))
+                key.set_metadata(entry["metadata"], replace=True)
+                key.last_modified = datetime.fromisoformat(entry["last_modified"])
+
+    def capture(self) -> dict[str, Any]:
+        """Everything the account holds, as plain data (call under the AWS lock)."""
+        dynamodb = dynamodb_backend(self.region)
+        tables = {name: [item.to_json()["Attributes"] for item in table.all_items()]
+                  for name, table in dynamodb.tables.items()}
+        objects: dict[str, list[dict[str, Any]]] = {}
+        for name, bucket in s3_backend().buckets.items():
+            objects[name] = [{"key": key.name, "body": base64.b64encode(key.value).decode(),
+                              "metadata": dict(key.metadata),
+                              "last_modified": key.last_modified.replace(tzinfo=key.last_modified.tzinfo or timezone.utc
+                                                                         ).isoformat()}
+                             for key in bucket.keys.values() if hasattr(key, "value")]
+        return {"format": FORMAT, "dynamodb": tables, "s3": objects, "secrets": dict(self.secret_values)}
+
+    def save(self, data: dict[str, Any]) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".state-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as out:
+                json.dump(data, out, separators=(",", ":"))
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,196 @@
+"""API Gateway (REST, proxy integration) and the Lambda Invoke API, over the function pool.
+
+Routes come from the template: an exact path first, then ``/{proxy+}``. Each HTTP request becomes
+a REST API (payload v1) proxy event, its body base64-encoded as the deployed API does with
+``BinaryMediaTypes: */*``. What API Gateway answers itself (no route, a body over 10 MiB, a function
+that failed) uses the envelope and carries an ``x-request-id``, as the template's gateway responses
+do. A request whose framing is broken is answered 400 before anything else and reaches no function."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+import time
+import traceback
+import uuid
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from . import http
+from .functions import FunctionPool
+from .identity import access_key_of
+
+GATEWAY_MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
+ASYNC_PAYLOAD_LIMIT = 256 * 1024
+SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
+
+
+def _request_id() -> str:
+    return "req-" + uuid.uuid4().hex[:16]
+
+
+class Router:
+    def __init__(self, pool: FunctionPool) -> None:
+        self.exact: dict[str, tuple[str, str]] = {}
+        self.proxy: tuple[str, str] | None = None
+        for function in pool.deployment.functions.values():
+            for path, _method in function.routes:
+                if path.endswith("{proxy+}"):
+                    self.proxy = (function.logical_id, path)
+                else:
+                    self.exact[path] = (function.logical_id, path)
+
+    def match(self, path: str) -> tuple[str, str] | None:
+        return self.exact.get(path) or self.proxy
+
+
+def api_event(method: str, path: str, headers: dict[str, str], body: bytes | None,
+              query: dict[str, list[str]] | None = None, resource: str | None = None) -> dict[str, Any]:
+    """A REST API (payload v1) proxy event, as API Gateway sends it to Lambda."""
+    query = query or {}
+    resource = resource or path
+    request_id = str(uuid.uuid4())
+    return {
+        "resource": resource, "path": path, "httpMethod": method, "headers": dict(headers),
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
+        "multiValueQueryStringParameters": query or None,
+        "pathParameters": {"proxy": path.lstrip("/")} if resource.endswith("{proxy+}") else None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": resource, "httpMethod": method, "path": f"/v1{path}", "stage": "v1",
+            "requestId": request_id, "extendedRequestId": request_id, "accountId": "123456789012",
+            "apiId": "local", "protocol": "HTTP/1.1", "requestTimeEpoch": int(time.time() * 1000),
+            "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent")},
+        },
+        "body": base64.b64encode(body).decode() if body else None,
+        "isBase64Encoded": bool(body),
+    }
+
+
+def _envelope(status: int, message: str, **extra: Any) -> tuple[dict[str, str], bytes]:
+    request_id = _request_id()
+    payload = {"code": status, "message": message, "request_id": request_id, **extra}
+    return {"Content-Type": "application/json", "x-request-id": request_id}, json.dumps(payload).encode()
+
+
+class ApiHandler(http.Handler):
+    pool: FunctionPool
+    router: Router
+    max_body = GATEWAY_MAX_BODY
+
+    def _refuse(self, status: int, message: str, *, close: bool = False, **extra: Any) -> None:
+        headers, body = _envelope(status, message, **extra)
+        self.send(status, headers, body, close=close)
+
+    def _serve(self) -> None:
+        try:
+            body = self.read_body()
+        except http.Malformed as exc:
+            self._refuse(400, f"malformed request: {exc.message}", close=True)
+            return
+        except http.TooLarge as exc:
+            self._refuse(413, f"body: larger than {GATEWAY_MAX_BODY} bytes", close=not exc.drained)
+            return
+        url = urlsplit(self.path)
+        path = unquote(url.path) or "/"
+        target = self.router.match(path)
+        if target is None:
+            self._refuse(404, f"no route {path}")
+            return
+        function, resource = target
+        event = api_event(self.command, path, self.header_values(), body, parse_qs(url.query, keep_blank_values=True),
+                          resource)
+        outcome = self.pool.invoke(function, event)
+        if outcome.error is not None:  # the function failed: API Gateway answers 502 (504 on a timeout)
+            timeout = outcome.error.get("errorType") == "Sandbox.Timedout"
+            self._refuse(504 if timeout else 502, "Gateway timeout" if timeout else "Internal server error",
+                         retryable=True)
+            return
+        result = outcome.result if isinstance(outcome.result, dict) else {}
+        payload = result.get("body") or ""
+        raw = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode("utf-8")
+        headers = dict(result.get("headers") or {})
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            headers[name] = ", ".join(values)
+        self.send(int(result.get("statusCode", 200)), headers, raw)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+
+_INVOKE = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
+
+
+class InvokeHandler(http.Handler):
+    """``POST /2015-03-31/functions/<name>/invocations``, as ``sam local start-lambda`` serves it."""
+
+    pool: FunctionPool
+    max_body = SYNC_PAYLOAD_LIMIT
+
+    def _json(self, status: int, payload: Any, **headers: str) -> None:
+        self.send(status, {"Content-Type": "application/json", **headers}, json.dumps(payload).encode())
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        try:
+            body = self.read_body()
+        except (http.Malformed, http.TooLarge) as exc:
+            self._json(413 if isinstance(exc, http.TooLarge) else 400,
+                       {"Type": "User", "message": str(exc)}, **{"x-amzn-ErrorType": "RequestTooLargeException"})
+            return
+        match = _INVOKE.match(urlsplit(self.path).path)
+        function = self.pool.function(unquote(match.group(1))) if match else None
+        if function is None:
+            name = unquote(match.group(1)) if match else self.path
+            self._json(404, {"Type": "User", "message": f"Function not found: {name}"},
+                       **{"x-amzn-ErrorType": "ResourceNotFoundException"})
+            return
+        caller = _CREDENTIAL.search(self.headers.get("Authorization", ""))
+        if caller:  # a function calling another (or itself) needs lambda:InvokeFunction on it
+            invoker = next((f for f in self.pool.deployment.functions.values()
+                            if access_key_of(f.logical_id) == caller.group(1)), None)
+            arn = self.pool.deployment.arns[function.logical_id]
+            if invoker is not None and not invoker.allows("lambda:InvokeFunction", arn):
+                self._json(403, {"Type": "User", "message": f"{invoker.logical_id} is not authorized to perform: "
+                                                            f"lambda:InvokeFunction on resource: {arn}"},
+                           **{"x-amzn-ErrorType": "AccessDeniedException"})
+                return
+        try:
+            event = json.loads(body or b"{}")
+        except ValueError:
+            self._json(400, {"Type": "User", "message": "Could not parse request body into json"},
+                       **{"x-amzn-ErrorType": "InvalidRequestContentException"})
+            return
+        if (self.headers.get("X-Amz-Invocation-Type") or "").lower() == "event":
+            if len(body) > ASYNC_PAYLOAD_LIMIT:
+                self._json(413, {"Type": "User", "message": "Request must be smaller than 262144 bytes for the "
+                                                            "InvokeAsync operation"},
+                           **{"x-amzn-ErrorType": "RequestTooLargeException"})
+                return
+            threading.Thread(target=self._later, args=(function.logical_id, event), daemon=True).start()
+            self.send(202, {"X-Amz-Executed-Version": "$LATEST"}, b"")
+            return
+        outcome = self.pool.invoke(function.logical_id, event)
+        if outcome.error is not None:
+            self._json(200, outcome.error, **{"X-Amz-Function-Error": "Unhandled", "X-Amz-Executed-Version": "$LATEST"})
+        else:
+            self._json(200, outcome.result, **{"X-Amz-Executed-Version": "$LATEST"})
+
+    def _later(self, name: str, event: Any) -> None:
+        try:
+            outcome = self.pool.invoke(name, event)
+            if outcome.error is not None:  # Lambda would retry twice; the purge record outlives it
+                print(f"asynchronous {name} failed: {outcome.error.get('errorMessage')}", flush=True)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+
+
+def make_servers(pool: FunctionPool, port: int, lambda_port: int) -> list[http.Server]:
+    api = http.Server(("127.0.0.1", port), type("Api", (ApiHandler,), {"pool": pool, "router": Router(pool)}))
+    invoke = http.Server(("127.0.0.1", lambda_port), type("Invoke", (InvokeHandler,), {"pool": pool}))
+    return [api, invoke]
+
+

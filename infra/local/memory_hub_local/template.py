@@ -1,0 +1,288 @@
+"""template.yaml as the local stack deploys it: SAM expanded to CloudFormation by AWS's own SAM
+translator (so functions get exactly the environment and IAM policies they get on AWS), then every
+intrinsic function resolved against the local resources' names and ARNs."""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+TEMPLATE = ROOT / "template.yaml"
+STACK_NAME = "memory-hub"
+ACCOUNT = "123456789012"  # moto's account
+PARTITION = "aws"
+LOCAL_BUCKET = "memory-hub-local"
+
+
+class _CfnLoader(yaml.SafeLoader):
+    pass
+
+
+def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _tag)
+
+
+def load_raw(path: Path = TEMPLATE) -> dict[str, Any]:
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader
+
+
+class _NoManagedPolicies:
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+@lru_cache(maxsize=4)
+def _expanded(text_digest: str, region: str) -> dict[str, Any]:
+    """The template after AWS's SAM transform (what CloudFormation deploys)."""
+    from samtranslator.translator.transform import transform
+
+    logging.getLogger("samtranslator").setLevel(logging.ERROR)
+    raw = load_raw()
+    for resource in raw["Resources"].values():  # the translator wants S3 locations for code
+        props = resource.get("Properties", {})
+        for name in ("CodeUri", "ContentUri"):
+            if isinstance(props.get(name), str):
+                props[name] = f"s3://local/{props[name]}"
+    pseudo = {"AWS::Region": region, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK_NAME,
+              "AWS::Partition": PARTITION}
+    previous = os.environ.get("AWS_DEFAULT_REGION")
+    os.environ["AWS_DEFAULT_REGION"] = region  # the translator looks the region up itself
+    try:
+        return transform(copy.deepcopy(raw), pseudo, _NoManagedPolicies())
+    finally:
+        if previous is None:
+            os.environ.pop("AWS_DEFAULT_REGION", None)
+        else:
+            os.environ["AWS_DEFAULT_REGION"] = previous
+
+
+def expanded(region: str) -> dict[str, Any]:
+    return _expanded(hashlib.sha256(TEMPLATE.read_bytes()).hexdigest(), region)
+
+
+@dataclass(frozen=True)
+class Statement:
+    actions: tuple[str, ...]
+    resources: tuple[str, ...]
+
+    def allows(self, action: str, resource: str) -> bool:
+        return (any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in self.actions)
+                and any(fnmatch.fnmatchcase(resource, r) for r in self.resources))
+
+
+@dataclass(frozen=True)
+class Function:
+    logical_id: str
+    name: str
+    code_uri: Path
+    handler: str
+    timeout: int
+    memory: int
+    environment: dict[str, str]
+    layers: tuple[Path, ...]
+    policy: tuple[Statement, ...]
+    routes: tuple[tuple[str, str], ...] = ()
+    schedules: tuple[str, ...] = ()
+
+    def allows(self, action: str, resource: str) -> bool:
+        return any(statement.allows(action, resource) for statement in self.policy)
+
+
+@dataclass
+class Deployment:
+    """The template resolved against one local stack's resource names."""
+
+    region: str
+    names: dict[str, str]  # logical id → physical name
+    arns: dict[str, str]  # logical id → ARN (where it has one)
+    parameters: dict[str, str] = field(default_factory=dict)
+    cfn: dict[str, Any] = field(default_factory=dict)
+    functions: dict[str, Function] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- intrinsic functions
+    def condition(self, name: str) -> bool:
+        return bool(self.value(self.cfn.get("Conditions", {})[name]))
+
+    def _pseudo(self, name: str) -> str | None:
+        return {"AWS::Region": self.region, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK_NAME,
+                "AWS::Partition": PARTITION, "AWS::URLSuffix": "amazonaws.com"}.get(name)
+
+    def _ref(self, name: str) -> Any:
+        pseudo = self._pseudo(name)
+        if pseudo is not None:
+            return pseudo
+        if name in self.parameters:
+            return self.parameters[name]
+        if name in self.cfn.get("Parameters", {}):
+            return str(self.cfn["Parameters"][name].get("Default", ""))
+        if name in self.names:
+            return self.arns.get(name, self.names[name]) if self._ref_is_arn(name) else self.names[name]
+        raise KeyError(f"cannot resolve Ref {name}")
+
+    def _ref_is_arn(self, name: str) -> bool:
+        kind = self.cfn["Resources"].get(name, {}).get("Type", "")
+        return kind in ("AWS::SecretsManager::Secret", "AWS::SNS::Topic", "AWS::Lambda::LayerVersion")
+
+    def _get_att(self, name: str, attribute: str) -> str:
+        if attribute == "Arn":
+            return self.arns[name]
+        if attribute in ("QueueName", "Name"):
+            return self.names[name]
+        raise KeyError(f"cannot resolve GetAtt {name}.{attribute}")
+
+    def _sub(self, text: str, variables: dict[str, Any]) -> str:
+        def one(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name in variables:
+                return str(self.value(variables[name]))
+            if "." in name and not name.startswith("AWS::"):
+                return self._get_att(*name.split(".", 1))
+            return str(self._ref(name))
+
+        return re.sub(r"\$\{([^}!]+)\}", one, text)
+
+    def value(self, node: Any) -> Any:
+        """``node`` with every intrinsic function resolved (AWS::NoValue drops the entry)."""
+        if isinstance(node, list):
+            return [v for v in (self.value(n) for n in node) if v is not _NO_VALUE]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            (key, arg), = node.items()
+            if key == "Ref":
+                return _NO_VALUE if arg == "AWS::NoValue" else self._ref(arg)
+            if key == "Fn::GetAtt":
+                name, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
+                return self._get_att(name, attribute)
+            if key == "Fn::Sub":
+                text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+                return self._sub(text, variables)
+            if key == "Fn::If":
+                name, yes, no = arg
+                return self.value(yes if self.condition(name) else no)
+            if key == "Fn::Join":
+                return str(self.value(arg[0])).join(str(v) for v in self.value(arg[1]))
+            if key == "Fn::Select":
+                return self.value(arg[1])[int(self.value(arg[0]))]
+            if key == "Fn::Equals":
+                left, right = self.value(arg[0]), self.value(arg[1])
+                return str(left) == str(right)
+            if key == "Fn::Not":
+                return not self.value(arg[0])
+            if key == "Fn::And":
+                return all(self.value(a) for a in arg)
+            if key == "Fn::Or":
+                return any(self.value(a) for a in arg)
+            if key == "Condition":
+                return self.condition(arg)
+        return {k: v for k, v in ((k, self.value(v)) for k, v in node.items()) if v is not _NO_VALUE}
+
+
+_NO_VALUE = object()
+
+
+def local_names(region: str, secret_arns: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Physical names and ARNs of every resource of the template, as the local stack makes them."""
+    cfn = expanded(region)
+    names: dict[str, str] = {}
+    arns: dict[str, str] = {}
+    prefix = f"arn:{PARTITION}"
+    for logical_id, resource in cfn["Resources"].items():
+        kind = resource["Type"]
+        name = logical_id
+        if kind == "AWS::S3::Bucket":
+            name = LOCAL_BUCKET
+            arns[logical_id] = f"{prefix}:s3:::{name}"
+        elif kind == "AWS::DynamoDB::Table":
+            arns[logical_id] = f"{prefix}:dynamodb:{region}:{ACCOUNT}:table/{name}"
+        elif kind == "AWS::SQS::Queue":
+            arns[logical_id] = f"{prefix}:sqs:{region}:{ACCOUNT}:{name}"
+        elif kind == "AWS::SNS::Topic":
+            arns[logical_id] = f"{prefix}:sns:{region}:{ACCOUNT}:{name}"
+        elif kind == "AWS::Logs::LogGroup":
+            arns[logical_id] = f"{prefix}:logs:{region}:{ACCOUNT}:log-group:{name}:*"
+        elif kind == "AWS::IAM::Role":
+            arns[logical_id] = f"{prefix}:iam::{ACCOUNT}:role/{name}"
+        elif kind == "AWS::SecretsManager::Secret":
+            arns[logical_id] = secret_arns.get(logical_id, f"{prefix}:secretsmanager:{region}:{ACCOUNT}:secret:{name}")
+        elif kind == "AWS::Lambda::LayerVersion":
+            arns[logical_id] = f"{prefix}:lambda:{region}:{ACCOUNT}:layer:{name}:1"
+        names[logical_id] = name
+    return names, arns
+
+
+def deploy(region: str, secret_arns: dict[str, str], parameters: dict[str, str] | None = None) -> Deployment:
+    """Resolve the template for the local stack: every function with its handler, environment,
+    timeout, routes and IAM policy."""
+    cfn = expanded(region)
+    names, arns = local_names(region, secret_arns)
+    deployment = Deployment(region, names, arns, dict(parameters or {}), cfn)
+    raw = load_raw()
+    for logical_id, resource in cfn["Resources"].items():
+        if resource["Type"] != "AWS::Lambda::Function":
+            continue
+        props = resource["Properties"]
+        name = str(deployment.value(props["FunctionName"])) if "FunctionName" in props else logical_id
+        names[logical_id] = name
+        arns[logical_id] = f"arn:{PARTITION}:lambda:{region}:{ACCOUNT}:function:{name}"
+    for logical_id, resource in cfn["Resources"].items():
+        if resource["Type"] != "AWS::Lambda::Function":
+            continue
+        props = resource["Properties"]
+        sam = raw["Resources"][logical_id]["Properties"]
+        environment = {k: str(v) for k, v in
+                       deployment.value(props.get("Environment", {}).get("Variables", {})).items()}
+        layers = tuple(ROOT / cfn_layer_uri(raw, layer) for layer in props.get("Layers", []))
+        role = props["Role"]["Fn::GetAtt"][0]
+        statements = []
+        for policy in cfn["Resources"][role]["Properties"].get("Policies", []):
+            for statement in deployment.value(policy["PolicyDocument"]["Statement"]):
+                if statement.get("Effect") != "Allow":
+                    continue
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                statements.append(Statement(tuple(actions), tuple(str(r) for r in resources)))
+        routes, schedules = [], []
+        for event in sam.get("Events", {}).values():
+            if event["Type"] == "Api":
+                routes.append((event["Properties"]["Path"], event["Properties"]["Method"].upper()))
+            elif event["Type"] in ("Schedule", "ScheduleV2"):
+                schedules.append(str(deployment.value(event["Properties"].get("Schedule", ""))))
+        deployment.functions[logical_id] = Function(
+            logical_id=logical_id, name=names[logical_id], code_uri=ROOT / sam["CodeUri"], handler=props["Handler"],
+            timeout=int(props.get("Timeout", 3)), memory=int(props.get("MemorySize", 128)),
+            environment=environment, layers=layers, policy=tuple(statements), routes=tuple(routes),
+            schedules=tuple(schedules))
+    return deployment
+
+
+def cfn_layer_uri(raw: dict[str, Any], layer: Any) -> str:
+    """Where a function's layer lives in the repository (its ``python/`` folder, as on /opt)."""
+    logical_id = layer["Ref"] if isinstance(layer, dict) else str(layer)
+    for name, resource in raw["Resources"].items():
+        if name == logical_id or logical_id.startswith(name):
+            return str(Path(resource["Properties"]["ContentUri"]) / "python")
+    raise KeyError(f"unknown layer {layer}")

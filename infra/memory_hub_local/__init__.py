@@ -1,1 +1,0 @@
-"""The local stack and command-line tools of Memory Hub (never deployed)."""

@@ -1,0 +1,642 @@
+"""``memory-hub``: the local stack and the operator's command line.
+
+Erasure is by id only (there is no delete by content): find the record with ``search``, look at
+it, then ``delete --id`` exactly that id, at the version you saw (``--expected-version``).
+Connection: ``--endpoint``/``MEMORY_HUB_ENDPOINT`` (default http://127.0.0.1:3000),
+``--api-key``/``MEMORY_HUB_API_KEY``, ``--service-id``/``MEMORY_HUB_SERVICE_ID`` (default ``default``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _local(args: argparse.Namespace) -> int:
+    try:
+        from memory_hub_local.__main__ import main as local_main
+    except ImportError:
+        print("memory-hub local needs the local stack: pip install 'memory-hub[local]' (make run does it)",
+              file=sys.stderr)
+        return EXIT_FAILED
+    return local_main(args.local_args)
+
+
+def _invoke(args: argparse.Namespace) -> int:
+    """Run one function of the running stack with one event, like ``sam local invoke``."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    event = Path(args.event).read_text(encoding="utf-8") if args.event != "-" else sys.stdin.read()
+    try:
+        json.loads(event)
+    except ValueError as exc:
+        raise UsageError(f"{args.event}: not JSON ({exc})") from None
+    client, _ = _lambda_client(args)
+    try:
+        response = client.invoke(FunctionName=args.function, InvocationType="RequestResponse",
+                                 Payload=event.encode("utf-8"))
+    except client.exceptions.ResourceNotFoundException:
+        print(f"error: no function {args.function!r} (use a logical id of template.yaml, e.g. ScenarioFunction)",
+              file=sys.stderr)
+        return EXIT_FAILED
+    except (BotoCoreError, ClientError) as exc:
+        print(f"error: cannot invoke {args.function}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    raw = response["Payload"].read()
+    try:
+        result = json.loads(raw or b"null")
+    except ValueError:
+        result = raw.decode("utf-8", "replace")
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    if response.get("FunctionError"):
+        return EXIT_FAILED
+    status = result.get("statusCode") if isinstance(result, dict) else None
+    return EXIT_FAILED if isinstance(status, int) and status >= 400 else EXIT_OK
+
+
+def _openapi(args: argparse.Namespace) -> int:
+    from .openapi import SPEC_FILE, generate
+
+    text = generate()
+    if args.check:
+        if SPEC_FILE.read_text(encoding="utf-8") != text:
+            print("openapi.json is out of date: run `memory-hub openapi`", file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_OK
+    SPEC_FILE.write_text(text, encoding="utf-8")
+    print(f"wrote {SPEC_FILE}")
+    return EXIT_OK
+
+
+# --- operator commands over the HTTP API ------------------------------------------------------------
+#
+# Exit codes: 0 done; 1 the API refused or nothing was deleted (not found, conflict, aborted);
+# 2 usage error, or a destructive command refused because nobody confirmed it (no terminal, no --yes).
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+LOOKUP_PAGES = 10  # how many pages of 100 a terminal confirmation reads to show a record by id
+
+
+class UsageError(Exception):
+    """A command line the CLI will not run (exit code 2)."""
+
+
+def _client(args: argparse.Namespace):
+    from .client import MemoryHubClient
+
+    return MemoryHubClient(args.endpoint, args.api_key, args.service_id, timeout=args.timeout)
+
+
+def _say(args: argparse.Namespace, text: str = "") -> None:
+    """Human text: stdout, or stderr under --json (stdout then carries only JSON)."""
+    print(text, file=sys.stderr if getattr(args, "json", False) else sys.stdout, flush=True)
+
+
+def _emit_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _quote(text: Any) -> str:
+    """Show text exactly: quoted, with whitespace and control characters visible ("Hello" vs "Hello ")."""
+    return json.dumps("" if text is None else text, ensure_ascii=False)
+
+
+def _is_terminal() -> bool:
+    try:
+        return bool(sys.stdin.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _ask(args: argparse.Namespace, prompt: str) -> str | None:
+    stream = sys.stderr if args.json else sys.stdout
+    stream.write(prompt)
+    stream.flush()
+    try:
+        return sys.stdin.readline().rstrip("\r\n") if args.json else input()
+    except EOFError:
+        return None
+
+
+def _refuse_without_terminal(what: str) -> int:
+    print(f"refused: {what} needs confirmation. Run it on a terminal to review and confirm, "
+          "or pass --yes once you have reviewed exactly what it deletes.", file=sys.stderr)
+    return EXIT_REFUSED
+
+
+def _scope(args: argparse.Namespace) -> tuple[str, str, str]:
+    missing = [flag for flag, value in (("--team", args.team), ("--agent", args.agent), ("--user", args.user))
+               if not value]
+    if missing:
+        raise UsageError(f"{', '.join(missing)} required (or MEMORY_HUB_TEAM_ID / MEMORY_HUB_AGENT_ID / "
+                         "MEMORY_HUB_USER_ID)")
+    return args.team, args.agent, args.user
+
+
+def _kind(record_id: str) -> str:
+    if record_id.startswith("atom-"):
+        return "l1"
+    if record_id.startswith("msg-"):
+        return "l0"
+    raise UsageError(f"--id {record_id!r}: expected an L1 record id (atom-…) or an L0 message id (msg-…); "
+                     "find it with `memory-hub search`")
+
+
+def _record_lines(record: dict[str, Any], layer: str) -> list[str]:
+    if layer == "l0":
+        head = [record.get("id", "?"), "v1", record.get("role") or "?",
+                f"session {record.get('session_id')}", record.get("timestamp") or ""]
+        if record.get("score") is not None:
+            head.append(f"score {record['score']:.3f}")
+        return ["  ".join(str(x) for x in head if x != ""), f"  content: {_quote(record.get('content'))}"]
+    head = [record.get("id", "?"), f"v{record.get('version')}", record.get("type") or "?",
+            f"updated {record.get('updated_at')}"]
+    if record.get("score") is not None:
+        head.append(f"score {record['score']:.3f}")
+    lines = ["  ".join(str(x) for x in head),
+             f"  context: {_quote(record.get('background'))}",
+             f"  tags:    {', '.join(record.get('tags') or []) or '-'}",
+             f"  content: {_quote(record.get('content'))}"]
+    if record.get("reinforced_count") not in (None, 1):
+        lines.insert(3, f"  reinforced: {record['reinforced_count']} times")
+    return lines
+
+
+def _receipt(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    if args.json:
+        _emit_json(data)
+        return
+    _say(args, f"deleted:   {', '.join(data.get('deleted_ids') or []) or '(none)'}")
+    _say(args, f"not found: {', '.join(data.get('not_found_ids') or []) or '(none)'}")
+    _say(args, f"audit ids: {', '.join(data.get('audit_ids') or []) or '(none)'}")
+
+
+def _search(args: argparse.Namespace) -> int:
+    team, agent, user = _scope(args)
+    client = _client(args)
+    if args.layer == "l0":
+        if args.type:
+            raise UsageError("--type applies to L1 records only")
+        data = client.conversation_search(team, agent, user, args.query, session_id=args.session,
+                                          limit=args.limit)
+        hits = data.get("messages") or []
+    else:
+        data = client.atomic_search(team, agent, user, args.query, type=args.type, limit=args.limit)
+        hits = data.get("items") or []
+    if args.json:
+        _emit_json(data)
+        return EXIT_OK
+    if not hits:
+        _say(args, "no matches")
+    for n, hit in enumerate(hits):
+        if n:
+            _say(args)
+        for line in _record_lines(hit, args.layer):
+            _say(args, line)
+    return EXIT_OK
+
+
+def _lookup(args: argparse.Namespace, client: Any, team: str, agent: str, user: str,
+            record_id: str) -> dict[str, Any] | None:
+    try:
+        return client.find_record(team, agent, user, record_id, max_pages=LOOKUP_PAGES)
+    except Exception as exc:  # showing the record is a courtesy; the delete itself is still by id
+        _say(args, f"(could not look the record up: {exc})")
+        return None
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from .client import ApiError
+
+    team, agent, user = _scope(args)
+    record_id = args.id.strip()
+    layer = _kind(record_id)
+    expected = args.expected_version
+    if layer == "l0" and expected not in (None, 1):
+        raise UsageError("--expected-version: messages are never edited, their version is always 1")
+    if expected is not None and expected < 1:
+        raise UsageError("--expected-version: versions start at 1")
+    client = _client(args)
+    if not args.yes:
+        if not _is_terminal():
+            return _refuse_without_terminal("delete")
+        record = _lookup(args, client, team, agent, user, record_id)
+        if record is None:
+            _say(args, f"{record_id} is not among the newest {LOOKUP_PAGES * 100} records of "
+                       f"{team}/{agent}/{user}, so it cannot be shown here.")
+            _say(args, f"  id: {record_id}   expected version: {expected if expected is not None else 'any'}")
+        else:
+            _say(args, "This record will be deleted:")
+            for line in _record_lines(record, layer):
+                _say(args, "  " + line)
+            if layer == "l1":
+                current = int(record.get("version") or 0)
+                if expected is not None and expected != current:
+                    _say(args, f"It is now at version {current}, not {expected}: it changed since you "
+                               "looked. Review it again (it is shown above) and rerun with the version you "
+                               "confirm.")
+                    return EXIT_FAILED
+                expected = current  # delete exactly what was shown, not a later edit of it
+        if (_ask(args, "Delete exactly this id? Type yes to confirm: ") or "").strip().lower() != "yes":
+            _say(args, "aborted: nothing was deleted")
+            return EXIT_FAILED
+    try:
+        if layer == "l0":
+            data = client.conversation_delete(team, agent, user, [record_id])
+        else:
+            data = client.atomic_delete(team, agent, user, [record_id],
+                                        {record_id: expected} if expected is not None else None)
+    except ApiError as exc:
+        if exc.code == 409 and isinstance(exc.data, dict) and exc.data.get("conflicts"):
+            for conflict in exc.data["conflicts"]:
+                print(f"conflict: {conflict.get('id')} is at version {conflict.get('actual')}, "
+                      f"not {conflict.get('expected')}: it was edited since it was shown. Nothing was "
+                      "deleted; search again, review the current text, and delete with its new version.",
+                      file=sys.stderr)
+            if args.json:
+                _emit_json({"error": exc.as_dict()})
+            return EXIT_FAILED
+        raise
+    _receipt(args, data)
+    return EXIT_OK if record_id in (data.get("deleted_ids") or []) else EXIT_FAILED
+
+
+def _clear(args: argparse.Namespace) -> int:
+    memory_id = args.memory_id.strip()
+    client = _client(args)
+    if not args.yes:
+        if not _is_terminal():
+            return _refuse_without_terminal("clear")
+        try:
+            asset = client.memory_get(memory_id)
+            counts = asset.get("counts") or {}
+            _say(args, f"{memory_id} (team {asset.get('team_id')}, agent {asset.get('agent_id')}) holds "
+                       f"L0 {counts.get('l0', '?')}, L1 {counts.get('l1', '?')}, L2 {counts.get('l2', '?')}, "
+                       f"L3 {counts.get('l3', '?')}.")
+        except Exception as exc:
+            _say(args, f"(could not read {memory_id}: {exc})")
+        _say(args, "Clear deletes every message, record, scene file and persona of this memory, for all its "
+                   "users (the asset itself stays). This cannot be undone.")
+        if (_ask(args, "Type the memory id to confirm: ") or "").strip() != memory_id:
+            _say(args, "aborted: the memory id was not retyped exactly; nothing was cleared")
+            return EXIT_FAILED
+    data = client.chat_memory_clear([memory_id])
+    if args.json:
+        _emit_json(data)
+    else:
+        for item in data.get("items") or []:
+            if item.get("cleared"):
+                _say(args, f"{item.get('memory_id')}: cleared")
+                _say(args, f"  l0_deleted {item.get('l0_deleted')}  l1_deleted {item.get('l1_deleted')}  "
+                           f"l2_deleted {item.get('l2_deleted')}  l3_deleted {item.get('l3_deleted')}  "
+                           f"profile_deleted {item.get('profile_deleted')}  "
+                           f"files_deleted {item.get('files_deleted')}")
+                if item.get("purge_pending"):
+                    _say(args, "  purge_pending: storage is still being purged in the background")
+            else:
+                _say(args, f"{item.get('memory_id')}: NOT cleared ({item.get('reason')}; "
+                           f"retryable {item.get('retryable')})")
+            _say(args, f"  audit ids: {', '.join(item.get('audit_ids') or []) or '(none)'}")
+    return EXIT_OK if data.get("all_cleared") else EXIT_FAILED
+
+
+def _user_memory_delete(args: argparse.Namespace) -> int:
+    memory_id, user_id = args.memory_id.strip(), args.user
+    content_id = args.content_id.strip() if args.content_id is not None else None
+    if content_id is not None:
+        _kind(content_id)
+    client = _client(args)
+    if not args.yes:
+        if not _is_terminal():
+            return _refuse_without_terminal("user-memory delete")
+        asset = None
+        try:
+            asset = client.memory_get(memory_id)
+        except Exception as exc:
+            _say(args, f"(could not read {memory_id}: {exc})")
+        if content_id is None:
+            _say(args, f"This erases EVERY L0 message and L1 record of user {_quote(user_id)} in {memory_id} "
+                       "(the agent's L2 scenes and L3 persona stay). This cannot be undone.")
+            if (_ask(args, "Type the user id to confirm: ") or "") != user_id:
+                _say(args, "aborted: the user id was not retyped exactly; nothing was deleted")
+                return EXIT_FAILED
+        else:
+            record = None
+            if asset is not None:
+                record = _lookup(args, client, asset["team_id"], asset["agent_id"], user_id, content_id)
+            if record is None:
+                _say(args, f"{content_id} of user {_quote(user_id)} cannot be shown here; "
+                           "it will be deleted by id.")
+            else:
+                _say(args, "This record will be deleted:")
+                for line in _record_lines(record, _kind(content_id)):
+                    _say(args, "  " + line)
+            if (_ask(args, "Delete exactly this id? Type yes to confirm: ") or "").strip().lower() != "yes":
+                _say(args, "aborted: nothing was deleted")
+                return EXIT_FAILED
+    data = client.user_memory_delete(memory_id, user_id, content_id)
+    if args.json:
+        _emit_json(data)
+    elif content_id is None:
+        _say(args, f"{memory_id} user {_quote(user_id)}: l0_deleted {data.get('l0_deleted')}  "
+                   f"l1_deleted {data.get('l1_deleted')}")
+        _say(args, f"audit ids: {', '.join(data.get('audit_ids') or []) or '(none)'}")
+    else:
+        _receipt(args, data)
+    if content_id is not None:
+        return EXIT_OK if content_id in (data.get("deleted_ids") or []) else EXIT_FAILED
+    return EXIT_OK
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    data = _client(args).keys_create(args.role, args.team or None, args.name)
+    if args.json:
+        _emit_json(data)
+        return EXIT_OK
+    _say(args, f"key_id   {data.get('key_id')}")
+    _say(args, f"api_key  {data.get('api_key')}")
+    _say(args, f"role     {data.get('role')}")
+    _say(args, f"teams    {', '.join(data.get('team_ids') or [])}")
+    if data.get("name"):
+        _say(args, f"name     {data.get('name')}")
+    _say(args, "The api_key is shown only now: store it safely.")
+    return EXIT_OK
+
+
+def _keys_list(args: argparse.Namespace) -> int:
+    data = _client(args).keys_list()
+    if args.json:
+        _emit_json(data)
+        return EXIT_OK
+    for key in data.get("keys") or []:
+        state = "REVOKED" if key.get("revoked") else "active"
+        teams = ",".join(key.get("team_ids") or [])
+        _say(args, f"{key.get('key_id')}  {key.get('role')}  {state}  teams={teams}"
+                   f"  created {key.get('created_at')}  name={_quote(key.get('name'))}")
+    return EXIT_OK
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    data = _client(args).keys_revoke(args.key_id)
+    if args.json:
+        _emit_json(data)
+    else:
+        _say(args, f"{data.get('key_id')}: revoked")
+    return EXIT_OK
+
+
+def _audit(args: argparse.Namespace) -> int:
+    data = _client(args).audit_query(args.memory_id, args.action, args.limit, args.next_token)
+    if args.json:
+        _emit_json(data)
+        return EXIT_OK
+    for event in data.get("events") or []:
+        _say(args, "  ".join(str(x) for x in (
+            event.get("at"), event.get("action"), event.get("layer"), event.get("target") or "-",
+            f"count={event.get('count')}", f"actor={event.get('actor')}", event.get("memory_id") or "-",
+            event.get("request_id") or "-", event.get("event_id"))))
+    if data.get("next_token"):
+        print(f"more: --next-token {data['next_token']}", file=sys.stderr)
+    return EXIT_OK
+
+
+def scheduled_event(region: str) -> dict[str, Any]:
+    """The payload EventBridge sends for a scheduled rule."""
+    import uuid
+    from datetime import datetime, timezone
+
+    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event", "source": "aws.events",
+            "account": "123456789012", "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": region, "resources": [], "detail": {}}
+
+
+def _lambda_client(args: argparse.Namespace) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    config = Config(read_timeout=960, connect_timeout=10, retries={"max_attempts": 0})
+    if args.aws:
+        return boto3.client("lambda", region_name=region, config=config), region
+    # The local stack's Invoke API (like `sam local start-lambda`) ignores the signature: static
+    # placeholder credentials, so no real ones are ever looked up or sent to it.
+    endpoint = (args.lambda_endpoint or os.environ.get("MEMORY_HUB_LAMBDA_ENDPOINT")
+                or f"http://127.0.0.1:{os.environ.get('LAMBDA_PORT', '3001')}")
+    return boto3.client("lambda", endpoint_url=endpoint, region_name=region, config=config,
+                        aws_access_key_id="local", aws_secret_access_key="local"), region
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    if args.aws and args.lambda_endpoint:
+        raise UsageError("--aws and --lambda-endpoint exclude each other")
+    if args.max_runs < 1:
+        raise UsageError("--max-runs: at least 1")
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client, region = _lambda_client(args)
+    for run in range(1, args.max_runs + 1):
+        try:
+            response = client.invoke(FunctionName=args.function_name, InvocationType="RequestResponse",
+                                     Payload=json.dumps(scheduled_event(region)).encode())
+        except (BotoCoreError, ClientError) as exc:
+            print(f"cleanup: cannot invoke {args.function_name}: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        raw = response["Payload"].read()
+        try:
+            result = json.loads(raw or b"null")
+        except ValueError:
+            result = raw.decode("utf-8", "replace")
+        if response.get("FunctionError"):
+            print(f"run {run}: the function failed: {json.dumps(result, ensure_ascii=False)}",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False), flush=True)
+        else:
+            _say(args, f"run {run}: {json.dumps(result, ensure_ascii=False)}")
+        if not isinstance(result, dict) or result.get("done") is not False:
+            return EXIT_OK
+    print(f"cleanup: work left after {args.max_runs} runs; run it again to continue", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import main as serve_mcp
+
+    serve_mcp(endpoint=args.endpoint, api_key=args.api_key, service_id=args.service_id, team_id=args.team,
+              agent_id=args.agent, user_id=args.user, timeout=args.timeout)
+    return EXIT_OK
+
+
+def _connection_flags() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("connection")
+    group.add_argument("--endpoint", default=None,
+                       help="API base URL (default: $MEMORY_HUB_ENDPOINT or http://127.0.0.1:3000)")
+    group.add_argument("--api-key", default=None, help="API key (default: $MEMORY_HUB_API_KEY)")
+    group.add_argument("--service-id", default=None,
+                       help="service id (default: $MEMORY_HUB_SERVICE_ID or 'default')")
+    group.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    group.add_argument("--json", action="store_true", help="print the raw JSON data (for scripts)")
+    return parent
+
+
+def _scope_flags() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("scope")
+    group.add_argument("--team", default=os.environ.get("MEMORY_HUB_TEAM_ID"),
+                       help="team id (default: $MEMORY_HUB_TEAM_ID)")
+    group.add_argument("--agent", default=os.environ.get("MEMORY_HUB_AGENT_ID"),
+                       help="agent id (default: $MEMORY_HUB_AGENT_ID)")
+    group.add_argument("--user", default=os.environ.get("MEMORY_HUB_USER_ID"),
+                       help="user id (default: $MEMORY_HUB_USER_ID)")
+    return parent
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _add_operator_commands(sub: Any) -> None:
+    conn, scope = _connection_flags(), _scope_flags
+
+    search = sub.add_parser("search", parents=[conn, scope()], help="find records to review (L1 or L0)",
+                            description="Search one user's L1 records (default) or L0 messages and print "
+                                        "each hit's id, version, type, context, tags and exact content.")
+    search.add_argument("query")
+    search.add_argument("--layer", choices=("l1", "l0"), default="l1")
+    search.add_argument("--type", default=None, help="L1 record type filter")
+    search.add_argument("--session", default=None, help="L0 only: narrow to one session")
+    search.add_argument("--limit", type=_positive, default=None, help="1-100 (API default 5)")
+    search.set_defaults(run=_search)
+
+    delete = sub.add_parser(
+        "delete", parents=[conn, scope()], help="delete exactly one record or message, by id",
+        description="Delete one L1 record (atom-…) or L0 message (msg-…) by its id. On a terminal the "
+                    "record is shown and you confirm; without a terminal --yes is required (else exit 2). "
+                    "There is no delete by content.")
+    delete.add_argument("--id", required=True, help="the id printed by `memory-hub search`")
+    delete.add_argument("--expected-version", type=int, default=None,
+                        help="L1: delete only if the record is still at this version "
+                             "(else 409, nothing deleted)")
+    delete.add_argument("--yes", action="store_true", help="do not ask (you already reviewed the record)")
+    delete.set_defaults(run=_delete)
+
+    clear = sub.add_parser("clear", parents=[conn], help="wipe every layer of one memory (asset stays)",
+                           description="Asset-level clear (/v3/chat-memory/clear). On a terminal you confirm "
+                                       "by retyping the memory id; without a terminal --yes is required.")
+    clear.add_argument("memory_id", help="chat_memory-<team>-<agent>")
+    clear.add_argument("--yes", action="store_true")
+    clear.set_defaults(run=_clear)
+
+    user_memory = sub.add_parser("user-memory", help="erase one user's memory (admin)")
+    um_sub = user_memory.add_subparsers(dest="user_memory_command", required=True)
+    um_delete = um_sub.add_parser(
+        "delete", parents=[conn], help="erase a user's L0/L1 in a memory, or one item by id",
+        description="/v3/user-memory/delete: without --content-id every L0 message and L1 record of the "
+                    "user in the memory is erased; with it, exactly that one item.")
+    um_delete.add_argument("--memory-id", required=True)
+    um_delete.add_argument("--user", required=True)
+    um_delete.add_argument("--content-id", default=None, help="one msg-… or atom-… id of that user")
+    um_delete.add_argument("--yes", action="store_true")
+    um_delete.set_defaults(run=_user_memory_delete)
+
+    keys = sub.add_parser("keys", help="API keys (admin)")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", parents=[conn], help="create a key (its secret is shown once)")
+    create.add_argument("--role", required=True, choices=("reader", "writer", "admin"))
+    create.add_argument("--team", action="append", default=[], help="team id (repeat; default all teams '*')")
+    create.add_argument("--name", default=None)
+    create.set_defaults(run=_keys_create)
+    listing = keys_sub.add_parser("list", parents=[conn], help="list keys (never a secret)")
+    listing.set_defaults(run=_keys_list)
+    revoke = keys_sub.add_parser("revoke", parents=[conn], help="revoke a key")
+    revoke.add_argument("key_id")
+    revoke.set_defaults(run=_keys_revoke)
+
+    audit = sub.add_parser("audit", parents=[conn], help="audit events, newest first (admin)")
+    audit.add_argument("memory_id", nargs="?", default=None)
+    audit.add_argument("--action", default=None, help="e.g. delete, clear, user_memory_delete, key_create")
+    audit.add_argument("--limit", type=_positive, default=None, help="1-100 (API default 20)")
+    audit.add_argument("--next-token", default=None)
+    audit.set_defaults(run=_audit)
+
+    cleanup = sub.add_parser(
+        "cleanup", help="run the scheduled retention cleanup now (Lambda Invoke API)",
+        description="Invoke the cleanup function with a scheduled-event payload, again while it answers "
+                    "done=false (at most --max-runs times), printing each result.")
+    cleanup.add_argument("--lambda-endpoint", default=None,
+                         help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or "
+                              "http://127.0.0.1:3001, the local stack's)")
+    cleanup.add_argument("--aws", action="store_true",
+                         help="use AWS's own Lambda endpoint and your AWS configuration "
+                              "(then --function-name is the deployed function's name)")
+    cleanup.add_argument("--function-name", default="CleanupFunction")
+    cleanup.add_argument("--max-runs", type=int, default=10)
+    cleanup.add_argument("--json", action="store_true", help="one JSON result per line")
+    cleanup.set_defaults(run=_cleanup)
+
+    mcp = sub.add_parser("mcp", parents=[conn, scope()], help="serve the erasure tools over MCP (stdio)",
+                         description="An MCP server (stdio) with search_for_deletion and delete_memory. "
+                                     "Team/agent/user flags (or MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) are the "
+                                     "defaults; each tool call may override them.")
+    mcp.set_defaults(run=_mcp)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memory-hub", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    local = sub.add_parser("local", help="serve the API over embedded moto (what `make run` runs)",
+                           add_help=False)
+    local.add_argument("local_args", nargs=argparse.REMAINDER)
+    local.set_defaults(run=_local)
+    invoke = sub.add_parser("invoke", help="run one function of the running stack with one event "
+                                           "(like `sam local invoke`)")
+    invoke.add_argument("function", help="logical id in template.yaml, e.g. ScenarioFunction")
+    invoke.add_argument("event", help="event JSON file (or - for stdin)")
+    invoke.add_argument("--lambda-endpoint", default=None,
+                        help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or "
+                             "http://127.0.0.1:$LAMBDA_PORT, the running stack's)")
+    invoke.add_argument("--aws", action="store_true", help="invoke the deployed function on AWS instead")
+    invoke.set_defaults(run=_invoke)
+    spec = sub.add_parser("openapi", help="regenerate the shipped OpenAPI document")
+    spec.add_argument("--check", action="store_true", help="fail if the shipped file is out of date")
+    spec.set_defaults(run=_openapi)
+    _add_operator_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .client import ApiError, MemoryHubError
+
+    try:
+        return int(args.run(args) or 0)
+    except UsageError as exc:
+        parser.exit(EXIT_REFUSED, f"memory-hub: error: {exc}\n")
+    except ApiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if exc.data is not None:
+            print(f"  details: {json.dumps(exc.data, ensure_ascii=False)}", file=sys.stderr)
+        if getattr(args, "json", False):
+            _emit_json({"error": exc.as_dict()})
+        return EXIT_FAILED
+    except MemoryHubError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

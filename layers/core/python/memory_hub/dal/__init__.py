@@ -1,1 +1,0 @@
-"""Data access: the only code that talks to boto3 / PynamoDB."""

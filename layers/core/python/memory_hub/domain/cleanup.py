@@ -1,0 +1,170 @@
+"""Scheduled retention cleanup (§12), one resumable run across invocations.
+
+Each invocation:
+  1. takes a lease (a conditional put), so overlapping runs never work at the same time;
+  2. finishes pending purges of interrupted clears and deletes (the purge records);
+  3. walks the assets from the saved cursor: deletes L0 items older than the retention by
+     ``timestamp`` and L1 items by ``updated_at`` — never the memory's newest 50 L0 / 20 L1 — with
+     the same conditional, counter-keeping deletes as the API (each transaction with its audit
+     event); prunes persona backups beyond 3; removes objects a write left under a retired epoch
+     around a recent clear, exports older than a day, and tombstones older than a day;
+  4. removes idempotency records past their expiry (DynamoDB's TTL does this on AWS, late);
+  5. saves the cursor and answers ``done: false`` when its time runs short, so the next invocation
+     continues the same run (same clock) where this one stopped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from ..clock import format_ms, iso, now_ms, parse_ms
+from ..settings import get_settings
+from ..storage import assets as stored_assets
+from ..storage import blobs, counters, idempotency, layout, leases, messages, purge, records, scenes
+from ..storage.audit import EventContext, NewEvent, event_items
+from ..storage.counters import Where
+from ..storage.models import Asset
+from . import clear, persona
+from .audit import SYSTEM_CLEANUP
+
+DAY_MS = 86_400_000
+ORPHAN_WINDOW_MS = 2 * DAY_MS  # how long after a clear its epoch's stragglers are looked for
+EXPORT_LIFETIME_MS = DAY_MS
+TOMBSTONE_LIFETIME_MS = DAY_MS
+MARGIN_S = 5.0
+PAGE = 25
+
+
+@dataclass
+class Report:
+    done: bool = False
+    memories: int = 0
+    l0_deleted: int = 0
+    l1_deleted: int = 0
+    backups_deleted: int = 0
+    purges_completed: int = 0
+    orphans_deleted: int = 0
+    exports_deleted: int = 0
+    tombstones_dropped: int = 0
+    idempotency_deleted: int = 0
+    run_started_at: str | None = None
+    skipped: str | None = None
+    audit_ids: list[str] = field(default_factory=list)
+
+
+def run(remaining_ms: Callable[[], int], now_override: int | None = None) -> dict[str, Any]:
+    report = Report()
+    deadline = purge.Deadline.after(max(1.0, remaining_ms() / 1000 - MARGIN_S))
+    owner = f"cleanup-{os.getpid()}-{now_ms()}"
+    if not leases.acquire(owner, now_ms() + remaining_ms() + 60_000, now_ms()):
+        report.skipped = "another cleanup run holds the lease"
+        return asdict(report)
+    try:
+        _run(report, deadline, now_override)
+    finally:
+        leases.release(owner)
+    return asdict(report)
+
+
+def _run(report: Report, deadline: purge.Deadline, now_override: int | None) -> None:
+    cursor = leases.cursor()
+    started = int(cursor.run_started) if cursor is not None and cursor.run_started else (now_override or now_ms())
+    report.run_started_at = iso(started)
+    position = cursor.position if cursor is not None else None
+    for target in purge.pending():
+        if deadline.passed():
+            return leases.save_cursor(started, position)
+        if clear.complete(target, deadline, hand_on=False)["done"]:
+            report.purges_completed += 1
+    while True:
+        page, following = stored_assets.scan_page(position, PAGE)
+        for asset in page:
+            if deadline.passed():
+                return leases.save_cursor(started, position)
+            _one(report, asset, started, deadline)
+            position = {"pk": {"S": asset.pk}, "sk": {"S": asset.sk}}  # resume after the last finished asset
+        if not following:
+            break
+        position = following
+    report.idempotency_deleted = idempotency.expired_records(started // 1000)
+    if cursor is not None:
+        leases.drop_cursor()
+    report.done = True
+
+
+def _newest(where: Where, layer: str, users: list[str], floor: int) -> set[str]:
+    """Ids of the ``floor`` newest items (by time) across the memory's users."""
+    if floor <= 0:
+        return set()
+    newest = messages.newest if layer == "L0" else records.newest
+    candidates = []
+    for user in users:
+        args = (where, user, None, None, None, None, floor)
+        candidates += [(item.lsi1, item.id) for item in newest(*args)]  # type: ignore[operator]
+    return {item_id for _, item_id in heapq.nlargest(floor, candidates)}
+
+
+def _expired(where: Where, layer: str, users: list[str], cutoff: int, keep: set[str]) -> list[Any]:
+    newest = messages.newest if layer == "L0" else records.newest
+    found = []
+    for user in users:
+        args = (where, user, None, None, None, cutoff - 1, None)
+        found += [item for item in newest(*args) if item.id not in keep]  # type: ignore[operator]
+    return found
+
+
+def _retention(report: Report, asset: Asset, now: int) -> None:
+    settings = get_settings()
+    days = settings.retention_days if asset.retention_days is None else int(asset.retention_days)
+    if days <= 0:
+        return
+    cutoff = now - days * DAY_MS
+    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    users = counters.users(where)
+    context = EventContext(asset.team_id, SYSTEM_CLEANUP, None, asset.agent_id, asset.memory_id)
+
+    def events(layer: str) -> Callable[[list[Any]], list[Any]]:
+        return lambda chunk: event_items([NewEvent("retention_cleanup", layer, asset.memory_id, len(chunk))], context)
+
+    old_l0 = _expired(where, "L0", users, cutoff, _newest(where, "L0", users, settings.retention_min_l0))
+    old_l1 = _expired(where, "L1", users, cutoff, _newest(where, "L1", users, settings.retention_min_l1))
+    removed_l0, recorded_l0 = messages.delete(where, old_l0, events("L0"))
+    # a record edited since it was read is younger than thought: its version check keeps it
+    removed_l1, recorded_l1 = records.delete(where, old_l1, events("L1"), at_version={r.id for r in old_l1},
+                                             skip_changed=True)
+    report.l0_deleted += len(removed_l0)
+    report.l1_deleted += len(removed_l1)
+    report.audit_ids += [e.event_id for e in recorded_l0 + recorded_l1]
+
+
+def _orphans(asset: Asset, now: int, deadline: purge.Deadline) -> int:
+    """Objects a racing write left under a retired epoch (invisible, but not yet erased)."""
+    if not asset.last_cleared_at or now - parse_ms(asset.last_cleared_at) > ORPHAN_WINDOW_MS:
+        return 0
+    result = purge.Result()
+    target = purge.Target(asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch) - 1,
+                          parse_ms(asset.last_cleared_at))
+    purge.objects(target, result, deadline)
+    return result.files
+
+
+def _exports(asset: Asset, now: int) -> int:
+    """Exports (and leftover import uploads) older than a day."""
+    old = [o for prefix in (layout.export_prefix(asset.team_id, asset.agent_id),
+                            layout.import_prefix(asset.team_id, asset.agent_id))
+           for page in blobs.listing(prefix) for o in page
+           if o.last_modified.timestamp() * 1000 < now - EXPORT_LIFETIME_MS]
+    return blobs.delete_many([o.key for o in old], [o.etag or None for o in old]) if old else 0
+
+
+def _one(report: Report, asset: Asset, now: int, deadline: purge.Deadline) -> None:
+    report.memories += 1
+    _retention(report, asset, now)
+    report.backups_deleted += persona.prune_backups(asset.team_id, asset.agent_id)
+    report.orphans_deleted += _orphans(asset, now, deadline)
+    report.exports_deleted += _exports(asset, now)
+    stale = scenes.old_tombstones(asset.team_id, asset.agent_id, format_ms(now - TOMBSTONE_LIFETIME_MS))
+    report.tombstones_dropped += scenes.drop_tombstones(stale)

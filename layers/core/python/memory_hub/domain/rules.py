@@ -1,0 +1,84 @@
+"""Input rules of the contract that are not plain types: ids (§3), blanks (§1), paths (§5)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+TEAM_AGENT_PATTERN = re.compile(r"[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}", re.ASCII)
+TEAM_AGENT_RULE = "must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"
+MAX_ID_CHARS = 256
+MAX_PATH_BYTES = 512
+
+# Unicode's White_Space property (§1 "blank"): not Python's str.isspace, which also counts the
+# control characters U+001C-U+001F (those are control characters here, never blanks).
+WHITE_SPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+                        "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+_WHITE = "".join(sorted(WHITE_SPACE))
+
+
+def is_blank(text: str) -> bool:
+    return all(ch in WHITE_SPACE for ch in text)
+
+
+def trim(text: str) -> str:
+    """Strip leading and trailing White_Space (and nothing else)."""
+    return text.strip(_WHITE)
+
+
+def clean_ids(raw: list[str] | None) -> list[str]:
+    """Trimmed, blanks dropped, duplicates removed in first-seen order (§7, §8, §9)."""
+    if raw is None:
+        return []
+    return list(dict.fromkeys(value for value in (trim(v) for v in raw) if value))
+
+
+def has_control(text: str) -> bool:
+    """Unicode category Cc: U+0000–U+001F and U+007F–U+009F."""
+    return any(unicodedata.category(ch) == "Cc" for ch in text)
+
+
+def team_or_agent_problem(value: str) -> str | None:
+    return None if TEAM_AGENT_PATTERN.fullmatch(value) else TEAM_AGENT_RULE
+
+
+def free_id_problem(value: str) -> str | None:
+    """user_id, session_id, task_id: 1–256 chars, no control characters."""
+    if not 1 <= len(value) <= MAX_ID_CHARS:
+        return f"must be 1-{MAX_ID_CHARS} characters"
+    if has_control(value):
+        return "must not contain control characters"
+    return None
+
+
+def path_problem(path: str, *, kind: str) -> str | None:
+    """Why ``path`` breaks §5's rules, or None.
+
+    kind: ``file`` (must end in .md), ``prefix`` (may be empty, one trailing ``/``),
+    ``rm`` (a file, or a folder ending in ``/``)."""
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return f"must be at most {MAX_PATH_BYTES} bytes"
+    if kind == "prefix" and path == "":
+        return None
+    if path == "":
+        return "must not be empty"
+    if has_control(path):
+        return "must not contain control characters"
+    if "\\" in path:
+        return "must not contain a backslash"
+    if path.startswith("/"):
+        return "must be relative (no leading /)"
+    folder = kind in ("prefix", "rm") and path.endswith("/")
+    body = path[:-1] if folder else path
+    for segment in body.split("/"):
+        if segment == "":
+            return "must not contain an empty segment"
+        if segment in (".", ".."):
+            return "must not contain . or .. segments"
+        if segment.startswith("."):
+            return "segments must not start with ."
+    if kind == "file" and not path.endswith(".md"):
+        return "must end in .md"
+    if kind == "rm" and not folder and not path.endswith(".md"):
+        return "must be a .md file or a folder ending in /"
+    return None

@@ -1,0 +1,39 @@
+"""The isolation of a data-plane request (§3): team + agent (+ user, session, task)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..storage.layout import memory_id_of
+
+MEMORY_PREFIX = "chat_memory-"
+
+
+@dataclass(frozen=True)
+class Scope:
+    team_id: str
+    agent_id: str
+    user_id: str
+    session_id: str | None = None
+    task_id: str | None = None
+
+    @property
+    def memory_id(self) -> str:
+        return memory_id_of(self.team_id, self.agent_id)
+
+
+def pairs_of(memory_id: str) -> list[tuple[str, str]]:
+    """Every (team, agent) split that spells ``memory_id`` (§4: ``a-b`` + ``c`` and ``a`` + ``b-c``
+    spell the same id), each part a valid team/agent id."""
+    from .rules import team_or_agent_problem
+
+    if not memory_id.startswith(MEMORY_PREFIX) or len(memory_id) > len(MEMORY_PREFIX) + 129:
+        return []
+    rest = memory_id[len(MEMORY_PREFIX):]
+    found = []
+    for index, char in enumerate(rest):
+        if char == "-":
+            team, agent = rest[:index], rest[index + 1:]
+            if team and agent and not team_or_agent_problem(team) and not team_or_agent_problem(agent):
+                found.append((team, agent))
+    return found

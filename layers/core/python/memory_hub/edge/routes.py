@@ -1,0 +1,50 @@
+"""Every route of the API: the role it needs and the function that serves it.
+
+One table shared by the edge (401 → 404/405 → 403 ordering) and by the tests that hold
+``template.yaml`` to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Route:
+    role: str
+    function: str
+    isolated: bool = False  # needs team_id/agent_id/user_id (§3)
+    nullable: tuple[str, ...] = ()  # top-level keys whose null is meaningful (§1)
+
+
+def _isolated(role: str, function: str) -> Route:
+    return Route(role, function, isolated=True)
+
+
+ROUTES: dict[str, Route] = {
+    **{f"/v3/scenario/{op}": _isolated("reader", "ScenarioFunction") for op in ("ls", "read", "count")},
+    **{f"/v3/scenario/{op}": _isolated("writer", "ScenarioFunction") for op in ("write", "rm")},
+    **{f"/v3/core/{op}": _isolated("reader", "MemoryFunction") for op in ("read", "count")},
+    "/v3/core/write": _isolated("writer", "MemoryFunction"),
+    **{f"/v3/conversation/{op}": _isolated("reader", "MemoryFunction") for op in ("query", "search", "count")},
+    "/v3/conversation/add": _isolated("writer", "MemoryFunction"),
+    **{f"/v3/atomic/{op}": _isolated("reader", "MemoryFunction") for op in ("query", "search", "count")},
+    **{f"/v3/atomic/{op}": _isolated("writer", "MemoryFunction") for op in ("add", "update")},
+    "/v3/conversation/delete": _isolated("writer", "DeleteFunction"),
+    "/v3/atomic/delete": _isolated("writer", "DeleteFunction"),
+    "/v3/user-memory/delete": Route("admin", "DeleteFunction", nullable=("content_ids",)),
+    "/v2/memory": Route("admin", "DeleteFunction", nullable=("memoryContentId",)),
+    "/v3/chat-memory/clear": Route("admin", "ClearFunction"),
+    "/v3/memory/delete": Route("admin", "ClearFunction"),
+    **{f"/v3/memory/{op}": Route("admin", "AdminFunction") for op in ("create", "get", "list")},
+    "/v3/memory/update": Route("admin", "AdminFunction", nullable=("retention_days",)),
+    **{f"/v3/admin/keys/{op}": Route("admin", "AdminFunction") for op in ("create", "list", "revoke")},
+    "/v3/audit/query": Route("admin", "AdminFunction"),
+}
+
+# Served without auth and without the envelope (§1); the console's assets live under /console/.
+PUBLIC_GET = ("/health", "/openapi.json", "/docs", "/console")
+PUBLIC_PREFIXES = ("/docs/", "/console/")
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_GET or path.startswith(PUBLIC_PREFIXES)

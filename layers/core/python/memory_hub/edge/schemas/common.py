@@ -1,0 +1,101 @@
+"""Shared pieces of the request models: strictness, rule-backed string types, time ranges."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Callable
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
+
+from ...clock import TimeFormatError, parse_ns
+from ...domain.rules import has_control, path_problem, team_or_agent_problem
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
+
+
+def rule(check: Callable[[Any], str | None]) -> AfterValidator:
+    def validate(value: Any) -> Any:
+        problem = check(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(validate)
+
+
+NoControl = rule(lambda v: "must not contain control characters" if has_control(v) else None)
+FilePath = Annotated[str, rule(lambda v: path_problem(v, kind="file")),
+                     Field(description="relative .md path, ≤ 512 UTF-8 bytes (§5 rules)")]
+PathPrefix = Annotated[str, rule(lambda v: path_problem(v, kind="prefix")),
+                       Field(description="plain string prefix of the relative path; may be empty")]
+RmPath = Annotated[str, rule(lambda v: path_problem(v, kind="rm")),
+                   Field(description="a .md file, or a folder ending in / (everything under it)")]
+TeamId = Annotated[str, rule(team_or_agent_problem),
+                   Field(json_schema_extra={"pattern": "^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"})]
+FreeId = Annotated[str, Field(min_length=1, max_length=256), NoControl]
+
+
+def _time(value: str) -> str:
+    try:
+        parse_ns(value)
+    except TimeFormatError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+Time = Annotated[str, AfterValidator(_time),
+                 Field(description="RFC 3339: YYYY-MM-DDTHH:MM:SS[.f]Z or ±HH:MM offset", examples=[
+                     "2026-01-01T08:00:00+08:00"])]
+Limit = Annotated[int, Field(ge=1, le=100)]
+Offset = Annotated[int, Field(ge=0, le=10_000)]
+Query = Annotated[str, Field(min_length=1, max_length=2048)]
+
+
+class Isolated(Strict):
+    """team_id, agent_id, user_id are required, from the body or x-tdai-* headers (§3)."""
+
+    team_id: TeamId | None = Field(None, description="or header x-tdai-team-id")
+    agent_id: TeamId | None = Field(None, description="or header x-tdai-agent-id")
+    user_id: FreeId | None = Field(None, description="or header x-tdai-user-id")
+    session_id: FreeId | None = Field(None, description="or header x-tdai-session-id")
+    task_id: FreeId | None = Field(None, description="or header x-tdai-task-id")
+
+
+_ORDER_ERROR: Any = {"type": PydanticCustomError("time_order", "time_start must not be after time_end"),
+                     "loc": (), "input": None}
+
+
+def _reversed(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    start, end = data.get("time_start"), data.get("time_end")
+    try:
+        return isinstance(start, str) and isinstance(end, str) and parse_ns(start) > parse_ns(end)
+    except TimeFormatError:  # a malformed time is its own field error
+        return False
+
+
+class TimeRange(Strict):
+    """Inclusive bounds at exactly the precision written (§1)."""
+
+    time_start: Time | None = None
+    time_end: Time | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _ordered(cls, data: Any, handler: Any) -> Any:
+        """time_start ≤ time_end — reported next to any field errors, not instead of them (§1)."""
+        reversed_range = _reversed(data)
+        try:
+            model = handler(data)
+        except ValidationError as exc:
+            if not reversed_range:
+                raise
+            errors = [{"type": e["type"], "loc": e["loc"], "input": e["input"],
+                       **({"ctx": e["ctx"]} if "ctx" in e else {})} for e in exc.errors()]
+            raise ValidationError.from_exception_data(cls.__name__, errors + [_ORDER_ERROR]) from None
+        if reversed_range:
+            raise ValidationError.from_exception_data(cls.__name__, [_ORDER_ERROR])
+        return model

@@ -1,0 +1,97 @@
+"""L0 conversation (§7) and L1 atomic (§8) request models."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from .common import Isolated, Limit, Offset, Query, Strict, Time, TimeRange
+
+Content = Annotated[str, Field(min_length=1, max_length=8192)]
+AtomType = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z_]+$")]
+Tag = Annotated[str, Field(min_length=1, max_length=64)]
+Background = Annotated[str, Field(max_length=2048)]
+
+
+class Message(Strict):
+    role: Literal["user", "assistant"]
+    content: Content
+    timestamp: Time | None = None
+
+
+class ConversationAdd(Isolated):
+    messages: list[Message] = Field(min_length=1, max_length=100)
+
+
+class ConversationQuery(Isolated, TimeRange):
+    limit: Limit = 20
+    offset: Offset = 0
+
+
+class ConversationSearch(Isolated, TimeRange):
+    query: Query
+    limit: Limit = 5
+
+
+class ConversationCount(Isolated, TimeRange):
+    pass
+
+
+class ConversationDelete(Isolated):
+    message_ids: list[str] | None = Field(None, max_length=5000)
+    session_ids: list[str] | None = Field(None, max_length=100)
+
+
+def _metadata_size(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is not None and len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()) > 4096:
+        raise ValueError("must be at most 4096 bytes as compact JSON")
+    return value
+
+
+Metadata = Annotated[dict[str, Any], AfterValidator(_metadata_size)]
+
+
+class AtomicAdd(Isolated):
+    content: Content
+    type: AtomType = "episodic"
+    background: Background = ""
+    tags: list[Tag] = Field(default_factory=list, max_length=20)
+    metadata: Metadata = Field(default_factory=dict)
+
+
+class AtomicQuery(Isolated, TimeRange):
+    type: AtomType | None = None
+    limit: Limit = 20
+    offset: Offset = 0
+
+
+class AtomicSearch(Isolated, TimeRange):
+    query: Query
+    type: AtomType | None = None
+    limit: Limit = 5
+
+
+class AtomicCount(Isolated, TimeRange):
+    type: AtomType | None = None
+
+
+class AtomicUpdate(Isolated):
+    id: Annotated[str, Field(min_length=1, max_length=256)]
+    content: Content | None = None
+    background: Background | None = None
+    tags: list[Tag] | None = Field(None, max_length=20)
+    metadata: Metadata | None = None
+    expected_version: int | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _has_changes(self) -> "AtomicUpdate":
+        if all(v is None for v in (self.content, self.background, self.tags, self.metadata)):
+            raise ValueError("nothing to update: give content, background, tags or metadata")
+        return self
+
+
+class AtomicDelete(Isolated):
+    ids: list[str] = Field(min_length=1, max_length=5000)
+    expected_versions: dict[str, int] | None = None

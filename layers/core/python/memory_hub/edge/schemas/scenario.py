@@ -1,0 +1,43 @@
+"""L2 scenario (§5) and L3 core (§6) request models."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from .common import FilePath, Isolated, NoControl, PathPrefix, RmPath
+
+
+class ScenarioLs(Isolated):
+    path_prefix: PathPrefix = ""
+    limit: int = Field(1000, ge=1, le=1000)
+    next_token: str | None = None
+
+
+class ScenarioCount(Isolated):
+    path_prefix: PathPrefix = ""
+
+
+class ScenarioRead(Isolated):
+    path: FilePath
+
+
+class ScenarioWrite(Isolated):
+    path: FilePath
+    content: str = Field(max_length=1_000_000)
+    summary: Annotated[str, Field(max_length=1024), NoControl] | None = Field(
+        None, description='persists until a write sets a new one; "" removes it')
+    expected_version: int | None = Field(None, ge=0, description="0 = the file must not exist")
+
+
+class ScenarioRm(Isolated):
+    path: RmPath
+
+
+class CoreRead(Isolated):
+    pass
+
+
+class CoreWrite(Isolated):
+    content: str = Field(max_length=1_000_000)

@@ -1,0 +1,91 @@
+"""Audit events (AuditTable). Events are put in the same transaction as the change they record
+(``event_items`` builds them for a ``Transaction``); this module also reads them back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..clock import format_ms, now_ms, ordered_id
+from . import layout
+from .models import AuditEvent
+
+ALL_SHARD = "all"
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    action: str
+    layer: str
+    target: str | None
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class EventContext:
+    """Who caused the events and where: a memory's (team, agent) pair, or a team for key events."""
+
+    team_id: str
+    actor: str
+    request_id: str | None
+    agent_id: str | None = None
+    memory_id: str | None = None
+
+
+def event_items(events: list[NewEvent], context: EventContext) -> list[AuditEvent]:
+    at = format_ms(now_ms())
+    if context.agent_id is not None:
+        pk = layout.audit_pair_pk(context.team_id, context.agent_id)
+    else:
+        pk = layout.audit_key_pk(context.team_id)
+    return [AuditEvent(pk, ordered_id("evt-"), memory_id=context.memory_id, team_id=context.team_id,
+                       agent_id=context.agent_id, shard=ALL_SHARD, action=e.action, layer=e.layer,
+                       target=e.target, count=e.count, actor=context.actor, request_id=context.request_id, at=at)
+            for e in events]
+
+
+def key_event_copies(first: AuditEvent, team_ids: list[str]) -> list[AuditEvent]:
+    """The same key event for each further team of the key (same event id; only the first copy is
+    in the all-teams view), so each team's admins see it."""
+    fields = {name: getattr(first, name) for name in ("memory_id", "action", "layer", "target", "count",
+                                                       "actor", "request_id", "at")}
+    return [AuditEvent(layout.audit_key_pk(team), first.event_id, team_id=team, shard=None, **fields)
+            for team in team_ids]
+
+
+def put(events: list[AuditEvent]) -> None:
+    if len(events) == 1:
+        events[0].save()
+    elif events:
+        with AuditEvent.batch_write() as batch:
+            for event in events:
+                batch.save(event)
+
+
+def _filters(action: str | None) -> Any:
+    return AuditEvent.action == action if action else None
+
+
+def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
+    """A pair's events, newest first (strongly consistent)."""
+    condition = AuditEvent.event_id < before if before else None
+    return list(AuditEvent.query(layout.audit_pair_pk(team_id, agent_id), condition,
+                                 filter_condition=_filters(action), scan_index_forward=False, limit=limit,
+                                 consistent_read=True))
+
+
+def has_events(team_id: str, agent_id: str) -> bool:
+    return bool(list(AuditEvent.query(layout.audit_pair_pk(team_id, agent_id), limit=1, consistent_read=True)))
+
+
+def of_team(team_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
+    """Every event of a team (memories and keys), newest first — a global index: eventually consistent."""
+    condition = AuditEvent.event_id < before if before else None
+    return list(AuditEvent.by_team.query(team_id, condition, filter_condition=_filters(action),
+                                         scan_index_forward=False, limit=limit))
+
+
+def of_everyone(before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
+    condition = AuditEvent.event_id < before if before else None
+    return list(AuditEvent.by_all.query(ALL_SHARD, condition, filter_condition=_filters(action),
+                                        scan_index_forward=False, limit=limit))

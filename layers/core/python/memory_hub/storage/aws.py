@@ -1,0 +1,73 @@
+"""AWS clients: created lazily, once per process, from one botocore session and one retry config.
+
+The endpoint is botocore's own business (``AWS_ENDPOINT_URL`` and friends, as on any machine);
+nothing here knows whether it talks to AWS or to an emulator."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..settings import get_settings
+
+# botocore's standard mode retries throttling and transient errors with jittered backoff.
+RETRIES = {"mode": "standard", "max_attempts": 4}
+
+_clients: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def client(service: str) -> Any:
+    """The process's client for ``service`` (thread-safe to use; created under a lock)."""
+    found = _clients.get(service)
+    if found is not None:
+        return found
+    with _lock:
+        if service not in _clients:
+            _clients[service] = _create(service)
+        return _clients[service]
+
+
+def _create(service: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        retries=RETRIES,
+        max_pool_connections=32,
+        connect_timeout=3,
+        read_timeout=60 if service == "lambda" else 20,
+        tcp_keepalive=True,
+        # DynamoDB requests are built by PynamoDB and by this package, not by hand: botocore's
+        # client-side parameter check would only repeat what the service checks anyway.
+        parameter_validation=service != "dynamodb",
+    )
+    return _session().client(service, region_name=get_settings().region, config=config)
+
+
+_boto_session: Any = None
+
+
+def _session() -> Any:
+    global _boto_session
+    if _boto_session is None:
+        import boto3
+
+        _boto_session = boto3.session.Session()
+    return _boto_session
+
+
+def s3() -> Any:
+    return client("s3")
+
+
+def dynamodb() -> Any:
+    return client("dynamodb")
+
+
+def error_code(exc: BaseException) -> str:
+    """The AWS error code of a botocore ClientError ('' for anything else)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return ""
+    return str(response.get("Error", {}).get("Code", ""))

@@ -1,0 +1,180 @@
+"""Where everything is kept: DynamoDB keys and S3 object keys.
+
+Ids chosen by callers (``user_id``, ``session_id``, ``task_id``: up to 1,024 UTF-8 bytes each) and
+terms of content appear in keys only as fixed-length digests, so every key stays within AWS's
+limits at every valid input (partition keys ≤ 2,048 bytes, sort keys ≤ 1,024 bytes, S3 keys ≤
+1,024 bytes); the original values are kept as attributes. ``team_id`` and ``agent_id`` (≤ 64 of
+``[A-Za-z0-9._@-]``) appear as they are.
+
+ItemsTable, one partition per (layer, team + agent, content epoch, user):
+
+    pk                              sk                      lsi1 (by-time)   lsi2 (by-session)   lsi3 (by-term)
+    L0#<team>:<agent>#<epoch>#<u>   msg-…                   <time>#<id>      <s>␟<time>#<id>     —
+    L0#…                            p␟<msg id>␟<t>          —                —                   <t>␟<msg id>
+    L1#<team>:<agent>#<epoch>#<u>   atom-…                  <time>#<id>      —                   —
+    L1#…                            nk␟<natural key>        —                —                   —
+    L1#…                            p␟<atom id>␟<t>         —                —                   <t>␟<atom id>
+    C#<team>:<agent>#<epoch>        L0␟<u> / L1␟<u> / S␟<u>␟<s>   (exact counters: items, term totals)
+    PURGE                           <team>:<agent>#<epoch>  (an epoch whose erasure is unfinished)
+    CLEANUP                         lease / cursor
+    JOB                             <job id>                (export and import jobs)
+
+``<u>``, ``<s>``: 32-hex digests of user and session id; ``<t>``: 20-hex digest of a search term;
+``␟`` is U+001F, which no id may contain. ``<time>`` is a fixed-width millisecond count, so string
+order is time order. Search postings (``p␟…``) live beside the items they index: erasing a user's
+partitions erases their index too.
+
+S3, one prefix per memory: ``profiles/<team>:<agent>/<memory_id>/`` holding ``scene_blocks/<path>``,
+``persona.md``, ``.backup/persona/…``, ``.metadata/…`` and ``.exports/…`` (the memory-tdai tree).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+SEP = "\x1f"
+ID_DIGEST = 32
+TERM_DIGEST = 20
+_TIME_OFFSET = 62_135_596_800_000  # ms from 0001-01-01 to 1970-01-01: keeps time keys non-negative
+MAX_MEMORY_ID_CHARS = len("chat_memory-") + 64 + 1 + 64
+
+SCENES = "scene_blocks/"
+PERSONA = "persona.md"
+PERSONA_BACKUPS = ".backup/persona/"
+METADATA = ".metadata/"
+EXPORTS = ".exports/"
+IMPORTS = ".imports/"
+PURGE_PK = "PURGE"
+CLEANUP_PK = "CLEANUP"
+JOB_PK = "JOB"
+
+
+def digest(value: str, length: int = ID_DIGEST) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:length]
+
+
+def term_digest(term: str) -> str:
+    return digest(term, TERM_DIGEST)
+
+
+def memory_id_of(team_id: str, agent_id: str) -> str:
+    return f"chat_memory-{team_id}-{agent_id}"
+
+
+def pair(team_id: str, agent_id: str) -> str:
+    return f"{team_id}:{agent_id}"
+
+
+def memory_part(team_id: str, agent_id: str, epoch: int) -> str:
+    return f"{pair(team_id, agent_id)}#{int(epoch)}"
+
+
+def item_pk(layer: str, team_id: str, agent_id: str, epoch: int, user_id: str) -> str:
+    """The partition of one user's L0 or L1 items (``layer`` is ``L0`` or ``L1``)."""
+    return f"{layer}#{memory_part(team_id, agent_id, epoch)}#{digest(user_id)}"
+
+
+def counter_pk(team_id: str, agent_id: str, epoch: int) -> str:
+    return f"C#{memory_part(team_id, agent_id, epoch)}"
+
+
+def user_counter_sk(layer: str, user_id: str) -> str:
+    return f"{layer}{SEP}{digest(user_id)}"
+
+
+def session_counter_sk(user_id: str, session_id: str) -> str:
+    return f"S{SEP}{digest(user_id)}{SEP}{digest(session_id)}"
+
+
+def time_key(ms: int, item_id: str) -> str:
+    """Sortable time + id: string order is (time, id) order."""
+    return f"{ms + _TIME_OFFSET:015d}#{item_id}"
+
+
+def time_bound(ms: int | None, *, upper: bool) -> str:
+    """The lowest (or highest) time key at ``ms``; None is open-ended."""
+    if ms is None:
+        return "~" if upper else "0"  # every time key starts with a digit
+    return f"{ms + _TIME_OFFSET:015d}#" + ("~" if upper else "")
+
+
+def session_key(session_id: str, ms: int, item_id: str) -> str:
+    return f"{digest(session_id)}{SEP}{time_key(ms, item_id)}"
+
+
+def session_bounds(session_id: str, start: int | None, end: int | None) -> tuple[str, str]:
+    prefix = f"{digest(session_id)}{SEP}"
+    return prefix + time_bound(start, upper=False), prefix + time_bound(end, upper=True)
+
+
+def natural_key_sk(natural_key: str) -> str:
+    return f"nk{SEP}{natural_key}"
+
+
+def posting_sk(item_id: str, term: str) -> str:
+    return f"p{SEP}{item_id}{SEP}{term}"
+
+
+def postings_of(item_id: str) -> str:
+    """Sort-key prefix of every posting of one item."""
+    return f"p{SEP}{item_id}{SEP}"
+
+
+def posting_term_key(term: str, item_id: str) -> str:
+    return f"{term}{SEP}{item_id}"
+
+
+def term_prefix(term: str) -> str:
+    return f"{term}{SEP}"
+
+
+def scene_scope(team_id: str, agent_id: str) -> str:
+    """Partition of the scene index: one per (team, agent); each entry names its content epoch, so
+    a write can read its entry before it knows the epoch (in the same round trip as the asset)."""
+    return pair(team_id, agent_id)
+
+
+def purge_sk(team_id: str, agent_id: str, epoch: int) -> str:
+    return memory_part(team_id, agent_id, epoch)
+
+
+def audit_pair_pk(team_id: str, agent_id: str) -> str:
+    """Audit events belong to the (team, agent) pair that caused them, never to a memory_id string."""
+    return f"P#{pair(team_id, agent_id)}"
+
+
+def audit_key_pk(team_id: str) -> str:
+    return f"K#{team_id}"
+
+
+def prefix(team_id: str, agent_id: str) -> str:
+    return f"profiles/{pair(team_id, agent_id)}/{memory_id_of(team_id, agent_id)}/"
+
+
+def scene_key(team_id: str, agent_id: str, path: str) -> str:
+    return prefix(team_id, agent_id) + SCENES + path
+
+
+def persona_key(team_id: str, agent_id: str) -> str:
+    return prefix(team_id, agent_id) + PERSONA
+
+
+def backup_prefix(team_id: str, agent_id: str) -> str:
+    return prefix(team_id, agent_id) + PERSONA_BACKUPS
+
+
+def backup_key(team_id: str, agent_id: str, stamp: str, version: int) -> str:
+    return f"{backup_prefix(team_id, agent_id)}persona_{stamp}_{version}.md"
+
+
+def export_prefix(team_id: str, agent_id: str) -> str:
+    return prefix(team_id, agent_id) + EXPORTS
+
+
+def import_prefix(team_id: str, agent_id: str) -> str:
+    return prefix(team_id, agent_id) + IMPORTS
+
+
+def fits_key(value: str, limit: int = 1024) -> bool:
+    """Whether ``value`` may appear in a key at all (an id longer than any we issue names nothing)."""
+    return len(value.encode("utf-8")) <= limit

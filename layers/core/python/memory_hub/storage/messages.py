@@ -1,0 +1,156 @@
+"""L0 messages of one user in one memory epoch (ItemsTable; layout in ``layout``)."""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from . import assets, counters, layout, postings
+from .concurrency import in_batches
+from .counters import Where
+from .errors import Cancelled
+from .models import AuditEvent, Message
+from .transactions import MAX_ACTIONS, Transaction
+
+LAYER = "L0"
+# Writes that ride along with the messages of one add: the epoch check and two counters.
+PER_ADD = MAX_ACTIONS - 3
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    id: str
+    role: str
+    content: str
+    timestamp: int
+    terms: Tally[str]
+
+
+def _row(where: Where, user_id: str, session_id: str, task_id: str | None, message: NewMessage,
+         recorded_at: int) -> Message:
+    return Message(where.item_pk(LAYER, user_id), message.id, id=message.id,
+                   lsi1=layout.time_key(message.timestamp, message.id),
+                   lsi2=layout.session_key(session_id, message.timestamp, message.id), user_id=user_id,
+                   session_id=session_id, task_id=task_id, role=message.role, content=message.content,
+                   timestamp=message.timestamp, recorded_at=recorded_at, terms=sum(message.terms.values()))
+
+
+def add(where: Where, user_id: str, session_id: str, task_id: str | None, messages: list[NewMessage],
+        recorded_at: int) -> None:
+    """Store messages with their postings and counters. The postings go first, so a message is
+    searchable from the moment it is visible at all; raises Cancelled(['epoch']) — with nothing
+    of this call left behind — if a clear moved the memory on meanwhile."""
+    pk = where.item_pk(LAYER, user_id)
+    rows = [_row(where, user_id, session_id, task_id, m, recorded_at) for m in messages]
+    index = [p for m, row in zip(messages, rows)
+             for p in postings.build(pk, m.id, m.terms, int(row.terms), timestamp=m.timestamp,
+                                     session_id=session_id, task_id=task_id)]
+    postings.put(index)
+    try:
+        for part in in_batches(rows, PER_ADD):
+            transaction = Transaction()
+            assets.guard_epoch(transaction, where.memory_id, where.epoch)
+            for row in part:
+                transaction.put("message", row)
+            counters.change(transaction, where, LAYER, user_id, len(part), sum(int(r.terms) for r in part))
+            counters.change_session(transaction, where, user_id, session_id, len(part))
+            transaction.commit()
+    except Cancelled:
+        postings.delete(index)  # the retry writes them again, into the new epoch
+        raise
+
+
+def _task(task_id: str | None) -> Any:
+    return Message.task_id == task_id if task_id is not None else None
+
+
+def newest(where: Where, user_id: str, session_id: str | None, task_id: str | None, start: int | None,
+           end: int | None, limit: int | None) -> Iterator[Message]:
+    """Newest first (ties: larger id first); reads ``limit`` items, not the partition."""
+    pk = where.item_pk(LAYER, user_id)
+    if session_id is not None:
+        low, high = layout.session_bounds(session_id, start, end)
+        return Message.by_session.query(pk, Message.lsi2.between(low, high), filter_condition=_task(task_id),
+                                        scan_index_forward=False, consistent_read=True, limit=limit)
+    condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
+    return Message.by_time.query(pk, condition, filter_condition=_task(task_id), scan_index_forward=False,
+                                 consistent_read=True, limit=limit)
+
+
+def count(where: Where, user_id: str, session_id: str | None, task_id: str | None, start: int | None,
+          end: int | None) -> int:
+    """Exact count: a counter when unfiltered by time and task, else a counting query."""
+    if start is None and end is None and task_id is None:
+        if session_id is None:
+            return counters.of_user(where, LAYER, user_id)[0]
+        return counters.of_session(where, user_id, session_id)
+    pk = where.item_pk(LAYER, user_id)
+    if session_id is not None:
+        low, high = layout.session_bounds(session_id, start, end)
+        return Message.by_session.count(pk, Message.lsi2.between(low, high), filter_condition=_task(task_id),
+                                        consistent_read=True)
+    condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
+    return Message.by_time.count(pk, condition, filter_condition=_task(task_id), consistent_read=True)
+
+
+def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, Message]:
+    """The messages among ``ids`` (strongly consistent; 100 keys per call)."""
+    pk = where.item_pk(LAYER, user_id)
+    return {m.id: m for m in Message.batch_get([(pk, i) for i in ids], consistent_read=True)}
+
+
+def of_user(where: Where, user_id: str) -> list[Message]:
+    return list(Message.query(where.item_pk(LAYER, user_id), Message.sk.startswith("msg-"), consistent_read=True))
+
+
+def delete(where: Where, doomed: list[Message], events: Callable[[list[Message]], list[AuditEvent]]
+           ) -> tuple[list[Message], list[AuditEvent]]:
+    """Delete messages with their counters and their audit events, transaction by transaction, then
+    their postings; returns the messages removed and the audit events recorded. Each delete requires the message to exist, so
+    two racing deletes never count one message twice (the loser retries without it)."""
+    removed: list[Message] = []
+    recorded: list[AuditEvent] = []
+    pending = list(doomed)
+    while pending:
+        part = _next_chunk(pending, events)
+        transaction = Transaction()
+        for message in part:
+            transaction.delete(f"message:{message.id}", message, condition=Message.pk.exists())
+        for user_id, n in Tally(m.user_id for m in part).items():
+            tokens = sum(int(m.terms or 0) for m in part if m.user_id == user_id)
+            counters.change(transaction, where, LAYER, user_id, -n, -tokens)
+        for (user_id, session_id), n in Tally((m.user_id, m.session_id) for m in part).items():
+            counters.change_session(transaction, where, user_id, session_id, -n)
+        chunk_events = events(part)
+        for event in chunk_events:
+            transaction.put("audit", event)
+        try:
+            transaction.commit()
+        except Cancelled as exc:
+            gone = {name.split(":", 1)[1] for name in exc.failed if name.startswith("message:")}
+            if not gone:
+                raise
+            pending = [m for m in pending if m.id not in gone]
+            continue
+        removed += part
+        recorded += chunk_events
+        pending = pending[len(part):]
+    by_user: dict[str, list[str]] = {}
+    for message in removed:
+        by_user.setdefault(message.pk, []).append(message.id)
+    for pk, ids in by_user.items():
+        postings.erase_items(pk, ids)
+    return removed, recorded
+
+
+def _next_chunk(pending: list[Message], events: Callable[[list[Message]], list[AuditEvent]]) -> list[Message]:
+    """As many messages as fit one transaction with their counters and audit events."""
+    size = 0
+    for size in range(1, len(pending) + 1):
+        part = pending[:size]
+        users = {m.user_id for m in part}
+        sessions = {(m.user_id, m.session_id) for m in part}
+        if len(part) + len(users) + len(sessions) + len(events(part)) > MAX_ACTIONS:
+            return pending[: size - 1]
+    return pending[:size]

@@ -1,0 +1,361 @@
+"""PynamoDB models: one per kind of item, bound to their tables from the settings on first use.
+
+A model names the setting that holds its table (``Meta.setting``). The first time any model talks
+to DynamoDB it reads the settings (the function's environment, as deployed) and binds its table
+name and region; every model shares the process's one DynamoDB client (``aws.dynamodb()``), so a
+cold start builds one botocore client, not one per model. Nothing has to call a set-up function.
+
+Several models share ItemsTable (see ``layout``): each declares only the attributes of its kind.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar
+
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    ListAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+)
+from pynamodb.connection import TableConnection
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
+from pynamodb.models import Model
+
+from ..settings import get_settings
+from . import aws
+
+_bind_lock = threading.Lock()
+
+
+class Bound(Model):
+    """A model whose table comes from the settings the first time it is used."""
+
+    class Meta:
+        table_name: str | None = None
+        setting: ClassVar[str] = ""
+
+    @classmethod
+    def _get_connection(cls) -> TableConnection:
+        if cls._connection is None:
+            with _bind_lock:
+                if cls._connection is None:
+                    settings = get_settings()
+                    cls.Meta.table_name = getattr(settings, cls.Meta.setting)
+                    cls.Meta.region = settings.region
+                    connection = super()._get_connection()
+                    connection.connection._client = aws.dynamodb()  # one client for every model
+                    return connection
+        return super()._get_connection()
+
+    @classmethod
+    def table_name(cls) -> str:
+        return cls._get_connection().table_name
+
+
+# ---------------------------------------------------------------- AssetsTable
+
+ASSET_SK = "asset"
+
+
+class Asset(Bound):
+    """One memory asset per (team, agent): ``pk`` = memory_id, ``sk`` = "asset". ``epoch`` is the
+    content epoch that fences clears."""
+
+    class Meta(Bound.Meta):
+        setting = "assets_table"
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True, default=ASSET_SK)
+    memory_id = UnicodeAttribute()
+    team_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
+    owner = UnicodeAttribute()
+    name = UnicodeAttribute(null=True)
+    visibility = UnicodeAttribute(default="private")
+    acl = JSONAttribute(default=list)
+    bindings = JSONAttribute(default=list)
+    status = UnicodeAttribute(default="active")
+    retention_days = NumberAttribute(null=True)
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    last_cleared_at = UnicodeAttribute(null=True)
+    epoch = NumberAttribute()
+
+
+class TeamEntry(Bound):
+    """A team's list of its memories (``pk`` = team#<team>, ``sk`` = memory_id): memory/list reads
+    it strongly consistent, so a memory is listed from the moment it is created."""
+
+    class Meta(Bound.Meta):
+        setting = "assets_table"
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+
+
+# ---------------------------------------------------------------- ScenesTable
+
+class SceneEntry(Bound):
+    """The scene index: one item per L2 path of a (team, agent) (``scope`` = team:agent), valid for
+    the content epoch it names (entries of a cleared epoch are invisible, then purged).
+
+    ``gen`` orders every change of the path within an epoch, across removals (a removal leaves a
+    tombstone, ``removed``); the S3 object carries the gen and epoch it was written with, the entry
+    the ETag of the version it indexes. ``version`` is what users see: 1 for a new file, +1 per
+    write."""
+
+    class Meta(Bound.Meta):
+        setting = "scenes_table"
+
+    scope = UnicodeAttribute(hash_key=True)
+    path = UnicodeAttribute(range_key=True)
+    epoch = NumberAttribute()
+    gen = NumberAttribute()
+    version = NumberAttribute(default=0)
+    summary = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute(null=True)
+    updated_at = UnicodeAttribute(null=True)
+    size = NumberAttribute(default=0)
+    etag = UnicodeAttribute(null=True)
+    removed = BooleanAttribute(default=False)
+
+
+# ---------------------------------------------------------------- KeysTable
+
+class ApiKey(Bound):
+    """An API key: only the SHA-256 of the secret is stored."""
+
+    class Meta(Bound.Meta):
+        setting = "keys_table"
+
+    key_id = UnicodeAttribute(hash_key=True)
+    key_hash = UnicodeAttribute()
+    role = UnicodeAttribute()
+    team_ids = ListAttribute(of=UnicodeAttribute)
+    name = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(null=True)
+    revoked = BooleanAttribute(default=False)
+
+
+# ---------------------------------------------------------------- AuditTable
+
+class AuditByTeam(GlobalSecondaryIndex["AuditEvent"]):
+    class Meta:
+        index_name = "team-index"
+        projection = AllProjection()
+
+    team_id = UnicodeAttribute(hash_key=True)
+    event_id = UnicodeAttribute(range_key=True)
+
+
+class AuditByAll(GlobalSecondaryIndex["AuditEvent"]):
+    class Meta:
+        index_name = "all-index"
+        projection = AllProjection()
+
+    shard = UnicodeAttribute(hash_key=True)
+    event_id = UnicodeAttribute(range_key=True)
+
+
+class AuditEvent(Bound):
+    """Who did what, when, how many — never content. ``pk``: the (team, agent) pair, or a team's
+    key events. Copies of one key event (one per team of the key) share the ``event_id``."""
+
+    class Meta(Bound.Meta):
+        setting = "audit_table"
+
+    pk = UnicodeAttribute(hash_key=True)
+    event_id = UnicodeAttribute(range_key=True)
+    memory_id = UnicodeAttribute(null=True)
+    team_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute(null=True)
+    shard = UnicodeAttribute(null=True)  # "all" on exactly one copy: the all-teams view
+    action = UnicodeAttribute()
+    layer = UnicodeAttribute()
+    target = UnicodeAttribute(null=True)
+    count = NumberAttribute(default=0)
+    actor = UnicodeAttribute()
+    request_id = UnicodeAttribute(null=True)
+    at = UnicodeAttribute()
+    by_team = AuditByTeam()
+    by_all = AuditByAll()
+
+
+# ---------------------------------------------------------------- ItemsTable
+
+class _Items(Bound):
+    class Meta(Bound.Meta):
+        setting = "items_table"
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+
+
+class ItemKey(_Items):
+    """Any item of ItemsTable, keys only (listings for bulk erasure)."""
+
+
+class MessagesByTime(LocalSecondaryIndex["Message"]):
+    class Meta:
+        index_name = "by-time"
+        projection = AllProjection()
+
+    pk = UnicodeAttribute(hash_key=True)
+    lsi1 = UnicodeAttribute(range_key=True)
+
+
+class MessagesBySession(LocalSecondaryIndex["Message"]):
+    class Meta:
+        index_name = "by-session"
+        projection = AllProjection()
+
+    pk = UnicodeAttribute(hash_key=True)
+    lsi2 = UnicodeAttribute(range_key=True)
+
+
+class Message(_Items):
+    """An L0 message. ``terms``: its number of search tokens (BM25 document length)."""
+
+    lsi1 = UnicodeAttribute()
+    lsi2 = UnicodeAttribute()
+    id = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    session_id = UnicodeAttribute()
+    task_id = UnicodeAttribute(null=True)
+    role = UnicodeAttribute()
+    content = UnicodeAttribute()
+    timestamp = NumberAttribute()
+    recorded_at = NumberAttribute(null=True)
+    terms = NumberAttribute(default=0)
+    by_time = MessagesByTime()
+    by_session = MessagesBySession()
+
+
+class RecordsByTime(LocalSecondaryIndex["Record"]):
+    class Meta:
+        index_name = "by-time"
+        projection = AllProjection()
+
+    pk = UnicodeAttribute(hash_key=True)
+    lsi1 = UnicodeAttribute(range_key=True)
+
+
+class Record(_Items):
+    """An L1 record. ``lsi1`` orders by ``updated_at``; ``natural_key`` names its guard."""
+
+    lsi1 = UnicodeAttribute()
+    id = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    session_id = UnicodeAttribute(null=True)
+    task_id = UnicodeAttribute(null=True)
+    content = UnicodeAttribute()
+    type = UnicodeAttribute()
+    background = UnicodeAttribute(default="")
+    tags = ListAttribute(of=UnicodeAttribute, default=list)
+    meta = JSONAttribute(default=dict)
+    version = NumberAttribute()
+    reinforced_count = NumberAttribute()
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+    natural_key = UnicodeAttribute()
+    terms = NumberAttribute(default=0)
+    by_time = RecordsByTime()
+
+
+class Guard(_Items):
+    """L1 natural-key guard: which record holds this (task, type, background, content)."""
+
+    atom_id = UnicodeAttribute()
+
+
+class PostingsByTerm(LocalSecondaryIndex["Posting"]):
+    class Meta:
+        index_name = "by-term"
+        projection = AllProjection()
+
+    pk = UnicodeAttribute(hash_key=True)
+    lsi3 = UnicodeAttribute(range_key=True)
+
+
+class Posting(_Items):
+    """One search term of one item: term frequency and the item's length, plus what filters need
+    (``ts``/``sd`` for messages: time and session digest; ``ty`` for records; ``tk``: task digest)."""
+
+    lsi3 = UnicodeAttribute()
+    tf = NumberAttribute()
+    dl = NumberAttribute()
+    ts = NumberAttribute(null=True)
+    sd = UnicodeAttribute(null=True)
+    ty = UnicodeAttribute(null=True)
+    tk = UnicodeAttribute(null=True)
+    by_term = PostingsByTerm()
+
+
+class Counter(_Items):
+    """Exact counters of one memory epoch: items (``n``) and search tokens (``tl``) per user and
+    layer, items per session. They change in the same transaction as what they count."""
+
+    n = NumberAttribute(default=0)
+    tl = NumberAttribute(default=0)
+    user_id = UnicodeAttribute(null=True)
+    session_id = UnicodeAttribute(null=True)
+
+
+class PurgeRecord(_Items):
+    """A retired content epoch whose physical erasure is not finished (durable across failures)."""
+
+    memory_id = UnicodeAttribute()
+    team_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
+    epoch = NumberAttribute()
+    retired_ms = NumberAttribute()
+    actor = UnicodeAttribute(null=True)
+    request_id = UnicodeAttribute(null=True)
+
+
+class Lease(_Items):
+    """The cleanup run's lease (one run at a time) and its resumable cursor."""
+
+    owner = UnicodeAttribute(null=True)
+    until = NumberAttribute(null=True)
+    run_started = NumberAttribute(null=True)
+    position = JSONAttribute(null=True)
+    phase = UnicodeAttribute(null=True)
+
+
+class Job(_Items):
+    """An export or import job (its status to poll; never content)."""
+
+    kind = UnicodeAttribute()
+    state = UnicodeAttribute()
+    memory_id = UnicodeAttribute()
+    team_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
+    owner = UnicodeAttribute()
+    spec = JSONAttribute(default=dict)
+    result = JSONAttribute(null=True)
+    error = UnicodeAttribute(null=True)
+    created_at = NumberAttribute()
+    updated_at = NumberAttribute()
+    expires = NumberAttribute(null=True)
+
+
+ITEM_MODELS: tuple[type[Bound], ...] = (Message, Record, Guard, Posting, Counter, PurgeRecord, Lease, Job,
+                                       ItemKey)
+TABLE_MODELS: dict[str, tuple[type[Bound], ...]] = {
+    "assets_table": (Asset, TeamEntry),
+    "scenes_table": (SceneEntry,),
+    "keys_table": (ApiKey,),
+    "audit_table": (AuditEvent,),
+    "items_table": ITEM_MODELS,
+}
+
+
+def attribute_values(item: Any) -> dict[str, Any]:
+    """An item's attributes as plain values (for tests and tooling)."""
+    return {name: getattr(item, name) for name in item.get_attributes()}
+

@@ -1,0 +1,224 @@
+"""L1 records of one user in one memory epoch, their natural-key guards and postings.
+
+Every record has a guard item ``nk␟<natural key>`` in its partition naming the record that holds
+that (task, type, background, content). Creating a record puts the guard under the condition that
+it does not exist, in the same transaction as the record and its counter, so racing adds of one
+natural key make exactly one record."""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from typing import Any, Callable, Iterator
+
+from pynamodb.exceptions import DoesNotExist, UpdateError
+
+from . import assets, counters, layout, postings
+from .counters import Where
+from .errors import Cancelled
+from .models import AuditEvent, Guard, Record
+from .transactions import MAX_ACTIONS, Transaction
+
+LAYER = "L1"
+
+
+def new(where: Where, **fields: Any) -> Record:
+    pk = where.item_pk(LAYER, fields["user_id"])
+    return Record(pk, fields["id"], lsi1=layout.time_key(fields["updated_at"], fields["id"]), **fields)
+
+
+def get(where: Where, user_id: str, atom_id: str) -> Record | None:
+    try:
+        return Record.get(where.item_pk(LAYER, user_id), atom_id, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def holder(where: Where, user_id: str, natural_key: str) -> Record | None:
+    """The record that holds ``natural_key``, if any."""
+    pk = where.item_pk(LAYER, user_id)
+    try:
+        guard = Guard.get(pk, layout.natural_key_sk(natural_key), consistent_read=True)
+    except DoesNotExist:
+        return None
+    return get(where, user_id, guard.atom_id)
+
+
+def index(record: Record, counts: Tally[str]) -> list[Any]:
+    return postings.build(record.pk, record.id, counts, int(record.terms), type_=record.type, task_id=record.task_id)
+
+
+def create(where: Where, record: Record, counts: Tally[str]) -> None:
+    """Store a new record with its guard, counter and postings. Raises Cancelled: ['guard'] when
+    another record holds its natural key, ['epoch'] when a clear moved the memory on — with
+    nothing of this call left behind."""
+    rows = index(record, counts)
+    postings.put(rows)
+    transaction = Transaction()
+    assets.guard_epoch(transaction, where.memory_id, where.epoch)
+    transaction.put("guard", Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id),
+                    condition=Guard.sk.does_not_exist())
+    transaction.put("record", record)
+    counters.change(transaction, where, LAYER, record.user_id, 1, int(record.terms))
+    try:
+        transaction.commit()
+    except Cancelled:
+        postings.delete(rows)
+        raise
+
+
+def reinforce(record: Record, now_ms: int) -> Record | None:
+    """Add 1 to ``reinforced_count`` and move ``updated_at``; None if the record no longer holds
+    its natural key (edited or deleted meanwhile)."""
+    try:
+        record.update(actions=[Record.reinforced_count.add(1), Record.updated_at.set(now_ms),
+                               Record.lsi1.set(layout.time_key(now_ms, record.id))],
+                      condition=Record.natural_key == record.natural_key)
+    except UpdateError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return None
+        raise
+    return record
+
+
+def update(where: Where, record: Record, fields: dict[str, Any], natural_key: str, terms: int, now_ms: int,
+           event: AuditEvent) -> None:
+    """Change a record at the version read, move its guard with its natural key, record the audit
+    event — one transaction. Cancelled: 'epoch' (cleared), 'record' (changed or gone meanwhile),
+    'guard' (another record holds the new natural key)."""
+    version = int(record.version)
+    actions = [Record.version.set(version + 1), Record.updated_at.set(now_ms), Record.natural_key.set(natural_key),
+               Record.lsi1.set(layout.time_key(now_ms, record.id)), Record.terms.set(terms)]
+    actions += [getattr(Record, name).set(value) for name, value in fields.items()]
+    transaction = Transaction()
+    assets.guard_epoch(transaction, where.memory_id, where.epoch)
+    transaction.update("record", record, actions, condition=Record.version == version)
+    if natural_key != record.natural_key:
+        transaction.put("guard", Guard(record.pk, layout.natural_key_sk(natural_key), atom_id=record.id),
+                        condition=Guard.sk.does_not_exist())
+        transaction.delete("old guard", Guard(record.pk, layout.natural_key_sk(record.natural_key)),
+                           condition=Guard.atom_id == record.id)
+    counters.change(transaction, where, LAYER, record.user_id, 0, terms - int(record.terms or 0))
+    transaction.put("audit", event)
+    transaction.commit()
+
+
+def sync_postings(record: Record, counts: Tally[str]) -> None:
+    """Make the record's postings exactly those of ``counts`` (after an update)."""
+    wanted = {row.sk: row for row in index(record, counts)}
+    present = postings.of_item(record.pk, record.id)
+    have = {row.sk for row in present}
+    postings.put([row for sk, row in wanted.items() if sk not in have])
+    postings.delete([row for row in present if row.sk not in wanted])
+
+
+def _filters(type_: str | None, task_id: str | None) -> Any:
+    condition = None
+    for part in ([Record.type == type_] if type_ is not None else []) + (
+            [Record.task_id == task_id] if task_id is not None else []):
+        condition = part if condition is None else condition & part
+    return condition
+
+
+def newest(where: Where, user_id: str, type_: str | None, task_id: str | None, start: int | None,
+           end: int | None, limit: int | None) -> Iterator[Record]:
+    """Newest ``updated_at`` first (ties: larger id first)."""
+    condition = Record.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
+    return Record.by_time.query(where.item_pk(LAYER, user_id), condition, filter_condition=_filters(type_, task_id),
+                                scan_index_forward=False, consistent_read=True, limit=limit)
+
+
+def count(where: Where, user_id: str, type_: str | None, task_id: str | None, start: int | None,
+          end: int | None) -> int:
+    if type_ is None and task_id is None and start is None and end is None:
+        return counters.of_user(where, LAYER, user_id)[0]
+    condition = Record.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
+    return Record.by_time.count(where.item_pk(LAYER, user_id), condition, filter_condition=_filters(type_, task_id),
+                                consistent_read=True)
+
+
+def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, Record]:
+    pk = where.item_pk(LAYER, user_id)
+    return {r.id: r for r in Record.batch_get([(pk, i) for i in ids], consistent_read=True)}
+
+
+def of_user(where: Where, user_id: str) -> list[Record]:
+    return list(Record.query(where.item_pk(LAYER, user_id), Record.sk.startswith("atom-"), consistent_read=True))
+
+
+class VersionConflict(Exception):
+    """Records listed for a version check were edited meanwhile: ``conflicts`` [{id, expected, actual}]."""
+
+    def __init__(self, conflicts: list[dict[str, Any]]) -> None:
+        super().__init__("records changed meanwhile")
+        self.conflicts = conflicts
+
+
+def delete(where: Where, doomed: list[Record], events: Callable[[list[Record]], list[AuditEvent]], *,
+           at_version: set[str] = frozenset(), skip_changed: bool = False) -> tuple[list[Record], list[AuditEvent]]:
+    """Delete records with their guards, counters and audit events, then their postings; returns
+    the records removed. A record in ``at_version`` goes only at the version read: one edited
+    meanwhile raises VersionConflict (the person confirmed another text), or is left alone with
+    ``skip_changed``. A record already gone is skipped."""
+    removed: list[Record] = []
+    recorded: list[AuditEvent] = []
+    pending = list(doomed)
+    while pending:
+        part = _next_chunk(pending, events)
+        transaction = Transaction()
+        for record in part:
+            condition = Record.pk.exists()
+            if record.id in at_version:
+                condition = condition & (Record.version == int(record.version))
+            transaction.delete(f"record:{record.id}", record, condition=condition)
+            transaction.delete(f"guard:{record.id}", Guard(record.pk, layout.natural_key_sk(record.natural_key)),
+                               condition=Guard.atom_id == record.id)
+        for user_id, n in Tally(r.user_id for r in part).items():
+            tokens = sum(int(r.terms or 0) for r in part if r.user_id == user_id)
+            counters.change(transaction, where, LAYER, user_id, -n, -tokens)
+        chunk_events = events(part)
+        for event in chunk_events:
+            transaction.put("audit", event)
+        try:
+            transaction.commit()
+        except Cancelled as exc:
+            if not any(name.startswith(("record:", "guard:")) for name in exc.failed):
+                raise
+            pending = _refreshed(part, pending, at_version, skip_changed)
+            continue
+        removed += part
+        recorded += chunk_events
+        pending = pending[len(part):]
+    by_partition: dict[str, list[str]] = {}
+    for record in removed:
+        by_partition.setdefault(record.pk, []).append(record.id)
+    for pk, ids in by_partition.items():
+        postings.erase_items(pk, ids)
+    return removed, recorded
+
+
+def _refreshed(part: list[Record], pending: list[Record], at_version: set[str], skip_changed: bool) -> list[Record]:
+    """Re-read a chunk that lost a race: drop what vanished, take what changed at its new state
+    (or stop at a version conflict)."""
+    now = {(r.pk, r.sk): r for r in Record.batch_get([(r.pk, r.sk) for r in part], consistent_read=True)}
+    conflicts, keep = [], []
+    for record in part:
+        current = now.get((record.pk, record.sk))
+        if current is None:
+            continue
+        if record.id in at_version and int(current.version) != int(record.version):
+            conflicts.append({"id": record.id, "expected": int(record.version), "actual": int(current.version)})
+            continue
+        keep.append(current)
+    if conflicts and not skip_changed:
+        raise VersionConflict(conflicts)
+    return keep + pending[len(part):]
+
+
+def _next_chunk(pending: list[Record], events: Callable[[list[Record]], list[AuditEvent]]) -> list[Record]:
+    size = 0
+    for size in range(1, len(pending) + 1):
+        part = pending[:size]
+        users = {r.user_id for r in part}
+        if 2 * len(part) + len(users) + len(events(part)) > MAX_ACTIONS:
+            return pending[: size - 1]
+    return pending[:size]

@@ -1,0 +1,407 @@
+"""`memory-hub` operator commands against the real local HTTP servers (the `live` fixture).
+
+ID-based erasure only: search shows ids and versions, delete takes exactly one id (at the version the
+person saw), and destructive commands refuse to run unconfirmed without a terminal (exit 2).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from helpers import ADMIN_KEY, SERVICE_ID, make_scope
+from memory_hub_local import cli
+from memory_hub_local.client import ApiError, MemoryHubClient
+
+
+@pytest.fixture
+def env(live, monkeypatch):
+    """Point the CLI at the live API through the environment (as an operator would)."""
+    api_url = live[0]
+    monkeypatch.setenv("MEMORY_HUB_ENDPOINT", api_url)
+    monkeypatch.setenv("MEMORY_HUB_API_KEY", ADMIN_KEY)
+    monkeypatch.setenv("MEMORY_HUB_SERVICE_ID", SERVICE_ID)
+    for name in ("MEMORY_HUB_TEAM_ID", "MEMORY_HUB_AGENT_ID", "MEMORY_HUB_USER_ID"):
+        monkeypatch.delenv(name, raising=False)
+    return api_url
+
+
+@pytest.fixture
+def client(env) -> MemoryHubClient:
+    return MemoryHubClient(env, ADMIN_KEY, SERVICE_ID, timeout=10)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, _without_server_log(out), _without_server_log(err)
+
+
+def _without_server_log(text: str) -> str:
+    """The live servers run in this process and log each request (one JSON line) to stdout."""
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith('{"level":'))
+
+
+def scope_flags(scope) -> list[str]:
+    return ["--team", scope.team_id, "--agent", scope.agent_id, "--user", scope.user_id]
+
+
+def ids_of(client: MemoryHubClient, scope, query: str = "hello") -> set[str]:
+    data = client.atomic_search(scope.team_id, scope.agent_id, scope.user_id, query, limit=100)
+    return {item["id"] for item in data["items"]}
+
+
+class FakeTerminal(io.StringIO):
+    """A stdin that claims to be a terminal and answers the prompts with ``answers``."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def on_terminal(monkeypatch, *answers: str) -> None:
+    monkeypatch.setattr("sys.stdin", FakeTerminal("".join(a + "\n" for a in answers)))
+
+
+# --- search -----------------------------------------------------------------------------------------
+
+
+def test_search_prints_id_version_type_context_tags_and_exact_content(env, client, capsys):
+    s = make_scope()
+    plain = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello world", tags=["greeting", "en"])
+    spaced = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello world ", background="other context",
+                               type="preference")
+    code, out, err = run(capsys, "search", "hello", *scope_flags(s), "--limit", "10")
+    assert code == 0, err
+    assert plain["id"] in out and spaced["id"] in out
+    blocks = {block.split()[0]: block for block in out.strip().split("\n\n")}
+    assert set(blocks) == {plain["id"], spaced["id"]}
+    first = blocks[plain["id"]]
+    assert "  v1  episodic  " in first
+    assert 'context: ""' in first
+    assert "tags:    greeting, en" in first
+    assert 'content: "Hello world"' in first
+    second = blocks[spaced["id"]]
+    assert "  v1  preference  " in second
+    assert 'context: "other context"' in second
+    assert 'content: "Hello world "' in second  # trailing whitespace is visible
+
+    code, out, _ = run(capsys, "search", "hello", *scope_flags(s), "--type", "preference", "--json")
+    assert code == 0
+    items = json.loads(out)["items"]
+    assert [i["id"] for i in items] == [spaced["id"]]
+    assert items[0]["version"] == 1 and items[0]["background"] == "other context"
+
+    code, out, _ = run(capsys, "search", "nothingmatcheshere", *scope_flags(s))
+    assert code == 0 and "no matches" in out
+
+
+def test_search_l0_prints_id_role_session_content(env, client, capsys):
+    s = make_scope()
+    added = client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess-1",
+                                    [{"role": "user", "content": "my passport number is 123"},
+                                     {"role": "assistant", "content": "noted"}])
+    code, out, err = run(capsys, "search", "passport", *scope_flags(s), "--layer", "l0")
+    assert code == 0, err
+    msg_id = added["accepted_ids"][0]
+    assert msg_id in out and "  user  " in out and "session sess-1" in out
+    assert 'content: "my passport number is 123"' in out
+    assert added["accepted_ids"][1] not in out
+
+
+def test_scope_flags_are_required(env, capsys):
+    code, _, err = run(capsys, "search", "hello", "--team", "t")
+    assert code == 2 and "--agent, --user" in err
+
+
+def test_flags_override_environment(live, monkeypatch, capsys):
+    for name in ("MEMORY_HUB_ENDPOINT", "MEMORY_HUB_API_KEY", "MEMORY_HUB_SERVICE_ID"):
+        monkeypatch.delenv(name, raising=False)
+    s = make_scope()
+    MemoryHubClient(live[0], ADMIN_KEY).atomic_add(s.team_id, s.agent_id, s.user_id, "hello flags")
+    code, out, err = run(capsys, "search", "flags", *scope_flags(s), "--endpoint", live[0],
+                         "--api-key", ADMIN_KEY, "--service-id", SERVICE_ID)
+    assert code == 0, err
+    assert '"hello flags"' in out
+    code, _, err = run(capsys, "search", "flags", *scope_flags(s), "--endpoint", live[0])
+    assert code == 1 and "MEMORY_HUB_API_KEY" in err
+    code, _, err = run(capsys, "search", "flags", *scope_flags(s), "--endpoint", live[0],
+                       "--api-key", ADMIN_KEY, "--service-id", "other")
+    assert code == 1 and "401" in err and "unknown service" in err
+
+
+# --- delete -----------------------------------------------------------------------------------------
+
+
+def test_delete_yes_with_expected_version(env, client, capsys):
+    s = make_scope()
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
+    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello ")["id"]
+    client.atomic_update(s.team_id, s.agent_id, s.user_id, target, tags=["edited"])  # now version 2
+
+    code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "1", "--yes",
+                         *scope_flags(s))
+    assert code == 1
+    assert "conflict" in err and "version 2, not 1" in err and "Nothing was deleted" in err
+    assert ids_of(client, s) == {target, twin}
+
+    code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "2", "--yes",
+                         *scope_flags(s))
+    assert code == 0, err
+    assert f"deleted:   {target}" in out
+    assert "not found: (none)" in out
+    assert "audit ids: evt-" in out
+    assert ids_of(client, s) == {twin}
+
+    # Retrying the same conditional delete is safe: reported as not found, exit 1.
+    code, out, _ = run(capsys, "delete", "--id", target, "--expected-version", "2", "--yes", *scope_flags(s),
+                       "--json")
+    assert code == 1
+    receipt = json.loads(out)
+    assert receipt["deleted_ids"] == [] and receipt["not_found_ids"] == [target]
+    assert ids_of(client, s) == {twin}
+
+
+def test_delete_refuses_without_terminal_and_without_yes(env, client, capsys):
+    s = make_scope()
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
+    code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "1", *scope_flags(s))
+    assert code == 2
+    assert "refused" in err and "--yes" in err
+    assert ids_of(client, s) == {target}
+
+
+def test_delete_takes_no_content_and_only_ids(env, client, capsys):
+    s = make_scope()
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
+    code, _, err = run(capsys, "delete", "--content", "Hello", "--yes", *scope_flags(s))
+    assert code == 2
+    code, _, err = run(capsys, "delete", "--id", "Hello", "--yes", *scope_flags(s))
+    assert code == 2 and "atom-" in err
+    code, _, err = run(capsys, "delete", "--yes", *scope_flags(s))
+    assert code == 2 and "--id" in err
+    assert ids_of(client, s) == {target}
+    delete_flags = {opt for action in _subparser("delete")._actions for opt in action.option_strings}
+    assert not any("content" in flag or "query" in flag or "text" in flag for flag in delete_flags)
+
+
+def _subparser(name: str):
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return sub.choices[name]
+
+
+def test_delete_on_terminal_shows_the_record_and_deletes_the_version_shown(env, client, capsys, monkeypatch):
+    s = make_scope()
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello", background="ctx", tags=["t1"])["id"]
+    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello", background="other context")["id"]
+
+    on_terminal(monkeypatch, "no")
+    code, out, _ = run(capsys, "delete", "--id", target, *scope_flags(s))
+    assert code == 1 and "aborted" in out
+    assert target in out and 'context: "ctx"' in out and 'content: "Hello"' in out and "tags:    t1" in out
+    assert ids_of(client, s) == {target, twin}
+
+    on_terminal(monkeypatch, "yes")
+    code, out, err = run(capsys, "delete", "--id", target, *scope_flags(s))
+    assert code == 0, err
+    assert "This record will be deleted" in out and f"deleted:   {target}" in out
+    assert ids_of(client, s) == {twin}
+
+    # A record edited since it was looked at: the terminal flow refuses before asking.
+    client.atomic_update(s.team_id, s.agent_id, s.user_id, twin, content="Hello again")
+    on_terminal(monkeypatch, "yes")
+    code, out, _ = run(capsys, "delete", "--id", twin, "--expected-version", "1", *scope_flags(s))
+    assert code == 1 and "now at version 2, not 1" in out
+    assert ids_of(client, s) == {twin}
+
+
+def test_delete_message_by_id(env, client, capsys):
+    s = make_scope()
+    added = client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess",
+                                    [{"role": "user", "content": "hello one"},
+                                     {"role": "user", "content": "hello one"}])
+    first, second = added["accepted_ids"]
+    code, _, err = run(capsys, "delete", "--id", first, "--expected-version", "2", "--yes", *scope_flags(s))
+    assert code == 2 and "always 1" in err
+    code, out, err = run(capsys, "delete", "--id", first, "--expected-version", "1", "--yes", *scope_flags(s))
+    assert code == 0, err
+    assert f"deleted:   {first}" in out and "audit ids: evt-" in out
+    left = client.conversation_search(s.team_id, s.agent_id, s.user_id, "hello", limit=10)["messages"]
+    assert [m["id"] for m in left] == [second]
+
+
+# --- clear, user-memory delete ----------------------------------------------------------------------
+
+
+def test_clear_yes_prints_counts_and_audit_ids(env, client, capsys):
+    s = make_scope()
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello record")
+    client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess", [{"role": "user", "content": "hello"}])
+
+    code, _, err = run(capsys, "clear", s.memory_id)
+    assert code == 2 and "refused" in err
+    assert ids_of(client, s)
+
+    code, out, err = run(capsys, "clear", s.memory_id, "--yes")
+    assert code == 0, err
+    assert f"{s.memory_id}: cleared" in out
+    assert "l0_deleted 1" in out and "l1_deleted 1" in out and "l2_deleted 0" in out and "l3_deleted 0" in out
+    assert "audit ids: evt-" in out
+    assert ids_of(client, s) == set()
+
+    code, out, _ = run(capsys, "clear", s.memory_id, "--yes", "--json")
+    assert code == 0
+    item = json.loads(out)["items"][0]
+    assert item["cleared"] is True and item["l1_deleted"] == 0
+
+
+def test_clear_on_terminal_needs_the_memory_id_retyped(env, client, capsys, monkeypatch):
+    s = make_scope()
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello record")
+    on_terminal(monkeypatch, "yes")
+    code, out, _ = run(capsys, "clear", s.memory_id)
+    assert code == 1 and "aborted" in out and "L1 1" in out
+    assert ids_of(client, s)
+    on_terminal(monkeypatch, s.memory_id)
+    code, out, _ = run(capsys, "clear", s.memory_id)
+    assert code == 0 and "cleared" in out
+    assert ids_of(client, s) == set()
+
+
+def test_user_memory_delete(env, client, capsys):
+    s = make_scope()
+    other = f"{s.user_id}-other"
+    one = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello one")["id"]
+    two = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello two")["id"]
+    client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess", [{"role": "user", "content": "hello"}])
+    kept = client.atomic_add(s.team_id, s.agent_id, other, "hello one")["id"]
+
+    code, _, err = run(capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id)
+    assert code == 2 and "refused" in err
+
+    code, out, err = run(capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id,
+                         "--content-id", one, "--yes")
+    assert code == 0, err
+    assert f"deleted:   {one}" in out and "audit ids: evt-" in out
+    assert ids_of(client, s) == {two}
+
+    code, out, err = run(capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id,
+                         "--yes")
+    assert code == 0, err
+    assert "l0_deleted 1" in out and "l1_deleted 1" in out and "audit ids: evt-" in out
+    assert ids_of(client, s) == set()
+    other_scope = type(s)(s.team_id, s.agent_id, other)
+    assert ids_of(client, other_scope) == {kept}
+
+
+# --- keys, audit ------------------------------------------------------------------------------------
+
+
+def test_keys_create_list_revoke(env, client, capsys):
+    s = make_scope()
+    code, out, err = run(capsys, "keys", "create", "--role", "reader", "--team", s.team_id,
+                         "--name", "cli test", "--json")
+    assert code == 0, err
+    created = json.loads(out)
+    assert created["role"] == "reader" and created["team_ids"] == [s.team_id] and created["api_key"]
+    key_id, secret = created["key_id"], created["api_key"]
+
+    code, out, _ = run(capsys, "keys", "create", "--role", "writer", "--team", s.team_id)
+    assert code == 0 and "api_key  " in out and "shown only now" in out
+
+    code, out, _ = run(capsys, "keys", "list")
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.startswith(key_id))
+    assert "reader" in line and "active" in line and s.team_id in line and '"cli test"' in line
+    assert secret not in out
+
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello reader")
+    code, out, err = run(capsys, "search", "hello", *scope_flags(s), "--api-key", secret)
+    assert code == 0, err
+    assert '"hello reader"' in out
+
+    code, out, _ = run(capsys, "keys", "revoke", key_id)
+    assert code == 0 and f"{key_id}: revoked" in out
+    code, out, _ = run(capsys, "keys", "list", "--json")
+    assert next(k for k in json.loads(out)["keys"] if k["key_id"] == key_id)["revoked"] is True
+    code, _, err = run(capsys, "search", "hello", *scope_flags(s), "--api-key", secret)
+    assert code == 1 and "401" in err
+
+
+def test_audit_lists_one_line_per_event(env, client, capsys):
+    s = make_scope()
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello audit")["id"]
+    code, _, err = run(capsys, "delete", "--id", target, "--expected-version", "1", "--yes", *scope_flags(s))
+    assert code == 0, err
+    code, out, err = run(capsys, "audit", s.memory_id)
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert len(lines) == 1
+    assert " delete " in lines[0] and " L1 " in lines[0] and target in lines[0]
+    assert "actor=bootstrap" in lines[0] and "count=1" in lines[0] and s.memory_id in lines[0]
+    assert "hello audit" not in out
+
+    code, out, _ = run(capsys, "audit", s.memory_id, "--action", "clear", "--json")
+    assert code == 0 and json.loads(out)["events"] == []
+    code, out, _ = run(capsys, "audit", "--limit", "1", "--json")
+    assert code == 0 and len(json.loads(out)["events"]) == 1
+
+
+def test_api_errors_exit_1_with_code_and_message(env, capsys):
+    code, _, err = run(capsys, "audit", "chat_memory-nosuchteam-nosuchagent")
+    assert code == 1 and "404" in err
+    with pytest.raises(ApiError) as caught:
+        MemoryHubClient(env, ADMIN_KEY).call("/v3/atomic/search", {"team_id": "t"})
+    assert caught.value.code == 422 and "agent_id" in caught.value.message
+
+
+# --- cleanup ----------------------------------------------------------------------------------------
+
+
+class FakeLambda:
+    def __init__(self, results: list[dict[str, Any]]) -> None:
+        self.results, self.calls = list(results), []
+
+    def invoke(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(kwargs)
+        return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(self.results.pop(0)).encode())}
+
+
+def test_cleanup_repeats_until_done(monkeypatch, capsys):
+    fake = FakeLambda([{"done": False, "deleted": 3}, {"done": False, "deleted": 2},
+                       {"done": True, "deleted": 0}])
+    monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1"))
+    code, out, _ = run(capsys, "cleanup")
+    assert code == 0
+    assert [line.split(": ", 1)[0] for line in out.strip().splitlines()] == ["run 1", "run 2", "run 3"]
+    assert len(fake.calls) == 3
+    event = json.loads(fake.calls[0]["Payload"])
+    assert fake.calls[0]["FunctionName"] == "CleanupFunction"
+    assert event["detail-type"] == "Scheduled Event" and event["source"] == "aws.events"
+
+    fake = FakeLambda([{"done": False}] * 5)
+    monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1"))
+    code, out, err = run(capsys, "cleanup", "--max-runs", "2", "--json")
+    assert code == 1 and len(fake.calls) == 2 and "work left" in err
+    assert [json.loads(line) for line in out.strip().splitlines()] == [{"done": False}] * 2
+
+
+def test_cleanup_against_the_local_lambda_endpoint(live, stack, capsys):
+    if "CleanupFunction" not in stack.template.functions:
+        pytest.skip("CleanupFunction is not in template.yaml yet")
+    code, out, err = run(capsys, "cleanup", "--lambda-endpoint", live[1], "--json", "--max-runs", "5")
+    assert code == 0, err
+    results = [json.loads(line) for line in out.strip().splitlines()]
+    assert results and results[-1]["done"] is True
+
+
+def test_cleanup_unknown_function_fails(live, capsys):
+    code, _, err = run(capsys, "cleanup", "--lambda-endpoint", live[1], "--function-name", "NoSuchFunction")
+    assert code != 0

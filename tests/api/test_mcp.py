@@ -1,0 +1,197 @@
+"""`memory-hub mcp` (stdio) end to end: a real MCP client starts the server as a subprocess, pointed at
+the live local API with the admin key, and runs the "Echo" protocol — search, show, delete by id at
+the version shown."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Awaitable, Callable
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from helpers import ADMIN_KEY, SERVICE_ID, make_scope
+from memory_hub_local.client import MemoryHubClient
+
+TIMEOUT = 60  # seconds for a whole session (spawn, initialize, calls); each request gets 20
+
+
+def server_params(api_url: str, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "memory_hub_local.cli", "mcp"],
+        env={"MEMORY_HUB_ENDPOINT": api_url, "MEMORY_HUB_API_KEY": ADMIN_KEY,
+             "MEMORY_HUB_SERVICE_ID": SERVICE_ID, **env})
+
+
+def in_session(api_url: str, tmp_path, body: Callable[[ClientSession], Awaitable[Any]], **env: str) -> Any:
+    """Run ``body`` against a fresh `memory-hub mcp` subprocess; its stderr is shown on failure."""
+    errlog_path = tmp_path / "mcp-server.stderr"
+
+    async def main() -> Any:
+        with anyio.fail_after(TIMEOUT), errlog_path.open("w") as errlog:
+            async with stdio_client(server_params(api_url, **env), errlog=errlog) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=20) as session:
+                    await session.initialize()
+                    return await body(session)
+
+    try:
+        return anyio.run(main)
+    except BaseException:
+        sys.stderr.write(errlog_path.read_text() if errlog_path.exists() else "")
+        raise
+
+
+def payload(result: Any) -> Any:
+    """A tool result's data: structured content (search results are wrapped as {"results": [...]})."""
+    data = result.structured_content
+    if data is None:
+        data = json.loads(result.content[0].text)
+    return data
+
+
+@pytest.fixture
+def api_url(live) -> str:
+    return live[0]
+
+
+@pytest.fixture
+def client(api_url) -> MemoryHubClient:
+    return MemoryHubClient(api_url, ADMIN_KEY, SERVICE_ID, timeout=10)
+
+
+def scope_args(scope) -> dict[str, str]:
+    return {"team_id": scope.team_id, "agent_id": scope.agent_id, "user_id": scope.user_id}
+
+
+def remaining(client: MemoryHubClient, scope, query: str = "hello") -> dict[str, dict]:
+    items = client.atomic_search(scope.team_id, scope.agent_id, scope.user_id, query, limit=100)["items"]
+    return {item["id"]: item for item in items}
+
+
+def test_lists_both_tools_with_the_confirmation_protocol(api_url, tmp_path):
+    async def body(session: ClientSession) -> Any:
+        listed = (await session.list_tools()).tools
+        no_scope = await session.call_tool("search_for_deletion", {"query": "hello", "team_id": "t"})
+        return listed, no_scope
+
+    listed, no_scope = in_session(api_url, tmp_path, body)
+    # Without a default scope (no MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) a call must name it.
+    assert no_scope.is_error and "agent_id, user_id" in payload(no_scope)["error"]
+    tools = {tool.name: tool for tool in listed}
+    assert set(tools) == {"search_for_deletion", "delete_memory"}
+    for tool in tools.values():
+        text = tool.description.lower()
+        assert "confirm" in text and "show" in text and "never delete by content" in text
+        assert "409" in text
+    delete = tools["delete_memory"]
+    assert set(delete.input_schema["required"]) == {"id", "expected_version"}
+    assert not any("content" in name or "query" in name for name in delete.input_schema["properties"])
+    assert delete.annotations.destructive_hint is True
+    assert tools["search_for_deletion"].annotations.read_only_hint is True
+
+
+def test_echo_three_near_identical_records_delete_exactly_the_confirmed_one(api_url, client, tmp_path):
+    s = make_scope()
+    plain = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
+    spaced = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello ")["id"]
+    other = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello", background="other context")["id"]
+    assert len({plain, spaced, other}) == 3
+
+    async def body(session: ClientSession) -> Any:
+        found = await session.call_tool("search_for_deletion",
+                                        {"query": "Hello", "limit": 10, **scope_args(s)})
+        assert not found.is_error, found.content
+        records = payload(found)["results"]
+        # The person is shown all three, and confirms the one with the trailing space.
+        chosen = next(r for r in records if r["content"] == "Hello ")
+        deleted = await session.call_tool("delete_memory", {"id": chosen["id"],
+                                                            "expected_version": chosen["version"],
+                                                            **scope_args(s)})
+        return records, chosen, deleted
+
+    records, chosen, deleted = in_session(api_url, tmp_path, body)
+    assert len(records) == 3 and {r["id"] for r in records} == {plain, spaced, other}
+    for record in records:
+        assert set(record) >= {"id", "version", "content", "context", "type", "tags",
+                               "created_at", "updated_at"}
+        assert record["version"] == 1 and record["type"] == "episodic"
+    assert {(r["content"], r["context"]) for r in records} == {("Hello", ""), ("Hello ", ""),
+                                                               ("Hello", "other context")}
+    assert chosen["id"] == spaced
+    assert not deleted.is_error, deleted.content
+    receipt = payload(deleted)
+    assert receipt["deleted_ids"] == [spaced] and receipt["not_found_ids"] == []
+    assert len(receipt["audit_ids"]) == 1 and receipt["audit_ids"][0].startswith("evt-")
+    left = remaining(client, s)
+    assert set(left) == {plain, other}
+    assert {(i["content"], i["background"]) for i in left.values()} == {("Hello", ""),
+                                                                        ("Hello", "other context")}
+
+
+def test_conflict_and_missing_arguments_are_refused(api_url, client, tmp_path):
+    s = make_scope()
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello conflict")["id"]
+    bystander = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello bystander")["id"]
+
+    async def body(session: ClientSession) -> Any:
+        found = payload(await session.call_tool("search_for_deletion",
+                                                {"query": "conflict", **scope_args(s)}))["results"]
+        shown = next(r for r in found if r["id"] == target)
+        # Someone edits the record after it was shown to the person.
+        client.atomic_update(s.team_id, s.agent_id, s.user_id, target, content="hello conflict, edited")
+        stale = await session.call_tool("delete_memory", {"id": target, "expected_version": shown["version"],
+                                                          **scope_args(s)})
+        no_version = await session.call_tool("delete_memory", {"id": target, **scope_args(s)})
+        no_id = await session.call_tool("delete_memory", {"expected_version": 2, **scope_args(s)})
+        made_up = await session.call_tool("delete_memory", {"id": "hello conflict", "expected_version": 2,
+                                                            **scope_args(s)})
+        return shown, stale, no_version, no_id, made_up
+
+    shown, stale, no_version, no_id, made_up = in_session(api_url, tmp_path, body)
+    assert shown["version"] == 1
+    assert stale.is_error
+    conflict = payload(stale)
+    assert conflict["code"] == 409
+    assert conflict["conflicts"] == [{"id": target, "expected": 1, "actual": 2}]
+    assert conflict["current"]["id"] == target and conflict["current"]["version"] == 2
+    assert conflict["current"]["content"] == "hello conflict, edited"
+    assert "nothing was deleted" in conflict["error"].lower()
+    for refused in (no_version, no_id, made_up):
+        assert refused.is_error
+        assert "refused" in payload(refused)["error"]
+    assert "expected_version" in payload(no_version)["error"]
+    left = remaining(client, s)
+    assert set(left) == {target, bystander}
+    assert left[target]["version"] == 2
+
+
+def test_l0_messages_and_default_scope_from_the_environment(api_url, client, tmp_path):
+    s = make_scope()
+    added = client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess-a",
+                                    [{"role": "user", "content": "my card is 4111"},
+                                     {"role": "user", "content": "my card is 4111"}])
+    first, second = added["accepted_ids"]
+
+    async def body(session: ClientSession) -> Any:
+        found = await session.call_tool("search_for_deletion", {"query": "card", "layer": "l0"})
+        wrong_version = await session.call_tool("delete_memory", {"id": first, "expected_version": 2})
+        deleted = await session.call_tool("delete_memory", {"id": first, "expected_version": 1})
+        again = await session.call_tool("delete_memory", {"id": first, "expected_version": 1})
+        return found, wrong_version, deleted, again
+
+    found, wrong_version, deleted, again = in_session(
+        api_url, tmp_path, body,
+        MEMORY_HUB_TEAM_ID=s.team_id, MEMORY_HUB_AGENT_ID=s.agent_id, MEMORY_HUB_USER_ID=s.user_id)
+    records = payload(found)["results"]
+    assert {r["id"] for r in records} == {first, second}
+    for record in records:
+        assert record["version"] == 1 and record["role"] == "user" and record["session_id"] == "sess-a"
+        assert record["content"] == "my card is 4111" and record["timestamp"]
+    assert wrong_version.is_error and "always 1" in payload(wrong_version)["error"]
+    assert not deleted.is_error and payload(deleted)["deleted_ids"] == [first]
+    assert not again.is_error and payload(again)["not_found_ids"] == [first]
+    left = client.conversation_search(s.team_id, s.agent_id, s.user_id, "card", limit=10)["messages"]
+    assert [m["id"] for m in left] == [second]
+

@@ -1,0 +1,189 @@
+"""What the test tiers share: an HTTP client for the API, scopes, AWS clients for the emulated
+account, and the test hooks of the emulated AWS side (pause a call, inject a fault, list calls)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import requests
+
+ADMIN_KEY = "mhk_000000000000_test-bootstrap-admin-key-0123456789"
+SERVICE_ID = "default"
+BUCKET = "memory-hub-local"
+# The local stack names each table after its logical id in template.yaml.
+TABLES = {"assets": "AssetsTable", "items": "ItemsTable", "scenes": "ScenesTable", "keys": "KeysTable",
+          "audit": "AuditTable", "idempotency": "IdempotencyTable"}
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+    @property
+    def data(self) -> Any:
+        return self.body.get("data") if isinstance(self.body, dict) else None
+
+    @property
+    def message(self) -> str:
+        return self.body.get("message", "") if isinstance(self.body, dict) else ""
+
+
+class Api:
+    """Requests to the local stack's API Gateway, over HTTP."""
+
+    def __init__(self, base_url: str, key: str | None = ADMIN_KEY, service_id: str = SERVICE_ID,
+                 session: requests.Session | None = None, lambda_url: str | None = None) -> None:
+        self.base_url, self.key, self.service_id = base_url.rstrip("/"), key, service_id
+        self.session = session or requests.Session()
+        self.lambda_url = lambda_url
+
+    def with_key(self, key: str | None) -> "Api":
+        return Api(self.base_url, key, self.service_id, self.session, self.lambda_url)
+
+    def auth_headers(self) -> dict[str, str]:
+        headers = {"x-tdai-service-id": self.service_id}
+        if self.key is not None:
+            headers["Authorization"] = f"Bearer {self.key}"
+        return headers
+
+    def raw(self, method: str, path: str, body: bytes | None, headers: dict[str, str] | None = None,
+            query: dict[str, list[str]] | None = None) -> Answer:
+        encoded = {k: v.encode("utf-8") if isinstance(v, str) and not v.isascii() else v
+                   for k, v in (headers or {}).items()}
+        response = self.session.request(method, self.base_url + path, data=body, headers=encoded,
+                                        params=query, timeout=120)
+        try:
+            parsed = response.json()
+        except ValueError:
+            parsed = response.text
+        return Answer(response.status_code, parsed, dict(response.headers))
+
+    def post(self, path: str, body: Any = None, headers: dict[str, str] | None = None, **kw: Any) -> Answer:
+        payload = json.dumps({} if body is None else body).encode()
+        return self.raw("POST", path, payload, {**self.auth_headers(), **(headers or {})}, **kw)
+
+    def invoke(self, function: str, event: Any) -> Any:
+        """Invoke a function of the stack directly (the Lambda Invoke API); its result."""
+        response = self.session.post(f"{self.lambda_url}/2015-03-31/functions/{function}/invocations",
+                                     data=json.dumps(event).encode(), timeout=900)
+        payload = response.json()
+        if response.headers.get("X-Amz-Function-Error"):
+            raise AssertionError(f"{function} failed: {payload}")
+        return payload
+
+
+def ok(answer: Answer) -> Any:
+    assert answer.status == 200, answer.body
+    assert answer.body["code"] == 0, answer.body
+    return answer.data
+
+
+@dataclass
+class Scope:
+    team_id: str
+    agent_id: str
+    user_id: str
+
+    @property
+    def memory_id(self) -> str:
+        return f"chat_memory-{self.team_id}-{self.agent_id}"
+
+    def body(self, **fields: Any) -> dict[str, Any]:
+        return {"team_id": self.team_id, "agent_id": self.agent_id, "user_id": self.user_id, **fields}
+
+    @property
+    def prefix(self) -> str:
+        return f"profiles/{self.team_id}:{self.agent_id}/{self.memory_id}/"
+
+
+def make_scope() -> Scope:
+    suffix = uuid.uuid4().hex[:10]
+    return Scope(f"team{suffix}", f"agent{suffix}", f"user-{suffix}")
+
+
+# ---------------------------------------------------------------- the emulated account
+
+def aws_client(service: str) -> Any:
+    import boto3
+
+    return boto3.client(service, region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+
+
+def s3_keys(prefix: str) -> list[str]:
+    found = []
+    for page in aws_client("s3").get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        found += [o["Key"] for o in page.get("Contents", [])]
+    return found
+
+
+def scan(table: str) -> list[dict[str, Any]]:
+    items = []
+    for page in aws_client("dynamodb").get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        items += page.get("Items", [])
+    return items
+
+
+class Hooks:
+    """The emulated AWS side's test hooks (the stack runs with --test-hooks)."""
+
+    def __init__(self, aws_url: str) -> None:
+        self.url = aws_url.rstrip("/") + "/_local"
+        self.session = requests.Session()
+
+    def _call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        response = self.session.request(method, self.url + path, json=body, params=params, timeout=150)
+        response.raise_for_status()
+        return response.json()
+
+    def add(self, match: dict[str, Any], action: str = "pause", times: int | None = 1,
+            error: dict[str, Any] | None = None) -> int:
+        return int(self._call("POST", "/hooks", {"match": match, "action": action, "times": times,
+                                                  "error": error or {}})["id"])
+
+    def wait(self, hook_id: int, timeout: float = 30) -> bool:
+        return bool(self._call("POST", f"/hooks/{hook_id}/wait", timeout=timeout)["waited"])
+
+    def release(self, hook_id: int) -> None:
+        self._call("POST", f"/hooks/{hook_id}/release")
+
+    def state(self, hook_id: int) -> dict[str, Any]:
+        return dict(self._call("GET", f"/hooks/{hook_id}"))
+
+    def remove(self, hook_id: int) -> None:
+        self._call("DELETE", f"/hooks/{hook_id}")
+
+    def clear(self) -> None:
+        self._call("DELETE", "/hooks")
+
+    def calls(self, since: int = 0) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/calls", since=since)["calls"])
+
+    def last_seq(self) -> int:
+        calls = self.calls()
+        return calls[-1]["seq"] if calls else 0
+
+    @contextmanager
+    def paused(self, match: dict[str, Any], times: int | None = 1) -> Iterator[int]:
+        """Pause the matching call(s) until the block ends (the hook is then released)."""
+        hook = self.add(match, "pause", times)
+        try:
+            yield hook
+        finally:
+            self.remove(hook)
+
+    @contextmanager
+    def failing(self, match: dict[str, Any], code: str = "InternalServerError", status: int = 500,
+                times: int | None = None) -> Iterator[int]:
+        """Answer the matching calls with an AWS error for as long as the block runs."""
+        hook = self.add(match, "fail", times, {"code": code, "status": status, "message": "injected by a test"})
+        try:
+            yield hook
+        finally:
+            self.remove(hook)
