@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
-from memory_hub_local import cli
-from memory_hub_local.client import ApiError, MemoryHubClient
+from memory_hub_tools import cli
+from memory_hub_tools.client import ApiError, MemoryHubClient
 
 
 @pytest.fixture
-def env(live, monkeypatch):
+def env(stack, monkeypatch):
     """Point the CLI at the live API through the environment (as an operator would)."""
-    api_url = live[0]
+    api_url = stack.api_url
     monkeypatch.setenv("MEMORY_HUB_ENDPOINT", api_url)
     monkeypatch.setenv("MEMORY_HUB_API_KEY", ADMIN_KEY)
     monkeypatch.setenv("MEMORY_HUB_SERVICE_ID", SERVICE_ID)
@@ -120,7 +120,8 @@ def test_scope_flags_are_required(env, capsys):
     assert code == 2 and "--agent, --user" in err
 
 
-def test_flags_override_environment(live, monkeypatch, capsys):
+def test_flags_override_environment(stack, monkeypatch, capsys):
+    live = (stack.api_url, stack.lambda_url)
     for name in ("MEMORY_HUB_ENDPOINT", "MEMORY_HUB_API_KEY", "MEMORY_HUB_SERVICE_ID"):
         monkeypatch.delenv(name, raising=False)
     s = make_scope()
@@ -393,15 +394,15 @@ def test_cleanup_repeats_until_done(monkeypatch, capsys):
     assert [json.loads(line) for line in out.strip().splitlines()] == [{"done": False}] * 2
 
 
-def test_cleanup_against_the_local_lambda_endpoint(live, stack, capsys):
-    if "CleanupFunction" not in stack.template.functions:
-        pytest.skip("CleanupFunction is not in template.yaml yet")
+def test_cleanup_against_the_local_lambda_endpoint(stack, capsys):
+    live = (stack.api_url, stack.lambda_url)
     code, out, err = run(capsys, "cleanup", "--lambda-endpoint", live[1], "--json", "--max-runs", "5")
     assert code == 0, err
     results = [json.loads(line) for line in out.strip().splitlines()]
     assert results and results[-1]["done"] is True
 
 
-def test_cleanup_unknown_function_fails(live, capsys):
+def test_cleanup_unknown_function_fails(stack, capsys):
+    live = (stack.api_url, stack.lambda_url)
     code, _, err = run(capsys, "cleanup", "--lambda-endpoint", live[1], "--function-name", "NoSuchFunction")
     assert code != 0

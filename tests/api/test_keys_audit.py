@@ -10,7 +10,7 @@ import uuid
 import boto3
 import pytest
 
-from helpers import ADMIN_KEY, make_scope
+from helpers import ADMIN_KEY, TABLES, make_scope, scan
 
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 EVENT_FIELDS = {"event_id", "memory_id", "action", "layer", "target", "count", "actor", "request_id", "at"}
@@ -35,14 +35,7 @@ def listed(api):
 
 
 def table_items(setting):
-    from memory_hub.settings import get_settings
-
-    client = boto3.client("dynamodb", region_name="us-east-1")
-    items = []
-    for page in client.get_paginator("scan").paginate(TableName=getattr(get_settings(), setting),
-                                                      ConsistentRead=True):
-        items += page["Items"]
-    return items
+    return scan(TABLES[setting.removesuffix("_table")])
 
 
 def audit(api, **fields):

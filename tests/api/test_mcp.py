@@ -13,14 +13,14 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
-from memory_hub_local.client import MemoryHubClient
+from memory_hub_tools.client import MemoryHubClient
 
 TIMEOUT = 60  # seconds for a whole session (spawn, initialize, calls); each request gets 20
 
 
 def server_params(api_url: str, **env: str) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "memory_hub_local.cli", "mcp"],
+        command=sys.executable, args=["-m", "memory_hub_tools.cli", "mcp"],
         env={"MEMORY_HUB_ENDPOINT": api_url, "MEMORY_HUB_API_KEY": ADMIN_KEY,
              "MEMORY_HUB_SERVICE_ID": SERVICE_ID, **env})
 
@@ -52,8 +52,8 @@ def payload(result: Any) -> Any:
 
 
 @pytest.fixture
-def api_url(live) -> str:
-    return live[0]
+def api_url(stack) -> str:
+    return stack.api_url
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import re
 import boto3
 import pytest
 
-from helpers import Scope, make_scope
+from helpers import TABLES, Scope, make_scope, scan
 
 ROUTE = "/v3/user-memory/delete"
 ALIAS = "/v2/memory"
@@ -73,23 +73,11 @@ def audit_events(api, memory_id, action="user_memory_delete"):
 
 
 def stored_items_text():
-    from memory_hub.settings import get_settings
-
-    client = boto3.client("dynamodb", region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-    rows = []
-    for page in client.get_paginator("scan").paginate(TableName=get_settings().items_table):
-        rows += page.get("Items", [])
-    return json.dumps(rows, ensure_ascii=False)
+    return json.dumps(scan(TABLES["items"]), ensure_ascii=False)
 
 
 def stored_audit_text():
-    from memory_hub.settings import get_settings
-
-    client = boto3.client("dynamodb", region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-    rows = []
-    for page in client.get_paginator("scan").paginate(TableName=get_settings().audit_table):
-        rows += page.get("Items", [])
-    return json.dumps(rows, ensure_ascii=False)
+    return json.dumps(scan(TABLES["audit"]), ensure_ascii=False)
 
 
 @pytest.fixture
@@ -176,11 +164,11 @@ def test_one_message_or_record_by_id(api, two_users):
 
 def test_an_id_naming_a_guard_or_counter_removes_nothing(api, scope):
     """The partitions also hold natural-key guards and counters: a crafted id must not reach them."""
-    from memory_hub import items
+    from memory_hub.domain.atomic import natural_key
 
     record = add_record(api, scope, "hello")
     add_messages(api, scope, ["hi"])
-    guard = "nk\x1f" + items.natural_key(None, "episodic", "", "hello")
+    guard = "nk\x1f" + natural_key(None, "episodic", "", "hello")
     for crafted in (guard, f"L0\x1f{scope.user_id}", f"L1\x1f{scope.user_id}"):
         answer = erase(api, scope.memory_id, scope.user_id, content_ids=[crafted])
         if answer.status == 400:

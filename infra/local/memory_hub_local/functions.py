@@ -95,7 +95,7 @@ class Environment:
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(RUNTIME), str(to_child_r), str(from_child_w), function.handler, *paths],
+            [sys.executable, "-u", "-I", "-S", str(RUNTIME), str(to_child_r), str(from_child_w), function.handler, *paths],
             env=env, cwd=str(function.code_uri), pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL,
             stdout=log, stderr=log)
         os.close(to_child_r)
