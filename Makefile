@@ -25,8 +25,13 @@ $(VENV)/.installed: requirements/dev.txt requirements/runtime.txt pyproject.toml
 run: $(VENV)/.installed  ## serve the API on 127.0.0.1:$(PORT) over embedded moto (state in .memory-hub/)
 	$(VENV)/bin/memory-hub local --port $(PORT) --lambda-port $(LAMBDA_PORT) --aws-port $(AWS_PORT) $(ARGS)
 
+# One pytest run per tier: the unit tier patches botocore with moto in process, the others talk to
+# real local servers.
 test: $(VENV)/.installed  ## the whole suite, tier by tier (browser tests run when Chromium is installed)
-	$(PY) -m pytest tests/unit tests/contract tests/deployed tests/api
+	$(PY) -m pytest tests/unit
+	$(PY) -m pytest tests/contract
+	$(PY) -m pytest tests/deployed
+	$(PY) -m pytest tests/api
 
 lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cfn-lint
 	$(VENV)/bin/ruff check .

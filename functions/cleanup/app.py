@@ -1,7 +1,8 @@
 """CleanupFunction: the scheduled retention cleanup (§12), run by EventBridge (daily by default).
 
 The event may carry ``"now": "YYYY-MM-DDTHH:MM:SSZ"`` to run against another clock (tests,
-backfills); a scheduled event's own ``time`` is not used, so a late retry prunes by the real clock."""
+backfills) and ``"budget_s"`` to stop earlier than the function's timeout (a cursor keeps the place);
+a scheduled event's own ``time`` is not used, so a late retry prunes by the real clock."""
 
 from typing import Any
 
@@ -15,7 +16,13 @@ get_settings()  # a missing setting fails the cold start, naming the variable
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.set_correlation_id(request_id())
-    now = event.get("now") if isinstance(event, dict) else None
-    report = cleanup.run(context.get_remaining_time_in_millis, parse_ms(now) if isinstance(now, str) else None)
+    event = event if isinstance(event, dict) else {}
+    now, budget = event.get("now"), event.get("budget_s")
+
+    def remaining_ms() -> int:
+        left = context.get_remaining_time_in_millis()
+        return min(left, int(budget * 1000)) if isinstance(budget, int | float) and budget >= 0 else left
+
+    report = cleanup.run(remaining_ms, parse_ms(now) if isinstance(now, str) else None)
     logger.info("cleanup", extra={k: v for k, v in report.items() if k != "audit_ids"})
     return report

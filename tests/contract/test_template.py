@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memory_hub.routes import PUBLIC_GET, ROUTES
+from memory_hub.edge.routes import PUBLIC_GET, ROUTES
 from memory_hub_local.template import ROOT, TEMPLATE, load_raw
 
 CATCH_ALL = "/{proxy+}"
@@ -96,18 +96,34 @@ def test_runtime_architecture_and_globals(template):
 
 
 def test_environment_names_every_table_and_the_bucket_the_settings_read(template):
-    from memory_hub.settings import _ENV, Settings
+    from memory_hub.settings import ENVIRONMENT, Settings
 
     env = template["Globals"]["Function"]["Environment"]["Variables"]
     resources = template["Resources"]
     for field in Settings.model_fields:
         if field.endswith("_table") or field == "bucket":
-            variable = _ENV[field]
+            variable = ENVIRONMENT[field]
             assert variable in env, f"{variable} (settings.{field}) missing from Globals"
             target = _ref(env[variable])
             assert target in resources, f"{variable} must !Ref a resource of the template"
             kind = "AWS::S3::Bucket" if field == "bucket" else "AWS::DynamoDB::Table"
             assert resources[target]["Type"] == kind, variable
+
+
+def test_secrets_are_generated_and_only_their_names_reach_the_functions(template):
+    """Neither the token secret nor the bootstrap admin key is a parameter or a plain variable:
+    Secrets Manager generates them and the functions get their ARNs (read with Powertools)."""
+    resources = template["Resources"]
+    for name in ("TokenSecret", "BootstrapAdminKeySecret"):
+        secret = resources[name]
+        assert secret["Type"] == "AWS::SecretsManager::Secret"
+        assert "GenerateSecretString" in secret["Properties"] and "SecretString" not in secret["Properties"]
+    assert not any(p.get("NoEcho") for p in template["Parameters"].values()), "sam deploy asks nothing secret"
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["MEMORY_HUB_TOKEN_SECRET_ARN"] == {"Ref": "TokenSecret"}
+    assert env["MEMORY_HUB_BOOTSTRAP_KEY_SECRET_ARN"] == {
+        "Fn::If": ["HasBootstrapKey", {"Ref": "BootstrapAdminKeySecret"}, ""]}
+    assert not any("KEY" in k and not k.endswith("_ARN") for k in env if k.startswith("MEMORY_HUB")), env
 
 
 def test_every_function_has_its_own_log_group_with_retention(template):
@@ -232,6 +248,8 @@ def test_no_function_has_a_wildcard_or_admin_like_policy(template):
             (kind, value), = policy.items()
             if kind == "Statement":
                 for statement in value:
+                    if "Fn::If" in statement:  # a statement present only under a condition
+                        statement = statement["Fn::If"][1]
                     _check_statement(name, statement)
                 continue
             assert kind in SAM_POLICY_TEMPLATES, f"{name}: policy {kind} is not on the allowed list"
@@ -292,19 +310,25 @@ def test_tables_are_on_demand_and_encrypted(template):
         assert props["BillingMode"] == "PAY_PER_REQUEST", name
         assert props["SSESpecification"]["SSEEnabled"] is True, name
         if name != "IdempotencyTable":  # one-hour records, expired by TTL
-            assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True, name
             assert table.get("DeletionPolicy") == "Retain" == table.get("UpdateReplacePolicy"), name
+        recovery = props.get("PointInTimeRecoverySpecification")
+        if name in ("AssetsTable", "ItemsTable", "ScenesTable"):  # memory: backups set the erasure horizon
+            assert recovery == {"Fn::If": ["KeepBackups", {"PointInTimeRecoveryEnabled": True,
+                                                           "RecoveryPeriodInDays": {"Ref": "PointInTimeRecoveryDays"}},
+                                           {"PointInTimeRecoveryEnabled": False}]}, name
+    assert template["Parameters"]["PointInTimeRecoveryDays"]["Default"] == 0
+    assert template["Parameters"]["PointInTimeRecoveryDays"]["MaxValue"] == 35
 
 
-def test_items_table_has_the_two_local_indexes(template):
+def test_items_table_has_the_three_local_indexes(template):
     props = template["Resources"]["ItemsTable"]["Properties"]
     assert {(a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]} == {
-        ("pk", "S"), ("sk", "S"), ("lsi1", "S"), ("lsi2", "S")}
+        ("pk", "S"), ("sk", "S"), ("lsi1", "S"), ("lsi2", "S"), ("lsi3", "S")}
     assert props["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"},
                                   {"AttributeName": "sk", "KeyType": "RANGE"}]
     indexes = {i["IndexName"]: i for i in props["LocalSecondaryIndexes"]}
-    assert set(indexes) == {"by-time", "by-session"}
-    for name, sort_key in (("by-time", "lsi1"), ("by-session", "lsi2")):
+    assert set(indexes) == {"by-time", "by-session", "by-term"}
+    for name, sort_key in (("by-time", "lsi1"), ("by-session", "lsi2"), ("by-term", "lsi3")):
         assert indexes[name]["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"},
                                               {"AttributeName": sort_key, "KeyType": "RANGE"}]
         assert indexes[name]["Projection"] == {"ProjectionType": "ALL"}
@@ -316,25 +340,35 @@ def _key_set(schema: list[dict[str, str]]) -> set[tuple[str, str]]:
 
 def test_tables_match_the_pynamodb_models(template):
     """The schema the code queries is the schema that gets deployed (and that moto creates)."""
-    from memory_hub.dal.models import MODELS
-    from memory_hub.settings import _ENV
+    from memory_hub.settings import ENVIRONMENT
+    from memory_hub.storage.models import TABLE_MODELS
 
     env = template["Globals"]["Function"]["Environment"]["Variables"]
-    for field, model in MODELS.items():
-        table_id = _ref(env[_ENV[field]])
+    for field, models in TABLE_MODELS.items():
+        table_id = _ref(env[ENVIRONMENT[field]])
         props = template["Resources"][table_id]["Properties"]
+        _check_models_against(table_id, props, models)
+
+
+def _check_models_against(table_id: str, props: dict[str, Any], models: tuple[Any, ...]) -> None:
+    """Every model of a table has its keys; together they declare exactly the table's attributes
+    and indexes (several models may share a table, each declaring the indexes it queries)."""
+    declared = {(a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]}
+    needed: set[tuple[str, str]] = set()
+    indexes: dict[str, dict[str, Any]] = {"GlobalSecondaryIndexes": {}, "LocalSecondaryIndexes": {}}
+    for model in models:
         schema = model._get_schema()
-        assert _key_set(props["KeySchema"]) == _key_set(schema["key_schema"]), table_id
-        declared = {(a["AttributeName"], a["AttributeType"]) for a in props["AttributeDefinitions"]}
-        needed = {(a["AttributeName"], a["AttributeType"]) for a in schema["attribute_definitions"]}
-        assert declared == needed, f"{table_id}: AttributeDefinitions {sorted(declared)} != {sorted(needed)}"
+        assert _key_set(props["KeySchema"]) == _key_set(schema["key_schema"]), (table_id, model.__name__)
+        needed |= {(a["AttributeName"], a["AttributeType"]) for a in schema["attribute_definitions"]}
         for kind, key in (("GlobalSecondaryIndexes", "global_secondary_indexes"),
                           ("LocalSecondaryIndexes", "local_secondary_indexes")):
-            deployed = {i["IndexName"]: (_key_set(i["KeySchema"]), i["Projection"]["ProjectionType"])
-                        for i in props.get(kind, [])}
-            modelled = {i["index_name"]: (_key_set(i["key_schema"]), i["projection"]["ProjectionType"])
-                        for i in schema[key]}
-            assert deployed == modelled, f"{table_id}.{kind}: {deployed} != {modelled}"
+            for i in schema[key]:
+                indexes[kind][i["index_name"]] = (_key_set(i["key_schema"]), i["projection"]["ProjectionType"])
+    assert declared == needed, f"{table_id}: AttributeDefinitions {sorted(declared)} != {sorted(needed)}"
+    for kind, modelled in indexes.items():
+        deployed = {i["IndexName"]: (_key_set(i["KeySchema"]), i["Projection"]["ProjectionType"])
+                    for i in props.get(kind, [])}
+        assert deployed == modelled, f"{table_id}.{kind}: {deployed} != {modelled}"
 
 
 # ---------------------------------------------------------------- API Gateway's own answers
@@ -380,11 +414,15 @@ def test_gateway_responses_use_the_envelope_with_a_fixed_status(template):
 # ---------------------------------------------------------------- layer and build
 
 
-def test_layer_builds_from_the_same_pins_as_the_venv():
-    """SAM builds the layer in a scratch copy of layers/core: it installs the copy of the pins kept
-    there, which must be the repository's requirements.txt byte for byte."""
-    assert (ROOT / "layers/core/requirements.txt").read_bytes() == (ROOT / "requirements.txt").read_bytes(), (
-        "cp requirements.txt layers/core/requirements.txt")
+def test_layer_builds_from_the_locked_runtime_set():
+    """SAM builds the layer in a scratch copy of layers/core: it installs the copy of the runtime
+    lock kept there, which must be requirements/runtime.txt byte for byte, every line hashed."""
+    lock = (ROOT / "requirements/runtime.txt").read_text()
+    assert (ROOT / "layers/core/requirements.txt").read_text() == lock, (
+        "cp requirements/runtime.txt layers/core/requirements.txt")
+    pinned = [line for line in lock.splitlines() if re.match(r"^[A-Za-z0-9_.-]+==", line)]
+    assert pinned and all(line.endswith("\\") for line in pinned), "every requirement pinned with hashes"
+    assert "--require-hashes" in (ROOT / "layers/core/Makefile").read_text()
 
 
 def test_layer_is_built_by_its_makefile(template):

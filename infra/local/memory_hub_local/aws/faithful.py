@@ -31,22 +31,24 @@ MAX_S3_KEY, MAX_METADATA = 1024, 2048
 class Refusal(Exception):
     """What AWS answers instead of doing the request."""
 
-    def __init__(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None,
+                 code: str = ""):
         super().__init__(body[:200])
         self.status, self.body, self.content_type = status, body, content_type
         self.headers = headers or {}
+        self.code = code
 
 
 def dynamodb_error(code: str, message: str, status: int = 400) -> Refusal:
     body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": message}).encode()
-    return Refusal(status, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": code})
+    return Refusal(status, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": code}, code)
 
 
 def s3_error(code: str, message: str, status: int = 400, **extra: str) -> Refusal:
     details = "".join(f"<{k}>{escape(v)}</{k}>" for k, v in extra.items())
     body = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{escape(message)}</Message>'
             f"{details}<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId></Error>").encode()
-    return Refusal(status, body, "application/xml")
+    return Refusal(status, body, "application/xml", code=code)
 
 
 # ---------------------------------------------------------------- DynamoDB

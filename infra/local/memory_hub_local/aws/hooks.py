@@ -102,8 +102,9 @@ class Hooks:
         with hook.arrived:
             return hook.arrived.wait_for(lambda: hook.paused > 0, timeout=timeout)
 
-    def record(self, call: Call, function: str | None, status: int) -> None:
-        entry = {"seq": next(self._sequence), "function": function, "status": status, **call.describe()}
+    def record(self, call: Call, function: str | None, status: int, refused: str | None = None) -> None:
+        entry = {"seq": next(self._sequence), "function": function, "status": status, "refused": refused,
+                 **call.describe()}
         with self._lock:
             self.calls.append(entry)
             if len(self.calls) > MAX_CALLS:

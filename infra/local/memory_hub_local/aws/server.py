@@ -46,7 +46,8 @@ def _denied(call: calls.Call, identity: Identity, action: str, resource: str) ->
     if call.service == "s3":
         return faithful.s3_error("AccessDenied", message, 403)
     body = json.dumps({"__type": "com.amazon.coral.service#AccessDeniedException", "Message": message}).encode()
-    return faithful.Refusal(400, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": "AccessDeniedException"})
+    return faithful.Refusal(400, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": "AccessDeniedException"},
+                            "AccessDeniedException")
 
 
 def _fault(call: calls.Call, fault: dict[str, Any]) -> faithful.Refusal:
@@ -71,6 +72,7 @@ class AwsSide:
         lowered = {k.lower(): v for k, v in headers.items()}
         call = calls.parse(method, raw_path, lowered, body, self.region)
         identity = self.identities.get(call.access_key or "", OPERATOR)
+        refused = None
         try:
             for action, resource in call.actions:
                 if not identity.allows(action, resource):
@@ -85,10 +87,11 @@ class AwsSide:
                 if status < 300 and call.operation not in _READ_ONLY:
                     self.state.dirty.set()
         except faithful.Refusal as refusal:
+            refused = refusal.code
             status, out_headers, out_body = refusal.status, {"Content-Type": refusal.content_type,
                                                              **refusal.headers}, refusal.body
         if self.hooks is not None:
-            self.hooks.record(call, identity.name, status)
+            self.hooks.record(call, identity.name, status, refused)
         return status, out_headers, out_body
 
     def _moto(self, call: calls.Call, method: str, raw_path: str, headers: dict[str, str],

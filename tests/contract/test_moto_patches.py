@@ -1,0 +1,145 @@
+"""Every patch of moto is a claim about moto 5.2.5 and about AWS: here, moto ALONE lacks each one
+(so the patch can go the day moto gains it), and the patched moto behaves as AWS does.
+
+Each scenario runs in a fresh interpreter, so unpatched and patched moto never share a process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SETUP = textwrap.dedent('''
+    import json, os, time
+    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
+    import boto3
+    from moto import mock_aws
+    if PATCHED:
+        from memory_hub_local.aws import moto_patches
+        moto_patches.install()
+    mock = mock_aws(); mock.start()
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk", "lsi")],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        LocalSecondaryIndexes=[{"IndexName": "by-lsi", "Projection": {"ProjectionType": "ALL"},
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "lsi", "KeyType": "RANGE"}]}])
+    def outcome(call):
+        try:
+            call()
+            return "accepted"
+        except Exception as exc:
+            return getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+''')
+
+
+def run(patched: bool, body: str) -> dict:
+    code = f"PATCHED = {patched}\n" + SETUP + textwrap.dedent(body)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+LSI_KEY_TOO_LONG = '''
+    long = "x" * 1025
+    put = outcome(lambda: ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "a"}, "lsi": {"S": long}}))
+    ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "b"}})
+    update = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "b"}},
+        UpdateExpression="SET lsi = :v", ExpressionAttributeValues={":v": {"S": long}}))
+    left = ddb.get_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "b"}})["Item"]
+    print(json.dumps({"put": put, "update": update, "stored": "lsi" in left}))
+'''
+
+
+def test_moto_alone_accepts_a_local_index_key_over_1024_bytes():
+    assert run(False, LSI_KEY_TOO_LONG) == {"put": "accepted", "update": "accepted", "stored": True}
+
+
+def test_patched_moto_refuses_it_as_dynamodb_does_and_keeps_the_item_unchanged():
+    assert run(True, LSI_KEY_TOO_LONG) == {"put": "ValidationException", "update": "ValidationException",
+                                           "stored": False}
+
+
+SORTED_QUERY = '''
+    for i in range(300):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:05d}"}, "lsi": {"S": f"{299 - i:05d}"}})
+    ddb.put_item(TableName="t", Item={"pk": {"S": "q"}, "sk": {"S": "00001"}, "lsi": {"S": "00001"}})
+    from moto.dynamodb.models.table import Table
+    seen = []
+    original = Table.sorted_items
+    def spy(self, hash_attrs, range_attrs, items):
+        seen.append(len(items))
+        return original(self, hash_attrs, range_attrs, items)
+    Table.sorted_items = spy
+    page = ddb.query(TableName="t", IndexName="by-lsi", KeyConditionExpression="pk = :p AND lsi BETWEEN :a AND :b",
+        ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": "00010"}, ":b": {"S": "00200"}},
+        ScanIndexForward=False, Limit=20, ConsistentRead=True)
+    following = ddb.query(TableName="t", IndexName="by-lsi", KeyConditionExpression="pk = :p AND lsi BETWEEN :a AND :b",
+        ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": "00010"}, ":b": {"S": "00200"}},
+        ScanIndexForward=False, Limit=20, ConsistentRead=True, ExclusiveStartKey=page["LastEvaluatedKey"])
+    ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "00000"}}, UpdateExpression="SET lsi = :v",
+        ExpressionAttributeValues={":v": {"S": "00150"}})
+    after = ddb.query(TableName="t", IndexName="by-lsi", KeyConditionExpression="pk = :p AND lsi = :v",
+        ExpressionAttributeValues={":p": {"S": "p"}, ":v": {"S": "00150"}}, ConsistentRead=True)
+    print(json.dumps({"sorted": seen[0], "first": [i["lsi"]["S"] for i in page["Items"]][:3],
+                      "next": following["Items"][0]["lsi"]["S"], "count": page["Count"],
+                      "moved": sorted(i["sk"]["S"] for i in after["Items"])}))
+'''
+
+
+def test_moto_alone_sorts_every_item_of_the_partition_for_a_newest_20_query():
+    found = run(False, SORTED_QUERY)
+    assert found["sorted"] == 300  # the whole partition (the other partition is filtered before sorting)
+    assert found["first"] == ["00200", "00199", "00198"] and found["next"] == "00180" and found["count"] == 20
+
+
+def test_patched_moto_reads_only_what_the_key_condition_and_limit_reach_with_the_same_answers():
+    found = run(True, SORTED_QUERY)
+    assert found["sorted"] <= 21  # Limit 20, plus one to know there is more
+    assert found["first"] == ["00200", "00199", "00198"] and found["next"] == "00180" and found["count"] == 20
+    assert found["moved"] == ["00000", "00149"]  # an update of the index key is seen at once
+
+
+TRANSACTION = '''
+    import copy as copymod
+    copies = []
+    real = copymod.deepcopy
+    def counting(value, *args, **kwargs):
+        copies.append(type(value).__name__)
+        return real(value, *args, **kwargs)
+    for i in range(200):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:05d}"}})
+    import moto.dynamodb.models as models
+    models.copy.deepcopy = counting
+    ddb.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": {"pk": {"S": "n"}, "sk": {"S": str(i)}}}}
+                                            for i in range(50)])
+    failed = outcome(lambda: ddb.transact_write_items(TransactItems=[
+        {"Put": {"TableName": "t", "Item": {"pk": {"S": "n"}, "sk": {"S": "x"}}}},
+        {"ConditionCheck": {"TableName": "t", "Key": {"pk": {"S": "p"}, "sk": {"S": "00001"}},
+                            "ConditionExpression": "attribute_not_exists(pk)"}}]))
+    kept = "Item" in ddb.get_item(TableName="t", Key={"pk": {"S": "n"}, "sk": {"S": "x"}})
+    print(json.dumps({"table_copies": sum(1 for c in copies if c == "Table"), "failed": failed, "written": kept}))
+'''
+
+
+def test_moto_alone_copies_the_whole_table_for_every_transaction_action():
+    found = run(False, TRANSACTION)
+    assert found["table_copies"] >= 50
+
+
+def test_patched_transactions_copy_no_table_and_keep_all_or_nothing():
+    found = run(True, TRANSACTION)
+    assert found == {"table_copies": 0, "failed": "TransactionCanceledException", "written": False}
+
+
+def test_patches_refuse_an_untested_moto_version(monkeypatch):
+    import moto
+
+    from memory_hub_local.aws import moto_patches
+
+    monkeypatch.setattr(moto, "__version__", "9.9.9")
+    with pytest.raises(moto_patches.UntestedMoto, match="9.9.9"):
+        moto_patches.install()

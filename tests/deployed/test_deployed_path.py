@@ -1,0 +1,134 @@
+"""The deployed path: every function as Lambda runs it — a fresh process per execution environment,
+the handler named in template.yaml, ONLY the template's environment (intrinsics resolved) plus the
+variables Lambda sets, the layer and the runtime libraries on the path — against PLAIN moto (a moto
+server with none of the local stack's patches, IAM or limits). Nothing here goes through the local
+stack's set-up: a function that only works because the local stack prepared something fails here.
+
+The events of events/ are replayed in order (writes before the reads that see them), then the
+scheduled cleanup event."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from events_replay import EVENTS, replay
+from helpers import ADMIN_KEY
+
+REGION = "us-east-1"
+
+
+@pytest.fixture(scope="module")
+def plain_aws():
+    """A moto server exactly as moto ships it, holding the template's resources."""
+    from moto.server import ThreadedMotoServer
+
+    from memory_hub_local.template import expanded, local_names
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+                        "AWS_DEFAULT_REGION": REGION}.items():
+        os.environ.setdefault(name, value)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    cfn = expanded(REGION)
+    names, _ = local_names(REGION, {})
+    dynamodb = boto3.client("dynamodb", endpoint_url=url, region_name=REGION)
+    for logical_id, resource in cfn["Resources"].items():
+        if resource["Type"] == "AWS::DynamoDB::Table":
+            props = resource["Properties"]
+            args: dict[str, Any] = {"TableName": names[logical_id], "BillingMode": "PAY_PER_REQUEST",
+                                    "AttributeDefinitions": props["AttributeDefinitions"],
+                                    "KeySchema": props["KeySchema"]}
+            for indexes in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+                if props.get(indexes):
+                    args[indexes] = props[indexes]
+            dynamodb.create_table(**args)
+    boto3.client("s3", endpoint_url=url, region_name=REGION).create_bucket(Bucket=names["MemoryBucket"])
+    manager = boto3.client("secretsmanager", endpoint_url=url, region_name=REGION)
+    secret_arns = {
+        "TokenSecret": manager.create_secret(Name="TokenSecret", SecretString=secrets.token_urlsafe(48))["ARN"],
+        "BootstrapAdminKeySecret": manager.create_secret(Name="BootstrapAdminKeySecret",
+                                                         SecretString=ADMIN_KEY)["ARN"],
+    }
+    yield url, secret_arns
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def functions(plain_aws, tmp_path_factory):
+    from memory_hub_local.functions import FunctionPool
+    from memory_hub_local.template import deploy
+
+    url, secret_arns = plain_aws
+    log = (tmp_path_factory.mktemp("deployed") / "functions.log").open("wb")
+    pool = FunctionPool(deploy(REGION, secret_arns), aws_endpoint=url, lambda_endpoint="http://127.0.0.1:9", log=log)
+    yield pool
+    pool.close()
+    log.close()
+
+
+def _function_of(pool: Any) -> Any:
+    exact = {path: f.logical_id for f in pool.deployment.functions.values() for path, _ in f.routes}
+    return lambda path: exact.get(path) or exact["/{proxy+}"]
+
+
+def test_each_function_starts_with_only_the_template_environment(functions):
+    """The environment a function gets holds the template's variables, Lambda's own, and (locally)
+    the AWS endpoint — no setting the local stack would have to provide."""
+    for function in functions.deployment.functions.values():
+        env = functions.environment_of(function)
+        extra = set(env) - set(function.environment)
+        lambda_set = {"PATH", "LANG", "TZ", "LAMBDA_TASK_ROOT", "LAMBDA_RUNTIME_DIR", "_HANDLER",
+                      "AWS_EXECUTION_ENV", "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_VERSION",
+                      "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "AWS_LAMBDA_LOG_GROUP_NAME", "AWS_LAMBDA_LOG_STREAM_NAME",
+                      "AWS_LAMBDA_INITIALIZATION_TYPE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+                      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+        assert extra <= lambda_set | {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_LAMBDA"}, (function.logical_id, extra)
+        assert not any(name.startswith("MEMORY_HUB") and name not in function.environment for name in env)
+
+
+def test_a_missing_setting_fails_the_cold_start_naming_the_variable(functions):
+    from memory_hub_local.functions import Environment, InvocationError
+
+    function = functions.deployment.functions["ScenarioFunction"]
+    env = functions.environment_of(function)
+    del env["ITEMS_TABLE"]
+    environment = Environment(function, env, [str(function.code_uri), *map(str, function.layers),
+                                              *functions.paths_tail], None)
+    with pytest.raises(InvocationError) as failure:
+        environment.start()
+    assert failure.value.kind == "Init" and "ITEMS_TABLE is not set" in failure.value.error["errorMessage"]
+
+
+def test_every_event_replays_through_its_function_as_deployed(functions):
+    def invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
+        outcome = functions.invoke(function, event)
+        assert outcome.error is None, f"{function} failed: {outcome.error}"
+        return outcome.result
+
+    failures = replay(invoke, _function_of(functions))
+    assert not failures, "\n".join(failures)
+
+
+def test_the_scheduled_cleanup_runs_as_deployed(functions):
+    event = json.loads((EVENTS / "scheduled" / "cleanup.json").read_text())
+    outcome = functions.invoke("CleanupFunction", event)
+    assert outcome.error is None, outcome.error
+    assert outcome.result["done"] is True and outcome.result["skipped"] is None
+
+
+def test_functions_import_nothing_of_the_local_stack(functions):
+    """The runtime path holds the function, the layer and the locked runtime libraries only."""
+    tail = Path(functions.paths_tail[0])
+    names = {p.name for p in tail.iterdir()}
+    assert not any(n.startswith(("moto", "memory_hub_local", "memory_hub_tools", "yaml", "samtranslator"))
+                   for n in names), names
+    assert {"boto3", "botocore", "pynamodb", "pydantic", "aws_lambda_powertools"} <= names

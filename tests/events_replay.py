@@ -1,0 +1,124 @@
+"""The events of events/ and how to replay them in order (writes before the reads that need them),
+carrying over the ids only an earlier answer knows. Used by the contract tier (shapes) and the
+deployed-path tier (each function, as Lambda runs it, against plain moto)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+EVENTS = ROOT / "events"
+ISOLATION = {"team_id": "events-team", "agent_id": "events-agent", "user_id": "events-user"}
+MEMORY_ID = "chat_memory-events-team-events-agent"
+REQUEST_ID = re.compile(r"^req-[0-9a-f]{16}$")
+
+# Writes before the reads that need them; item deletes, then the user's, then the whole memory;
+# the audit trail last (it outlives the memory's asset, CONTRACT §11).
+REPLAY_ORDER = [
+    "health",
+    "memory-create", "scenario-write", "core-write", "conversation-add", "atomic-add", "admin-keys-create",
+    "scenario-read", "scenario-ls", "scenario-count", "core-read", "core-count",
+    "conversation-query", "conversation-search", "conversation-count",
+    "atomic-query", "atomic-search", "atomic-count",
+    "memory-get", "memory-list", "admin-keys-list",
+    "memory-update", "atomic-update",
+    "scenario-rm", "conversation-delete", "atomic-delete", "admin-keys-revoke",
+    "user-memory-delete", "v2-delete-user-memory", "chat-memory-clear", "memory-delete",
+    "audit-query",
+]
+
+# event → (body field, earlier event, its data field): ids only a previous answer knows.
+CARRIED: dict[str, tuple[str, str, str]] = {
+    "atomic-update": ("id", "atomic-add", "id"),
+    "atomic-delete": ("ids", "atomic-add", "id"),
+    "admin-keys-revoke": ("key_id", "admin-keys-create", "key_id"),
+}
+
+# What a few answers must say beyond code 0 (data, the body that was sent).
+CHECKS: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
+    "scenario-write": lambda data, sent: data["version"] >= 1 and data["path"] == sent["path"],
+    "scenario-read": lambda data, sent: data["content"].endswith("Written by events/scenario-write.json."),
+    "scenario-count": lambda data, sent: data["count"] >= 1,
+    "core-read": lambda data, sent: data["content"] == "The events agent answers briefly and in English.",
+    "conversation-add": lambda data, sent: len(data["accepted_ids"]) == 2,
+    "conversation-search": lambda data, sent: any("green tea" in m["content"] for m in data["messages"]),
+    "atomic-update": lambda data, sent: data["id"] == sent["id"],
+    "atomic-delete": lambda data, sent: data["deleted_ids"] == sent["ids"],
+    "scenario-rm": lambda data, sent: data["deleted"] == 1,
+    "admin-keys-revoke": lambda data, sent: data["revoked"] is True,
+    "memory-get": lambda data, sent: data["memory_id"] == MEMORY_ID,
+    "chat-memory-clear": lambda data, sent: data["all_cleared"] is True,
+    "memory-delete": lambda data, sent: data["deleted"] is True,
+    "audit-query": lambda data, sent: {"memory_delete", "clear"} <= {e["action"] for e in data["events"]},
+}
+
+
+def files() -> list[Path]:
+    return sorted(EVENTS.glob("*.json"))
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def body_of(event: dict[str, Any]) -> Any:
+    raw = event["body"]
+    if raw is None:
+        return None
+    return json.loads(base64.b64decode(raw) if event["isBase64Encoded"] else raw)
+
+
+def _carry(name: str, event: dict[str, Any], answers: dict[str, Any]) -> dict[str, Any]:
+    if name not in CARRIED:
+        return event
+    field, source, source_field = CARRIED[name]
+    body = body_of(event)
+    value = answers[source][source_field]
+    body[field] = [value] if isinstance(body[field], list) else value
+    raw = json.dumps(body, ensure_ascii=False).encode()
+    return dict(event, body=base64.b64encode(raw).decode(), isBase64Encoded=True)
+
+
+
+def replay(invoke: Callable[[str, dict[str, Any]], dict[str, Any]], function_of: Callable[[str], str]) -> list[str]:
+    """Every event in ``REPLAY_ORDER`` through ``invoke(function, event)``; the failures, as text."""
+    answers: dict[str, Any] = {}
+    failures: list[str] = []
+    for name in REPLAY_ORDER:
+        event = _carry(name, load(EVENTS / f"{name}.json"), answers)
+        function = function_of(event["path"])
+        result = invoke(function, event)
+        try:
+            body = json.loads(result.get("body") or "null")
+        except ValueError:
+            body = result.get("body")
+        if result.get("statusCode") != 200:
+            failures.append(f"{name} ({function}): HTTP {result.get('statusCode')}: {body}")
+            continue
+        if "x-request-id" not in {k.lower() for k in result.get("headers", {})}:
+            failures.append(f"{name}: no x-request-id header")
+        if event["path"] == "/health":
+            if body != {"status": "ok"}:
+                failures.append(f"{name}: {body}")
+            continue
+        if event["path"] == "/v2/memory":  # the DeleteUserMemory answer shape (CONTRACT §10)
+            if body.get("result") is not True or not REQUEST_ID.match(str(body.get("requestId"))):
+                failures.append(f"{name}: {body}")
+            continue
+        if body.get("code") != 0 or body.get("message") != "ok" or not REQUEST_ID.match(str(body.get("request_id"))):
+            failures.append(f"{name} ({function}): {body}")
+            continue
+        answers[name] = body["data"]
+        check = CHECKS.get(name)
+        if check is not None:
+            try:
+                passed = check(body["data"], body_of(event))
+            except (KeyError, TypeError, AttributeError) as exc:
+                passed, body["data"] = False, {"error": repr(exc), "data": body["data"]}
+            if not passed:
+                failures.append(f"{name}: unexpected data {body['data']}")
+    return failures
