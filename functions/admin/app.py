@@ -9,7 +9,6 @@ from memory_hub.domain import assets, audit, keys
 from memory_hub.edge import public
 from memory_hub.edge.pipeline import current
 from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
-from memory_hub.edge.schemas import responses as doc
 from memory_hub.edge.schemas.admin import (
     AuditQuery,
     KeyCreate,
@@ -26,53 +25,45 @@ get_settings()  # a missing setting fails the cold start, naming the variable
 app = make_app()
 
 
-@app.post("/v3/admin/keys/create", summary="Create a key (its secret is shown once)", tags=["admin"],
-          responses=doc.responses(doc.KeyCreated, 503))
+@app.post("/v3/admin/keys/create", summary="Create a key (its secret is shown once)", tags=["admin"])
 def key_create(req: Annotated[KeyCreate, Body(embed=False)]):
     r = current()
     return envelope(keys.create(r.authorize(), req.role, req.team_ids, req.name, r.request_id))
 
 
-@app.post("/v3/admin/keys/list", summary="List keys within the caller's teams (never a secret)", tags=["admin"],
-          responses=doc.responses(doc.Keys))
+@app.post("/v3/admin/keys/list", summary="List keys within the caller's teams (never a secret)", tags=["admin"])
 def key_list(req: Annotated[KeyList, Body(embed=False)]):
     return envelope(keys.list_keys(current().authorize()))
 
 
-@app.post("/v3/admin/keys/revoke", summary="Revoke a key (idempotent)", tags=["admin"],
-          responses=doc.responses(doc.KeyRevoked, 409, 503))
+@app.post("/v3/admin/keys/revoke", summary="Revoke a key (idempotent)", tags=["admin"])
 def key_revoke(req: Annotated[KeyRevoke, Body(embed=False)]):
     r = current()
     return envelope(keys.revoke(r.authorize(), req.key_id, r.request_id))
 
 
-@app.post("/v3/audit/query", summary="Audit events, newest first", tags=["admin"],
-          responses=doc.responses(doc.Events))
+@app.post("/v3/audit/query", summary="Audit events, newest first", tags=["admin"])
 def audit_query(req: Annotated[AuditQuery, Body(embed=False)]):
     return envelope(audit.query(current().authorize(), req.memory_id, req.action, req.limit, req.next_token))
 
 
-@app.post("/v3/memory/create", summary="Create the (team, agent) memory asset (idempotent)", tags=["assets"],
-          responses=doc.responses(doc.Asset, 409, 503))
+@app.post("/v3/memory/create", summary="Create the (team, agent) memory asset (idempotent)", tags=["assets"])
 def memory_create(req: Annotated[MemoryCreate, Body(embed=False)]):
     fields = req.model_dump(include={"name", "visibility", "acl", "bindings"}, exclude_none=True)
     return envelope(assets.create(current().authorize(), req.team_id, req.agent_id, fields))
 
 
-@app.post("/v3/memory/get", summary="An asset with its per-layer counts", tags=["assets"],
-          responses=doc.responses(doc.AssetWithCounts))
+@app.post("/v3/memory/get", summary="An asset with its per-layer counts", tags=["assets"])
 def memory_get(req: Annotated[MemoryGet, Body(embed=False)]):
     return envelope(assets.describe(current().authorize(), req.memory_id))
 
 
-@app.post("/v3/memory/list", summary="Assets by memory_id, paged", tags=["assets"],
-          responses=doc.responses(doc.Assets))
+@app.post("/v3/memory/list", summary="Assets by memory_id, paged", tags=["assets"])
 def memory_list(req: Annotated[MemoryList, Body(embed=False)]):
     return envelope(assets.list_assets(current().authorize(), req.team_id, req.limit, req.next_token))
 
 
-@app.post("/v3/memory/update", summary="Change name, visibility, acl, bindings or retention_days", tags=["assets"],
-          responses=doc.responses(doc.Asset, 503))
+@app.post("/v3/memory/update", summary="Change name, visibility, acl, bindings or retention_days", tags=["assets"])
 def memory_update(req: Annotated[MemoryUpdate, Body(embed=False)]):
     r = current()
     fields = {"name", "visibility", "acl", "bindings", "retention_days"} & req.model_fields_set

@@ -9,7 +9,6 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from memory_hub.domain import atomic, conversation, user_memory
 from memory_hub.edge.pipeline import current
 from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
-from memory_hub.edge.schemas import responses as doc
 from memory_hub.edge.schemas.admin import DeleteUserMemory, UserMemoryDelete
 from memory_hub.edge.schemas.memory import AtomicDelete, ConversationDelete
 from memory_hub.settings import get_settings
@@ -20,29 +19,28 @@ ALIAS_PATH = "/v2/memory"
 
 
 @app.post("/v3/conversation/delete", summary="Delete messages by id and/or whole sessions",
-          tags=["L0 conversation"], responses=doc.responses(doc.MessagesDeleted, 503))
+          tags=["L0 conversation"])
 def conversation_delete(req: Annotated[ConversationDelete, Body(embed=False)]):
     r = current()
     return envelope(conversation.delete(r.scope, req.message_ids, req.session_ids, r.authorize, r.request_id))
 
 
 @app.post("/v3/atomic/delete", summary="Delete records by id (optionally only at expected versions)",
-          tags=["L1 atomic"], responses=doc.responses(doc.RecordsDeleted, 409, 503))
+          tags=["L1 atomic"])
 def atomic_delete(req: Annotated[AtomicDelete, Body(embed=False)]):
     r = current()
     return envelope(atomic.delete(r.scope, req.ids, req.expected_versions, r.authorize, r.request_id))
 
 
 @app.post("/v3/user-memory/delete", summary="Erase a user's L0/L1 in a memory, or one item of theirs",
-          tags=["erasure"], responses=doc.responses(doc.UserMemoryDeleted, 503))
+          tags=["erasure"])
 def user_memory_delete(req: Annotated[UserMemoryDelete, Body(embed=False)]):
     r = current()
     return envelope(user_memory.delete(r.authorize(), req.memory_id, req.user_id, req.content_id, r.request_id))
 
 
 @app.post(ALIAS_PATH, summary="DeleteUserMemory: {appId, userMemoryId, memoryContentId?} → {requestId, result}",
-          tags=["erasure"], responses=doc.responses(doc.UserMemoryDeleted, 503,
-                                                    description="the alias answers {requestId, result: true}"))
+          tags=["erasure"])
 def delete_user_memory(req: Annotated[DeleteUserMemory, Body(embed=False)],
                        action: Annotated[Literal["DeleteUserMemory"], Query(alias="Action")]):
     r = current()

@@ -7,7 +7,6 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from memory_hub.domain import scenario
 from memory_hub.edge.pipeline import current
 from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
-from memory_hub.edge.schemas import responses as doc
 from memory_hub.edge.schemas.scenario import ScenarioCount, ScenarioLs, ScenarioRead, ScenarioRm, ScenarioWrite
 from memory_hub.settings import get_settings
 
@@ -16,37 +15,32 @@ app = make_app()
 TAGS = ["L2 scenario"]
 
 
-@app.post("/v3/scenario/ls", summary="List scenario files (files only, sorted by path, paged)", tags=TAGS,
-          responses=doc.responses(doc.ScenarioList))
+@app.post("/v3/scenario/ls", summary="List scenario files (files only, sorted by path, paged)", tags=TAGS)
 def ls(req: Annotated[ScenarioLs, Body(embed=False)]):
     r = current()
     return envelope(scenario.ls(r.scope, req.path_prefix, req.limit, req.next_token, r.authorize))
 
 
-@app.post("/v3/scenario/read", summary="Read one file (content: null when missing)", tags=TAGS,
-          responses=doc.responses(doc.ScenarioFile))
+@app.post("/v3/scenario/read", summary="Read one file (content: null when missing)", tags=TAGS)
 def read(req: Annotated[ScenarioRead, Body(embed=False)]):
     r = current()
     return envelope(scenario.read(r.scope, req.path, r.authorize))
 
 
-@app.post("/v3/scenario/write", summary="Create or overwrite a file; versions 1, 2, …", tags=TAGS,
-          responses=doc.responses(doc.ScenarioWritten, 409, 503))
+@app.post("/v3/scenario/write", summary="Create or overwrite a file; versions 1, 2, …", tags=TAGS)
 def write(req: Annotated[ScenarioWrite, Body(embed=False)]):
     r = current()
     return envelope(scenario.write(r.scope, req.path, req.content, req.summary, req.expected_version, r.authorize,
                                    r.request_id))
 
 
-@app.post("/v3/scenario/rm", summary="Remove a file, or a folder (path ending in /)", tags=TAGS,
-          responses=doc.responses(doc.ScenarioRemoved, 503))
+@app.post("/v3/scenario/rm", summary="Remove a file, or a folder (path ending in /)", tags=TAGS)
 def rm(req: Annotated[ScenarioRm, Body(embed=False)]):
     r = current()
     return envelope(scenario.rm(r.scope, req.path, r.authorize, r.request_id))
 
 
-@app.post("/v3/scenario/count", summary="Count files under a prefix", tags=TAGS,
-          responses=doc.responses(doc.ScenarioCounted))
+@app.post("/v3/scenario/count", summary="Count files under a prefix", tags=TAGS)
 def count(req: Annotated[ScenarioCount, Body(embed=False)]):
     r = current()
     return envelope(scenario.count(r.scope, req.path_prefix, r.authorize))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +20,10 @@ MAX_CALLS = 200_000
 class Hook:
     id: int
     match: dict[str, Any]
-    action: str  # pause | fail
+    action: str  # pause | fail | delay
     times: int | None = 1  # None = every matching call
     error: dict[str, Any] = field(default_factory=dict)
+    delay_s: float = 0.0
     hits: int = 0
     paused: int = 0
     released: threading.Event = field(default_factory=threading.Event)
@@ -60,7 +62,7 @@ class Hooks:
     def add(self, spec: dict[str, Any]) -> Hook:
         with self._lock:
             hook = Hook(next(self._ids), dict(spec.get("match", {})), spec.get("action", "pause"),
-                        spec.get("times", 1), dict(spec.get("error", {})))
+                        spec.get("times", 1), dict(spec.get("error", {})), float(spec.get("delay_s", 0.0)))
             self._hooks[hook.id] = hook
             return hook
 
@@ -93,6 +95,8 @@ class Hooks:
                 hook.released.wait(timeout=120)
             elif hook.action == "fail":
                 return hook.error or {"status": 500, "code": "InternalServerError", "message": "injected"}
+            elif hook.action == "delay":  # a network round trip's worth, outside the lock
+                time.sleep(hook.delay_s)
         return None
 
     def wait_paused(self, hook_id: int, timeout: float) -> bool:
@@ -102,9 +106,10 @@ class Hooks:
         with hook.arrived:
             return hook.arrived.wait_for(lambda: hook.paused > 0, timeout=timeout)
 
-    def record(self, call: Call, function: str | None, status: int, refused: str | None = None) -> None:
+    def record(self, call: Call, function: str | None, status: int, refused: str | None = None,
+               ms: float = 0.0, read: int = 0) -> None:
         entry = {"seq": next(self._sequence), "function": function, "status": status, "refused": refused,
-                 **call.describe()}
+                 "ms": round(ms, 3), "read": read, **call.describe()}
         with self._lock:
             self.calls.append(entry)
             if len(self.calls) > MAX_CALLS:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 import traceback
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote_to_bytes, urlsplit
@@ -58,6 +59,21 @@ def _fault(call: calls.Call, fault: dict[str, Any]) -> faithful.Refusal:
     return faithful.dynamodb_error(code, message, status)
 
 
+def _items_read(call: calls.Call, status: int, body: bytes) -> int:
+    """How many items a DynamoDB read evaluated (what read capacity pays for)."""
+    if call.service != "dynamodb" or status != 200 or call.operation not in (
+            "Query", "Scan", "GetItem", "BatchGetItem", "TransactGetItems"):
+        return 0
+    answer = json.loads(body or b"{}")
+    if call.operation in ("Query", "Scan"):
+        return int(answer.get("ScannedCount", answer.get("Count", 0)))
+    if call.operation == "GetItem":
+        return int("Item" in answer)
+    if call.operation == "BatchGetItem":
+        return sum(len(items) for items in answer.get("Responses", {}).values())
+    return len(answer.get("Responses", []))
+
+
 class AwsSide:
     def __init__(self, state: State, region: str, identities: dict[str, Identity], hooks: Hooks | None) -> None:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
@@ -72,7 +88,7 @@ class AwsSide:
         lowered = {k.lower(): v for k, v in headers.items()}
         call = calls.parse(method, raw_path, lowered, body, self.region)
         identity = self.identities.get(call.access_key or "", OPERATOR)
-        refused = None
+        refused, spent = None, 0.0
         try:
             for action, resource in call.actions:
                 if not identity.allows(action, resource):
@@ -82,8 +98,10 @@ class AwsSide:
                 if fault is not None:
                     raise _fault(call, fault)
             with LOCK:
+                started = time.perf_counter()
                 status, out_headers, out_body = self._moto(call, method, raw_path, headers, lowered, body,
                                                            server_name, port)
+                spent = (time.perf_counter() - started) * 1000
                 if status < 300 and call.operation not in _READ_ONLY:
                     self.state.dirty.set()
         except faithful.Refusal as refusal:
@@ -91,7 +109,7 @@ class AwsSide:
             status, out_headers, out_body = refusal.status, {"Content-Type": refusal.content_type,
                                                              **refusal.headers}, refusal.body
         if self.hooks is not None:
-            self.hooks.record(call, identity.name, status, refused)
+            self.hooks.record(call, identity.name, status, refused, spent, _items_read(call, status, out_body))
         return status, out_headers, out_body
 
     def _moto(self, call: calls.Call, method: str, raw_path: str, headers: dict[str, str],

@@ -29,7 +29,6 @@ def client(service: str) -> Any:
 
 
 def _create(service: str) -> Any:
-    import boto3
     from botocore.config import Config
 
     config = Config(
@@ -42,18 +41,20 @@ def _create(service: str) -> Any:
         # client-side parameter check would only repeat what the service checks anyway.
         parameter_validation=service != "dynamodb",
     )
-    return _session().client(service, region_name=get_settings().region, config=config)
+    return _session().create_client(service, region_name=get_settings().region, config=config)
 
 
 _boto_session: Any = None
 
 
 def _session() -> Any:
+    """One botocore session (its loader caches the service models every client shares). botocore, not
+    boto3: a cold start need not import boto3 at all."""
     global _boto_session
     if _boto_session is None:
-        import boto3
+        import botocore.session
 
-        _boto_session = boto3.session.Session()
+        _boto_session = botocore.session.get_session()
     return _boto_session
 
 

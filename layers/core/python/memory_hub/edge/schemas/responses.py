@@ -1,6 +1,7 @@
 """What each route answers, for the OpenAPI description: the envelope, each route's ``data``, and
 the error envelope with the statuses a route can answer. These models document; they are not
-used to build or check answers at run time."""
+imported by the functions (nothing at run time builds or checks answers with them): the OpenAPI
+generator (``memory-hub openapi``) reads ``ROUTES`` below."""
 
 from __future__ import annotations
 
@@ -46,14 +47,11 @@ ERRORS = {
 COMMON = (400, 401, 403, 404, 405, 413, 415, 500)
 
 
-def responses(data: Any, *extra: int, description: str = "code 0 and the data") -> dict[int, dict[str, Any]]:
-    """The ``responses`` of a POST route: 200 with ``data`` in the envelope, then its errors."""
-    documented: dict[int, dict[str, Any]] = {
-        200: {"description": description, "content": {"application/json": {"model": Envelope[data]}}}}
-    for status in sorted(set(COMMON + extra)):
-        documented[status] = {"description": ERRORS[status],
-                              "content": {"application/json": {"model": ErrorEnvelope}}}
-    return documented
+class RouteDoc:
+    """A route's answer: its ``data`` model and the error statuses it adds to the common ones."""
+
+    def __init__(self, data: Any, *extra: int, description: str = "code 0 and the data") -> None:
+        self.data, self.statuses, self.description = data, tuple(sorted(set(COMMON + extra))), description
 
 
 # ---------------------------------------------------------------- data models
@@ -362,3 +360,39 @@ class Event(Doc):
 class Events(Doc):
     events: list[Event]
     next_token: str | None = None
+
+
+ROUTES: dict[str, RouteDoc] = {
+    "/v2/memory": RouteDoc(UserMemoryDeleted, 503, description="the alias answers {requestId, result: true} "
+                                                               "or {requestId, code, message}"),
+    "/v3/admin/keys/create": RouteDoc(KeyCreated, 503),
+    "/v3/admin/keys/list": RouteDoc(Keys),
+    "/v3/admin/keys/revoke": RouteDoc(KeyRevoked, 409, 503),
+    "/v3/atomic/add": RouteDoc(RecordAdded, 409, 503),
+    "/v3/atomic/count": RouteDoc(Total),
+    "/v3/atomic/delete": RouteDoc(RecordsDeleted, 409, 503),
+    "/v3/atomic/query": RouteDoc(Records),
+    "/v3/atomic/search": RouteDoc(RecordHits),
+    "/v3/atomic/update": RouteDoc(RecordUpdated, 409, 503),
+    "/v3/audit/query": RouteDoc(Events),
+    "/v3/chat-memory/clear": RouteDoc(Cleared, 409, 422),
+    "/v3/conversation/add": RouteDoc(Added, 409, 422, 503),
+    "/v3/conversation/count": RouteDoc(Total),
+    "/v3/conversation/delete": RouteDoc(MessagesDeleted, 503),
+    "/v3/conversation/query": RouteDoc(Messages),
+    "/v3/conversation/search": RouteDoc(MessageHits),
+    "/v3/core/count": RouteDoc(PersonaCount),
+    "/v3/core/read": RouteDoc(Persona),
+    "/v3/core/write": RouteDoc(PersonaWritten, 409, 503),
+    "/v3/memory/create": RouteDoc(Asset, 409, 503),
+    "/v3/memory/delete": RouteDoc(MemoryDeleted, 503),
+    "/v3/memory/get": RouteDoc(AssetWithCounts),
+    "/v3/memory/list": RouteDoc(Assets),
+    "/v3/memory/update": RouteDoc(Asset, 503),
+    "/v3/scenario/count": RouteDoc(ScenarioCounted),
+    "/v3/scenario/ls": RouteDoc(ScenarioList),
+    "/v3/scenario/read": RouteDoc(ScenarioFile),
+    "/v3/scenario/rm": RouteDoc(ScenarioRemoved, 503),
+    "/v3/scenario/write": RouteDoc(ScenarioWritten, 409, 503),
+    "/v3/user-memory/delete": RouteDoc(UserMemoryDeleted, 503),
+}
