@@ -37,6 +37,7 @@ lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cf
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy functions/*/app.py  # one run: explicit_package_bases names them functions.<name>.app
 	$(PY) -m memory_hub_tools.imports
 	$(VENV)/bin/cfn-lint template.yaml
 

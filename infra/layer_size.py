@@ -15,8 +15,10 @@ def main(root: str) -> None:
         for path in files:
             archive.write(path, os.path.relpath(path, root))
     unzipped = sum(os.path.getsize(f) for f in files)
-    print(f"{os.path.basename(root)}: {len(files)} files, {unzipped / 2**20:.1f} MiB unzipped, "
-          f"{len(buffer.getvalue()) / 2**20:.1f} MiB zipped")
+    print(
+        f"{os.path.basename(root)}: {len(files)} files, {unzipped / 2**20:.1f} MiB unzipped, "
+        f"{len(buffer.getvalue()) / 2**20:.1f} MiB zipped"
+    )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import ADMIN_KEY, Api, Hooks, Scope, make_scope
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,10 +5,14 @@ deployed-path tier (each function, as Lambda runs it, against plain moto)."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
+import tarfile
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EVENTS = ROOT / "events"
@@ -20,14 +24,41 @@ REQUEST_ID = re.compile(r"^req-[0-9a-f]{16}$")
 # the audit trail last (it outlives the memory's asset, CONTRACT §11).
 REPLAY_ORDER = [
     "health",
-    "memory-create", "scenario-write", "core-write", "conversation-add", "atomic-add", "admin-keys-create",
-    "scenario-read", "scenario-ls", "scenario-count", "core-read", "core-count",
-    "conversation-query", "conversation-search", "conversation-count",
-    "atomic-query", "atomic-search", "atomic-count",
-    "memory-get", "memory-list", "admin-keys-list",
-    "memory-update", "atomic-update",
-    "scenario-rm", "conversation-delete", "atomic-delete", "admin-keys-revoke",
-    "user-memory-delete", "v2-delete-user-memory", "chat-memory-clear", "memory-delete",
+    "memory-create",
+    "scenario-write",
+    "core-write",
+    "conversation-add",
+    "atomic-add",
+    "admin-keys-create",
+    "scenario-read",
+    "scenario-ls",
+    "scenario-count",
+    "core-read",
+    "core-count",
+    "conversation-query",
+    "conversation-search",
+    "conversation-count",
+    "atomic-query",
+    "atomic-search",
+    "atomic-count",
+    "memory-get",
+    "memory-list",
+    "admin-keys-list",
+    "memory-update",
+    "atomic-update",
+    "memory-export",
+    "memory-export-status",
+    "memory-import",
+    "memory-import-start",
+    "memory-import-status",
+    "scenario-rm",
+    "conversation-delete",
+    "atomic-delete",
+    "admin-keys-revoke",
+    "user-memory-delete",
+    "v2-delete-user-memory",
+    "chat-memory-clear",
+    "memory-delete",
     "audit-query",
 ]
 
@@ -36,6 +67,14 @@ CARRIED: dict[str, tuple[str, str, str]] = {
     "atomic-update": ("id", "atomic-add", "id"),
     "atomic-delete": ("ids", "atomic-add", "id"),
     "admin-keys-revoke": ("key_id", "admin-keys-create", "key_id"),
+    "memory-export-status": ("export_id", "memory-export", "export_id"),
+    "memory-import-start": ("import_id", "memory-import", "import_id"),
+    "memory-import-status": ("import_id", "memory-import", "import_id"),
+}
+
+# Before an event goes out: what a client does in between (the import's upload).
+BEFORE: dict[str, Callable[[dict[str, Any]], None]] = {
+    "memory-import-start": lambda answers: upload(answers["memory-import"], tiny_tree()),
 }
 
 # What a few answers must say beyond code 0 (data, the body that was sent).
@@ -54,7 +93,42 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
     "chat-memory-clear": lambda data, sent: data["all_cleared"] is True,
     "memory-delete": lambda data, sent: data["deleted"] is True,
     "audit-query": lambda data, sent: {"memory_delete", "clear"} <= {e["action"] for e in data["events"]},
+    "memory-export": lambda data, sent: (
+        data["state"] == "done" and data["counts"]["l0"] >= 2 and data["url"].startswith("http")
+    ),
+    "memory-export-status": lambda data, sent: data["state"] == "done" and data["export_id"] == sent["export_id"],
+    "memory-import": lambda data, sent: data["state"] == "created" and data["upload_url"].startswith("http"),
+    "memory-import-start": lambda data, sent: data["state"] == "done" and data["counts"]["l0"] == 1,
+    "memory-import-status": lambda data, sent: data["state"] == "done",
 }
+
+
+def tiny_tree() -> bytes:
+    """A one-message memory-tdai tree, as a .tar.gz."""
+    line = {
+        "id": "msg-0000000000000000000000events",
+        "sessionKey": "s",
+        "sessionId": "s",
+        "role": "user",
+        "content": "Imported by events/memory-import-start.json.",
+        "timestamp": 1795953600000,
+    }
+    data = (json.dumps(line) + "\n").encode()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as archive:
+        info = tarfile.TarInfo("conversations/2026-11-29.jsonl")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+def upload(answer: dict[str, Any], data: bytes) -> None:
+    """PUT a tree to an import's presigned URL, as a client does."""
+    request = urllib.request.Request(
+        answer["upload_url"], data=data, method=answer["method"], headers=answer["headers"]
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200, response.status
 
 
 def files() -> list[Path]:
@@ -83,12 +157,13 @@ def _carry(name: str, event: dict[str, Any], answers: dict[str, Any]) -> dict[st
     return dict(event, body=base64.b64encode(raw).decode(), isBase64Encoded=True)
 
 
-
 def replay(invoke: Callable[[str, dict[str, Any]], dict[str, Any]], function_of: Callable[[str], str]) -> list[str]:
     """Every event in ``REPLAY_ORDER`` through ``invoke(function, event)``; the failures, as text."""
     answers: dict[str, Any] = {}
     failures: list[str] = []
     for name in REPLAY_ORDER:
+        if name in BEFORE:
+            BEFORE[name](answers)
         event = _carry(name, load(EVENTS / f"{name}.json"), answers)
         function = function_of(event["path"])
         result = invoke(function, event)

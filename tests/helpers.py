@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import requests
 
@@ -16,8 +17,14 @@ ADMIN_KEY = "mhk_000000000000_test-bootstrap-admin-key-0123456789"
 SERVICE_ID = "default"
 BUCKET = "memory-hub-local"
 # The local stack names each table after its logical id in template.yaml.
-TABLES = {"assets": "AssetsTable", "items": "ItemsTable", "scenes": "ScenesTable", "keys": "KeysTable",
-          "audit": "AuditTable", "idempotency": "IdempotencyTable"}
+TABLES = {
+    "assets": "AssetsTable",
+    "items": "ItemsTable",
+    "scenes": "ScenesTable",
+    "keys": "KeysTable",
+    "audit": "AuditTable",
+    "idempotency": "IdempotencyTable",
+}
 
 
 @dataclass
@@ -38,13 +45,19 @@ class Answer:
 class Api:
     """Requests to the local stack's API Gateway, over HTTP."""
 
-    def __init__(self, base_url: str, key: str | None = ADMIN_KEY, service_id: str = SERVICE_ID,
-                 session: requests.Session | None = None, lambda_url: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        key: str | None = ADMIN_KEY,
+        service_id: str = SERVICE_ID,
+        session: requests.Session | None = None,
+        lambda_url: str | None = None,
+    ) -> None:
         self.base_url, self.key, self.service_id = base_url.rstrip("/"), key, service_id
         self.session = session or requests.Session()
         self.lambda_url = lambda_url
 
-    def with_key(self, key: str | None) -> "Api":
+    def with_key(self, key: str | None) -> Api:
         return Api(self.base_url, key, self.service_id, self.session, self.lambda_url)
 
     def auth_headers(self) -> dict[str, str]:
@@ -53,12 +66,20 @@ class Api:
             headers["Authorization"] = f"Bearer {self.key}"
         return headers
 
-    def raw(self, method: str, path: str, body: bytes | None, headers: dict[str, str] | None = None,
-            query: dict[str, list[str]] | None = None) -> Answer:
-        encoded = {k: v.encode("utf-8") if isinstance(v, str) and not v.isascii() else v
-                   for k, v in (headers or {}).items()}
-        response = self.session.request(method, self.base_url + path, data=body, headers=encoded,
-                                        params=query, timeout=120)
+    def raw(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, list[str]] | None = None,
+    ) -> Answer:
+        encoded = {
+            k: v.encode("utf-8") if isinstance(v, str) and not v.isascii() else v for k, v in (headers or {}).items()
+        }
+        response = self.session.request(
+            method, self.base_url + path, data=body, headers=encoded, params=query, timeout=120
+        )
         try:
             parsed = response.json()
         except ValueError:
@@ -71,8 +92,11 @@ class Api:
 
     def invoke(self, function: str, event: Any) -> Any:
         """Invoke a function of the stack directly (the Lambda Invoke API); its result."""
-        response = self.session.post(f"{self.lambda_url}/2015-03-31/functions/{function}/invocations",
-                                     data=json.dumps(event).encode(), timeout=900)
+        response = self.session.post(
+            f"{self.lambda_url}/2015-03-31/functions/{function}/invocations",
+            data=json.dumps(event).encode(),
+            timeout=900,
+        )
         payload = response.json()
         if response.headers.get("X-Amz-Function-Error"):
             raise AssertionError(f"{function} failed: {payload}")
@@ -110,6 +134,7 @@ def make_scope() -> Scope:
 
 # ---------------------------------------------------------------- the emulated account
 
+
 def aws_client(service: str) -> Any:
     import boto3
 
@@ -142,10 +167,12 @@ class Hooks:
         response.raise_for_status()
         return response.json()
 
-    def add(self, match: dict[str, Any], action: str = "pause", times: int | None = 1,
-            error: dict[str, Any] | None = None) -> int:
-        return int(self._call("POST", "/hooks", {"match": match, "action": action, "times": times,
-                                                  "error": error or {}})["id"])
+    def add(
+        self, match: dict[str, Any], action: str = "pause", times: int | None = 1, error: dict[str, Any] | None = None
+    ) -> int:
+        return int(
+            self._call("POST", "/hooks", {"match": match, "action": action, "times": times, "error": error or {}})["id"]
+        )
 
     def wait(self, hook_id: int, timeout: float = 30) -> bool:
         return bool(self._call("POST", f"/hooks/{hook_id}/wait", timeout=timeout)["waited"])
@@ -179,8 +206,9 @@ class Hooks:
             self.remove(hook)
 
     @contextmanager
-    def failing(self, match: dict[str, Any], code: str = "InternalServerError", status: int = 500,
-                times: int | None = None) -> Iterator[int]:
+    def failing(
+        self, match: dict[str, Any], code: str = "InternalServerError", status: int = 500, times: int | None = None
+    ) -> Iterator[int]:
         """Answer the matching calls with an AWS error for as long as the block runs."""
         hook = self.add(match, "fail", times, {"code": code, "status": status, "message": "injected by a test"})
         try:

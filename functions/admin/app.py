@@ -4,7 +4,6 @@
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
-
 from memory_hub.domain import assets, audit, keys
 from memory_hub.edge import public
 from memory_hub.edge.pipeline import current

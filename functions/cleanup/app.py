@@ -20,7 +20,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     now, budget = event.get("now"), event.get("budget_s")
 
     def remaining_ms() -> int:
-        left = context.get_remaining_time_in_millis()
+        left: int = context.get_remaining_time_in_millis()
         return min(left, int(budget * 1000)) if isinstance(budget, int | float) and budget >= 0 else left
 
     report = cleanup.run(remaining_ms, parse_ms(now) if isinstance(now, str) else None)

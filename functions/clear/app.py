@@ -4,7 +4,6 @@ continuation of a purge that did not fit in the request's time budget."""
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
-
 from memory_hub.domain import clear
 from memory_hub.edge.idempotency import idempotent
 from memory_hub.edge.pipeline import current
@@ -25,9 +24,14 @@ def chat_memory_clear(req: Annotated[ChatMemoryClear, Body(embed=False)]):
     r = current()
     principal = r.authorize()
     checked = clear.checked(principal, clear.memory_ids(req.memory_ids))  # 403/404 before the Idempotency-Key
-    return envelope(idempotent(r, ["chat-memory/clear"],
-                               lambda: clear.clear(principal, checked, r.request_id, _remaining_ms),
-                               app.lambda_context))
+    return envelope(
+        idempotent(
+            r,
+            ["chat-memory/clear"],
+            lambda: clear.clear(principal, checked, r.request_id, _remaining_ms),
+            app.lambda_context,
+        )
+    )
 
 
 @app.post("/v3/memory/delete", summary="Erase all content of a memory, then the asset", tags=["assets"])

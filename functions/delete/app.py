@@ -5,7 +5,6 @@ import json
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-
 from memory_hub.domain import atomic, conversation, user_memory
 from memory_hub.edge.pipeline import current
 from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
@@ -18,31 +17,35 @@ app = make_app()
 ALIAS_PATH = "/v2/memory"
 
 
-@app.post("/v3/conversation/delete", summary="Delete messages by id and/or whole sessions",
-          tags=["L0 conversation"])
+@app.post("/v3/conversation/delete", summary="Delete messages by id and/or whole sessions", tags=["L0 conversation"])
 def conversation_delete(req: Annotated[ConversationDelete, Body(embed=False)]):
     r = current()
-    return envelope(conversation.delete(r.scope, req.message_ids, req.session_ids, r.authorize, r.request_id))
+    return envelope(conversation.delete(r.isolated_scope, req.message_ids, req.session_ids, r.authorize, r.request_id))
 
 
-@app.post("/v3/atomic/delete", summary="Delete records by id (optionally only at expected versions)",
-          tags=["L1 atomic"])
+@app.post(
+    "/v3/atomic/delete", summary="Delete records by id (optionally only at expected versions)", tags=["L1 atomic"]
+)
 def atomic_delete(req: Annotated[AtomicDelete, Body(embed=False)]):
     r = current()
-    return envelope(atomic.delete(r.scope, req.ids, req.expected_versions, r.authorize, r.request_id))
+    return envelope(atomic.delete(r.isolated_scope, req.ids, req.expected_versions, r.authorize, r.request_id))
 
 
-@app.post("/v3/user-memory/delete", summary="Erase a user's L0/L1 in a memory, or one item of theirs",
-          tags=["erasure"])
+@app.post("/v3/user-memory/delete", summary="Erase a user's L0/L1 in a memory, or one item of theirs", tags=["erasure"])
 def user_memory_delete(req: Annotated[UserMemoryDelete, Body(embed=False)]):
     r = current()
     return envelope(user_memory.delete(r.authorize(), req.memory_id, req.user_id, req.content_id, r.request_id))
 
 
-@app.post(ALIAS_PATH, summary="DeleteUserMemory: {appId, userMemoryId, memoryContentId?} → {requestId, result}",
-          tags=["erasure"])
-def delete_user_memory(req: Annotated[DeleteUserMemory, Body(embed=False)],
-                       action: Annotated[Literal["DeleteUserMemory"], Query(alias="Action")]):
+@app.post(
+    ALIAS_PATH,
+    summary="DeleteUserMemory: {appId, userMemoryId, memoryContentId?} → {requestId, result}",
+    tags=["erasure"],
+)
+def delete_user_memory(
+    req: Annotated[DeleteUserMemory, Body(embed=False)],
+    action: Annotated[Literal["DeleteUserMemory"], Query(alias="Action")],
+):
     r = current()
     return envelope(user_memory.delete(r.authorize(), req.appId, req.userMemoryId, req.content_id, r.request_id))
 
@@ -57,8 +60,11 @@ def _alias_answer(response: dict[str, Any]) -> dict[str, Any]:
     if response.get("statusCode") == 200 and answer.get("code") == 0:
         body: dict[str, Any] = {"requestId": request_id, "result": True}
     else:
-        body = {"requestId": request_id, "code": int(answer.get("code") or response.get("statusCode", 500)),
-                "message": answer.get("message", "")}
+        body = {
+            "requestId": request_id,
+            "code": int(answer.get("code") or response.get("statusCode", 500)),
+            "message": answer.get("message", ""),
+        }
     return dict(response, body=json.dumps(body, ensure_ascii=False))
 
 

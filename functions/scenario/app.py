@@ -3,7 +3,6 @@
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
-
 from memory_hub.domain import scenario
 from memory_hub.edge.pipeline import current
 from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
@@ -18,32 +17,35 @@ TAGS = ["L2 scenario"]
 @app.post("/v3/scenario/ls", summary="List scenario files (files only, sorted by path, paged)", tags=TAGS)
 def ls(req: Annotated[ScenarioLs, Body(embed=False)]):
     r = current()
-    return envelope(scenario.ls(r.scope, req.path_prefix, req.limit, req.next_token, r.authorize))
+    return envelope(scenario.ls(r.isolated_scope, req.path_prefix, req.limit, req.next_token, r.authorize))
 
 
 @app.post("/v3/scenario/read", summary="Read one file (content: null when missing)", tags=TAGS)
 def read(req: Annotated[ScenarioRead, Body(embed=False)]):
     r = current()
-    return envelope(scenario.read(r.scope, req.path, r.authorize))
+    return envelope(scenario.read(r.isolated_scope, req.path, r.authorize))
 
 
 @app.post("/v3/scenario/write", summary="Create or overwrite a file; versions 1, 2, …", tags=TAGS)
 def write(req: Annotated[ScenarioWrite, Body(embed=False)]):
     r = current()
-    return envelope(scenario.write(r.scope, req.path, req.content, req.summary, req.expected_version, r.authorize,
-                                   r.request_id))
+    return envelope(
+        scenario.write(
+            r.isolated_scope, req.path, req.content, req.summary, req.expected_version, r.authorize, r.request_id
+        )
+    )
 
 
 @app.post("/v3/scenario/rm", summary="Remove a file, or a folder (path ending in /)", tags=TAGS)
 def rm(req: Annotated[ScenarioRm, Body(embed=False)]):
     r = current()
-    return envelope(scenario.rm(r.scope, req.path, r.authorize, r.request_id))
+    return envelope(scenario.rm(r.isolated_scope, req.path, r.authorize, r.request_id))
 
 
 @app.post("/v3/scenario/count", summary="Count files under a prefix", tags=TAGS)
 def count(req: Annotated[ScenarioCount, Body(embed=False)]):
     r = current()
-    return envelope(scenario.count(r.scope, req.path_prefix, r.authorize))
+    return envelope(scenario.count(r.isolated_scope, req.path_prefix, r.authorize))
 
 
 lambda_handler = lambda_handler_for(app)

@@ -8,12 +8,24 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from helpers import Scope, make_scope
 
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-ASSET_FIELDS = {"memory_id", "team_id", "agent_id", "owner", "name", "visibility", "acl", "bindings", "status",
-                "retention_days", "created_at", "updated_at", "last_cleared_at"}
+ASSET_FIELDS = {
+    "memory_id",
+    "team_id",
+    "agent_id",
+    "owner",
+    "name",
+    "visibility",
+    "acl",
+    "bindings",
+    "status",
+    "retention_days",
+    "created_at",
+    "updated_at",
+    "last_cleared_at",
+}
 COLLISION = "memory_id collision"
 
 
@@ -48,6 +60,7 @@ def sibling(scope, **change):
 
 # ---- create ---------------------------------------------------------------------------------------
 
+
 def test_create_is_admin_only_and_idempotent(api, scope, writer):
     _, reader = new_key(api, "reader", [scope.team_id])
     for who in (writer[1], reader):
@@ -72,14 +85,17 @@ def test_create_is_admin_only_and_idempotent(api, scope, writer):
 
 
 def test_create_validation_and_team_scope(api, scope):
-    for fields, field in (({"visibility": "secret"}, "visibility"),
-                          ({"acl": [{"principal": "p", "permissions": ["delete"]}]}, "acl"),
-                          ({"acl": [{"principal": "p"}]}, "acl"),
-                          ({"acl": {"principal": "p"}}, "acl"),
-                          ({"bindings": [{"agent_id": "客服"}]}, "bindings"),
-                          ({"bindings": [{"agent_id": "a", "priority": "1"}]}, "bindings"),
-                          ({"name": 5}, "name"), ({"agent_id": "客服"}, "agent_id"),
-                          ({"team_id": "a b"}, "team_id")):
+    for fields, field in (
+        ({"visibility": "secret"}, "visibility"),
+        ({"acl": [{"principal": "p", "permissions": ["delete"]}]}, "acl"),
+        ({"acl": [{"principal": "p"}]}, "acl"),
+        ({"acl": {"principal": "p"}}, "acl"),
+        ({"bindings": [{"agent_id": "客服"}]}, "bindings"),
+        ({"bindings": [{"agent_id": "a", "priority": "1"}]}, "bindings"),
+        ({"name": 5}, "name"),
+        ({"agent_id": "客服"}, "agent_id"),
+        ({"team_id": "a b"}, "team_id"),
+    ):
         answer = create(api, scope, **fields)
         assert answer.status == 400 and answer.message.startswith(field), (fields, answer.body)
     assert get(api, scope.memory_id).status == 404
@@ -117,11 +133,20 @@ def test_first_write_creates_the_asset_owned_by_the_writer(api, scope, writer, r
 
 
 READS = {
-    "conversation/query": {}, "conversation/search": {"query": "hi"}, "conversation/count": {},
+    "conversation/query": {},
+    "conversation/search": {"query": "hi"},
+    "conversation/count": {},
     "conversation/delete": {"message_ids": ["msg-x"], "session_ids": ["s"]},
-    "atomic/query": {}, "atomic/search": {"query": "hi"}, "atomic/count": {}, "atomic/delete": {"ids": ["atom-x"]},
-    "scenario/ls": {}, "scenario/read": {"path": "a.md"}, "scenario/count": {}, "scenario/rm": {"path": "a.md"},
-    "core/read": {}, "core/count": {},
+    "atomic/query": {},
+    "atomic/search": {"query": "hi"},
+    "atomic/count": {},
+    "atomic/delete": {"ids": ["atom-x"]},
+    "scenario/ls": {},
+    "scenario/read": {"path": "a.md"},
+    "scenario/count": {},
+    "scenario/rm": {"path": "a.md"},
+    "core/read": {},
+    "core/count": {},
 }
 
 
@@ -145,12 +170,21 @@ def test_reads_counts_and_deletes_never_create_an_asset(api, scope, writer):
 
 # ---- get ------------------------------------------------------------------------------------------
 
+
 def test_get_counts_follow_writes_and_deletes(api, scope):
     second = sibling(scope, user_id=scope.user_id + "-2")
-    mine = ok(api.post("/v3/conversation/add", scope.body(session_id="s1", messages=[
-        {"role": "user", "content": f"m{i}"} for i in range(3)])))["accepted_ids"]
-    ok(api.post("/v3/conversation/add", second.body(session_id="s2", messages=[
-        {"role": "user", "content": f"n{i}"} for i in range(2)])))
+    mine = ok(
+        api.post(
+            "/v3/conversation/add",
+            scope.body(session_id="s1", messages=[{"role": "user", "content": f"m{i}"} for i in range(3)]),
+        )
+    )["accepted_ids"]
+    ok(
+        api.post(
+            "/v3/conversation/add",
+            second.body(session_id="s2", messages=[{"role": "user", "content": f"n{i}"} for i in range(2)]),
+        )
+    )
     atoms = [ok(api.post("/v3/atomic/add", scope.body(content=f"fact {i}")))["id"] for i in range(3)]
     ok(api.post("/v3/atomic/add", scope.body(content="fact 0")))  # reinforces: still 3 records
     ok(api.post("/v3/atomic/add", second.body(content="fact 0")))
@@ -173,8 +207,12 @@ def test_get_counts_follow_writes_and_deletes(api, scope):
 
 def test_counts_exact_after_concurrent_mixed_deletes(api, scope):
     second = sibling(scope, user_id=scope.user_id + "-2")
-    ids = ok(api.post("/v3/conversation/add", scope.body(session_id="s1", messages=[
-        {"role": "user", "content": f"m{i}"} for i in range(6)])))["accepted_ids"]
+    ids = ok(
+        api.post(
+            "/v3/conversation/add",
+            scope.body(session_id="s1", messages=[{"role": "user", "content": f"m{i}"} for i in range(6)]),
+        )
+    )["accepted_ids"]
     ok(api.post("/v3/conversation/add", second.body(session_id="s1", messages=[{"role": "user", "content": "x"}])))
     atoms = [ok(api.post("/v3/atomic/add", scope.body(content=f"fact {i}")))["id"] for i in range(4)]
 
@@ -203,9 +241,11 @@ def test_unknown_or_foreign_memory_is_404_for_star_and_403_for_team_keys(api, sc
     assert get(team_admin, unknown).status == 403
     assert get(team_admin, "no-such-memory").status == 403
     assert ok(get(team_admin, scope.memory_id))["memory_id"] == scope.memory_id
-    for path, body in (("/v3/memory/get", {"memory_id": other.memory_id}),
-                       ("/v3/memory/update", {"memory_id": other.memory_id, "name": "mine now"}),
-                       ("/v3/memory/list", {"team_id": other.team_id})):
+    for path, body in (
+        ("/v3/memory/get", {"memory_id": other.memory_id}),
+        ("/v3/memory/update", {"memory_id": other.memory_id, "name": "mine now"}),
+        ("/v3/memory/list", {"team_id": other.team_id}),
+    ):
         answer = team_admin.post(path, body)
         assert answer.status == 403 and answer.body["code"] == 403, (path, answer.body)
     assert ok(get(api, other.memory_id))["name"] is None
@@ -216,6 +256,7 @@ def test_unknown_or_foreign_memory_is_404_for_star_and_403_for_team_keys(api, sc
 
 
 # ---- list -----------------------------------------------------------------------------------------
+
 
 def test_list_by_memory_id_with_paging_and_team_filter(api):
     team = "tl" + uuid.uuid4().hex[:10]
@@ -248,10 +289,13 @@ def test_list_by_memory_id_with_paging_and_team_filter(api):
     assert walked == expected
     token = first["next_token"]
     middle = len(token) // 2  # a middle character carries 6 bits of payload or signature
-    bad_token = token[:middle] + ("B" if token[middle] == "A" else "A") + token[middle + 1:]
-    for body in ({"team_id": team, "next_token": bad_token}, {"team_id": team, "next_token": "garbage"},
-                 {"team_id": team + "x", "next_token": first["next_token"]},
-                 {"next_token": first["next_token"]}):
+    bad_token = token[:middle] + ("B" if token[middle] == "A" else "A") + token[middle + 1 :]
+    for body in (
+        {"team_id": team, "next_token": bad_token},
+        {"team_id": team, "next_token": "garbage"},
+        {"team_id": team + "x", "next_token": first["next_token"]},
+        {"next_token": first["next_token"]},
+    ):
         answer = api.post("/v3/memory/list", body)
         assert answer.status == 400 and answer.message == "next_token: invalid", (body, answer.body)
     for body in ({"limit": 0}, {"limit": 101}, {"limit": "2"}, {"team_id": "bad team"}):
@@ -273,26 +317,49 @@ def test_list_all_teams_is_sorted_and_paged(api):
 
 # ---- update ---------------------------------------------------------------------------------------
 
+
 def test_update_fields_reset_and_audit(api, scope):
     made = ok(create(api, scope, name="first", visibility="private"))
     acl = [{"principal": "user:ann", "permissions": ["admin"]}]
     bindings = [{"agent_id": "b1", "injection_mode": "system", "priority": 1}]
-    changed = ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "name": "second",
-                                                "visibility": "public", "acl": acl, "bindings": bindings,
-                                                "retention_days": 30}))
+    changed = ok(
+        api.post(
+            "/v3/memory/update",
+            {
+                "memory_id": scope.memory_id,
+                "name": "second",
+                "visibility": "public",
+                "acl": acl,
+                "bindings": bindings,
+                "retention_days": 30,
+            },
+        )
+    )
     assert (changed["name"], changed["visibility"], changed["acl"], changed["retention_days"]) == (
-        "second", "public", acl, 30)
+        "second",
+        "public",
+        acl,
+        30,
+    )
     assert changed["bindings"][0] == bindings[0]
     assert (changed["created_at"], changed["owner"], changed["memory_id"]) == (
-        made["created_at"], made["owner"], made["memory_id"])
+        made["created_at"],
+        made["owner"],
+        made["memory_id"],
+    )
     assert changed["updated_at"] >= made["updated_at"]
     got = ok(get(api, scope.memory_id))
     assert {k: got[k] for k in ASSET_FIELDS} == changed
     # absent leaves a field; null = absent, except retention_days where null resets it
-    partial = ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "visibility": "team",
-                                                "name": None, "acl": None}))
+    partial = ok(
+        api.post("/v3/memory/update", {"memory_id": scope.memory_id, "visibility": "team", "name": None, "acl": None})
+    )
     assert (partial["name"], partial["visibility"], partial["acl"], partial["retention_days"]) == (
-        "second", "team", acl, 30)
+        "second",
+        "team",
+        acl,
+        30,
+    )
     reset = ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "retention_days": None}))
     assert reset["retention_days"] is None and reset["name"] == "second"
     assert ok(get(api, scope.memory_id))["retention_days"] is None
@@ -302,20 +369,29 @@ def test_update_fields_reset_and_audit(api, scope):
     assert zero["retention_days"] == 0 and zero["acl"] == []
     events = ok(api.post("/v3/audit/query", {"memory_id": scope.memory_id, "action": "memory_update"}))["events"]
     assert len(events) == 5
-    assert all(e["action"] == "memory_update" and e["layer"] == "asset" and e["actor"] == "bootstrap"
-               and e["memory_id"] == scope.memory_id for e in events)
+    assert all(
+        e["action"] == "memory_update"
+        and e["layer"] == "asset"
+        and e["actor"] == "bootstrap"
+        and e["memory_id"] == scope.memory_id
+        for e in events
+    )
     assert "second" not in str(events) and "user:ann" not in str(events)
 
 
 def test_update_validation(api, scope):
     ok(create(api, scope, name="kept"))
-    for fields, field in (({"visibility": "secret"}, "visibility"), ({"retention_days": -1}, "retention_days"),
-                          ({"retention_days": 36_501}, "retention_days"), ({"retention_days": "30"}, "retention_days"),
-                          ({"retention_days": 1.5}, "retention_days"),
-                          ({"acl": [{"principal": "p", "permissions": ["owner"]}]}, "acl"),
-                          ({"acl": [{"principal": "", "permissions": ["read"]}]}, "acl"),
-                          ({"bindings": [{"injection_mode": "x"}]}, "bindings"),
-                          ({"bindings": "b"}, "bindings")):
+    for fields, field in (
+        ({"visibility": "secret"}, "visibility"),
+        ({"retention_days": -1}, "retention_days"),
+        ({"retention_days": 36_501}, "retention_days"),
+        ({"retention_days": "30"}, "retention_days"),
+        ({"retention_days": 1.5}, "retention_days"),
+        ({"acl": [{"principal": "p", "permissions": ["owner"]}]}, "acl"),
+        ({"acl": [{"principal": "", "permissions": ["read"]}]}, "acl"),
+        ({"bindings": [{"injection_mode": "x"}]}, "bindings"),
+        ({"bindings": "b"}, "bindings"),
+    ):
         answer = api.post("/v3/memory/update", {"memory_id": scope.memory_id, **fields})
         assert answer.status == 400 and answer.message.startswith(field), (fields, answer.body)
     got = ok(get(api, scope.memory_id))
@@ -329,6 +405,7 @@ def test_update_validation(api, scope):
 
 # ---- the memory_id collision rule -----------------------------------------------------------------
 
+
 def collision_pairs():
     prefix = "col" + uuid.uuid4().hex[:8]
     first = Scope(f"{prefix}-b", "c", "u1")
@@ -339,17 +416,21 @@ def collision_pairs():
 
 def test_collision_later_pair_writes_409_and_reads_empty(api, writer):
     first, later = collision_pairs()
-    msg = ok(api.post("/v3/conversation/add", first.body(session_id="s", messages=[
-        {"role": "user", "content": "shared words"}])))["accepted_ids"]
+    msg = ok(
+        api.post(
+            "/v3/conversation/add", first.body(session_id="s", messages=[{"role": "user", "content": "shared words"}])
+        )
+    )["accepted_ids"]
     atom = ok(api.post("/v3/atomic/add", first.body(content="shared words")))["id"]
     for who in (api, writer[1]):
-        for path, body in (("/v3/conversation/add", {"session_id": "s", "messages": [
-                                {"role": "user", "content": "shared words"}]}),
-                           ("/v3/atomic/add", {"content": "shared words"}),
-                           ("/v3/atomic/update", {"id": atom, "content": "taken over"}),
-                           ("/v3/atomic/update", {"id": "atom-00000000000000000000000000", "content": "x"}),
-                           ("/v3/scenario/write", {"path": "a.md", "content": "x"}),
-                           ("/v3/core/write", {"content": "x"})):
+        for path, body in (
+            ("/v3/conversation/add", {"session_id": "s", "messages": [{"role": "user", "content": "shared words"}]}),
+            ("/v3/atomic/add", {"content": "shared words"}),
+            ("/v3/atomic/update", {"id": atom, "content": "taken over"}),
+            ("/v3/atomic/update", {"id": "atom-00000000000000000000000000", "content": "x"}),
+            ("/v3/scenario/write", {"path": "a.md", "content": "x"}),
+            ("/v3/core/write", {"content": "x"}),
+        ):
             answer = who.post(path, later.body(**body))
             assert answer.status == 409 and answer.body["code"] == 409, (path, answer.body)
             assert answer.message == COLLISION and answer.body["retryable"] is False, answer.body
@@ -363,7 +444,7 @@ def test_collision_later_pair_writes_409_and_reads_empty(api, writer):
     assert ok(api.post("/v3/atomic/count", later.body()))["total"] == 0
     assert ok(api.post("/v3/atomic/search", later.body(query="shared")))["items"] == []
     gone = ok(api.post("/v3/conversation/delete", later.body(message_ids=msg, session_ids=["s"])))
-    assert gone["deleted_count"] == 0 and gone["not_found_ids"] == msg + ["s"]
+    assert gone["deleted_count"] == 0 and gone["not_found_ids"] == [*msg, "s"]
     assert ok(api.post("/v3/atomic/delete", later.body(ids=[atom])))["not_found_ids"] == [atom]
     # the first pair is untouched
     asset = ok(get(api, first.memory_id))
@@ -377,8 +458,10 @@ def test_collision_later_pair_writes_409_and_reads_empty(api, writer):
 def test_collision_decided_by_memory_create_too(api):
     first, later = collision_pairs()
     ok(create(api, later, name="later made it first"))  # now `later` owns the id
-    for path, body in (("/v3/conversation/add", {"session_id": "s", "messages": [{"role": "user", "content": "x"}]}),
-                       ("/v3/atomic/add", {"content": "x"})):
+    for path, body in (
+        ("/v3/conversation/add", {"session_id": "s", "messages": [{"role": "user", "content": "x"}]}),
+        ("/v3/atomic/add", {"content": "x"}),
+    ):
         answer = api.post(path, first.body(**body))
         assert answer.status == 409 and answer.message == COLLISION and answer.body["retryable"] is False
     again = create(api, first)
@@ -386,7 +469,11 @@ def test_collision_decided_by_memory_create_too(api):
     ok(api.post("/v3/atomic/add", later.body(content="owner writes")))
     asset = ok(get(api, later.memory_id))
     assert (asset["team_id"], asset["name"], asset["counts"]["l1"], asset["counts"]["l0"]) == (
-        later.team_id, "later made it first", 1, 0)
+        later.team_id,
+        "later made it first",
+        1,
+        0,
+    )
 
 
 def test_collision_race_has_one_owner(api):
@@ -397,7 +484,7 @@ def test_collision_race_has_one_owner(api):
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         answers = list(pool.map(write, [first, later, first, later]))
-    winners = {(p.team_id) for p, a in zip([first, later, first, later], answers) if a.status == 200}
+    winners = {(p.team_id) for p, a in zip([first, later, first, later], answers, strict=True) if a.status == 200}
     assert len(winners) == 1, [a.body for a in answers]
     assert all(a.status == 409 and a.message == COLLISION for a in answers if a.status != 200)
     owner = ok(get(api, first.memory_id))

@@ -9,15 +9,29 @@ import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from helpers import Scope, make_scope
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import Scope, make_scope
-
 ATOM_ID = re.compile(r"^atom-[0-9a-z]+$")
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-ITEM_FIELDS = {"id", "type", "content", "background", "tags", "metadata", "version", "reinforced_count",
-               "team_id", "agent_id", "user_id", "task_id", "session_id", "created_at", "updated_at"}
+ITEM_FIELDS = {
+    "id",
+    "type",
+    "content",
+    "background",
+    "tags",
+    "metadata",
+    "version",
+    "reinforced_count",
+    "team_id",
+    "agent_id",
+    "user_id",
+    "task_id",
+    "session_id",
+    "created_at",
+    "updated_at",
+}
 
 
 def add(api, scope, content, **fields):
@@ -66,27 +80,57 @@ def sibling(scope, **change):
 
 # ---- add and the natural key ----------------------------------------------------------------------
 
+
 def test_add_creates_a_record_with_every_field(api, scope):
     answer = api.post("/v3/atomic/add", scope.body(content="likes green tea", session_id="s1"))
     assert answer.status == 200 and answer.body["code"] == 0
     data = answer.data
     assert ATOM_ID.match(data["id"])
     assert {k: data[k] for k in ("version", "created", "reinforced_count")} == {
-        "version": 1, "created": True, "reinforced_count": 1}
+        "version": 1,
+        "created": True,
+        "reinforced_count": 1,
+    }
     assert data["version"] is not True and data["created"] is True
     item = by_id(api, scope)[data["id"]]
     assert set(item) == ITEM_FIELDS
     assert item == {
-        "id": data["id"], "type": "episodic", "content": "likes green tea", "background": "", "tags": [],
-        "metadata": {}, "version": 1, "reinforced_count": 1, "team_id": scope.team_id,
-        "agent_id": scope.agent_id, "user_id": scope.user_id, "task_id": None, "session_id": "s1",
-        "created_at": item["created_at"], "updated_at": item["updated_at"]}
+        "id": data["id"],
+        "type": "episodic",
+        "content": "likes green tea",
+        "background": "",
+        "tags": [],
+        "metadata": {},
+        "version": 1,
+        "reinforced_count": 1,
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+        "user_id": scope.user_id,
+        "task_id": None,
+        "session_id": "s1",
+        "created_at": item["created_at"],
+        "updated_at": item["updated_at"],
+    }
     assert TIME.match(item["created_at"]) and item["created_at"] == item["updated_at"]
-    full = add(api, scope, "prefers tea", type="preference", background="at work", tags=["drink", "tea"],
-               metadata={"source": "chat", "n": [1, {"x": "y"}]}, task_id="t1")
+    full = add(
+        api,
+        scope,
+        "prefers tea",
+        type="preference",
+        background="at work",
+        tags=["drink", "tea"],
+        metadata={"source": "chat", "n": [1, {"x": "y"}]},
+        task_id="t1",
+    )
     got = by_id(api, scope, task_id="t1")[full["id"]]
     assert (got["type"], got["background"], got["tags"], got["metadata"], got["task_id"], got["session_id"]) == (
-        "preference", "at work", ["drink", "tea"], {"source": "chat", "n": [1, {"x": "y"}]}, "t1", None)
+        "preference",
+        "at work",
+        ["drink", "tea"],
+        {"source": "chat", "n": [1, {"x": "y"}]},
+        "t1",
+        None,
+    )
     later = add(api, scope, "another")
     assert later["id"] > full["id"] > data["id"]  # time-ordered ids
 
@@ -95,18 +139,32 @@ def test_null_fields_count_as_absent(api, scope):
     data = add(api, scope, "nulls", type=None, background=None, tags=None, metadata=None, session_id=None)
     item = by_id(api, scope)[data["id"]]
     assert (item["type"], item["background"], item["tags"], item["metadata"], item["session_id"]) == (
-        "episodic", "", [], {}, None)
+        "episodic",
+        "",
+        [],
+        {},
+        None,
+    )
     again = add(api, scope, "nulls", type="episodic", background="")
     assert again["id"] == data["id"] and again["created"] is False
 
 
 def test_natural_key_reinforces_and_ignores_new_extras(api, scope):
-    first = add(api, scope, "drinks coffee", type="habit", background="mornings", tags=["a"],
-                metadata={"v": 1}, session_id="s1")
+    first = add(
+        api, scope, "drinks coffee", type="habit", background="mornings", tags=["a"], metadata={"v": 1}, session_id="s1"
+    )
     other = add(api, scope, "reads news")
     before = by_id(api, scope)[first["id"]]
-    again = add(api, scope, "drinks coffee", type="habit", background="mornings", tags=["b", "c"],
-                metadata={"v": 2}, session_id="s2")
+    again = add(
+        api,
+        scope,
+        "drinks coffee",
+        type="habit",
+        background="mornings",
+        tags=["b", "c"],
+        metadata={"v": 2},
+        session_id="s2",
+    )
     assert again == {"id": first["id"], "version": 1, "created": False, "reinforced_count": 2}
     third = add(api, scope, "drinks coffee", type="habit", background="mornings")
     assert third["reinforced_count"] == 3 and third["id"] == first["id"]
@@ -155,8 +213,11 @@ _VARIANTS = {
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(base=st.text(alphabet=_ALPHABET, min_size=1, max_size=24),
-       variant=st.sampled_from(sorted(_VARIANTS)), on=st.sampled_from(["content", "background"]))
+@given(
+    base=st.text(alphabet=_ALPHABET, min_size=1, max_size=24),
+    variant=st.sampled_from(sorted(_VARIANTS)),
+    on=st.sampled_from(["content", "background"]),
+)
 def test_byte_different_text_is_another_record(api, base, variant, on):
     scope = make_scope()
     changed = _VARIANTS[variant](base)
@@ -200,30 +261,34 @@ def test_racing_first_adds_create_the_asset_once(api, scope):
 
 # ---- validation -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fields, field", [
-    ({"content": ""}, "content"),
-    ({"content": "x" * 8193}, "content"),
-    ({"content": 42}, "content"),
-    ({"content": None}, "content"),
-    ({"type": "Fact"}, "type"),
-    ({"type": "a-b"}, "type"),
-    ({"type": "fact1"}, "type"),
-    ({"type": ""}, "type"),
-    ({"type": "a" * 65}, "type"),
-    ({"type": "fact\n"}, "type"),
-    ({"type": 1}, "type"),
-    ({"background": "b" * 2049}, "background"),
-    ({"background": 7}, "background"),
-    ({"tags": [f"t{i}" for i in range(21)]}, "tags"),
-    ({"tags": "one"}, "tags"),
-    ({"tags": ["ok", ""]}, "tags.1"),
-    ({"tags": ["ok", "ok", "t" * 65]}, "tags.2"),
-    ({"tags": [1]}, "tags.0"),
-    ({"metadata": [1, 2]}, "metadata"),
-    ({"metadata": "{}"}, "metadata"),
-    ({"metadata": {"k": "x" * 4089}}, "metadata"),
-    ({"metadata": {"k": "é" * 2045}}, "metadata"),
-])
+
+@pytest.mark.parametrize(
+    "fields, field",
+    [
+        ({"content": ""}, "content"),
+        ({"content": "x" * 8193}, "content"),
+        ({"content": 42}, "content"),
+        ({"content": None}, "content"),
+        ({"type": "Fact"}, "type"),
+        ({"type": "a-b"}, "type"),
+        ({"type": "fact1"}, "type"),
+        ({"type": ""}, "type"),
+        ({"type": "a" * 65}, "type"),
+        ({"type": "fact\n"}, "type"),
+        ({"type": 1}, "type"),
+        ({"background": "b" * 2049}, "background"),
+        ({"background": 7}, "background"),
+        ({"tags": [f"t{i}" for i in range(21)]}, "tags"),
+        ({"tags": "one"}, "tags"),
+        ({"tags": ["ok", ""]}, "tags.1"),
+        ({"tags": ["ok", "ok", "t" * 65]}, "tags.2"),
+        ({"tags": [1]}, "tags.0"),
+        ({"metadata": [1, 2]}, "metadata"),
+        ({"metadata": "{}"}, "metadata"),
+        ({"metadata": {"k": "x" * 4089}}, "metadata"),
+        ({"metadata": {"k": "é" * 2045}}, "metadata"),
+    ],
+)
 def test_add_validation_names_the_field(api, scope, fields, field):
     answer = api.post("/v3/atomic/add", scope.body(**{"content": "valid", **fields}))
     assert answer.status == 400 and answer.body["code"] == 400, answer.body
@@ -257,6 +322,7 @@ def test_validation_failure_writes_nothing_and_creates_no_asset(api, scope):
 
 
 # ---- query, count, search -------------------------------------------------------------------------
+
 
 def test_query_orders_by_updated_at_and_filters(api, scope):
     a = add(api, scope, "apple fact", type="fact")
@@ -308,7 +374,7 @@ def test_search_scores_best_first(api, scope):
     none = add(api, scope, "bob likes chess")
     cjk = add(api, scope, "用户喜欢爬山")
     found = search(api, scope, "alice HIKING")
-    assert [i["id"] for i in found][0] == full["id"]
+    assert next(i["id"] for i in found) == full["id"]
     assert {i["id"] for i in found} == {full["id"], part["id"], via_background["id"]}
     assert none["id"] not in {i["id"] for i in found}
     scores = [i["score"] for i in found]
@@ -325,9 +391,9 @@ def test_search_scores_best_first(api, scope):
 
 # ---- update ---------------------------------------------------------------------------------------
 
+
 def test_update_changes_only_the_given_fields(api, scope):
-    made = add(api, scope, "old content", type="fact", background="bg", tags=["t"], metadata={"m": 1},
-               session_id="s1")
+    made = add(api, scope, "old content", type="fact", background="bg", tags=["t"], metadata={"m": 1}, session_id="s1")
     before = by_id(api, scope)[made["id"]]
     answer = update(api, scope, made["id"], content="new content")
     assert answer.status == 200, answer.body
@@ -339,10 +405,15 @@ def test_update_changes_only_the_given_fields(api, scope):
     third = update(api, scope, made["id"], tags=["x", "y"], metadata={"z": True}, background="", session_id="s9")
     assert third.status == 200 and third.data["version"] == "v3"
     final = by_id(api, scope)[made["id"]]
-    assert final == dict(after, tags=["x", "y"], metadata={"z": True}, background="", version=3,
-                         updated_at=third.data["updated_at"])
+    assert final == dict(
+        after, tags=["x", "y"], metadata={"z": True}, background="", version=3, updated_at=third.data["updated_at"]
+    )
     assert (final["type"], final["created_at"], final["session_id"], final["reinforced_count"]) == (
-        "fact", before["created_at"], "s1", 1)
+        "fact",
+        before["created_at"],
+        "s1",
+        1,
+    )
     # the new natural key: adding the new text reinforces, adding the old text creates
     same = add(api, scope, "new content", type="fact", background="")
     assert same["id"] == made["id"] and same["created"] is False and same["version"] == 3
@@ -363,10 +434,14 @@ def test_update_expected_version_and_errors(api, scope):
     for fields in ({}, {"content": None, "tags": None}, {"session_id": "s"}):
         nothing = update(api, scope, made["id"], **fields)
         assert nothing.status == 400, (fields, nothing.body)
-    for fields, field in (({"content": ""}, "content"), ({"content": "x" * 8193}, "content"),
-                          ({"tags": [""]}, "tags.0"), ({"background": "b" * 2049}, "background"),
-                          ({"metadata": [1]}, "metadata"), ({"expected_version": "1", "content": "x"},
-                                                            "expected_version")):
+    for fields, field in (
+        ({"content": ""}, "content"),
+        ({"content": "x" * 8193}, "content"),
+        ({"tags": [""]}, "tags.0"),
+        ({"background": "b" * 2049}, "background"),
+        ({"metadata": [1]}, "metadata"),
+        ({"expected_version": "1", "content": "x"}, "expected_version"),
+    ):
         bad = update(api, scope, made["id"], **fields)
         assert bad.status == 400 and bad.message.startswith(f"{field}: "), bad.body
     unknown = update(api, scope, "atom-00000000000000000000000000", content="x")
@@ -377,8 +452,11 @@ def test_update_expected_version_and_errors(api, scope):
 
 def test_update_of_another_scope_is_404(api, scope):
     made = add(api, scope, "private fact")
-    for other in (sibling(scope, user_id=scope.user_id + "-o"), sibling(scope, agent_id=scope.agent_id + "o"),
-                  sibling(scope, team_id=scope.team_id + "o")):
+    for other in (
+        sibling(scope, user_id=scope.user_id + "-o"),
+        sibling(scope, agent_id=scope.agent_id + "o"),
+        sibling(scope, team_id=scope.team_id + "o"),
+    ):
         add(api, other, "their own")
         answer = update(api, other, made["id"], content="hijacked")
         assert answer.status == 404, answer.body
@@ -421,6 +499,7 @@ def test_update_to_another_records_natural_key_is_409(api, scope):
 
 
 # ---- delete ---------------------------------------------------------------------------------------
+
 
 def test_delete_ids_trimmed_and_deduplicated(api, scope):
     a, b, c = (add(api, scope, t)["id"] for t in ("a", "b", "c"))
@@ -465,15 +544,18 @@ def test_delete_expected_versions(api, scope):
 
 
 def test_delete_outside_scope_is_not_found_and_kept(api, scope):
-    others = [sibling(scope, user_id=scope.user_id + "-o"), sibling(scope, agent_id=scope.agent_id + "o"),
-              sibling(scope, team_id=scope.team_id + "o")]
+    others = [
+        sibling(scope, user_id=scope.user_id + "-o"),
+        sibling(scope, agent_id=scope.agent_id + "o"),
+        sibling(scope, team_id=scope.team_id + "o"),
+    ]
     theirs = [add(api, other, "theirs")["id"] for other in others]
     mine = add(api, scope, "mine")["id"]
-    answer = delete(api, scope, theirs + [mine], session_id="whatever")
+    answer = delete(api, scope, [*theirs, mine], session_id="whatever")
     assert answer.status == 200
     assert answer.data["deleted_ids"] == [mine] and answer.data["not_found_ids"] == theirs
     assert answer.data["deleted_count"] == 1
-    for other, atom_id in zip(others, theirs):
+    for other, atom_id in zip(others, theirs, strict=True):
         assert ids_of(items(api, other)) == [atom_id] and count(api, other) == 1
     task = add(api, scope, "task bound", task_id="t1")["id"]
     wrong_task = delete(api, scope, [task], task_id="t2")
@@ -517,6 +599,7 @@ def test_echo_case_deletes_exactly_the_confirmed_row(api, scope):
 
 
 # ---- exact counters -------------------------------------------------------------------------------
+
 
 def test_counts_stay_exact_under_concurrent_deletes(api, scope):
     ids = [add(api, scope, f"record {i}", type="t")["id"] for i in range(8)]

@@ -37,6 +37,7 @@ SHORTEST_BUDGET_S = 1.0  # a run's deadline is never closer than this, whatever 
 
 # ---- helpers --------------------------------------------------------------------------------------
 
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -81,8 +82,10 @@ def add_old(api, scope: Scope, timestamps: list[int], session: str = "s1") -> li
     ids = []
     for start in range(0, len(timestamps), 100):
         chunk = timestamps[start : start + 100]
-        body = scope.body(session_id=session, messages=[
-            {"role": "user", "content": f"message at {ts}", "timestamp": iso(ts)} for ts in chunk])
+        body = scope.body(
+            session_id=session,
+            messages=[{"role": "user", "content": f"message at {ts}", "timestamp": iso(ts)} for ts in chunk],
+        )
         ids += ok(api.post("/v3/conversation/add", body))["accepted_ids"]
     return ids
 
@@ -162,8 +165,13 @@ def partition(pk: str) -> list[dict[str, Any]]:
     client, items, start = aws_client("dynamodb"), [], None
     while True:
         more = {"ExclusiveStartKey": start} if start else {}
-        page = client.query(TableName=TABLES["items"], KeyConditionExpression="pk = :pk", ConsistentRead=True,
-                            ExpressionAttributeValues={":pk": {"S": pk}}, **more)
+        page = client.query(
+            TableName=TABLES["items"],
+            KeyConditionExpression="pk = :pk",
+            ConsistentRead=True,
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            **more,
+        )
         items += page.get("Items", [])
         start = page.get("LastEvaluatedKey")
         if not start:
@@ -177,8 +185,10 @@ def lease_items() -> dict[str, dict[str, Any]]:
 
 def hold_lease(owner: str, until_ms: int) -> None:
     """Another run's lease, as that run's conditional put leaves it."""
-    aws_client("dynamodb").put_item(TableName=TABLES["items"], Item={
-        "pk": {"S": CLEANUP_PK}, "sk": {"S": LEASE_SK}, "owner": {"S": owner}, "until": {"N": str(until_ms)}})
+    aws_client("dynamodb").put_item(
+        TableName=TABLES["items"],
+        Item={"pk": {"S": CLEANUP_PK}, "sk": {"S": LEASE_SK}, "owner": {"S": owner}, "until": {"N": str(until_ms)}},
+    )
 
 
 def drop_lease() -> None:
@@ -227,6 +237,7 @@ def no_leftover_cursor(api, hooks):
 
 # ---- retention ------------------------------------------------------------------------------------
 
+
 def test_70_old_and_5_new_messages_keep_the_newest_50(api, scope):
     other, keep_a, keep_b = two_users_70_old_5_new(api, scope)
     set_retention(api, scope, 30)
@@ -263,8 +274,10 @@ def test_the_audit_event_is_in_the_same_transaction_as_the_deletes(api, scope, h
     set_retention(api, scope, 30)
     transactions = {"function": CLEANUP, "operation": "TransactWriteItems"}
     refuse = ("ValidationException", 400)
-    with hooks.failing({**transactions, "body_contains": scope.team_id}, *refuse) as ours, \
-            hooks.failing({**transactions, "body_contains": "retention_cleanup"}, *refuse) as audited:
+    with (
+        hooks.failing({**transactions, "body_contains": scope.team_id}, *refuse) as ours,
+        hooks.failing({**transactions, "body_contains": "retention_cleanup"}, *refuse) as audited,
+    ):
         with pytest.raises(AssertionError, match="injected by a test"):
             cleanup(api)
         assert hooks.state(ours)["hits"] == 1 and hooks.state(audited)["hits"] == 1
@@ -337,14 +350,19 @@ def test_l1_keeps_the_newest_20_by_updated_at(api, scope):
 
 # ---- other chores ---------------------------------------------------------------------------------
 
+
 def test_persona_backups_beyond_3_are_pruned(api, scope):
     for n in range(3):
         ok(api.post("/v3/core/write", scope.body(content=f"persona {n}")))
     backups = scope.prefix + ".backup/persona/"
     assert len(keys_under(backups)) == 2
     for version in (10, 11, 12, 13):
-        put_object(f"{backups}persona_20240101_00000{version % 10}_{version}.md", f"old persona {version}".encode(),
-                   epoch="1", version=str(version))
+        put_object(
+            f"{backups}persona_20240101_00000{version % 10}_{version}.md",
+            f"old persona {version}".encode(),
+            epoch="1",
+            version=str(version),
+        )
     assert len(keys_under(backups)) == 6
     report = cleanup(api)
     assert report["done"] is True and report["backups_deleted"] >= 3
@@ -379,8 +397,6 @@ def test_a_pending_purge_is_finished(api, function_env):
     assert l0_count(api, pending) == 0 and counts(api, pending) == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
 
 
-@pytest.mark.xfail(reason="product: a purge the cleanup finishes is audited with the clearing key as actor, "
-                          "not system:cleanup (domain/clear.complete uses the purge record's actor)", strict=True)
 def test_purge_complete_by_the_cleanup_is_recorded_as_system_cleanup(api, function_env):
     pending = make_scope()
     add_new(api, pending, 3)
@@ -431,6 +447,7 @@ def test_expired_idempotency_records_are_removed(api, scope):
 
 
 # ---- overlapping runs and resuming ----------------------------------------------------------------
+
 
 def test_a_run_while_the_lease_is_held_is_skipped(api, scope):
     other, keep_a, keep_b = two_users_70_old_5_new(api, scope)
@@ -526,6 +543,7 @@ def test_a_run_out_of_time_saves_a_cursor_and_the_next_one_resumes(api, hooks):
 
 # ---- exports and scene tombstones -----------------------------------------------------------------
 
+
 def test_exports_older_than_a_day_are_removed(api, scope):
     ok(api.post("/v3/scenario/write", scope.body(path="keep.md", content="kept")))
     export = scope.prefix + ".exports/export-1.jsonl"
@@ -546,8 +564,11 @@ def test_scene_tombstones_older_than_a_day_are_dropped(api, scope):
     ok(api.post("/v3/scenario/rm", scope.body(path="gone.md")))
 
     def entries():
-        return {row["path"]["S"]: row for row in scan(TABLES["scenes"])
-                if row["scope"]["S"] == f"{scope.team_id}:{scope.agent_id}"}
+        return {
+            row["path"]["S"]: row
+            for row in scan(TABLES["scenes"])
+            if row["scope"]["S"] == f"{scope.team_id}:{scope.agent_id}"
+        }
 
     assert entries()["gone.md"]["removed"]["BOOL"] is True
     assert cleanup(api)["done"] is True  # removed just now: kept
@@ -561,6 +582,7 @@ def test_scene_tombstones_older_than_a_day_are_dropped(api, scope):
 
 # ---- the scheduled event --------------------------------------------------------------------------
 
+
 def test_the_scheduled_event_runs_the_cleanup(api, scope):
     with open(ROOT / "events" / "scheduled" / "cleanup.json", encoding="utf-8") as handle:
         event = json.load(handle)
@@ -571,6 +593,8 @@ def test_the_scheduled_event_runs_the_cleanup(api, scope):
     report = api.invoke(CLEANUP, event)
     assert isinstance(json.loads(json.dumps(report)), dict)
     assert report["done"] is True and report["memories"] >= 1
-    assert all(isinstance(report[k], int) for k in ("l0_deleted", "l1_deleted", "backups_deleted",
-                                                    "purges_completed", "idempotency_deleted"))
+    assert all(
+        isinstance(report[k], int)
+        for k in ("l0_deleted", "l1_deleted", "backups_deleted", "purges_completed", "idempotency_deleted")
+    )
     assert l0_count(api, scope) == 50  # by the real clock, not the event's old `time`

@@ -25,11 +25,13 @@ import pytest
 from helpers import BUCKET, TABLES, Api, Scope, aws_client, make_scope, ok, s3_keys, scan
 
 CLEAR = "/v3/chat-memory/clear"
-ZERO_COUNTS = dict.fromkeys(("l0_deleted", "l1_deleted", "l2_deleted", "l3_deleted", "profile_deleted",
-                             "files_deleted"), 0)
+ZERO_COUNTS = dict.fromkeys(
+    ("l0_deleted", "l1_deleted", "l2_deleted", "l3_deleted", "profile_deleted", "files_deleted"), 0
+)
 
 
 # ---- requests ---------------------------------------------------------------------------------------
+
 
 def new_key(api, role, team_ids):
     data = ok(api.post("/v3/admin/keys/create", {"role": role, "team_ids": team_ids}))
@@ -109,9 +111,18 @@ def visible_everything(api, scope):
     }
 
 
-EMPTY = {"l0_query": {"messages": [], "total": 0}, "l0_count": 0, "l0_search": [],
-         "l1_query": {"items": [], "total": 0}, "l1_count": 0, "l1_search": [], "l2_ls": [], "l2_count": 0,
-         "l3_count": 0, "l3_read": None}
+EMPTY = {
+    "l0_query": {"messages": [], "total": 0},
+    "l0_count": 0,
+    "l0_search": [],
+    "l1_query": {"items": [], "total": 0},
+    "l1_count": 0,
+    "l1_search": [],
+    "l2_ls": [],
+    "l2_count": 0,
+    "l3_count": 0,
+    "l3_read": None,
+}
 
 
 def wait_for_purge_complete(api, scope, timeout_s=60.0):
@@ -124,9 +135,11 @@ def wait_for_purge_complete(api, scope, timeout_s=60.0):
 
 # ---- what is stored, seen directly in the emulated account ------------------------------------------
 
+
 def epoch_of(memory_id):
-    item = aws_client("dynamodb").get_item(TableName=TABLES["assets"], ConsistentRead=True,
-                                           Key={"pk": {"S": memory_id}, "sk": {"S": "asset"}})["Item"]
+    item = aws_client("dynamodb").get_item(
+        TableName=TABLES["assets"], ConsistentRead=True, Key={"pk": {"S": memory_id}, "sk": {"S": "asset"}}
+    )["Item"]
     return int(item["epoch"]["N"])
 
 
@@ -135,15 +148,21 @@ def rows_of_epoch(scope, epoch):
     and its scene-index entries of that epoch (live ones and tombstones)."""
     part = f"{scope.team_id}:{scope.agent_id}#{epoch}"
     items = [r for r in scan(TABLES["items"]) if r["pk"]["S"] != "PURGE" and part in r["pk"]["S"]]
-    scenes = [r for r in scan(TABLES["scenes"])
-              if r["scope"]["S"] == f"{scope.team_id}:{scope.agent_id}" and int(r["epoch"]["N"]) == epoch]
+    scenes = [
+        r
+        for r in scan(TABLES["scenes"])
+        if r["scope"]["S"] == f"{scope.team_id}:{scope.agent_id}" and int(r["epoch"]["N"]) == epoch
+    ]
     return items + scenes
 
 
 def purge_records(scope):
     found = aws_client("dynamodb").query(
-        TableName=TABLES["items"], ConsistentRead=True, KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
-        ExpressionAttributeValues={":p": {"S": "PURGE"}, ":s": {"S": f"{scope.team_id}:{scope.agent_id}#"}})
+        TableName=TABLES["items"],
+        ConsistentRead=True,
+        KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
+        ExpressionAttributeValues={":p": {"S": "PURGE"}, ":s": {"S": f"{scope.team_id}:{scope.agent_id}#"}},
+    )
     return found["Items"]
 
 
@@ -186,13 +205,32 @@ def traces_of(markers):
 def seed_with_markers(api, scope, idempotency_key=None):
     """Content in every layer, each piece a unique marker string; returns the markers."""
     tag = uuid.uuid4().hex
-    m = {name: f"{name}x{tag}" for name in
-         ("l0", "l1content", "l1background", "l1tag", "l1meta", "scene", "summary", "persona1", "persona2",
-          "persona3", "metadata")}
+    m = {
+        name: f"{name}x{tag}"
+        for name in (
+            "l0",
+            "l1content",
+            "l1background",
+            "l1tag",
+            "l1meta",
+            "scene",
+            "summary",
+            "persona1",
+            "persona2",
+            "persona3",
+            "metadata",
+        )
+    }
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
     add_messages(api, scope, [f"marker {m['l0']} said", "plain"], headers=headers)
-    add_record(api, scope, f"marker {m['l1content']}", background=m["l1background"], tags=[m["l1tag"]],
-               metadata={"note": m["l1meta"]})
+    add_record(
+        api,
+        scope,
+        f"marker {m['l1content']}",
+        background=m["l1background"],
+        tags=[m["l1tag"]],
+        metadata={"note": m["l1meta"]},
+    )
     write_scene(api, scope, "notes/a.md", f"# marker\n{m['scene']}\n", summary=m["summary"])
     for n in (1, 2, 3):  # two overwrites: two persona backups
         write_persona(api, scope, f"persona {m[f'persona{n}']}")
@@ -207,10 +245,15 @@ def seed_with_markers(api, scope, idempotency_key=None):
 
 # ---- interleavings at the AWS boundary ---------------------------------------------------------------
 
+
 def bump_of(scope):
     """The clear's (or memory delete's) epoch bump: the one transaction that touches the asset."""
-    return {"function": "ClearFunction", "operation": "TransactWriteItems", "table": "AssetsTable",
-            "body_contains": scope.memory_id}
+    return {
+        "function": "ClearFunction",
+        "operation": "TransactWriteItems",
+        "table": "AssetsTable",
+        "body_contains": scope.memory_id,
+    }
 
 
 FIRST_PURGE_CALL = {"function": "ClearFunction", "operation": "ListObjectsV2"}  # right after the bump
@@ -247,9 +290,13 @@ class _InvokeRecorder(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.invocations.append({"path": self.path,  # type: ignore[attr-defined]
-                                        "type": self.headers.get("X-Amz-Invocation-Type"),
-                                        "event": json.loads(body or b"{}")})
+        self.server.invocations.append(
+            {
+                "path": self.path,  # type: ignore[attr-defined]
+                "type": self.headers.get("X-Amz-Invocation-Type"),
+                "event": json.loads(body or b"{}"),
+            }
+        )
         self.send_response(202)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -291,11 +338,21 @@ def continuation_of(invocations, scope):
 
 # ---- TencentDB's scenario -------------------------------------------------------------------------
 
+
 def test_tencentdb_scenario_clear_keeps_the_asset_and_the_memory_id(api, scope):
-    made = ok(api.post("/v3/memory/create", {
-        "team_id": scope.team_id, "agent_id": scope.agent_id, "name": "Support", "visibility": "team",
-        "acl": [{"principal": "team:ops", "permissions": ["read", "write"]}],
-        "bindings": [{"agent_id": "helper", "injection_mode": "prepend", "priority": 2}]}))
+    made = ok(
+        api.post(
+            "/v3/memory/create",
+            {
+                "team_id": scope.team_id,
+                "agent_id": scope.agent_id,
+                "name": "Support",
+                "visibility": "team",
+                "acl": [{"principal": "team:ops", "permissions": ["read", "write"]}],
+                "bindings": [{"agent_id": "helper", "injection_mode": "prepend", "priority": 2}],
+            },
+        )
+    )
     ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "retention_days": 45}))
     add_messages(api, scope, ["hello", "how are you", "fine"])
     assert write_scene(api, scope, "a/b.md", "before")["version"] == 1
@@ -313,8 +370,19 @@ def test_tencentdb_scenario_clear_keeps_the_asset_and_the_memory_id(api, scope):
     assert l0_total(api, scope) == 0
     after = get_asset(api, scope.memory_id)
     assert after["counts"] == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
-    for field in ("memory_id", "team_id", "agent_id", "owner", "name", "visibility", "acl", "bindings", "status",
-                  "retention_days", "created_at"):
+    for field in (
+        "memory_id",
+        "team_id",
+        "agent_id",
+        "owner",
+        "name",
+        "visibility",
+        "acl",
+        "bindings",
+        "status",
+        "retention_days",
+        "created_at",
+    ):
         assert after[field] == before[field], field
     assert after["retention_days"] == 45 and after["created_at"] == made["created_at"]
     assert after["last_cleared_at"] is not None and after["last_cleared_at"] > before["updated_at"]
@@ -340,6 +408,7 @@ def test_tencentdb_scenario_clear_keeps_the_asset_and_the_memory_id(api, scope):
 
 
 # ---- every layer ----------------------------------------------------------------------------------
+
 
 def test_clear_erases_every_layer_with_per_layer_counts_in_request_order(api, scope):
     other_user = Scope(scope.team_id, scope.agent_id, scope.user_id + "-b")
@@ -370,8 +439,16 @@ def test_clear_erases_every_layer_with_per_layer_counts_in_request_order(api, sc
     assert data["all_cleared"] is True
     first, item = data["items"]
     assert first["cleared"] is True and first["l0_deleted"] == 0 and first["files_deleted"] == 0
-    expected = {"memory_id": scope.memory_id, "cleared": True, "l0_deleted": 6, "l1_deleted": 4, "l2_deleted": 3,
-                "l3_deleted": 1, "profile_deleted": 4, "files_deleted": 6}
+    expected = {
+        "memory_id": scope.memory_id,
+        "cleared": True,
+        "l0_deleted": 6,
+        "l1_deleted": 4,
+        "l2_deleted": 3,
+        "l3_deleted": 1,
+        "profile_deleted": 4,
+        "files_deleted": 6,
+    }
     assert {k: item[k] for k in expected} == expected
     assert isinstance(item["audit_ids"], list) and item["audit_ids"]
 
@@ -406,6 +483,7 @@ def test_clear_erases_every_layer_with_per_layer_counts_in_request_order(api, sc
 
 # ---- ordering: one transaction takes effect, then the erasure ---------------------------------------
 
+
 def test_the_clear_takes_effect_in_one_transaction_before_anything_is_erased(api, hooks, scope):
     add_messages(api, scope, ["a", "b"])
     add_record(api, scope, "a record")
@@ -423,10 +501,13 @@ def test_the_clear_takes_effect_in_one_transaction_before_anything_is_erased(api
     # the asset's new epoch, the purge record and the four per-layer audit events: all or nothing
     assert sorted(bump["tables"]) == sorted(["AssetsTable", "ItemsTable"] + ["AuditTable"] * 4)
     assert bump["status"] == 200
-    writes_before = [c for c in calls[: bumps[0]]
-                     if c["operation"] in ERASING | {"TransactWriteItems", "PutObject", "PutItem", "UpdateItem"}]
+    writes_before = [
+        c
+        for c in calls[: bumps[0]]
+        if c["operation"] in ERASING | {"TransactWriteItems", "PutObject", "PutItem", "UpdateItem"}
+    ]
     assert writes_before == []  # nothing is written, let alone erased, before the bump
-    assert [c for c in calls[bumps[0] + 1:] if c["operation"] in ERASING]  # the erasure follows it
+    assert [c for c in calls[bumps[0] + 1 :] if c["operation"] in ERASING]  # the erasure follows it
     assert epoch_of(scope.memory_id) > old_epoch
 
 
@@ -446,6 +527,7 @@ def test_memory_delete_takes_effect_in_one_transaction_before_anything_is_erased
 
 
 # ---- validation and scope -------------------------------------------------------------------------
+
 
 def test_memory_ids_are_trimmed_and_deduplicated(api, scope):
     add_messages(api, scope, ["a"])
@@ -519,6 +601,7 @@ def test_writer_and_reader_keys_may_not_clear(api, scope, role):
 
 # ---- erasure --------------------------------------------------------------------------------------
 
+
 def test_clear_removes_every_marker_and_its_index_terms_from_every_store(api, scope):
     markers = seed_with_markers(api, scope, idempotency_key="add-" + uuid.uuid4().hex)
     old_epoch = epoch_of(scope.memory_id)
@@ -537,6 +620,7 @@ def test_clear_removes_every_marker_and_its_index_terms_from_every_store(api, sc
 
 
 # ---- Idempotency-Key ------------------------------------------------------------------------------
+
 
 def test_idempotency_key_replays_without_clearing_again(api, scope):
     add_messages(api, scope, ["one", "two"])
@@ -578,6 +662,7 @@ def test_a_duplicate_while_the_first_clear_runs_is_409_retryable(api, hooks, sco
 
 
 # ---- the fence ------------------------------------------------------------------------------------
+
 
 def test_writes_before_the_bump_vanish_and_writes_after_it_survive(api, hooks, scope):
     add_messages(api, scope, ["old one"])
@@ -624,7 +709,9 @@ def test_writes_before_the_bump_vanish_and_writes_after_it_survive(api, hooks, s
     assert get_asset(api, scope.memory_id)["counts"] == {"l0": 1, "l1": 1, "l2": 1, "l3": 1}
     # the purge left the new objects alone and took everything else
     assert sorted(k.removeprefix(scope.prefix) for k in s3_keys(scope.prefix)) == [
-        "persona.md", "scene_blocks/shared.md"]
+        "persona.md",
+        "scene_blocks/shared.md",
+    ]
     # and a later cleanup (orphan sweep included) leaves them alone too
     assert run_cleanup(api)["done"] is True
     assert get_asset(api, scope.memory_id)["counts"] == {"l0": 1, "l1": 1, "l2": 1, "l3": 1}
@@ -668,18 +755,15 @@ def test_writes_that_raced_the_bump_land_in_the_new_epoch(api, hooks, scope):
     messages = ok(api.post("/v3/conversation/query", scope.body()))
     assert sorted(m["id"] for m in messages["messages"]) == sorted(ids) and messages["total"] == 2
     assert [r["id"] for r in ok(api.post("/v3/atomic/query", scope.body()))["items"]] == [atom["id"]]
-    assert [m["content"] for m in ok(api.post("/v3/conversation/search", scope.body(query="raced")))["messages"]] \
-        and ok(api.post("/v3/atomic/search", scope.body(query="raced")))["items"]
+    assert [
+        m["content"] for m in ok(api.post("/v3/conversation/search", scope.body(query="raced")))["messages"]
+    ] and ok(api.post("/v3/atomic/search", scope.body(query="raced")))["items"]
     assert read_scene(api, scope, "p.md")["content"].endswith("raced scene")
     assert read_persona(api, scope)["content"] == "raced persona"
     assert get_asset(api, scope.memory_id)["counts"] == {"l0": 2, "l1": 1, "l2": 1, "l3": 1}
     assert rows_of_epoch(scope, stale_epoch) == []  # the stale epoch kept nothing, postings included
 
 
-@pytest.mark.xfail(reason="product bug: a persona write that read the old epoch copies the old persona to a "
-                          "backup between the purge's listing and its delete; the clear answers cleared (no "
-                          "purge_pending) while the old persona text is still stored, until the daily cleanup's "
-                          "orphan sweep (domain/persona.py _backup, storage/purge.py objects)")
 def test_a_persona_backup_made_during_the_purge_does_not_outlive_the_clear(api, hooks, scope):
     write_persona(api, scope, "old persona text")
     backup = {"function": "MemoryFunction", "operation": "CopyObject", "key_contains": scope.prefix + ".backup/"}
@@ -697,9 +781,49 @@ def test_a_persona_backup_made_during_the_purge_does_not_outlive_the_clear(api, 
         item = running.result()["items"][0]
     assert item["cleared"] is True and "purge_pending" not in item
     assert read_persona(api, scope)["content"] == "new persona"
-    left = [k for k in s3_keys(scope.prefix) if "old persona text" in
-            aws_client("s3").get_object(Bucket=BUCKET, Key=k)["Body"].read().decode()]
+    left = [
+        k
+        for k in s3_keys(scope.prefix)
+        if "old persona text" in aws_client("s3").get_object(Bucket=BUCKET, Key=k)["Body"].read().decode()
+    ]
     assert left == []
+
+
+def test_the_counts_name_only_files_the_purge_really_deleted(api, hooks, scope):
+    write_scene(api, scope, "keep.md", "old")
+    write_persona(api, scope, "old")
+    with background(hooks) as pool, hooks.paused({"function": "ClearFunction", "operation": "DeleteObjects"}) as hook:
+        running = pool.submit(clear, fresh(api), scope.memory_id)
+        assert hooks.wait(hook)  # listed, about to delete: both files are rewritten in the new epoch first
+        write_scene(api, scope, "keep.md", "new")
+        write_persona(api, scope, "new")
+    item = running.result()["items"][0]
+    assert sorted(k.removeprefix(scope.prefix) for k in s3_keys(scope.prefix)) == ["persona.md", "scene_blocks/keep.md"]
+    assert item["files_deleted"] == 0
+    assert (item["l2_deleted"], item["l3_deleted"], item["profile_deleted"]) == (0, 0, 0), item
+
+
+def test_a_reinforcing_add_that_raced_the_bump_lands_in_the_new_epoch(api, hooks, scope):
+    add_record(api, scope, "likes tea")
+    # the add's create finds the natural key taken; it then reads the key's holder to reinforce it
+    reinforce = {
+        "function": "MemoryFunction",
+        "operation": "GetItem",
+        "body_contains": f"L1#{scope.team_id}:{scope.agent_id}#",
+    }
+    with background(hooks) as pool:
+        writer_hook = hooks.add(reinforce)
+        add = pool.submit(add_record, fresh(api), scope, "likes tea")
+        assert hooks.wait(writer_hook)  # found the record of the old epoch; about to reinforce it
+        after_bump = hooks.add(FIRST_PURGE_CALL)
+        running = pool.submit(clear, fresh(api), scope.memory_id)
+        assert hooks.wait(after_bump)  # the clear took effect; the old epoch is not erased yet
+        hooks.release(writer_hook)
+        acknowledged = add.result()  # answered after the clear took effect
+        hooks.release(after_bump)
+        assert running.result()["items"][0]["cleared"] is True
+    records = ok(api.post("/v3/atomic/query", scope.body()))["items"]
+    assert [r["id"] for r in records] == [acknowledged["id"]], acknowledged  # acknowledged means visible
 
 
 def test_two_racing_clears_both_answer_cleared(api, hooks, scope):
@@ -720,8 +844,11 @@ def test_a_write_that_raced_a_memory_delete_makes_a_new_asset(api, hooks, scope)
     add_messages(api, scope, ["before"])
     stale = get_asset(api, scope.memory_id)
     stale_epoch = epoch_of(scope.memory_id)
-    writer_held = {"function": "MemoryFunction", "operation": "BatchWriteItem",
-                   "body_contains": f"L0#{scope.team_id}:{scope.agent_id}#"}
+    writer_held = {
+        "function": "MemoryFunction",
+        "operation": "BatchWriteItem",
+        "body_contains": f"L0#{scope.team_id}:{scope.agent_id}#",
+    }
     with background(hooks) as pool, hooks.paused(writer_held) as hook:
         write = pool.submit(add_messages, fresh(api), scope, ["raced the delete"])
         assert hooks.wait(hook)  # the writer read the asset that is about to be deleted
@@ -735,8 +862,10 @@ def test_a_write_that_raced_a_memory_delete_makes_a_new_asset(api, hooks, scope)
 
 # ---- faults ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("code,status", [("ThrottlingException", 400), ("InternalServerError", 500)],
-                         ids=["throttling", "generic"])
+
+@pytest.mark.parametrize(
+    "code,status", [("ThrottlingException", 400), ("InternalServerError", 500)], ids=["throttling", "generic"]
+)
 def test_a_failure_before_the_bump_leaves_the_memory_untouched(api, hooks, scope, code, status):
     other = make_scope()
     for s in (scope, other):
@@ -768,8 +897,12 @@ def test_a_failure_in_the_purge_is_finished_by_the_cleanup(api, hooks, scope, ho
     continuations = hold_continuations()
     markers = seed_with_markers(api, scope)
     old_epoch = epoch_of(scope.memory_id)
-    item_deletes = {"function": "ClearFunction", "operation": "BatchWriteItem", "table": "ItemsTable",
-                    "body_contains": f"{scope.team_id}:{scope.agent_id}#"}
+    item_deletes = {
+        "function": "ClearFunction",
+        "operation": "BatchWriteItem",
+        "table": "ItemsTable",
+        "body_contains": f"{scope.team_id}:{scope.agent_id}#",
+    }
     with hooks.failing(item_deletes):  # S3 objects and the scene index go; the items stay
         item = clear(api, scope.memory_id)["items"][0]
     assert item["cleared"] is True and item["purge_pending"] is True
@@ -791,10 +924,6 @@ def test_a_failure_in_the_purge_is_finished_by_the_cleanup(api, hooks, scope, ho
     assert done["count"] >= 3  # the L0 and L1 items it erased
 
 
-@pytest.mark.xfail(reason="product bug: a purge finished by the scheduled cleanup records purge_complete with "
-                          "the clearing key as actor (domain/clear.py complete(): `target.actor or "
-                          "SYSTEM_CLEANUP`, and every purge record carries the clearer's actor), not "
-                          "system:cleanup as before the rewrite (tests/api/test_cleanup.py expects it too)")
 def test_a_purge_finished_by_the_cleanup_is_recorded_as_the_cleanups(api, hooks, scope, hold_continuations):
     hold_continuations(out_of_time=True)
     add_messages(api, scope, ["x"])
@@ -821,8 +950,13 @@ STEPS_AFTER_THE_BUMP = {
     # the purge itself: its first listing fails, so nothing of the old epoch is erased in the request
     "purge": lambda scope: FIRST_PURGE_CALL,
     # dropping the purge record once everything is erased (the only ItemsTable delete in a transaction)
-    "finish": lambda scope: {"function": "ClearFunction", "operation": "TransactWriteItems", "table": "ItemsTable",
-                             "action": "dynamodb:DeleteItem", "body_contains": f"{scope.team_id}:{scope.agent_id}#"},
+    "finish": lambda scope: {
+        "function": "ClearFunction",
+        "operation": "TransactWriteItems",
+        "table": "ItemsTable",
+        "action": "dynamodb:DeleteItem",
+        "body_contains": f"{scope.team_id}:{scope.agent_id}#",
+    },
 }
 
 
@@ -853,6 +987,7 @@ def test_a_failure_after_the_bump_still_answers_cleared(api, hooks, scope, hold_
 
 # ---- purge_pending and the continuation -----------------------------------------------------------
 
+
 def test_purge_pending_is_finished_by_the_continuation(api, scope, hold_continuations):
     continuations = hold_continuations(out_of_time=True)  # as if the memory were too large to finish
     markers = seed_with_markers(api, scope)
@@ -869,8 +1004,7 @@ def test_purge_pending_is_finished_by_the_continuation(api, scope, hold_continua
     write_persona(api, scope, "after the answer")
 
     event = continuation_of(continuations, scope)
-    assert event == {"memory_hub_purge": {"team_id": scope.team_id, "agent_id": scope.agent_id,
-                                          "epoch": old_epoch}}
+    assert event == {"memory_hub_purge": {"team_id": scope.team_id, "agent_id": scope.agent_id, "epoch": old_epoch}}
     result = api.invoke("ClearFunction", event)  # what Lambda would run with it
     assert result["done"] is True
     [done] = purge_complete_events(api, scope)
@@ -915,10 +1049,15 @@ def test_a_continuation_for_the_current_epoch_erases_nothing(api, scope):
     assert api.invoke("ClearFunction", {"memory_hub_purge": {"team_id": scope.team_id}})["done"] is True
 
     # even a purge record naming the current epoch is refused
-    record = {"pk": {"S": "PURGE"}, "sk": {"S": f"{scope.team_id}:{scope.agent_id}#{epoch}"},
-              "memory_id": {"S": scope.memory_id}, "team_id": {"S": scope.team_id},
-              "agent_id": {"S": scope.agent_id}, "epoch": {"N": str(epoch)},
-              "retired_ms": {"N": str(int(time.time() * 1000))}}
+    record = {
+        "pk": {"S": "PURGE"},
+        "sk": {"S": f"{scope.team_id}:{scope.agent_id}#{epoch}"},
+        "memory_id": {"S": scope.memory_id},
+        "team_id": {"S": scope.team_id},
+        "agent_id": {"S": scope.agent_id},
+        "epoch": {"N": str(epoch)},
+        "retired_ms": {"N": str(int(time.time() * 1000))},
+    }
     client = aws_client("dynamodb")
     client.put_item(TableName=TABLES["items"], Item=record)
     try:
@@ -954,6 +1093,7 @@ def test_the_continuation_never_deletes_a_file_rewritten_after_the_answer(api, h
 
 # ---- request sizes of the bulk deletes ------------------------------------------------------------
 
+
 def test_bulk_deletes_stay_within_the_aws_request_limits(api, hooks, scope):
     """The emulated AWS refuses DeleteObjects over 1,000 keys and BatchWriteItem over 25 items, as
     AWS does; a memory with more than 1,000 files and many items is still erased in one request."""
@@ -965,8 +1105,14 @@ def test_bulk_deletes_stay_within_the_aws_request_limits(api, hooks, scope):
     base = scope.prefix + "scene_blocks/bulk/"
     client = aws_client("s3")
     with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(lambda n: client.put_object(Bucket=BUCKET, Key=f"{base}{n:05d}.md", Body=b"x",
-                                                  Metadata={"epoch": str(epoch)}), range(1100)))
+        list(
+            pool.map(
+                lambda n: client.put_object(
+                    Bucket=BUCKET, Key=f"{base}{n:05d}.md", Body=b"x", Metadata={"epoch": str(epoch)}
+                ),
+                range(1100),
+            )
+        )
     since = hooks.last_seq()
     item = clear(api, scope.memory_id)["items"][0]
     assert item["cleared"] is True and "purge_pending" not in item
@@ -986,14 +1132,21 @@ def test_bulk_deletes_stay_within_the_aws_request_limits(api, hooks, scope):
 
 # ---- memory delete --------------------------------------------------------------------------------
 
+
 def test_memory_delete_erases_everything_then_the_asset(api, scope):
     markers = seed_with_markers(api, scope)
     old_epoch = epoch_of(scope.memory_id)
     created = get_asset(api, scope.memory_id)["created_at"]
     answer = ok(api.post("/v3/memory/delete", {"memory_id": scope.memory_id}))
     assert answer["deleted"] is True and answer["memory_id"] == scope.memory_id
-    expected = {"l0_deleted": 2, "l1_deleted": 1, "l2_deleted": 1, "l3_deleted": 1, "profile_deleted": 2,
-                "files_deleted": 5}
+    expected = {
+        "l0_deleted": 2,
+        "l1_deleted": 1,
+        "l2_deleted": 1,
+        "l3_deleted": 1,
+        "profile_deleted": 2,
+        "files_deleted": 5,
+    }
     assert {k: answer[k] for k in expected} == expected
     assert "purge_pending" not in answer
     assert answer["audit_ids"]

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 import pytest
-
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
 from memory_hub_tools import cli
 from memory_hub_tools.client import ApiError, MemoryHubClient
@@ -75,8 +74,9 @@ def on_terminal(monkeypatch, *answers: str) -> None:
 def test_search_prints_id_version_type_context_tags_and_exact_content(env, client, capsys):
     s = make_scope()
     plain = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello world", tags=["greeting", "en"])
-    spaced = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello world ", background="other context",
-                               type="preference")
+    spaced = client.atomic_add(
+        s.team_id, s.agent_id, s.user_id, "Hello world ", background="other context", type="preference"
+    )
     code, out, err = run(capsys, "search", "hello", *scope_flags(s), "--limit", "10")
     assert code == 0, err
     assert plain["id"] in out and spaced["id"] in out
@@ -104,9 +104,13 @@ def test_search_prints_id_version_type_context_tags_and_exact_content(env, clien
 
 def test_search_l0_prints_id_role_session_content(env, client, capsys):
     s = make_scope()
-    added = client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess-1",
-                                    [{"role": "user", "content": "my passport number is 123"},
-                                     {"role": "assistant", "content": "noted"}])
+    added = client.conversation_add(
+        s.team_id,
+        s.agent_id,
+        s.user_id,
+        "sess-1",
+        [{"role": "user", "content": "my passport number is 123"}, {"role": "assistant", "content": "noted"}],
+    )
     code, out, err = run(capsys, "search", "passport", *scope_flags(s), "--layer", "l0")
     assert code == 0, err
     msg_id = added["accepted_ids"][0]
@@ -126,14 +130,34 @@ def test_flags_override_environment(stack, monkeypatch, capsys):
         monkeypatch.delenv(name, raising=False)
     s = make_scope()
     MemoryHubClient(live[0], ADMIN_KEY).atomic_add(s.team_id, s.agent_id, s.user_id, "hello flags")
-    code, out, err = run(capsys, "search", "flags", *scope_flags(s), "--endpoint", live[0],
-                         "--api-key", ADMIN_KEY, "--service-id", SERVICE_ID)
+    code, out, err = run(
+        capsys,
+        "search",
+        "flags",
+        *scope_flags(s),
+        "--endpoint",
+        live[0],
+        "--api-key",
+        ADMIN_KEY,
+        "--service-id",
+        SERVICE_ID,
+    )
     assert code == 0, err
     assert '"hello flags"' in out
     code, _, err = run(capsys, "search", "flags", *scope_flags(s), "--endpoint", live[0])
     assert code == 1 and "MEMORY_HUB_API_KEY" in err
-    code, _, err = run(capsys, "search", "flags", *scope_flags(s), "--endpoint", live[0],
-                       "--api-key", ADMIN_KEY, "--service-id", "other")
+    code, _, err = run(
+        capsys,
+        "search",
+        "flags",
+        *scope_flags(s),
+        "--endpoint",
+        live[0],
+        "--api-key",
+        ADMIN_KEY,
+        "--service-id",
+        "other",
+    )
     assert code == 1 and "401" in err and "unknown service" in err
 
 
@@ -146,14 +170,12 @@ def test_delete_yes_with_expected_version(env, client, capsys):
     twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello ")["id"]
     client.atomic_update(s.team_id, s.agent_id, s.user_id, target, tags=["edited"])  # now version 2
 
-    code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "1", "--yes",
-                         *scope_flags(s))
+    code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "1", "--yes", *scope_flags(s))
     assert code == 1
     assert "conflict" in err and "version 2, not 1" in err and "Nothing was deleted" in err
     assert ids_of(client, s) == {target, twin}
 
-    code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "2", "--yes",
-                         *scope_flags(s))
+    code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "2", "--yes", *scope_flags(s))
     assert code == 0, err
     assert f"deleted:   {target}" in out
     assert "not found: (none)" in out
@@ -161,8 +183,7 @@ def test_delete_yes_with_expected_version(env, client, capsys):
     assert ids_of(client, s) == {twin}
 
     # Retrying the same conditional delete is safe: reported as not found, exit 1.
-    code, out, _ = run(capsys, "delete", "--id", target, "--expected-version", "2", "--yes", *scope_flags(s),
-                       "--json")
+    code, out, _ = run(capsys, "delete", "--id", target, "--expected-version", "2", "--yes", *scope_flags(s), "--json")
     assert code == 1
     receipt = json.loads(out)
     assert receipt["deleted_ids"] == [] and receipt["not_found_ids"] == [target]
@@ -172,7 +193,7 @@ def test_delete_yes_with_expected_version(env, client, capsys):
 def test_delete_refuses_without_terminal_and_without_yes(env, client, capsys):
     s = make_scope()
     target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
-    code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "1", *scope_flags(s))
+    code, _out, err = run(capsys, "delete", "--id", target, "--expected-version", "1", *scope_flags(s))
     assert code == 2
     assert "refused" in err and "--yes" in err
     assert ids_of(client, s) == {target}
@@ -225,9 +246,13 @@ def test_delete_on_terminal_shows_the_record_and_deletes_the_version_shown(env, 
 
 def test_delete_message_by_id(env, client, capsys):
     s = make_scope()
-    added = client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess",
-                                    [{"role": "user", "content": "hello one"},
-                                     {"role": "user", "content": "hello one"}])
+    added = client.conversation_add(
+        s.team_id,
+        s.agent_id,
+        s.user_id,
+        "sess",
+        [{"role": "user", "content": "hello one"}, {"role": "user", "content": "hello one"}],
+    )
     first, second = added["accepted_ids"]
     code, _, err = run(capsys, "delete", "--id", first, "--expected-version", "2", "--yes", *scope_flags(s))
     assert code == 2 and "always 1" in err
@@ -287,14 +312,14 @@ def test_user_memory_delete(env, client, capsys):
     code, _, err = run(capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id)
     assert code == 2 and "refused" in err
 
-    code, out, err = run(capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id,
-                         "--content-id", one, "--yes")
+    code, out, err = run(
+        capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id, "--content-id", one, "--yes"
+    )
     assert code == 0, err
     assert f"deleted:   {one}" in out and "audit ids: evt-" in out
     assert ids_of(client, s) == {two}
 
-    code, out, err = run(capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id,
-                         "--yes")
+    code, out, err = run(capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id, "--yes")
     assert code == 0, err
     assert "l0_deleted 1" in out and "l1_deleted 1" in out and "audit ids: evt-" in out
     assert ids_of(client, s) == set()
@@ -307,8 +332,9 @@ def test_user_memory_delete(env, client, capsys):
 
 def test_keys_create_list_revoke(env, client, capsys):
     s = make_scope()
-    code, out, err = run(capsys, "keys", "create", "--role", "reader", "--team", s.team_id,
-                         "--name", "cli test", "--json")
+    code, out, err = run(
+        capsys, "keys", "create", "--role", "reader", "--team", s.team_id, "--name", "cli test", "--json"
+    )
     assert code == 0, err
     created = json.loads(out)
     assert created["role"] == "reader" and created["team_ids"] == [s.team_id] and created["api_key"]
@@ -376,8 +402,7 @@ class FakeLambda:
 
 
 def test_cleanup_repeats_until_done(monkeypatch, capsys):
-    fake = FakeLambda([{"done": False, "deleted": 3}, {"done": False, "deleted": 2},
-                       {"done": True, "deleted": 0}])
+    fake = FakeLambda([{"done": False, "deleted": 3}, {"done": False, "deleted": 2}, {"done": True, "deleted": 0}])
     monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1"))
     code, out, _ = run(capsys, "cleanup")
     assert code == 0
@@ -404,5 +429,5 @@ def test_cleanup_against_the_local_lambda_endpoint(stack, capsys):
 
 def test_cleanup_unknown_function_fails(stack, capsys):
     live = (stack.api_url, stack.lambda_url)
-    code, _, err = run(capsys, "cleanup", "--lambda-endpoint", live[1], "--function-name", "NoSuchFunction")
+    code, _, _err = run(capsys, "cleanup", "--lambda-endpoint", live[1], "--function-name", "NoSuchFunction")
     assert code != 0

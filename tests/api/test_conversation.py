@@ -6,10 +6,9 @@ import re
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-
 from helpers import Scope, make_scope
 
 MSG_ID = re.compile(r"^msg-[0-9a-z]+$")
@@ -60,7 +59,7 @@ def delete(api, scope, **fields):
 
 
 def ms(stamp):
-    dt = datetime.strptime(stamp[:-5], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    dt = datetime.strptime(stamp[:-5], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
     return int(dt.timestamp()) * 1000 + int(stamp[-4:-1])
 
 
@@ -70,6 +69,7 @@ def sibling(scope, **change):
 
 
 # ---- add ------------------------------------------------------------------------------------------
+
 
 def test_add_answers_ids_versions_and_total(api, scope):
     answer = api.post("/v3/conversation/add", scope.body(session_id="s1", messages=msgs("a", "b", "c")))
@@ -86,11 +86,15 @@ def test_add_answers_ids_versions_and_total(api, scope):
     got = query(api, scope)
     assert got["total"] == 4
     assert {m["id"]: m["content"] for m in got["messages"]} == dict(
-        zip(data["accepted_ids"] + later, ["a", "b", "c", "d"]))
+        zip(data["accepted_ids"] + later, ["a", "b", "c", "d"], strict=True)
+    )
     for message in got["messages"]:
         assert set(message) == FULL_FIELDS
         assert (message["team_id"], message["agent_id"], message["user_id"]) == (
-            scope.team_id, scope.agent_id, scope.user_id)
+            scope.team_id,
+            scope.agent_id,
+            scope.user_id,
+        )
         assert message["session_id"] == "s1" and message["task_id"] is None
         assert TIME.match(message["timestamp"])
     assert {m["role"] for m in got["messages"]} == {"user", "assistant"}
@@ -122,28 +126,31 @@ def test_session_id_from_body_or_header(api, scope):
     assert count(api, scope) == 2
 
 
-@pytest.mark.parametrize("message, field", [
-    ({"role": "system", "content": "x"}, "role"),
-    ({"role": "User", "content": "x"}, "role"),
-    ({"content": "x"}, "role"),
-    ({"role": None, "content": "x"}, "role"),
-    ({"role": "user", "content": ""}, "content"),
-    ({"role": "user", "content": "x" * 8193}, "content"),
-    ({"role": "user"}, "content"),
-    ({"role": "user", "content": 5}, "content"),
-    ({"role": "user", "content": ["x"]}, "content"),
-    ({"role": "user", "content": "x", "timestamp": "2024-01-01T00:00:00+24:00"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "2024-01-01T08:00:00+0800"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "２０２４-01-01T00:00:00Z"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "2024-01-01T00:00:00.0000000001Z"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "2024-01-01"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "2024-01-01 00:00:00Z"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "2024-01-01T00:00:00"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "2024-01-01t00:00:00z"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "2024-01-01T00:00Z"}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": 1704067200000}, "timestamp"),
-    ({"role": "user", "content": "x", "timestamp": "2024-13-01T00:00:00Z"}, "timestamp"),
-])
+@pytest.mark.parametrize(
+    "message, field",
+    [
+        ({"role": "system", "content": "x"}, "role"),
+        ({"role": "User", "content": "x"}, "role"),
+        ({"content": "x"}, "role"),
+        ({"role": None, "content": "x"}, "role"),
+        ({"role": "user", "content": ""}, "content"),
+        ({"role": "user", "content": "x" * 8193}, "content"),
+        ({"role": "user"}, "content"),
+        ({"role": "user", "content": 5}, "content"),
+        ({"role": "user", "content": ["x"]}, "content"),
+        ({"role": "user", "content": "x", "timestamp": "2024-01-01T00:00:00+24:00"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "2024-01-01T08:00:00+0800"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "２０２４-01-01T00:00:00Z"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "2024-01-01T00:00:00.0000000001Z"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "2024-01-01"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "2024-01-01 00:00:00Z"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "2024-01-01T00:00:00"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "2024-01-01t00:00:00z"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "2024-01-01T00:00Z"}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": 1704067200000}, "timestamp"),
+        ({"role": "user", "content": "x", "timestamp": "2024-13-01T00:00:00Z"}, "timestamp"),
+    ],
+)
 def test_message_validation_names_the_field(api, scope, message, field):
     good = {"role": "user", "content": "fine"}
     answer = api.post("/v3/conversation/add", scope.body(session_id="s1", messages=[good, good, message]))
@@ -154,34 +161,56 @@ def test_message_validation_names_the_field(api, scope, message, field):
 
 def test_message_validation_reports_every_bad_field_and_writes_nothing(api, scope):
     add(api, scope, msgs("seed"))
-    answer = api.post("/v3/conversation/add", scope.body(session_id="s1", messages=[
-        {"role": "robot", "content": "x"}, {"role": "user", "content": "ok"},
-        {"role": "user", "content": "", "timestamp": "yesterday"}]))
+    answer = api.post(
+        "/v3/conversation/add",
+        scope.body(
+            session_id="s1",
+            messages=[
+                {"role": "robot", "content": "x"},
+                {"role": "user", "content": "ok"},
+                {"role": "user", "content": "", "timestamp": "yesterday"},
+            ],
+        ),
+    )
     assert answer.status == 400
     problems = dict(p.split(": ", 1) for p in answer.message.split("; "))
     assert set(problems) == {"messages.0.role", "messages.2.content", "messages.2.timestamp"}
-    not_objects = api.post("/v3/conversation/add", scope.body(session_id="s1", messages=[
-        {"role": "user", "content": "ok"}, "just text"]))
+    not_objects = api.post(
+        "/v3/conversation/add", scope.body(session_id="s1", messages=[{"role": "user", "content": "ok"}, "just text"])
+    )
     assert not_objects.status == 400 and not_objects.message.startswith("messages.1"), not_objects.body
     assert count(api, scope) == 1
 
 
 def test_content_limits_count_code_points_and_timestamps_accept_fractions(api, scope):
-    ids = add(api, scope, [
-        {"role": "user", "content": "中" * 8192, "timestamp": "2024-03-01T10:00:00Z"},
-        {"role": "assistant", "content": "😀" * 8192, "timestamp": "2024-03-01T10:00:00.5Z"},
-        {"role": "user", "content": "y", "timestamp": "2024-03-01T10:00:00.123456789Z"},
-    ])
+    ids = add(
+        api,
+        scope,
+        [
+            {"role": "user", "content": "中" * 8192, "timestamp": "2024-03-01T10:00:00Z"},
+            {"role": "assistant", "content": "😀" * 8192, "timestamp": "2024-03-01T10:00:00.5Z"},
+            {"role": "user", "content": "y", "timestamp": "2024-03-01T10:00:00.123456789Z"},
+        ],
+    )
     got = {m["id"]: m for m in query(api, scope)["messages"]}
     assert got[ids[0]]["content"] == "中" * 8192
     assert got[ids[1]]["content"] == "😀" * 8192
     assert [got[i]["timestamp"] for i in ids] == [
-        "2024-03-01T10:00:00.000Z", "2024-03-01T10:00:00.500Z", "2024-03-01T10:00:00.123Z"]
+        "2024-03-01T10:00:00.000Z",
+        "2024-03-01T10:00:00.500Z",
+        "2024-03-01T10:00:00.123Z",
+    ]
 
 
 def test_early_years_keep_the_response_time_format(api, scope):
-    ids = add(api, scope, [{"role": "user", "content": "old", "timestamp": "0999-12-31T23:59:59.5Z"},
-                           {"role": "user", "content": "new", "timestamp": "1000-01-01T00:00:00Z"}])
+    ids = add(
+        api,
+        scope,
+        [
+            {"role": "user", "content": "old", "timestamp": "0999-12-31T23:59:59.5Z"},
+            {"role": "user", "content": "new", "timestamp": "1000-01-01T00:00:00Z"},
+        ],
+    )
     got = query(api, scope)
     assert ids_of(got) == list(reversed(ids))
     assert [m["timestamp"] for m in got["messages"]] == ["1000-01-01T00:00:00.000Z", "0999-12-31T23:59:59.500Z"]
@@ -189,14 +218,19 @@ def test_early_years_keep_the_response_time_format(api, scope):
 
 # ---- query ----------------------------------------------------------------------------------------
 
+
 def test_query_newest_first_with_ties_to_the_larger_id(api, scope):
-    first = add(api, scope, [
-        {"role": "user", "content": "ten", "timestamp": "2024-05-01T10:00:00Z"},
-        {"role": "user", "content": "nine", "timestamp": "2024-05-01T09:00:00Z"},
-        {"role": "user", "content": "tie-a", "timestamp": "2024-05-01T09:30:00Z"},
-        {"role": "user", "content": "tie-b", "timestamp": "2024-05-01T09:30:00Z"},
-        {"role": "user", "content": "eleven", "timestamp": "2024-05-01T11:00:00Z"},
-    ])
+    first = add(
+        api,
+        scope,
+        [
+            {"role": "user", "content": "ten", "timestamp": "2024-05-01T10:00:00Z"},
+            {"role": "user", "content": "nine", "timestamp": "2024-05-01T09:00:00Z"},
+            {"role": "user", "content": "tie-a", "timestamp": "2024-05-01T09:30:00Z"},
+            {"role": "user", "content": "tie-b", "timestamp": "2024-05-01T09:30:00Z"},
+            {"role": "user", "content": "eleven", "timestamp": "2024-05-01T11:00:00Z"},
+        ],
+    )
     second = add(api, scope, [{"role": "user", "content": "tie-c", "timestamp": "2024-05-01T09:30:00Z"}])
     got = query(api, scope)
     assert [m["content"] for m in got["messages"]] == ["eleven", "ten", "tie-c", "tie-b", "tie-a", "nine"]
@@ -218,15 +252,25 @@ def test_default_timestamps_are_request_time_plus_index(api, scope):
 
 
 def test_query_filters_are_inclusive_and_total_counts_matches(api, scope):
-    a = add(api, scope, [
-        {"role": "user", "content": "a1", "timestamp": "2024-06-01T00:00:00Z"},
-        {"role": "user", "content": "a2", "timestamp": "2024-06-02T00:00:00.250Z"},
-        {"role": "user", "content": "a3", "timestamp": "2024-06-03T00:00:00Z"},
-    ], session="alpha")
-    b = add(api, scope, [
-        {"role": "user", "content": "b1", "timestamp": "2024-06-02T00:00:00.250Z"},
-        {"role": "user", "content": "b2", "timestamp": "2024-06-04T00:00:00Z"},
-    ], session="beta")
+    a = add(
+        api,
+        scope,
+        [
+            {"role": "user", "content": "a1", "timestamp": "2024-06-01T00:00:00Z"},
+            {"role": "user", "content": "a2", "timestamp": "2024-06-02T00:00:00.250Z"},
+            {"role": "user", "content": "a3", "timestamp": "2024-06-03T00:00:00Z"},
+        ],
+        session="alpha",
+    )
+    b = add(
+        api,
+        scope,
+        [
+            {"role": "user", "content": "b1", "timestamp": "2024-06-02T00:00:00.250Z"},
+            {"role": "user", "content": "b2", "timestamp": "2024-06-04T00:00:00Z"},
+        ],
+        session="beta",
+    )
     both = query(api, scope, time_start="2024-06-02T00:00:00.250Z", time_end="2024-06-03T00:00:00Z")
     assert ids_of(both) == [a[2], b[0], a[1]] and both["total"] == 3
     exact = query(api, scope, time_start="2024-06-02T00:00:00.25Z", time_end="2024-06-02T00:00:00.250Z")
@@ -250,11 +294,11 @@ def test_query_filters_are_inclusive_and_total_counts_matches(api, scope):
 
 @pytest.mark.parametrize("route", ["query", "count"])
 def test_time_start_after_time_end_is_rejected(api, scope, route):
-    answer = api.post(f"/v3/conversation/{route}", scope.body(
-        time_start="2024-06-02T00:00:00.001Z", time_end="2024-06-02T00:00:00Z"))
+    answer = api.post(
+        f"/v3/conversation/{route}", scope.body(time_start="2024-06-02T00:00:00.001Z", time_end="2024-06-02T00:00:00Z")
+    )
     assert answer.status == 400 and answer.message.startswith("(root): "), answer.body
-    for field, value in (("time_start", "2024-06-02"), ("time_end", "2024-06-02T00:00:00+1:00"),
-                         ("time_start", 5)):
+    for field, value in (("time_start", "2024-06-02"), ("time_end", "2024-06-02T00:00:00+1:00"), ("time_start", 5)):
         answer = api.post(f"/v3/conversation/{route}", scope.body(**{field: value}))
         assert answer.status == 400 and answer.message.startswith(f"{field}: "), answer.body
 
@@ -268,8 +312,16 @@ def test_limit_and_offset(api, scope):
     assert ids_of(query(api, scope, limit=100, offset=4)) == newest[4:]
     assert query(api, scope, offset=10_000) == {"messages": [], "total": 5}
     assert ids_of(query(api, scope)) == newest  # default limit 20
-    bad = [{"limit": 0}, {"limit": 101}, {"limit": "10"}, {"limit": 2.5}, {"limit": True},
-           {"offset": -1}, {"offset": 10_001}, {"offset": "0"}]
+    bad = [
+        {"limit": 0},
+        {"limit": 101},
+        {"limit": "10"},
+        {"limit": 2.5},
+        {"limit": True},
+        {"offset": -1},
+        {"offset": 10_001},
+        {"offset": "0"},
+    ]
     for fields in bad:
         answer = api.post("/v3/conversation/query", scope.body(**fields))
         assert answer.status == 400, (fields, answer.body)
@@ -279,9 +331,14 @@ def test_limit_and_offset(api, scope):
 
 # ---- search ---------------------------------------------------------------------------------------
 
+
 def test_search_words_case_insensitive_and_coverage_ranks(api, scope):
-    ids = add(api, scope, msgs("The QUICK brown fox jumps", "quick thinking helps", "a lazy dog sleeps",
-                               "brown bread and a fox"), session="s1")
+    ids = add(
+        api,
+        scope,
+        msgs("The QUICK brown fox jumps", "quick thinking helps", "a lazy dog sleeps", "brown bread and a fox"),
+        session="s1",
+    )
     full, quick_only, lazy, brown_fox = ids
     found = search(api, scope, "quick FOX")
     assert [m["id"] for m in found][:1] == [full]
@@ -318,8 +375,7 @@ def test_search_limit_and_session(api, scope):
     assert {m["id"] for m in search(api, scope, "note", limit=100)} == set(a + b)
     assert {m["id"] for m in search(api, scope, "note", session_id="b")} == set(b)
     assert all(m["session_id"] == "a" for m in search(api, scope, "note", session_id="a", limit=100))
-    for fields in ({"limit": 0}, {"limit": 101}, {"limit": "5"}, {"query": ""}, {"query": "x" * 2049},
-                   {"query": None}):
+    for fields in ({"limit": 0}, {"limit": 101}, {"limit": "5"}, {"query": ""}, {"query": "x" * 2049}, {"query": None}):
         body = scope.body(**{"query": "note", **fields})
         answer = api.post("/v3/conversation/search", body)
         assert answer.status == 400, (fields, answer.body)
@@ -328,11 +384,15 @@ def test_search_limit_and_session(api, scope):
 
 # ---- delete ---------------------------------------------------------------------------------------
 
+
 def test_delete_ids_trimmed_deduplicated_in_request_order(api, scope):
     ids = add(api, scope, msgs("a", "b", "c", "d"))
     unknown = "msg-" + "0" * 26
-    data = delete(api, scope, message_ids=[f"  {ids[2]} ", ids[0], "", "   ", ids[2], unknown, f"\t{ids[0]}",
-                                            "not-a-message", unknown])
+    data = delete(
+        api,
+        scope,
+        message_ids=[f"  {ids[2]} ", ids[0], "", "   ", ids[2], unknown, f"\t{ids[0]}", "not-a-message", unknown],
+    )
     assert data["deleted_ids"] == [ids[2], ids[0]]
     assert data["deleted_count"] == 2
     assert data["not_found_ids"] == [unknown, "not-a-message"]
@@ -340,8 +400,13 @@ def test_delete_ids_trimmed_deduplicated_in_request_order(api, scope):
     assert len(data["audit_ids"]) >= 1 and all(isinstance(a, str) and a for a in data["audit_ids"])
     assert ids_of(query(api, scope)) == [ids[3], ids[1]]
     again = delete(api, scope, message_ids=[ids[2]])
-    assert again == {"deleted_count": 0, "deleted_ids": [], "deleted_session_ids": [],
-                     "not_found_ids": [ids[2]], "audit_ids": []}
+    assert again == {
+        "deleted_count": 0,
+        "deleted_ids": [],
+        "deleted_session_ids": [],
+        "not_found_ids": [ids[2]],
+        "audit_ids": [],
+    }
     assert count(api, scope) == 2
 
 
@@ -367,8 +432,13 @@ def test_delete_limits_count_raw_items(api, scope):
     sessions = api.post("/v3/conversation/delete", scope.body(session_ids=["s1"] * 101))
     assert sessions.status == 400 and sessions.message.startswith("session_ids: "), sessions.body
     assert count(api, scope) == 1
-    for body in ({}, {"message_ids": []}, {"message_ids": ["", "  ", "\t"]},
-                 {"message_ids": [" "], "session_ids": [""]}, {"message_ids": None, "session_ids": None}):
+    for body in (
+        {},
+        {"message_ids": []},
+        {"message_ids": ["", "  ", "\t"]},
+        {"message_ids": [" "], "session_ids": [""]},
+        {"message_ids": None, "session_ids": None},
+    ):
         answer = api.post("/v3/conversation/delete", scope.body(**body))
         assert answer.status == 400, (body, answer.body)
     for body in ({"message_ids": ids[0]}, {"message_ids": [5]}, {"session_ids": "s1"}):
@@ -384,23 +454,29 @@ def test_delete_outside_scope_is_reported_like_unknown_and_kept(api, scope):
     other_user = sibling(scope, user_id=scope.user_id + "-2")
     other_agent = sibling(scope, agent_id=scope.agent_id + "x")
     other_team = sibling(scope, team_id=scope.team_id + "x")
-    foreign = [add(api, s, msgs(f"secret of {s.user_id}"), session="s1")[0]
-               for s in (other_user, other_agent, other_team)]
+    foreign = [
+        add(api, s, msgs(f"secret of {s.user_id}"), session="s1")[0] for s in (other_user, other_agent, other_team)
+    ]
     mine = add(api, scope, msgs("mine"), session="s1")
     unknown = "msg-0123456789abcdef0123456789"
     for victim in foreign:
         data = delete(api, scope, message_ids=[victim])
         reference = delete(api, scope, message_ids=[unknown])
         assert data == dict(reference, not_found_ids=[victim])
-        assert data == {"deleted_count": 0, "deleted_ids": [], "deleted_session_ids": [],
-                        "not_found_ids": [victim], "audit_ids": []}
-    for owner, victim in zip((other_user, other_agent, other_team), foreign):
+        assert data == {
+            "deleted_count": 0,
+            "deleted_ids": [],
+            "deleted_session_ids": [],
+            "not_found_ids": [victim],
+            "audit_ids": [],
+        }
+    for owner, victim in zip((other_user, other_agent, other_team), foreign, strict=True):
         assert ids_of(query(api, owner)) == [victim]
         assert count(api, owner) == 1
     # the other scopes' sessions are untouched by this user's session delete
     data = delete(api, scope, session_ids=["s1"])
     assert data["deleted_count"] == 1 and data["deleted_session_ids"] == ["s1"]
-    for owner, victim in zip((other_user, other_agent, other_team), foreign):
+    for owner, victim in zip((other_user, other_agent, other_team), foreign, strict=True):
         assert ids_of(query(api, owner)) == [victim]
     assert mine[0] not in ids_of(query(api, scope))
 
@@ -434,6 +510,7 @@ def test_deleted_message_never_appears_again(api, scope):
 
 # ---- isolation ------------------------------------------------------------------------------------
 
+
 def test_reads_are_scoped_by_team_agent_user_and_task(api, scope):
     other_user = sibling(scope, user_id=scope.user_id + "-2")
     other_agent = sibling(scope, agent_id=scope.agent_id + "x")
@@ -451,7 +528,7 @@ def test_reads_are_scoped_by_team_agent_user_and_task(api, scope):
     assert ids_of(task_header.data) == t1
     assert task_header.data["messages"][0]["task_id"] == "t1"
     assert {m["id"] for m in search(api, scope, "shared word", limit=100)} == set(plain + t1)
-    for owner, own in zip((other_user, other_agent), others):
+    for owner, own in zip((other_user, other_agent), others, strict=True):
         assert ids_of(query(api, owner)) == [own]
         assert [m["id"] for m in search(api, owner, "shared")] == [own]
     fresh = make_scope()
@@ -460,18 +537,22 @@ def test_reads_are_scoped_by_team_agent_user_and_task(api, scope):
 
 
 def test_isolation_from_headers(api, scope):
-    headers = {"x-tdai-team-id": scope.team_id, "x-tdai-agent-id": scope.agent_id,
-               "x-tdai-user-id": scope.user_id, "x-tdai-session-id": "hs"}
+    headers = {
+        "x-tdai-team-id": scope.team_id,
+        "x-tdai-agent-id": scope.agent_id,
+        "x-tdai-user-id": scope.user_id,
+        "x-tdai-session-id": "hs",
+    }
     answer = api.post("/v3/conversation/add", {"messages": msgs("via headers")}, headers=headers)
     assert answer.status == 200, answer.body
     got = query(api, scope)
     assert ids_of(got) == answer.data["accepted_ids"] and got["messages"][0]["session_id"] == "hs"
-    missing = api.post("/v3/conversation/add", {"messages": msgs("x"), "team_id": scope.team_id,
-                                                "session_id": "s"})
+    missing = api.post("/v3/conversation/add", {"messages": msgs("x"), "team_id": scope.team_id, "session_id": "s"})
     assert missing.status == 422 and missing.message == "missing isolation fields: agent_id, user_id"
 
 
 # ---- Idempotency-Key ------------------------------------------------------------------------------
+
 
 def key():
     return "idem-" + uuid.uuid4().hex
@@ -488,8 +569,9 @@ def test_idempotent_retry_returns_first_data_and_writes_nothing(api, scope):
     assert retry.body["request_id"] != first.body["request_id"]
     assert count(api, scope) == 2
     assert set(ids_of(query(api, scope))) == set(first.data["accepted_ids"])
-    changed = api.post("/v3/conversation/add", dict(body, messages=msgs("once", "other")),
-                       headers={"Idempotency-Key": k})
+    changed = api.post(
+        "/v3/conversation/add", dict(body, messages=msgs("once", "other")), headers={"Idempotency-Key": k}
+    )
     assert changed.status == 422 and changed.body["code"] == 422, changed.body
     assert count(api, scope) == 2
     # field validation (400) answers before idempotency (422)
@@ -503,10 +585,12 @@ def test_idempotent_retry_returns_first_data_and_writes_nothing(api, scope):
 def test_idempotency_keys_are_scoped_per_user(api, scope):
     k = key()
     neighbour = sibling(scope, user_id=scope.user_id + "-n")
-    first = api.post("/v3/conversation/add", scope.body(session_id="s", messages=msgs("hi")),
-                     headers={"Idempotency-Key": k})
-    second = api.post("/v3/conversation/add", neighbour.body(session_id="s", messages=msgs("hi")),
-                      headers={"Idempotency-Key": k})
+    first = api.post(
+        "/v3/conversation/add", scope.body(session_id="s", messages=msgs("hi")), headers={"Idempotency-Key": k}
+    )
+    second = api.post(
+        "/v3/conversation/add", neighbour.body(session_id="s", messages=msgs("hi")), headers={"Idempotency-Key": k}
+    )
     assert first.status == second.status == 200, (first.body, second.body)
     assert first.data["accepted_ids"] != second.data["accepted_ids"]
     assert count(api, scope) == 1 and count(api, neighbour) == 1
@@ -515,15 +599,17 @@ def test_idempotency_keys_are_scoped_per_user(api, scope):
     created = api.post("/v3/admin/keys/create", {"role": "writer", "team_ids": [scope.team_id]})
     assert created.status == 200, created.body
     third = api.with_key(created.data["api_key"]).post(
-        "/v3/conversation/add", scope.body(session_id="s", messages=msgs("hi")), headers={"Idempotency-Key": k})
+        "/v3/conversation/add", scope.body(session_id="s", messages=msgs("hi")), headers={"Idempotency-Key": k}
+    )
     assert third.status == 200 and third.data["accepted_ids"] != first.data["accepted_ids"]
     assert count(api, scope) == 2
 
 
 @pytest.mark.parametrize("bad", ["k" * 256, "tab\there", "del\x7f", "ключ", ""])
 def test_invalid_idempotency_key(api, scope, bad):
-    answer = api.post("/v3/conversation/add", scope.body(session_id="s", messages=msgs("x")),
-                      headers={"Idempotency-Key": bad})
+    answer = api.post(
+        "/v3/conversation/add", scope.body(session_id="s", messages=msgs("x")), headers={"Idempotency-Key": bad}
+    )
     assert answer.status == 400 and answer.message.startswith("Idempotency-Key: "), answer.body
     assert count(api, scope) == 0
 
@@ -551,8 +637,9 @@ def test_concurrent_idempotent_retries_write_once(api, scope):
     busy = [a for a in answers if a.status != 200]
     assert done, [a.body for a in answers]
     assert all(a.data == done[0].data for a in done)
-    assert all(a.status == 409 and a.body["retryable"] is True and a.body["code"] == 409 for a in busy), \
-        [a.body for a in busy]
+    assert all(a.status == 409 and a.body["retryable"] is True and a.body["code"] == 409 for a in busy), [
+        a.body for a in busy
+    ]
     final = send(None)
     assert final.status == 200 and final.data == done[0].data
     assert count(api, scope) == 3
@@ -560,6 +647,7 @@ def test_concurrent_idempotent_retries_write_once(api, scope):
 
 
 # ---- exact counters -------------------------------------------------------------------------------
+
 
 def test_counts_stay_exact_under_concurrent_deletes(api, scope):
     ids = add(api, scope, msgs(*[f"m{i}" for i in range(12)]), session="s1")
@@ -585,10 +673,14 @@ def test_counts_stay_exact_under_concurrent_deletes(api, scope):
 
 
 def test_a_reversed_range_is_named_next_to_field_errors(api, scope):
-    answer = api.post("/v3/conversation/query", scope.body(limit=0, time_start="2024-01-02T00:00:00Z",
-                                                           time_end="2024-01-01T00:00:00Z"))
+    answer = api.post(
+        "/v3/conversation/query",
+        scope.body(limit=0, time_start="2024-01-02T00:00:00Z", time_end="2024-01-01T00:00:00Z"),
+    )
     assert answer.status == 400
-    assert answer.message == "limit: Input should be greater than or equal to 1; " \
-                             "(root): time_start must not be after time_end"
+    assert (
+        answer.message == "limit: Input should be greater than or equal to 1; "
+        "(root): time_start must not be after time_end"
+    )
     bad_date = api.post("/v3/conversation/count", scope.body(time_start="2024-13-01T00:00:00Z"))
     assert bad_date.status == 400 and bad_date.message == "time_start: is not a valid date and time"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -50,7 +50,7 @@ def backups(scope):
     prefix = memory_prefix(scope) + ".backup/persona/"
     result = {}
     for key, body in objects(prefix).items():
-        match = BACKUP_NAME.match(key[len(prefix):])
+        match = BACKUP_NAME.match(key[len(prefix) :])
         assert match, key
         result[int(match.group(2))] = (match.group(1), body.decode("utf-8"))
     return result
@@ -76,13 +76,16 @@ def test_created_at_stays_while_updated_at_moves(api, scope):
     assert second["updated_at"] >= first["updated_at"]
 
 
-@pytest.mark.parametrize("content", [
-    "  padded on both sides  \n\n\n",
-    "\n\nleading newlines",
-    "-----META-START-----\nversion: 9\n-----META-END-----\n\nno META handling here",
-    "unicode ✓ 中文 😀\r\nCRLF\ttab\x00nul",
-    "# Persona\n\n---\n## Scene navigation\n- [a](scene_blocks/a.md)\n",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "  padded on both sides  \n\n\n",
+        "\n\nleading newlines",
+        "-----META-START-----\nversion: 9\n-----META-END-----\n\nno META handling here",
+        "unicode ✓ 中文 😀\r\nCRLF\ttab\x00nul",
+        "# Persona\n\n---\n## Scene navigation\n- [a](scene_blocks/a.md)\n",
+    ],
+)
 def test_persona_is_stored_exactly_as_written(api, scope, content):
     write(api, scope, content)
     assert read(api, scope)["content"] == content
@@ -122,10 +125,10 @@ def test_five_writes_keep_the_three_newest_backups(api, scope):
         write(api, scope, content)
     kept = backups(scope)
     assert sorted(kept) == [2, 3, 4]
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     for version, (stamp, body) in kept.items():
         assert body == contents[version - 1]  # the persona that version 'version + 1' replaced
-        taken = datetime.strptime(stamp, "%Y%m%d_%H%M%S").replace(tzinfo=timezone.utc)
+        taken = datetime.strptime(stamp, "%Y%m%d_%H%M%S").replace(tzinfo=UTC)
         assert abs(now - taken) < timedelta(minutes=5)
     assert read(api, scope)["content"] == contents[-1]
     everything = objects(memory_prefix(scope))

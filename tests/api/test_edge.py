@@ -7,7 +7,6 @@ import json
 import re
 
 import pytest
-
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
 
 REQUEST_ID = re.compile(r"^req-[0-9a-f]{16}$")
@@ -72,16 +71,26 @@ def test_unknown_service_id_is_401_even_with_a_good_key(api, scope, service):
 
 
 def test_service_id_is_checked_before_the_key(api, scope):
-    answer = api.raw("POST", "/v3/scenario/count", json.dumps(scope.body()).encode(),
-                     {"Authorization": "Bearer nonsense"})
+    answer = api.raw(
+        "POST", "/v3/scenario/count", json.dumps(scope.body()).encode(), {"Authorization": "Bearer nonsense"}
+    )
     assert_error(answer, 401, "x-tdai-service-id: unknown service")
 
 
-@pytest.mark.parametrize("authorization", [
-    None, "", "Bearer", "Bearer ", "Basic " + ADMIN_KEY, ADMIN_KEY, "Bearer not-a-key",
-    "Bearer mhk_0123456789ab_" + "A" * 40,  # well-formed but unknown
-    "Bearer " + ADMIN_KEY + "x",
-])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer ",
+        "Basic " + ADMIN_KEY,
+        ADMIN_KEY,
+        "Bearer not-a-key",
+        "Bearer mhk_0123456789ab_" + "A" * 40,  # well-formed but unknown
+        "Bearer " + ADMIN_KEY + "x",
+    ],
+)
 def test_bad_keys_are_401_without_saying_why(api, scope, authorization):
     headers = {"x-tdai-service-id": SERVICE_ID}
     if authorization is not None:
@@ -182,16 +191,20 @@ def _big_body(scope, size: int) -> bytes:
     return body
 
 
-@pytest.mark.parametrize("case, raw, headers, writer_status, writer_message", [
-    ("too large", None, {}, 413, None),
-    ("encoding", b"{}", {"Content-Encoding": "br"}, 415, None),
-    ("not json", b"{nope", {}, 400, "Invalid JSON body"),
-    ("not an object", b"[1]", {}, 400, "Invalid JSON body"),
-    ("no isolation", b"{}", {}, 422, "missing isolation fields: team_id, agent_id, user_id"),
-    ("bad field", None, {}, 400, None),
-])
-def test_role_403_comes_before_size_encoding_json_isolation_and_fields(api, reader_and_writer, scope, case, raw,
-                                                                       headers, writer_status, writer_message):
+@pytest.mark.parametrize(
+    "case, raw, headers, writer_status, writer_message",
+    [
+        ("too large", None, {}, 413, None),
+        ("encoding", b"{}", {"Content-Encoding": "br"}, 415, None),
+        ("not json", b"{nope", {}, 400, "Invalid JSON body"),
+        ("not an object", b"[1]", {}, 400, "Invalid JSON body"),
+        ("no isolation", b"{}", {}, 422, "missing isolation fields: team_id, agent_id, user_id"),
+        ("bad field", None, {}, 400, None),
+    ],
+)
+def test_role_403_comes_before_size_encoding_json_isolation_and_fields(
+    api, reader_and_writer, scope, case, raw, headers, writer_status, writer_message
+):
     reader, writer = reader_and_writer
     if case == "too large":
         raw = _big_body(scope, int(MIB * 1.5))
@@ -235,8 +248,7 @@ def test_gzip_with_several_members_is_decoded_whole(api, scope):
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "plain"])
 def test_broken_gzip_is_400(api, scope, damage):
     body = json.dumps(scope.body(path="e/broken.md", content="c")).encode()
-    raw = {"truncated": gzip.compress(body)[:-8], "garbage": gzip.compress(body) + b"junk",
-           "plain": body}[damage]
+    raw = {"truncated": gzip.compress(body)[:-8], "garbage": gzip.compress(body) + b"junk", "plain": body}[damage]
     answer = post_raw(api, "/v3/scenario/write", raw, {"Content-Encoding": "gzip"})
     assert_error(answer, 400)
     assert api.post("/v3/scenario/read", scope.body(path="e/broken.md")).data["content"] is None
@@ -273,8 +285,23 @@ def test_content_type_is_not_checked(api, scope):
         assert answer.status == 200, (content_type, answer.body)
 
 
-@pytest.mark.parametrize("raw", [b"", b"   ", b"nope", b"{", b"[]", b'"text"', b"42", b"null", b"true",
-                                 b'{"a": NaN}', b"\xff\xfe{}", b'{"a": 1} {"b": 2}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"   ",
+        b"nope",
+        b"{",
+        b"[]",
+        b'"text"',
+        b"42",
+        b"null",
+        b"true",
+        b'{"a": NaN}',
+        b"\xff\xfe{}",
+        b'{"a": 1} {"b": 2}',
+    ],
+)
 def test_anything_but_a_json_object_is_400_invalid_json_body(api, raw):
     assert_error(post_raw(api, "/v3/scenario/count", raw), 400, "Invalid JSON body")
 
@@ -314,14 +341,17 @@ def test_invalid_json_comes_before_missing_isolation(api):
 # --- isolation (§3) -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body, missing", [
-    ({}, "team_id, agent_id, user_id"),
-    ({"user_id": "u"}, "team_id, agent_id"),
-    ({"team_id": "t", "user_id": "u"}, "agent_id"),
-    ({"team_id": "t", "agent_id": "a"}, "user_id"),
-    ({"team_id": " ", "agent_id": "", "user_id": "u"}, "team_id, agent_id"),
-    ({"team_id": None, "agent_id": "a", "user_id": None}, "team_id, user_id"),
-])
+@pytest.mark.parametrize(
+    "body, missing",
+    [
+        ({}, "team_id, agent_id, user_id"),
+        ({"user_id": "u"}, "team_id, agent_id"),
+        ({"team_id": "t", "user_id": "u"}, "agent_id"),
+        ({"team_id": "t", "agent_id": "a"}, "user_id"),
+        ({"team_id": " ", "agent_id": "", "user_id": "u"}, "team_id, agent_id"),
+        ({"team_id": None, "agent_id": "a", "user_id": None}, "team_id, user_id"),
+    ],
+)
 @pytest.mark.parametrize("route", ["/v3/scenario/ls", "/v3/scenario/write", "/v3/core/read", "/v3/core/write"])
 def test_missing_isolation_fields_are_422_listed_in_order(api, route, body, missing):
     assert_error(api.post(route, body), 422, f"missing isolation fields: {missing}")
@@ -342,19 +372,35 @@ def test_body_isolation_wins_over_headers_and_null_falls_back(api, scope):
     written = api.post("/v3/scenario/write", scope.body(path="b.md", content="body wins"), headers)
     assert written.data["team_id"] == scope.team_id
     assert api.post("/v3/scenario/count", other.body()).data["count"] == 0
-    fallback = api.post("/v3/scenario/write", {"team_id": None, "agent_id": None, "user_id": None,
-                                               "path": "n.md", "content": "null → header"}, headers)
+    fallback = api.post(
+        "/v3/scenario/write",
+        {"team_id": None, "agent_id": None, "user_id": None, "path": "n.md", "content": "null → header"},
+        headers,
+    )
     assert fallback.status == 200, fallback.body
     assert fallback.data["team_id"] == other.team_id
     assert api.post("/v3/scenario/count", other.body()).data["count"] == 1
 
 
-@pytest.mark.parametrize("field, value", [
-    ("team_id", "客服"), ("team_id", ".hidden"), ("team_id", "a b"), ("team_id", "t" * 129), ("team_id", "a/b"),
-    ("agent_id", "agent:1"), ("agent_id", "a\n"), ("user_id", "u" * 257), ("user_id", "bell\x07"),
-    ("session_id", "s\x00"), ("task_id", "x" * 257), ("session_id", ""), ("user_id", "del\x7f"),
-    ("user_id", "c1\x85"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("team_id", "客服"),
+        ("team_id", ".hidden"),
+        ("team_id", "a b"),
+        ("team_id", "t" * 129),
+        ("team_id", "a/b"),
+        ("agent_id", "agent:1"),
+        ("agent_id", "a\n"),
+        ("user_id", "u" * 257),
+        ("user_id", "bell\x07"),
+        ("session_id", "s\x00"),
+        ("task_id", "x" * 257),
+        ("session_id", ""),
+        ("user_id", "del\x7f"),
+        ("user_id", "c1\x85"),
+    ],
+)
 def test_isolation_format_errors_are_400_naming_the_field(api, scope, field, value):
     answer = api.post("/v3/scenario/count", {**scope.body(), field: value})
     assert_error(answer, 400)
@@ -380,8 +426,9 @@ def test_valid_team_and_agent_ids_are_accepted(api, team_id):
 
 
 def test_missing_isolation_422_comes_before_format_400(api):
-    assert_error(api.post("/v3/scenario/count", {"team_id": "客服", "user_id": "u"}), 422,
-                 "missing isolation fields: agent_id")
+    assert_error(
+        api.post("/v3/scenario/count", {"team_id": "客服", "user_id": "u"}), 422, "missing isolation fields: agent_id"
+    )
 
 
 def test_team_outside_the_keys_teams_is_403_before_field_validation(api, scope):
@@ -415,17 +462,20 @@ def test_field_errors_use_dotted_paths_with_zero_based_indices(api):
     assert [p.split(": ", 1)[0] for p in answer.message.split("; ")] == ["team_ids.1", "team_ids.2"]
 
 
-@pytest.mark.parametrize("route, fields, bad", [
-    ("/v3/scenario/ls", {"limit": "10"}, "limit"),
-    ("/v3/scenario/ls", {"limit": 10.0}, "limit"),
-    ("/v3/scenario/ls", {"limit": True}, "limit"),
-    ("/v3/scenario/ls", {"path_prefix": 5}, "path_prefix"),
-    ("/v3/scenario/write", {"path": "a.md", "content": 5}, "content"),
-    ("/v3/scenario/write", {"path": "a.md", "content": "c", "expected_version": "0"}, "expected_version"),
-    ("/v3/scenario/write", {"path": ["a.md"], "content": "c"}, "path"),
-    ("/v3/core/write", {"content": ["x"]}, "content"),
-    ("/v3/core/write", {"content": {"text": "x"}}, "content"),
-])
+@pytest.mark.parametrize(
+    "route, fields, bad",
+    [
+        ("/v3/scenario/ls", {"limit": "10"}, "limit"),
+        ("/v3/scenario/ls", {"limit": 10.0}, "limit"),
+        ("/v3/scenario/ls", {"limit": True}, "limit"),
+        ("/v3/scenario/ls", {"path_prefix": 5}, "path_prefix"),
+        ("/v3/scenario/write", {"path": "a.md", "content": 5}, "content"),
+        ("/v3/scenario/write", {"path": "a.md", "content": "c", "expected_version": "0"}, "expected_version"),
+        ("/v3/scenario/write", {"path": ["a.md"], "content": "c"}, "path"),
+        ("/v3/core/write", {"content": ["x"]}, "content"),
+        ("/v3/core/write", {"content": {"text": "x"}}, "content"),
+    ],
+)
 def test_types_are_checked_never_coerced(api, scope, route, fields, bad):
     answer = api.post(route, scope.body(**fields))
     assert_error(answer, 400)
@@ -451,8 +501,9 @@ def test_null_counts_as_absent(api, scope):
 
 
 def test_unknown_keys_are_ignored(api, scope):
-    answer = api.post("/v3/scenario/write", scope.body(path="u.md", content="c", surprise={"deep": [1, None]},
-                                                        another=None))
+    answer = api.post(
+        "/v3/scenario/write", scope.body(path="u.md", content="c", surprise={"deep": [1, None]}, another=None)
+    )
     assert answer.status == 200, answer.body
     created = api.post("/v3/admin/keys/create", {"role": "reader", "team_ids": [scope.team_id], "color": "blue"})
     assert created.status == 200, created.body
@@ -475,9 +526,11 @@ def test_reader_key_may_read_but_not_write(api, reader_and_writer, scope):
     assert writer.post("/v3/scenario/write", scope.body(path="r.md", content="c")).status == 200
     assert reader.post("/v3/scenario/read", scope.body(path="r.md")).data["version"] == 1
     assert reader.post("/v3/core/read", scope.body()).status == 200
-    for route, body in [("/v3/scenario/write", scope.body(path="r.md", content="x")),
-                        ("/v3/scenario/rm", scope.body(path="r.md")),
-                        ("/v3/core/write", scope.body(content="x"))]:
+    for route, body in [
+        ("/v3/scenario/write", scope.body(path="r.md", content="x")),
+        ("/v3/scenario/rm", scope.body(path="r.md")),
+        ("/v3/core/write", scope.body(content="x")),
+    ]:
         assert_error(reader.post(route, body), 403)
     assert api.post("/v3/scenario/read", scope.body(path="r.md")).data["version"] == 1
     assert api.post("/v3/core/count", scope.body()).data["total"] == 0

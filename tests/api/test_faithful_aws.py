@@ -9,7 +9,6 @@ import os
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-
 from helpers import BUCKET, TABLES
 
 REGION = "us-east-1"
@@ -27,9 +26,12 @@ def plain():
     s3 = boto3.client("s3", endpoint_url=url, region_name=REGION)
     s3.create_bucket(Bucket=BUCKET)
     dynamodb = boto3.client("dynamodb", endpoint_url=url, region_name=REGION)
-    dynamodb.create_table(TableName=TABLES["keys"], BillingMode="PAY_PER_REQUEST",
-                          AttributeDefinitions=[{"AttributeName": "key_id", "AttributeType": "S"}],
-                          KeySchema=[{"AttributeName": "key_id", "KeyType": "HASH"}])
+    dynamodb.create_table(
+        TableName=TABLES["keys"],
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "key_id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "key_id", "KeyType": "HASH"}],
+    )
     yield url
     server.stop()
 
@@ -60,15 +62,21 @@ def test_s3_object_keys_over_1024_bytes(stack, plain):
 
 def test_s3_user_metadata_over_2_kb(stack, plain):
     metadata = {"a": "v" * 2100}
-    outcome = both(plain, lambda s3, _: code_of(
-        lambda: s3.put_object(Bucket=BUCKET, Key="profiles/limits/meta", Body=b"x", Metadata=metadata)))
+    outcome = both(
+        plain,
+        lambda s3, _: code_of(
+            lambda: s3.put_object(Bucket=BUCKET, Key="profiles/limits/meta", Body=b"x", Metadata=metadata)
+        ),
+    )
     assert outcome == ("accepted", "MetadataTooLarge")
 
 
 def test_delete_objects_of_more_than_1000_keys(stack, plain):
     objects = [{"Key": f"profiles/limits/{i}"} for i in range(1001)]
-    outcome = both(plain, lambda s3, _: code_of(
-        lambda: s3.delete_objects(Bucket=BUCKET, Delete={"Objects": objects, "Quiet": True})))
+    outcome = both(
+        plain,
+        lambda s3, _: code_of(lambda: s3.delete_objects(Bucket=BUCKET, Delete={"Objects": objects, "Quiet": True})),
+    )
     assert outcome == ("accepted", "MalformedXML")
 
 
@@ -91,8 +99,14 @@ def test_copy_object_honours_copy_source_if_match(stack, plain):
         s3.put_object(Bucket=BUCKET, Key=source, Body=b"first")
         stale = s3.head_object(Bucket=BUCKET, Key=source)["ETag"]
         s3.put_object(Bucket=BUCKET, Key=source, Body=b"second")
-        return code_of(lambda: s3.copy_object(Bucket=BUCKET, Key="profiles/limits/copy.md", CopySourceIfMatch=stale,
-                                              CopySource={"Bucket": BUCKET, "Key": source}))
+        return code_of(
+            lambda: s3.copy_object(
+                Bucket=BUCKET,
+                Key="profiles/limits/copy.md",
+                CopySourceIfMatch=stale,
+                CopySource={"Bucket": BUCKET, "Key": source},
+            )
+        )
 
     assert both(plain, scenario) == ("accepted", "PreconditionFailed")
 
@@ -112,22 +126,30 @@ def test_batch_write_item_of_26_or_with_duplicate_keys(stack, plain):
         table = TABLES["keys"]
         many = [{"PutRequest": {"Item": {"key_id": {"S": f"limits-{i}"}}}} for i in range(26)]
         duplicate = [{"PutRequest": {"Item": {"key_id": {"S": "limits-d"}, "n": {"S": str(i)}}}} for i in range(2)]
-        return (code_of(lambda: dynamodb.batch_write_item(RequestItems={table: many})),
-                code_of(lambda: dynamodb.batch_write_item(RequestItems={table: duplicate})))
+        return (
+            code_of(lambda: dynamodb.batch_write_item(RequestItems={table: many})),
+            code_of(lambda: dynamodb.batch_write_item(RequestItems={table: duplicate})),
+        )
 
     assert both(plain, scenario) == (("accepted", "accepted"), ("ValidationException", "ValidationException"))
 
 
 def test_a_key_over_2048_bytes_even_on_a_read(stack, plain):
-    outcome = both(plain, lambda _, dynamodb: code_of(
-        lambda: dynamodb.get_item(TableName=TABLES["keys"], Key={"key_id": {"S": "k" * 2049}})))
+    outcome = both(
+        plain,
+        lambda _, dynamodb: code_of(
+            lambda: dynamodb.get_item(TableName=TABLES["keys"], Key={"key_id": {"S": "k" * 2049}})
+        ),
+    )
     assert outcome == ("accepted", "ValidationException")
 
 
 def test_transactions_over_4_mb(stack, plain):
     big = "x" * 350_000
-    items = [{"Put": {"TableName": TABLES["keys"], "Item": {"key_id": {"S": f"limits-big-{i}"}, "v": {"S": big}}}}
-             for i in range(13)]
+    items = [
+        {"Put": {"TableName": TABLES["keys"], "Item": {"key_id": {"S": f"limits-big-{i}"}, "v": {"S": big}}}}
+        for i in range(13)
+    ]
     outcome = both(plain, lambda _, dynamodb: code_of(lambda: dynamodb.transact_write_items(TransactItems=items)))
     assert outcome == ("accepted", "ValidationException")
 
@@ -137,12 +159,14 @@ def test_a_function_may_do_only_what_its_policy_allows(stack):
     writes them; a write with its credentials is refused as AWS refuses it."""
     from memory_hub_local.identity import SECRET, access_key_of
 
-    admin = boto3.client("s3", region_name=REGION, aws_access_key_id=access_key_of("AdminFunction"),
-                         aws_secret_access_key=SECRET)
+    admin = boto3.client(
+        "s3", region_name=REGION, aws_access_key_id=access_key_of("AdminFunction"), aws_secret_access_key=SECRET
+    )
     key = "profiles/iam/x.md"
     assert code_of(lambda: admin.put_object(Bucket=BUCKET, Key=key, Body=b"x")) == "AccessDenied"
-    scenario = boto3.client("s3", region_name=REGION, aws_access_key_id=access_key_of("ScenarioFunction"),
-                            aws_secret_access_key=SECRET)
+    scenario = boto3.client(
+        "s3", region_name=REGION, aws_access_key_id=access_key_of("ScenarioFunction"), aws_secret_access_key=SECRET
+    )
     assert code_of(lambda: scenario.put_object(Bucket=BUCKET, Key=key, Body=b"x")) == "accepted"
     assert code_of(lambda: scenario.put_object(Bucket=BUCKET, Key="outside/x.md", Body=b"x")) == "AccessDenied"
     assert os.environ["AWS_ENDPOINT_URL"] == stack.aws_url  # these clients did talk to the stack

@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import pytest
-
 from helpers import ADMIN_KEY, SERVICE_ID, Scope, make_scope, ok
 
 
@@ -127,8 +126,12 @@ def test_a_persona_write_racing_a_clear_lands_whole_in_one_epoch(api, scope, hoo
 def test_messages_added_while_a_memory_is_deleted_make_a_new_memory(api, scope, hooks):
     ok(api.post("/v3/conversation/add", scope.body(session_id="s", messages=[{"role": "user", "content": "old"}])))
     hook = hooks.add({"function": "MemoryFunction", "operation": "TransactWriteItems", "table": "ItemsTable"})
-    pool, pending = in_background(lambda: api.post("/v3/conversation/add", scope.body(
-        session_id="s", messages=[{"role": "user", "content": "racing the delete"}])))
+    pool, pending = in_background(
+        lambda: api.post(
+            "/v3/conversation/add",
+            scope.body(session_id="s", messages=[{"role": "user", "content": "racing the delete"}]),
+        )
+    )
     assert hooks.wait(hook)
     assert ok(api.post("/v3/memory/delete", {"memory_id": scope.memory_id}))["deleted"] is True
     hooks.release(hook)
@@ -147,10 +150,12 @@ def test_audit_events_belong_to_the_team_and_agent_pair_not_the_memory_id_string
     first = Scope(f"dx{suffix}", "dy-dz", "u")
     second = Scope(f"dx{suffix}-dy", "dz", "u")
     assert first.memory_id == second.memory_id
-    first_admin = api.with_key(ok(api.post("/v3/admin/keys/create", {"role": "admin",
-                                                                      "team_ids": [first.team_id]}))["api_key"])
-    second_admin = api.with_key(ok(api.post("/v3/admin/keys/create", {"role": "admin",
-                                                                       "team_ids": [second.team_id]}))["api_key"])
+    first_admin = api.with_key(
+        ok(api.post("/v3/admin/keys/create", {"role": "admin", "team_ids": [first.team_id]}))["api_key"]
+    )
+    second_admin = api.with_key(
+        ok(api.post("/v3/admin/keys/create", {"role": "admin", "team_ids": [second.team_id]}))["api_key"]
+    )
     ok(first_admin.post("/v3/scenario/write", first.body(path="private/salary-review-alice.md", content="x")))
     ok(first_admin.post("/v3/scenario/rm", first.body(path="private/salary-review-alice.md")))
     ok(first_admin.post("/v3/memory/delete", {"memory_id": first.memory_id}))
@@ -165,8 +170,7 @@ def test_audit_events_belong_to_the_team_and_agent_pair_not_the_memory_id_string
     # a '*' key sees both pairs' events under the shared string
     everyone = ok(api.post("/v3/audit/query", {"memory_id": first.memory_id, "limit": 100}))["events"]
     assert {e["team_id"] for e in everyone} == {first.team_id}  # the second pair has no events yet
-    outsider = api.with_key(ok(api.post("/v3/admin/keys/create", {"role": "admin", "team_ids": ["nobody"]}))[
-        "api_key"])
+    outsider = api.with_key(ok(api.post("/v3/admin/keys/create", {"role": "admin", "team_ids": ["nobody"]}))["api_key"])
     assert outsider.post("/v3/audit/query", {"memory_id": first.memory_id}).status == 403
 
 
@@ -175,32 +179,41 @@ def test_audit_events_belong_to_the_team_and_agent_pair_not_the_memory_id_string
 
 @pytest.mark.parametrize("number", ["1e999", "-1e999", "1" + "0" * 400])
 def test_a_number_beyond_a_finite_double_is_400_naming_its_field(api, scope, number):
-    raw = json.dumps(scope.body(content="c")).replace('"content": "c"', f'"content": "c", "metadata": {{"x": {number}}}')
+    raw = json.dumps(scope.body(content="c")).replace(
+        '"content": "c"', f'"content": "c", "metadata": {{"x": {number}}}'
+    )
     answer = api.raw("POST", "/v3/atomic/add", raw.encode(), api.auth_headers())
     assert answer.status == 400 and answer.message == "metadata.x: must be a finite number", answer.body
     assert ok(api.post("/v3/atomic/count", scope.body()))["total"] == 0
 
 
 def test_answers_are_strict_json(api, scope):
-    ok(api.post("/v3/atomic/add", scope.body(content="big numbers", metadata={"x": 1.7976931348623157e308,
-                                                                                "y": -1e-300})))
-    text = api.session.post(api.base_url + "/v3/atomic/query", data=json.dumps(scope.body()),
-                            headers=api.auth_headers(), timeout=30).text
+    ok(
+        api.post(
+            "/v3/atomic/add", scope.body(content="big numbers", metadata={"x": 1.7976931348623157e308, "y": -1e-300})
+        )
+    )
+    text = api.session.post(
+        api.base_url + "/v3/atomic/query", data=json.dumps(scope.body()), headers=api.auth_headers(), timeout=30
+    ).text
     json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in an answer"))
 
 
-@pytest.mark.parametrize("fields, field", [
-    ({"bindings": [{"agent_id": "a", "priority": int("9" * 4200)}]}, "bindings.0.priority"),
-    ({"bindings": [{"agent_id": "a", "priority": 1_000_001}]}, "bindings.0.priority"),
-    ({"bindings": [{"agent_id": "a"}] * 101}, "bindings"),
-    ({"bindings": [{"agent_id": "a" * 65}]}, "bindings.0.agent_id"),
-    ({"bindings": [{"agent_id": "a", "injection_mode": "m" * 65}]}, "bindings.0.injection_mode"),
-    ({"acl": [{"principal": "p" * 257, "permissions": ["read"]}]}, "acl.0.principal"),
-    ({"acl": [{"principal": "p", "permissions": ["read", "read"]}]}, "acl.0.permissions"),
-    ({"acl": [{"principal": "p", "permissions": []}]}, "acl.0.permissions"),
-    ({"acl": [{"principal": "p", "permissions": ["read"]}] * 101}, "acl"),
-    ({"name": "n" * 257}, "name"),
-])
+@pytest.mark.parametrize(
+    "fields, field",
+    [
+        ({"bindings": [{"agent_id": "a", "priority": int("9" * 4200)}]}, "bindings.0.priority"),
+        ({"bindings": [{"agent_id": "a", "priority": 1_000_001}]}, "bindings.0.priority"),
+        ({"bindings": [{"agent_id": "a"}] * 101}, "bindings"),
+        ({"bindings": [{"agent_id": "a" * 65}]}, "bindings.0.agent_id"),
+        ({"bindings": [{"agent_id": "a", "injection_mode": "m" * 65}]}, "bindings.0.injection_mode"),
+        ({"acl": [{"principal": "p" * 257, "permissions": ["read"]}]}, "acl.0.principal"),
+        ({"acl": [{"principal": "p", "permissions": ["read", "read"]}]}, "acl.0.permissions"),
+        ({"acl": [{"principal": "p", "permissions": []}]}, "acl.0.permissions"),
+        ({"acl": [{"principal": "p", "permissions": ["read"]}] * 101}, "acl"),
+        ({"name": "n" * 257}, "name"),
+    ],
+)
 def test_asset_fields_beyond_their_bounds_are_400(api, scope, fields, field):
     answer = api.post("/v3/memory/create", {"team_id": scope.team_id, "agent_id": scope.agent_id, **fields})
     assert answer.status == 400 and answer.message.startswith(f"{field}: "), answer.body
@@ -212,10 +225,19 @@ def test_asset_fields_beyond_their_bounds_are_400(api, scope, fields, field):
 def test_a_purge_event_naming_the_current_epoch_erases_nothing(api, scope):
     ok(write(api, scope, "live.md", "stays"))
     ok(api.post("/v3/conversation/add", scope.body(session_id="s", messages=[{"role": "user", "content": "stays"}])))
-    asset = [i for i in __import__("helpers").scan("AssetsTable") if i["pk"]["S"] == scope.memory_id][0]
+    asset = next(i for i in __import__("helpers").scan("AssetsTable") if i["pk"]["S"] == scope.memory_id)
     epoch = int(asset["epoch"]["N"])
-    answer = api.invoke("ClearFunction", {"memory_hub_purge": {"team_id": scope.team_id, "agent_id": scope.agent_id,
-                                                               "epoch": epoch, "memory_id": scope.memory_id}})
+    answer = api.invoke(
+        "ClearFunction",
+        {
+            "memory_hub_purge": {
+                "team_id": scope.team_id,
+                "agent_id": scope.agent_id,
+                "epoch": epoch,
+                "memory_id": scope.memory_id,
+            }
+        },
+    )
     assert answer["done"] is True and "ignored" in answer
     assert read(api, scope, "live.md")["content"].endswith("stays")
     assert ok(api.post("/v3/conversation/count", scope.body()))["total"] == 1
@@ -230,8 +252,12 @@ AUDIT_DOWN = {"table": "AuditTable"}
 
 
 def test_a_message_delete_whose_audit_write_fails_deletes_nothing(api, scope, hooks):
-    ids = ok(api.post("/v3/conversation/add", scope.body(session_id="s", messages=[
-        {"role": "user", "content": "keep me until audited"}])))["accepted_ids"]
+    ids = ok(
+        api.post(
+            "/v3/conversation/add",
+            scope.body(session_id="s", messages=[{"role": "user", "content": "keep me until audited"}]),
+        )
+    )["accepted_ids"]
     with hooks.failing(AUDIT_DOWN):
         answer = api.post("/v3/conversation/delete", scope.body(message_ids=ids))
     assert answer.status >= 500 and answer.body.get("retryable") is True, answer.body
@@ -297,31 +323,56 @@ def test_eight_clients_always_read_what_they_just_wrote(api):
 
 
 def test_rfc3339_offsets_are_accepted_and_normalised(api, scope):
-    ok(api.post("/v3/conversation/add", scope.body(session_id="s", messages=[
-        {"role": "user", "content": "offset", "timestamp": "2026-01-01T08:00:00+08:00"}])))
+    ok(
+        api.post(
+            "/v3/conversation/add",
+            scope.body(
+                session_id="s",
+                messages=[{"role": "user", "content": "offset", "timestamp": "2026-01-01T08:00:00+08:00"}],
+            ),
+        )
+    )
     message = ok(api.post("/v3/conversation/query", scope.body()))["messages"][0]
     assert message["timestamp"] == "2026-01-01T00:00:00.000Z"
     assert ok(api.post("/v3/conversation/count", scope.body(time_start="2026-01-01T09:00:00+09:00")))["total"] == 1
 
 
-@pytest.mark.parametrize("value", ["２０２６-01-01T00:00:00Z", "2026-01-01T00:00:00\u0661Z", "2026-01-01T00:00:00+٠٨:00"])
+@pytest.mark.parametrize(
+    "value", ["２０２６-01-01T00:00:00Z", "2026-01-01T00:00:00\u0661Z", "2026-01-01T00:00:00+٠٨:00"]
+)
 def test_times_with_other_digits_are_400(api, scope, value):
     answer = api.post("/v3/conversation/count", scope.body(time_start=value))
     assert answer.status == 400 and answer.message.startswith("time_start: "), answer.body
 
 
 def test_filter_bounds_compare_at_the_precision_written(api, scope):
-    ok(api.post("/v3/conversation/add", scope.body(session_id="s", messages=[
-        {"role": "user", "content": "at zero", "timestamp": "2026-01-01T00:00:00.000Z"}])))
+    ok(
+        api.post(
+            "/v3/conversation/add",
+            scope.body(
+                session_id="s",
+                messages=[{"role": "user", "content": "at zero", "timestamp": "2026-01-01T00:00:00.000Z"}],
+            ),
+        )
+    )
     assert ok(api.post("/v3/conversation/count", scope.body(time_start="2026-01-01T00:00:00.0005Z")))["total"] == 0
     assert ok(api.post("/v3/conversation/count", scope.body(time_end="2025-12-31T23:59:59.9995Z")))["total"] == 0
     assert ok(api.post("/v3/conversation/count", scope.body(time_start="2026-01-01T00:00:00Z")))["total"] == 1
 
 
 def test_searches_honour_time_windows(api, scope):
-    ok(api.post("/v3/conversation/add", scope.body(session_id="s", messages=[
-        {"role": "user", "content": "tea in january", "timestamp": "2026-01-05T00:00:00Z"},
-        {"role": "user", "content": "tea in march", "timestamp": "2026-03-05T00:00:00Z"}])))
+    ok(
+        api.post(
+            "/v3/conversation/add",
+            scope.body(
+                session_id="s",
+                messages=[
+                    {"role": "user", "content": "tea in january", "timestamp": "2026-01-05T00:00:00Z"},
+                    {"role": "user", "content": "tea in march", "timestamp": "2026-03-05T00:00:00Z"},
+                ],
+            ),
+        )
+    )
     found = ok(api.post("/v3/conversation/search", scope.body(query="tea", time_start="2026-02-01T00:00:00Z")))
     assert [m["content"] for m in found["messages"]] == ["tea in march"]
     record = ok(api.post("/v3/atomic/add", scope.body(content="tea record")))
@@ -335,10 +386,12 @@ def test_a_reused_idempotency_key_on_a_foreign_memory_is_403_first(api, scope):
     ok(write(api, scope, "x.md", "x"))
     key = "clear-once-" + scope.team_id
     ok(api.post("/v3/chat-memory/clear", {"memory_ids": [scope.memory_id]}, headers={"Idempotency-Key": key}))
-    team_admin = api.with_key(ok(api.post("/v3/admin/keys/create", {"role": "admin", "team_ids": ["elsewhere"]}))[
-        "api_key"])
-    answer = team_admin.post("/v3/chat-memory/clear", {"memory_ids": [scope.memory_id]},
-                             headers={"Idempotency-Key": key})
+    team_admin = api.with_key(
+        ok(api.post("/v3/admin/keys/create", {"role": "admin", "team_ids": ["elsewhere"]}))["api_key"]
+    )
+    answer = team_admin.post(
+        "/v3/chat-memory/clear", {"memory_ids": [scope.memory_id]}, headers={"Idempotency-Key": key}
+    )
     assert answer.status == 403, answer.body
 
 
@@ -355,9 +408,12 @@ def test_the_service_id_must_be_exactly_the_deployments(api, scope):
     from memory_hub_local.gateway import api_event
 
     for service in (" default ", "default\t", "Default"):
-        event = api_event("POST", "/v3/scenario/count", {"Authorization": f"Bearer {ADMIN_KEY}",
-                                                         "x-tdai-service-id": service},
-                          json.dumps(scope.body()).encode())
+        event = api_event(
+            "POST",
+            "/v3/scenario/count",
+            {"Authorization": f"Bearer {ADMIN_KEY}", "x-tdai-service-id": service},
+            json.dumps(scope.body()).encode(),
+        )
         answer = api.invoke("ScenarioFunction", event)
         assert answer["statusCode"] == 401, (service, answer)
         assert json.loads(answer["body"])["message"] == "x-tdai-service-id: unknown service"
@@ -365,11 +421,16 @@ def test_the_service_id_must_be_exactly_the_deployments(api, scope):
 
 def test_a_utf8_isolation_header_is_read_as_utf8(api, scope):
     headers = {"x-tdai-user-id": "客户 1"}
-    body = {"team_id": scope.team_id, "agent_id": scope.agent_id, "session_id": "s",
-            "messages": [{"role": "user", "content": "hello"}]}
+    body = {
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+        "session_id": "s",
+        "messages": [{"role": "user", "content": "hello"}],
+    }
     ok(api.post("/v3/conversation/add", body, headers=headers))
-    messages = ok(api.post("/v3/conversation/query", {"team_id": scope.team_id, "agent_id": scope.agent_id},
-                           headers=headers))["messages"]
+    messages = ok(
+        api.post("/v3/conversation/query", {"team_id": scope.team_id, "agent_id": scope.agent_id}, headers=headers)
+    )["messages"]
     assert messages[0]["user_id"] == "客户 1"
 
 
@@ -386,7 +447,8 @@ def test_the_longest_valid_ids_and_paths_work_on_every_route_and_one_more_byte_i
     ok(api.post("/v3/scenario/ls", base))
     ok(api.post("/v3/core/write", dict(base, content="persona")))
     ids = ok(api.post("/v3/conversation/add", dict(base, messages=[{"role": "user", "content": "longest"}])))[
-        "accepted_ids"]
+        "accepted_ids"
+    ]
     assert ok(api.post("/v3/conversation/search", dict(base, query="longest")))["messages"]
     atom = ok(api.post("/v3/atomic/add", dict(base, content="longest record")))["id"]
     ok(api.post("/v3/atomic/update", dict(base, id=atom, content="longest record, updated")))
@@ -417,24 +479,32 @@ def _raw(stack, request: bytes, *, half_close: bool = False) -> bytes:
             chunks.append(chunk)
             if b"\r\n\r\n" in b"".join(chunks):
                 head, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
-                length = [int(line.split(b":")[1]) for line in head.split(b"\r\n") if
-                          line.lower().startswith(b"content-length")]
+                length = [
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                ]
                 if length and len(rest) >= length[0]:
                     break
         return b"".join(chunks)
 
 
 def _head(path: str, extra: str) -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN_KEY}\r\n"
-            f"x-tdai-service-id: {SERVICE_ID}\r\n{extra}\r\n").encode()
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN_KEY}\r\n"
+        f"x-tdai-service-id: {SERVICE_ID}\r\n{extra}\r\n"
+    ).encode()
 
 
-@pytest.mark.parametrize("framing", [
-    "Content-Length: -5\r\n",
-    "Content-Length: 12abc\r\n",
-    "Content-Length: 5\r\nContent-Length: 6\r\n",
-    "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
-])
+@pytest.mark.parametrize(
+    "framing",
+    [
+        "Content-Length: -5\r\n",
+        "Content-Length: 12abc\r\n",
+        "Content-Length: 5\r\nContent-Length: 6\r\n",
+        "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+    ],
+)
 def test_malformed_framing_is_a_400_envelope_and_nothing_is_processed(stack, api, framing):
     scope = make_scope()
     body = json.dumps(scope.body(path="framed.md", content="x")).encode()

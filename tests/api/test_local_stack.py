@@ -14,12 +14,12 @@ from urllib.parse import urlsplit
 import boto3
 import pytest
 import requests
-
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST_ID = re.compile(r"^req-[0-9a-f]{16}$")
 AUTH = {"Authorization": f"Bearer {ADMIN_KEY}", "x-tdai-service-id": SERVICE_ID}
+
 
 @pytest.fixture(scope="module")
 def urls(stack):
@@ -33,8 +33,7 @@ def http():
 
 
 def post(http, base, path, body, headers=None, **kw):
-    return http.post(base + path, data=json.dumps(body).encode(), headers={**AUTH, **(headers or {})}, timeout=30,
-                     **kw)
+    return http.post(base + path, data=json.dumps(body).encode(), headers={**AUTH, **(headers or {})}, timeout=30, **kw)
 
 
 def test_health(urls, http):
@@ -50,11 +49,15 @@ def test_openapi_describes_every_implemented_route(urls, http):
     assert answer.status_code == 200
     spec = answer.json()
     assert spec["openapi"].startswith("3.") and spec["info"]["title"]
-    implemented = [path for path in ROUTES
-                   if post(http, urls[0], path, {}).status_code != 404]
+    implemented = [path for path in ROUTES if post(http, urls[0], path, {}).status_code != 404]
     # the routes this suite exercises must be among them, so the check below is never vacuous
-    assert {"/v3/scenario/write", "/v3/scenario/ls", "/v3/core/write", "/v3/admin/keys/create",
-            "/v3/audit/query"} <= set(implemented)
+    assert {
+        "/v3/scenario/write",
+        "/v3/scenario/ls",
+        "/v3/core/write",
+        "/v3/admin/keys/create",
+        "/v3/audit/query",
+    } <= set(implemented)
     missing = [path for path in implemented if "post" not in spec["paths"].get(path, {})]
     assert missing == []
     write = spec["paths"]["/v3/scenario/write"]["post"]
@@ -91,8 +94,12 @@ def test_head_answers_without_a_body_and_keeps_the_connection_usable(urls):
 def test_write_and_read_over_http_with_gzip(urls, http):
     scope = make_scope()
     raw = gzip.compress(json.dumps(scope.body(path="g/a.md", content="über gzip ✓")).encode())
-    written = http.post(urls[0] + "/v3/scenario/write", data=raw, timeout=30,
-                        headers={**AUTH, "Content-Encoding": "gzip", "Content-Type": "application/json"})
+    written = http.post(
+        urls[0] + "/v3/scenario/write",
+        data=raw,
+        timeout=30,
+        headers={**AUTH, "Content-Encoding": "gzip", "Content-Type": "application/json"},
+    )
     assert written.status_code == 200, written.text
     assert written.json()["data"]["version"] == 1
     read = post(http, urls[0], "/v3/scenario/read", scope.body(path="g/a.md"))
@@ -143,8 +150,10 @@ def test_slow_requests_do_not_block_others(urls):
     scope = make_scope()
     host, port = urlsplit(urls[0]).hostname, urlsplit(urls[0]).port
     body = json.dumps(scope.body(path="slow.md", content="held")).encode()
-    head = (f"POST /v3/scenario/write HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {ADMIN_KEY}\r\n"
-            f"x-tdai-service-id: {SERVICE_ID}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"POST /v3/scenario/write HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {ADMIN_KEY}\r\n"
+        f"x-tdai-service-id: {SERVICE_ID}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
     held = []
     try:
         for _ in range(8):
@@ -183,8 +192,9 @@ def test_lambda_invoke_api_works_against_the_running_stack(urls, http):
     from memory_hub_local.gateway import api_event
 
     scope = make_scope()
-    event = api_event("POST", "/v3/scenario/write", AUTH,
-                      json.dumps(scope.body(path="inv.md", content="invoked")).encode())
+    event = api_event(
+        "POST", "/v3/scenario/write", AUTH, json.dumps(scope.body(path="inv.md", content="invoked")).encode()
+    )
     client = boto3.client("lambda", endpoint_url=urls[1], region_name="us-east-1")
     payload = json.loads(client.invoke(FunctionName="ScenarioFunction", Payload=json.dumps(event))["Payload"].read())
     assert payload["statusCode"] == 200, payload
@@ -215,7 +225,8 @@ def test_an_asynchronous_invocation_finishes_a_handed_on_purge(urls, http, funct
         assert time.monotonic() < deadline, "the asynchronous purge did not complete"
         time.sleep(0.05)
     listed = boto3.client("s3", endpoint_url=urls[2], region_name="us-east-1").list_objects_v2(
-        Bucket="memory-hub-local", Prefix=f"profiles/{scope.team_id}:{scope.agent_id}/")
+        Bucket="memory-hub-local", Prefix=f"profiles/{scope.team_id}:{scope.agent_id}/"
+    )
     assert listed.get("KeyCount", 0) == 0
     # the continuation ran as ClearFunction itself, through the Invoke API (asynchronously)
     reads_by_clear = [c for c in hooks.calls(since) if c["function"] == "ClearFunction"]
@@ -239,6 +250,11 @@ def test_aws_endpoint_shows_the_bucket_and_plain_text_files(urls, http):
 
 
 def test_shipped_openapi_matches_the_code():
-    result = subprocess.run([str(ROOT / ".venv/bin/memory-hub"), "openapi", "--check"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(ROOT / ".venv/bin/memory-hub"), "openapi", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr

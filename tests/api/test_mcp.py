@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
-
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from memory_hub_tools.client import MemoryHubClient
 
 TIMEOUT = 60  # seconds for a whole session (spawn, initialize, calls); each request gets 20
@@ -20,9 +20,15 @@ TIMEOUT = 60  # seconds for a whole session (spawn, initialize, calls); each req
 
 def server_params(api_url: str, **env: str) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "memory_hub_tools.cli", "mcp"],
-        env={"MEMORY_HUB_ENDPOINT": api_url, "MEMORY_HUB_API_KEY": ADMIN_KEY,
-             "MEMORY_HUB_SERVICE_ID": SERVICE_ID, **env})
+        command=sys.executable,
+        args=["-m", "memory_hub_tools.cli", "mcp"],
+        env={
+            "MEMORY_HUB_ENDPOINT": api_url,
+            "MEMORY_HUB_API_KEY": ADMIN_KEY,
+            "MEMORY_HUB_SERVICE_ID": SERVICE_ID,
+            **env,
+        },
+    )
 
 
 def in_session(api_url: str, tmp_path, body: Callable[[ClientSession], Awaitable[Any]], **env: str) -> Any:
@@ -100,25 +106,26 @@ def test_echo_three_near_identical_records_delete_exactly_the_confirmed_one(api_
     assert len({plain, spaced, other}) == 3
 
     async def body(session: ClientSession) -> Any:
-        found = await session.call_tool("search_for_deletion",
-                                        {"query": "Hello", "limit": 10, **scope_args(s)})
+        found = await session.call_tool("search_for_deletion", {"query": "Hello", "limit": 10, **scope_args(s)})
         assert not found.is_error, found.content
         records = payload(found)["results"]
         # The person is shown all three, and confirms the one with the trailing space.
         chosen = next(r for r in records if r["content"] == "Hello ")
-        deleted = await session.call_tool("delete_memory", {"id": chosen["id"],
-                                                            "expected_version": chosen["version"],
-                                                            **scope_args(s)})
+        deleted = await session.call_tool(
+            "delete_memory", {"id": chosen["id"], "expected_version": chosen["version"], **scope_args(s)}
+        )
         return records, chosen, deleted
 
     records, chosen, deleted = in_session(api_url, tmp_path, body)
     assert len(records) == 3 and {r["id"] for r in records} == {plain, spaced, other}
     for record in records:
-        assert set(record) >= {"id", "version", "content", "context", "type", "tags",
-                               "created_at", "updated_at"}
+        assert set(record) >= {"id", "version", "content", "context", "type", "tags", "created_at", "updated_at"}
         assert record["version"] == 1 and record["type"] == "episodic"
-    assert {(r["content"], r["context"]) for r in records} == {("Hello", ""), ("Hello ", ""),
-                                                               ("Hello", "other context")}
+    assert {(r["content"], r["context"]) for r in records} == {
+        ("Hello", ""),
+        ("Hello ", ""),
+        ("Hello", "other context"),
+    }
     assert chosen["id"] == spaced
     assert not deleted.is_error, deleted.content
     receipt = payload(deleted)
@@ -126,8 +133,7 @@ def test_echo_three_near_identical_records_delete_exactly_the_confirmed_one(api_
     assert len(receipt["audit_ids"]) == 1 and receipt["audit_ids"][0].startswith("evt-")
     left = remaining(client, s)
     assert set(left) == {plain, other}
-    assert {(i["content"], i["background"]) for i in left.values()} == {("Hello", ""),
-                                                                        ("Hello", "other context")}
+    assert {(i["content"], i["background"]) for i in left.values()} == {("Hello", ""), ("Hello", "other context")}
 
 
 def test_conflict_and_missing_arguments_are_refused(api_url, client, tmp_path):
@@ -136,17 +142,20 @@ def test_conflict_and_missing_arguments_are_refused(api_url, client, tmp_path):
     bystander = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello bystander")["id"]
 
     async def body(session: ClientSession) -> Any:
-        found = payload(await session.call_tool("search_for_deletion",
-                                                {"query": "conflict", **scope_args(s)}))["results"]
+        found = payload(await session.call_tool("search_for_deletion", {"query": "conflict", **scope_args(s)}))[
+            "results"
+        ]
         shown = next(r for r in found if r["id"] == target)
         # Someone edits the record after it was shown to the person.
         client.atomic_update(s.team_id, s.agent_id, s.user_id, target, content="hello conflict, edited")
-        stale = await session.call_tool("delete_memory", {"id": target, "expected_version": shown["version"],
-                                                          **scope_args(s)})
+        stale = await session.call_tool(
+            "delete_memory", {"id": target, "expected_version": shown["version"], **scope_args(s)}
+        )
         no_version = await session.call_tool("delete_memory", {"id": target, **scope_args(s)})
         no_id = await session.call_tool("delete_memory", {"expected_version": 2, **scope_args(s)})
-        made_up = await session.call_tool("delete_memory", {"id": "hello conflict", "expected_version": 2,
-                                                            **scope_args(s)})
+        made_up = await session.call_tool(
+            "delete_memory", {"id": "hello conflict", "expected_version": 2, **scope_args(s)}
+        )
         return shown, stale, no_version, no_id, made_up
 
     shown, stale, no_version, no_id, made_up = in_session(api_url, tmp_path, body)
@@ -169,9 +178,13 @@ def test_conflict_and_missing_arguments_are_refused(api_url, client, tmp_path):
 
 def test_l0_messages_and_default_scope_from_the_environment(api_url, client, tmp_path):
     s = make_scope()
-    added = client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess-a",
-                                    [{"role": "user", "content": "my card is 4111"},
-                                     {"role": "user", "content": "my card is 4111"}])
+    added = client.conversation_add(
+        s.team_id,
+        s.agent_id,
+        s.user_id,
+        "sess-a",
+        [{"role": "user", "content": "my card is 4111"}, {"role": "user", "content": "my card is 4111"}],
+    )
     first, second = added["accepted_ids"]
 
     async def body(session: ClientSession) -> Any:
@@ -182,8 +195,13 @@ def test_l0_messages_and_default_scope_from_the_environment(api_url, client, tmp
         return found, wrong_version, deleted, again
 
     found, wrong_version, deleted, again = in_session(
-        api_url, tmp_path, body,
-        MEMORY_HUB_TEAM_ID=s.team_id, MEMORY_HUB_AGENT_ID=s.agent_id, MEMORY_HUB_USER_ID=s.user_id)
+        api_url,
+        tmp_path,
+        body,
+        MEMORY_HUB_TEAM_ID=s.team_id,
+        MEMORY_HUB_AGENT_ID=s.agent_id,
+        MEMORY_HUB_USER_ID=s.user_id,
+    )
     records = payload(found)["results"]
     assert {r["id"] for r in records} == {first, second}
     for record in records:
@@ -194,4 +212,3 @@ def test_l0_messages_and_default_scope_from_the_environment(api_url, client, tmp
     assert not again.is_error and payload(again)["not_found_ids"] == [first]
     left = client.conversation_search(s.team_id, s.agent_id, s.user_id, "card", limit=10)["messages"]
     assert [m["id"] for m in left] == [second]
-

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 import re
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
@@ -10,10 +12,9 @@ from urllib.parse import unquote
 
 import boto3
 import pytest
+from helpers import TABLES, make_scope
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from helpers import TABLES, make_scope
 
 BUCKET = "memory-hub-local"
 START, END = "-----META-START-----\n", "\n-----META-END-----\n"
@@ -48,7 +49,7 @@ def meta_block(version, created_at, updated_at, summary=None, extra=()):
 
 def parse_meta(stored):
     assert stored.startswith(START)
-    block, _, rest = stored[len(START):].partition(END)
+    block, _, rest = stored[len(START) :].partition(END)
     return dict(line.split(": ", 1) for line in block.split("\n")), rest[1:]
 
 
@@ -57,7 +58,7 @@ def strip_meta(content):
     if content.startswith(START):
         end = content.find(END)
         if end >= 0:
-            rest = content[end + len(END):]
+            rest = content[end + len(END) :]
             return rest[1:] if rest.startswith("\n") else rest
     return content
 
@@ -84,8 +85,9 @@ def test_versions_count_up_from_one_and_created_flags_the_first(api, scope):
     answers = [write(api, scope, "v/a.md", f"body {i}") for i in range(3)]
     assert [a["version"] for a in answers] == [1, 2, 3]
     assert [a["created"] for a in answers] == [True, False, False]
-    assert all(a["path"] == "v/a.md" and a["team_id"] == scope.team_id and a["agent_id"] == scope.agent_id
-               for a in answers)
+    assert all(
+        a["path"] == "v/a.md" and a["team_id"] == scope.team_id and a["agent_id"] == scope.agent_id for a in answers
+    )
     assert all(TIME.match(a["updated_at"]) for a in answers)
     assert answers[0]["updated_at"] <= answers[1]["updated_at"] <= answers[2]["updated_at"]
     got = read(api, scope, "v/a.md")
@@ -144,8 +146,10 @@ def test_content_limit_is_a_million_chars(api, scope):
 def test_meta_block_format_is_exact(api, scope):
     write(api, scope, "m.md", "hello\nworld\n", summary="what it is")
     got = read(api, scope, "m.md")
-    expected = (f"-----META-START-----\nversion: 1\ncreated_at: {got['created_at']}\n"
-                f"updated_at: {got['updated_at']}\nsummary: what it is\n-----META-END-----\n\nhello\nworld\n")
+    expected = (
+        f"-----META-START-----\nversion: 1\ncreated_at: {got['created_at']}\n"
+        f"updated_at: {got['updated_at']}\nsummary: what it is\n-----META-END-----\n\nhello\nworld\n"
+    )
     assert got["content"] == expected
     assert got["created_at"] == got["updated_at"]
     write(api, scope, "m.md", "")
@@ -167,14 +171,17 @@ def test_a_meta_block_inside_written_content_is_stripped(api, scope):
     assert again["content"] == meta_block(2, got["created_at"], again["updated_at"], "s") + "the body and more"
 
 
-@pytest.mark.parametrize("content, kept", [
-    (START + "k: v" + END + "\n\nX", "\nX"),  # only one newline after the terminator goes
-    (START + "k: v" + END + "X", "X"),
-    (START + END.lstrip("\n") + "X", "X"),  # empty block: the start's newline ends it
-    (START + "no terminator\nX", START + "no terminator\nX"),
-    ("text\n" + START + "k: v" + END + "\nX", "text\n" + START + "k: v" + END + "\nX"),  # not leading
-    (" " + START + "k: v" + END + "\nX", " " + START + "k: v" + END + "\nX"),
-])
+@pytest.mark.parametrize(
+    "content, kept",
+    [
+        (START + "k: v" + END + "\n\nX", "\nX"),  # only one newline after the terminator goes
+        (START + "k: v" + END + "X", "X"),
+        (START + END.lstrip("\n") + "X", "X"),  # empty block: the start's newline ends it
+        (START + "no terminator\nX", START + "no terminator\nX"),
+        ("text\n" + START + "k: v" + END + "\nX", "text\n" + START + "k: v" + END + "\nX"),  # not leading
+        (" " + START + "k: v" + END + "\nX", " " + START + "k: v" + END + "\nX"),
+    ],
+)
 def test_meta_stripping_edge_cases(api, scope, content, kept):
     write(api, scope, "e.md", content)
     got = read(api, scope, "e.md")
@@ -186,14 +193,21 @@ def test_other_meta_keys_in_the_stored_file_are_kept_in_order(api, scope):
     key = scene_prefix(scope) + "o.md"
     head = s3().head_object(Bucket=BUCKET, Key=key)
     # the file as another memory-tdai tool might leave it: extra keys after ours
-    doctored = (START + "version: 1\ncreated_at: 2026-01-02T03:04:05.006Z\nupdated_at: 2026-01-02T03:04:05.006Z\n"
-                "heat: 3\nsummary: sum\ncustom: a: b" + END + "\nv1")
+    doctored = (
+        START + "version: 1\ncreated_at: 2026-01-02T03:04:05.006Z\nupdated_at: 2026-01-02T03:04:05.006Z\n"
+        "heat: 3\nsummary: sum\ncustom: a: b" + END + "\nv1"
+    )
     s3().put_object(Bucket=BUCKET, Key=key, Body=doctored.encode(), Metadata=head["Metadata"])
     write(api, scope, "o.md", START + "heat: 999\nown: x" + END + "\nv2")
     got = read(api, scope, "o.md")
     assert got["version"] == 2 and got["created_at"] == "2026-01-02T03:04:05.006Z"
-    assert got["content"] == meta_block(2, "2026-01-02T03:04:05.006Z", got["updated_at"], "sum",
-                                        extra=[("heat", "3"), ("custom", "a: b")]) + "v2"
+    assert (
+        got["content"]
+        == meta_block(
+            2, "2026-01-02T03:04:05.006Z", got["updated_at"], "sum", extra=[("heat", "3"), ("custom", "a: b")]
+        )
+        + "v2"
+    )
 
 
 # --- expected_version ------------------------------------------------------------------------------
@@ -251,8 +265,22 @@ def test_read_returns_every_field(api, scope):
 
 # --- ls, count --------------------------------------------------------------------------------------
 
-NAMES = ["b.md", "a.md", "Z.md", "é.md", "中/x.md", "😀.md", "｡.md", "a/b.md", "a-b.md", "a.b.md", "ab.md",
-         "a/c/d.md", "%2e%2e/p.md", "~.md"]
+NAMES = [
+    "b.md",
+    "a.md",
+    "Z.md",
+    "é.md",
+    "中/x.md",
+    "😀.md",
+    "｡.md",
+    "a/b.md",
+    "a-b.md",
+    "a.b.md",
+    "ab.md",
+    "a/c/d.md",
+    "%2e%2e/p.md",
+    "~.md",
+]
 
 
 def test_ls_lists_files_sorted_by_utf8_bytes_with_every_field(api, scope):
@@ -287,10 +315,18 @@ def named(api):
     return scope
 
 
-@pytest.mark.parametrize("prefix, expected", [
-    ("", NAMES), ("a/", ["a/b.md", "a/c/d.md"]), ("a", ["a.md", "a/b.md", "a-b.md", "a.b.md", "ab.md", "a/c/d.md"]),
-    ("a/c/", ["a/c/d.md"]), ("中", ["中/x.md"]), ("zz", []), ("a.md", ["a.md"]),
-])
+@pytest.mark.parametrize(
+    "prefix, expected",
+    [
+        ("", NAMES),
+        ("a/", ["a/b.md", "a/c/d.md"]),
+        ("a", ["a.md", "a/b.md", "a-b.md", "a.b.md", "ab.md", "a/c/d.md"]),
+        ("a/c/", ["a/c/d.md"]),
+        ("中", ["中/x.md"]),
+        ("zz", []),
+        ("a.md", ["a.md"]),
+    ],
+)
 def test_path_prefix_is_a_plain_string_prefix(api, named, prefix, expected):
     data = ls(api, named, path_prefix=prefix)
     want = sorted(expected, key=lambda p: p.encode("utf-8"))
@@ -316,7 +352,7 @@ def test_ls_pages_with_limit_and_next_token(api, scope):
             break
         assert isinstance(token, str) and token
     assert [len(p) for p in pages] == [3, 2, 2]
-    assert sum(pages, []) == names[:7]
+    assert functools.reduce(operator.iadd, pages, []) == names[:7]
     exact = ls(api, scope, path_prefix="p/", limit=7)
     assert len(exact["entries"]) == 7 and "next_token" not in exact
 
@@ -329,11 +365,13 @@ def test_bad_next_tokens_are_400(api, scope):
     write(api, other, "a/0.md")
     write(api, other, "a/1.md")
     flipped = token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]
-    for fields, who in [({"path_prefix": "", "next_token": token}, scope),
-                        ({"path_prefix": "a", "next_token": token}, scope),
-                        ({"path_prefix": "a/", "next_token": flipped}, scope),
-                        ({"path_prefix": "a/", "next_token": "garbage"}, scope),
-                        ({"path_prefix": "a/", "next_token": token}, other)]:
+    for fields, who in [
+        ({"path_prefix": "", "next_token": token}, scope),
+        ({"path_prefix": "a", "next_token": token}, scope),
+        ({"path_prefix": "a/", "next_token": flipped}, scope),
+        ({"path_prefix": "a/", "next_token": "garbage"}, scope),
+        ({"path_prefix": "a/", "next_token": token}, other),
+    ]:
         answer = api.post("/v3/scenario/ls", who.body(**fields))
         assert answer.status == 400 and answer.message == "next_token: invalid", (fields, answer.body)
     assert len(ls(api, scope, path_prefix="a/", limit=5, next_token=token)["entries"]) == 2
@@ -361,8 +399,9 @@ def test_rm_of_a_folder_removes_everything_under_it(api, scope):
     assert answer.data["deleted"] == 2 and answer.data["success"] is True
     assert [e["path"] for e in ls(api, scope)["entries"]] == ["a.md", "ab.md", "b/a/x.md"]
     assert api.post("/v3/scenario/count", scope.body()).data["count"] == 3
-    assert sorted(keys_under(scene_prefix(scope))) == sorted(scene_prefix(scope) + p for p in
-                                                              ["a.md", "ab.md", "b/a/x.md"])
+    assert sorted(keys_under(scene_prefix(scope))) == sorted(
+        scene_prefix(scope) + p for p in ["a.md", "ab.md", "b/a/x.md"]
+    )
 
 
 def test_rm_of_nothing_deletes_zero(api, scope):
@@ -408,9 +447,32 @@ def test_rm_of_a_file_whose_path_xml_cannot_carry(api, scope):
 # --- path rules ---------------------------------------------------------------------------------------
 
 BAD_FILE_PATHS = [
-    "", "/a.md", "a//b.md", "a/./b.md", "a/../b.md", "../a.md", "./a.md", ".hidden.md", "a/.b/c.md", ".md",
-    "a\\b.md", "a\x00.md", "a\x1f.md", "a\x7f.md", "a\x9f.md", "a\n.md", "a.txt", "a", "a.MD", "a/", "a.md/",
-    "x" * 510 + ".md", "é" * 255 + ".md", "a/.../b.md", "//a.md", "a/b.md/",
+    "",
+    "/a.md",
+    "a//b.md",
+    "a/./b.md",
+    "a/../b.md",
+    "../a.md",
+    "./a.md",
+    ".hidden.md",
+    "a/.b/c.md",
+    ".md",
+    "a\\b.md",
+    "a\x00.md",
+    "a\x1f.md",
+    "a\x7f.md",
+    "a\x9f.md",
+    "a\n.md",
+    "a.txt",
+    "a",
+    "a.MD",
+    "a/",
+    "a.md/",
+    "x" * 510 + ".md",
+    "é" * 255 + ".md",
+    "a/.../b.md",
+    "//a.md",
+    "a/b.md/",
 ]
 
 
@@ -421,8 +483,21 @@ def test_bad_file_paths_are_400(api, scope, route, path):
     assert answer.status == 400 and answer.message.startswith("path: "), (path, answer.body)
 
 
-@pytest.mark.parametrize("path", ["x" * 509 + ".md", "é" * 254 + "x.md", "%2e%2e/a.md", "a/%00.md", "a b/ c .md",
-                                  "a..b.md", "a/b./c.md", "é/中/😀.md", "a/-/_.md", "~/a.md"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "x" * 509 + ".md",
+        "é" * 254 + "x.md",
+        "%2e%2e/a.md",
+        "a/%00.md",
+        "a b/ c .md",
+        "a..b.md",
+        "a/b./c.md",
+        "é/中/😀.md",
+        "a/-/_.md",
+        "~/a.md",
+    ],
+)
 def test_good_file_paths_are_stored_literally(api, scope, path):
     assert len(path.encode()) <= 512
     write(api, scope, path, "literal")
@@ -431,8 +506,9 @@ def test_good_file_paths_are_stored_literally(api, scope, path):
     assert [e["path"] for e in ls(api, scope)["entries"]] == [path]
 
 
-@pytest.mark.parametrize("prefix", ["/a", "a//", "a/../", "..", ".", "./a", "a/.x", "a\\", "a\x00", ".x",
-                                    "a/./", "x" * 513, "//", "a//b/"])
+@pytest.mark.parametrize(
+    "prefix", ["/a", "a//", "a/../", "..", ".", "./a", "a/.x", "a\\", "a\x00", ".x", "a/./", "x" * 513, "//", "a//b/"]
+)
 @pytest.mark.parametrize("route", ["/v3/scenario/ls", "/v3/scenario/count"])
 def test_bad_path_prefixes_are_400(api, scope, route, prefix):
     answer = api.post(route, scope.body(path_prefix=prefix))
@@ -530,10 +606,37 @@ def test_concurrent_writes_to_one_path_get_distinct_versions(api, scope):
 _ANY_CHAR = st.characters(exclude_categories=("Cs",))
 _WORD = st.text(alphabet=st.characters(categories=("L", "N", "P", "S", "Zs")), min_size=1, max_size=6)
 _SEGMENT = st.one_of(
-    _WORD, _WORD, _WORD,
+    _WORD,
+    _WORD,
+    _WORD,
     st.text(alphabet=_ANY_CHAR, min_size=0, max_size=6),
-    st.sampled_from([".", "..", "...", ".x", "%2e", "%2e%2e", "%2F", "%00", "a\\b", "\\", "\x00", "\x7f", "\x85",
-                     "~", " ", "-", "..md", "\ufeff", "\u2028", "\uffff", "+", "?#", "*"]),
+    st.sampled_from(
+        [
+            ".",
+            "..",
+            "...",
+            ".x",
+            "%2e",
+            "%2e%2e",
+            "%2F",
+            "%00",
+            "a\\b",
+            "\\",
+            "\x00",
+            "\x7f",
+            "\x85",
+            "~",
+            " ",
+            "-",
+            "..md",
+            "\ufeff",
+            "\u2028",
+            "\uffff",
+            "+",
+            "?#",
+            "*",
+        ]
+    ),
 )
 _PATHS = st.builds(
     lambda lead, segments, tail: lead + "/".join(segments) + tail,
@@ -580,13 +683,15 @@ def test_paths_are_rejected_or_land_exactly_under_scene_blocks(api, stack):
     assert _all_keys() - before == expected
 
 
-_SUMMARIES = st.one_of(st.none(), st.just(""),
-                       st.text(alphabet=st.characters(exclude_categories=("Cs", "Cc")), max_size=40))
+_SUMMARIES = st.one_of(
+    st.none(), st.just(""), st.text(alphabet=st.characters(exclude_categories=("Cs", "Cc")), max_size=40)
+)
 _TEXT = st.text(alphabet=_ANY_CHAR, max_size=60)
 _CONTENTS = st.one_of(
     _TEXT,
-    st.builds(lambda block, gap, rest: START + block + END + gap + rest, _TEXT, st.sampled_from(["", "\n", "\n\n"]),
-              _TEXT),
+    st.builds(
+        lambda block, gap, rest: START + block + END + gap + rest, _TEXT, st.sampled_from(["", "\n", "\n\n"]), _TEXT
+    ),
     st.builds(lambda block, rest: START + block + "\n-----META-END-----" + rest, _TEXT, _TEXT),
     st.builds(lambda rest: START + "version: 7\nsummary: inner\nheat: 1" + END + "\n" + rest, _TEXT),
 )
@@ -613,7 +718,8 @@ def test_meta_round_trip(api, stack):
             write(api, scope, path, second)  # no summary: the old one persists
             again = read(api, scope, path)
             assert again["version"] == 2 and again["created_at"] == got["created_at"]
-            assert again["content"] == (meta_block(2, got["created_at"], again["updated_at"], summary)
-                                        + strip_meta(second))
+            assert again["content"] == (
+                meta_block(2, got["created_at"], again["updated_at"], summary) + strip_meta(second)
+            )
 
     check()

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 
-import boto3
 import pytest
-
 from helpers import TABLES, Scope, make_scope, scan
 
 ROUTE = "/v3/user-memory/delete"
@@ -87,8 +84,10 @@ def two_users(api, scope):
     seeded = {
         "a_msgs": add_messages(api, scope, ["a one", "a two", "a three"])
         + add_messages(api, scope, ["a in a task"], session="s2", task_id="t1"),
-        "a_atoms": [add_record(api, scope, "a likes tea")["id"],
-                    add_record(api, scope, "a in task", task_id="t1")["id"]],
+        "a_atoms": [
+            add_record(api, scope, "a likes tea")["id"],
+            add_record(api, scope, "a in task", task_id="t1")["id"],
+        ],
         "b_msgs": add_messages(api, b, ["b one", "b two"]),
         "b_atoms": [add_record(api, b, "b likes coffee")["id"]],
     }
@@ -99,6 +98,7 @@ def two_users(api, scope):
 
 
 # ---- a whole user ---------------------------------------------------------------------------------
+
 
 def test_erasing_one_user_leaves_the_other_and_the_agent_intact(api, two_users):
     a, b, seeded = two_users
@@ -133,6 +133,7 @@ def test_erasing_one_user_leaves_the_other_and_the_agent_intact(api, two_users):
 
 # ---- exactly one item -----------------------------------------------------------------------------
 
+
 def test_one_message_or_record_by_id(api, two_users):
     a, b, seeded = two_users
     msg, atom = seeded["a_msgs"][1], seeded["a_atoms"][0]
@@ -140,8 +141,7 @@ def test_one_message_or_record_by_id(api, two_users):
     assert set(data) >= ONE_ITEM_FIELDS
     assert data["deleted_count"] == 1 and data["deleted_ids"] == [msg] and data["not_found_ids"] == []
     assert data["audit_ids"]
-    assert [m["id"] for m in messages_of(api, a)["messages"]] == [
-        i for i in reversed(seeded["a_msgs"]) if i != msg]
+    assert [m["id"] for m in messages_of(api, a)["messages"]] == [i for i in reversed(seeded["a_msgs"]) if i != msg]
     assert count_l0(api, a) == 3 and count_l1(api, a) == 2
 
     data = ok(erase(api, a.memory_id, a.user_id, content_ids=[atom]))
@@ -182,6 +182,7 @@ def test_an_id_naming_a_guard_or_counter_removes_nothing(api, scope):
 
 # ---- validation and scope -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("content_ids", [None, [], ["msg-1", "msg-2"], [" "], [""], "msg-1", [1]])
 def test_content_ids_must_hold_exactly_one_id(api, scope, content_ids):
     ids = add_messages(api, scope, ["survives"])
@@ -198,8 +199,19 @@ def test_a_bad_content_ids_is_named_as_the_field(api, scope, content_ids):
     assert answer.body["message"].startswith("content_ids: "), answer.body
 
 
-@pytest.mark.parametrize("case", ["nothing", "no user_id", "no memory_id", "user_id null", "control character",
-                                  "257 chars", "empty user_id", "user_id not a string"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "nothing",
+        "no user_id",
+        "no memory_id",
+        "user_id null",
+        "control character",
+        "257 chars",
+        "empty user_id",
+        "user_id not a string",
+    ],
+)
 def test_memory_id_and_user_id_are_required_and_checked(api, scope, case):
     add_messages(api, scope, ["survives"])
     body = {"memory_id": scope.memory_id, "user_id": scope.user_id}
@@ -244,6 +256,7 @@ def test_unknown_memory_and_foreign_memory(api, scope):
 
 # ---- audit ----------------------------------------------------------------------------------------
 
+
 def test_audit_names_a_hash_of_the_user_never_the_user(api, scope):
     user = Scope(scope.team_id, scope.agent_id, "Jane Doe <jane@example.com> " + scope.user_id)
     msg = add_messages(api, user, ["hello"])[0]
@@ -270,6 +283,7 @@ def test_audit_names_a_hash_of_the_user_never_the_user(api, scope):
 
 # ---- the DeleteUserMemory alias -------------------------------------------------------------------
 
+
 def alias(api, body, query=ALIAS_QUERY):
     return api.post(ALIAS, body, query=query)
 
@@ -294,9 +308,18 @@ def test_alias_erases_a_user_or_one_item(api, two_users):
     assert {e["target"] for e in audit_events(api, a.memory_id)} == {user_target(a.user_id)}
 
 
-@pytest.mark.parametrize("case, status", [
-    ("bad key", 401), ("unknown memory", 404), ("content id null", 400), ("two content ids", 400),
-    ("empty content ids", 400), ("missing user", 400), ("writer key", 403)])
+@pytest.mark.parametrize(
+    "case, status",
+    [
+        ("bad key", 401),
+        ("unknown memory", 404),
+        ("content id null", 400),
+        ("two content ids", 400),
+        ("empty content ids", 400),
+        ("missing user", 400),
+        ("writer key", 403),
+    ],
+)
 def test_alias_errors(api, scope, case, status):
     ids = add_messages(api, scope, ["survives"])
     body = {"appId": scope.memory_id, "userMemoryId": scope.user_id}

@@ -13,8 +13,11 @@ def _drive_every_function(api, scope) -> None:
     ok(api.post("/v3/scenario/write", scope.body(path="iam/a.md", content="iam check")))
     ok(api.post("/v3/scenario/ls", scope.body()))
     ok(api.post("/v3/core/write", scope.body(content="persona")))
-    ids = ok(api.post("/v3/conversation/add", scope.body(session_id="s", messages=[
-        {"role": "user", "content": "iam check"}])))["accepted_ids"]
+    ids = ok(
+        api.post(
+            "/v3/conversation/add", scope.body(session_id="s", messages=[{"role": "user", "content": "iam check"}])
+        )
+    )["accepted_ids"]
     atom = ok(api.post("/v3/atomic/add", scope.body(content="iam check")))["id"]
     ok(api.post("/v3/conversation/search", scope.body(query="iam")))
     ok(api.post("/v3/conversation/delete", scope.body(message_ids=ids)))
@@ -30,8 +33,14 @@ def test_no_function_call_of_the_session_was_denied_by_its_iam_policy(api, scope
     calls = hooks.calls()
     by_function = {c["function"] for c in calls if c["function"]}
     assert {"ScenarioFunction", "MemoryFunction", "DeleteFunction", "ClearFunction", "AdminFunction"} <= by_function
-    denied = [c for c in calls if c["function"] and c["refused"] in ("AccessDenied", "AccessDeniedException")
-              and not c.get("key", "").startswith("outside/") and not str(c.get("key")).startswith("profiles/iam/")]
+    denied = [
+        c
+        for c in calls
+        if c["function"]
+        and c["refused"] in ("AccessDenied", "AccessDeniedException")
+        and not c.get("key", "").startswith("outside/")
+        and not str(c.get("key")).startswith("profiles/iam/")
+    ]
     assert denied == [], denied[:5]
 
 
@@ -39,7 +48,18 @@ def test_every_kind_of_call_was_checked(api, scope, hooks):
     _drive_every_function(api, scope)
     """The check above is not vacuous: the session's calls cover the actions the functions need."""
     actions = {action for c in hooks.calls() if c["function"] for action, _ in c["actions"]}
-    assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-            "dynamodb:ConditionCheckItem", "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem",
-            "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket",
-            "secretsmanager:GetSecretValue"} <= actions
+    assert {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:Query",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:BatchGetItem",
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:DeleteObject",
+        "s3:ListBucket",
+        "secretsmanager:GetSecretValue",
+    } <= actions

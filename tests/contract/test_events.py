@@ -9,7 +9,6 @@ import json
 import re
 
 import pytest
-
 from events_replay import EVENTS, ISOLATION, MEMORY_ID, REPLAY_ORDER, body_of, files, load
 from helpers import ADMIN_KEY, SERVICE_ID
 from memory_hub.edge.public import SPEC_FILE
@@ -31,9 +30,20 @@ def test_every_implemented_route_has_an_event_and_the_order_names_every_file():
 def test_event_is_a_rest_v1_proxy_event(path):
     event = load(path)
     assert "version" not in event and "rawPath" not in event and "routeKey" not in event, "HTTP API (v2) shape"
-    for key in ("resource", "path", "httpMethod", "headers", "multiValueHeaders", "queryStringParameters",
-                "multiValueQueryStringParameters", "pathParameters", "stageVariables", "requestContext",
-                "body", "isBase64Encoded"):
+    for key in (
+        "resource",
+        "path",
+        "httpMethod",
+        "headers",
+        "multiValueHeaders",
+        "queryStringParameters",
+        "multiValueQueryStringParameters",
+        "pathParameters",
+        "stageVariables",
+        "requestContext",
+        "body",
+        "isBase64Encoded",
+    ):
         assert key in event, f"{path.name}: {key} missing"
     context = event["requestContext"]
     assert event["resource"] == event["path"] == context["resourcePath"], "exact routes only"
@@ -42,8 +52,7 @@ def test_event_is_a_rest_v1_proxy_event(path):
     assert re.fullmatch(r"[0-9a-f-]{36}", context["requestId"])
     assert event["multiValueHeaders"] == {k: [v] for k, v in event["headers"].items()}
     if event["queryStringParameters"]:
-        assert event["multiValueQueryStringParameters"] == {
-            k: [v] for k, v in event["queryStringParameters"].items()}
+        assert event["multiValueQueryStringParameters"] == {k: [v] for k, v in event["queryStringParameters"].items()}
     headers = event["headers"]
     assert headers["Authorization"] == f"Bearer {ADMIN_KEY}"
     assert headers["x-tdai-service-id"] == SERVICE_ID

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-SETUP = textwrap.dedent('''
+SETUP = textwrap.dedent("""
     import json, os, time
     os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
     import boto3
@@ -33,7 +33,7 @@ SETUP = textwrap.dedent('''
             return "accepted"
         except Exception as exc:
             return getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
-''')
+""")
 
 
 def run(patched: bool, body: str) -> dict:
@@ -43,7 +43,7 @@ def run(patched: bool, body: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-LSI_KEY_TOO_LONG = '''
+LSI_KEY_TOO_LONG = """
     long = "x" * 1025
     put = outcome(lambda: ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "a"}, "lsi": {"S": long}}))
     ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "b"}})
@@ -51,7 +51,7 @@ LSI_KEY_TOO_LONG = '''
         UpdateExpression="SET lsi = :v", ExpressionAttributeValues={":v": {"S": long}}))
     left = ddb.get_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "b"}})["Item"]
     print(json.dumps({"put": put, "update": update, "stored": "lsi" in left}))
-'''
+"""
 
 
 def test_moto_alone_accepts_a_local_index_key_over_1024_bytes():
@@ -59,11 +59,14 @@ def test_moto_alone_accepts_a_local_index_key_over_1024_bytes():
 
 
 def test_patched_moto_refuses_it_as_dynamodb_does_and_keeps_the_item_unchanged():
-    assert run(True, LSI_KEY_TOO_LONG) == {"put": "ValidationException", "update": "ValidationException",
-                                           "stored": False}
+    assert run(True, LSI_KEY_TOO_LONG) == {
+        "put": "ValidationException",
+        "update": "ValidationException",
+        "stored": False,
+    }
 
 
-SORTED_QUERY = '''
+SORTED_QUERY = """
     for i in range(300):
         ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:05d}"}, "lsi": {"S": f"{299 - i:05d}"}})
     ddb.put_item(TableName="t", Item={"pk": {"S": "q"}, "sk": {"S": "00001"}, "lsi": {"S": "00001"}})
@@ -87,7 +90,7 @@ SORTED_QUERY = '''
     print(json.dumps({"sorted": seen[0], "first": [i["lsi"]["S"] for i in page["Items"]][:3],
                       "next": following["Items"][0]["lsi"]["S"], "count": page["Count"],
                       "moved": sorted(i["sk"]["S"] for i in after["Items"])}))
-'''
+"""
 
 
 def test_moto_alone_sorts_every_item_of_the_partition_for_a_newest_20_query():
@@ -103,7 +106,7 @@ def test_patched_moto_reads_only_what_the_key_condition_and_limit_reach_with_the
     assert found["moved"] == ["00000", "00149"]  # an update of the index key is seen at once
 
 
-TRANSACTION = '''
+TRANSACTION = """
     import copy as copymod
     copies = []
     real = copymod.deepcopy
@@ -122,7 +125,7 @@ TRANSACTION = '''
                             "ConditionExpression": "attribute_not_exists(pk)"}}]))
     kept = "Item" in ddb.get_item(TableName="t", Key={"pk": {"S": "n"}, "sk": {"S": "x"}})
     print(json.dumps({"table_copies": sum(1 for c in copies if c == "Table"), "failed": failed, "written": kept}))
-'''
+"""
 
 
 def test_moto_alone_copies_the_whole_table_for_every_transaction_action():
@@ -137,9 +140,8 @@ def test_patched_transactions_copy_no_table_and_keep_all_or_nothing():
 
 def test_patches_refuse_an_untested_moto_version(monkeypatch):
     import moto
-
     from memory_hub_local.aws import moto_patches
 
     monkeypatch.setattr(moto, "__version__", "9.9.9")
-    with pytest.raises(moto_patches.UntestedMoto, match="9.9.9"):
+    with pytest.raises(moto_patches.UntestedMoto, match=r"9\.9\.9"):
         moto_patches.install()

@@ -17,7 +17,6 @@ from typing import Any
 
 import boto3
 import pytest
-
 from events_replay import EVENTS, replay
 from helpers import ADMIN_KEY
 
@@ -27,12 +26,14 @@ REGION = "us-east-1"
 @pytest.fixture(scope="module")
 def plain_aws():
     """A moto server exactly as moto ships it, holding the template's resources."""
+    from memory_hub_local.template import expanded, local_names
     from moto.server import ThreadedMotoServer
 
-    from memory_hub_local.template import expanded, local_names
-
-    for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-                        "AWS_DEFAULT_REGION": REGION}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
         os.environ.setdefault(name, value)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -44,9 +45,12 @@ def plain_aws():
     for logical_id, resource in cfn["Resources"].items():
         if resource["Type"] == "AWS::DynamoDB::Table":
             props = resource["Properties"]
-            args: dict[str, Any] = {"TableName": names[logical_id], "BillingMode": "PAY_PER_REQUEST",
-                                    "AttributeDefinitions": props["AttributeDefinitions"],
-                                    "KeySchema": props["KeySchema"]}
+            args: dict[str, Any] = {
+                "TableName": names[logical_id],
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": props["AttributeDefinitions"],
+                "KeySchema": props["KeySchema"],
+            }
             for indexes in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
                 if props.get(indexes):
                     args[indexes] = props[indexes]
@@ -55,8 +59,7 @@ def plain_aws():
     manager = boto3.client("secretsmanager", endpoint_url=url, region_name=REGION)
     secret_arns = {
         "TokenSecret": manager.create_secret(Name="TokenSecret", SecretString=secrets.token_urlsafe(48))["ARN"],
-        "BootstrapAdminKeySecret": manager.create_secret(Name="BootstrapAdminKeySecret",
-                                                         SecretString=ADMIN_KEY)["ARN"],
+        "BootstrapAdminKeySecret": manager.create_secret(Name="BootstrapAdminKeySecret", SecretString=ADMIN_KEY)["ARN"],
     }
     yield url, secret_arns
     server.stop()
@@ -86,11 +89,26 @@ def test_each_function_starts_with_only_the_template_environment(functions):
     for function in functions.deployment.functions.values():
         env = functions.environment_of(function)
         extra = set(env) - set(function.environment)
-        lambda_set = {"PATH", "LANG", "TZ", "LAMBDA_TASK_ROOT", "LAMBDA_RUNTIME_DIR", "_HANDLER",
-                      "AWS_EXECUTION_ENV", "AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_VERSION",
-                      "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "AWS_LAMBDA_LOG_GROUP_NAME", "AWS_LAMBDA_LOG_STREAM_NAME",
-                      "AWS_LAMBDA_INITIALIZATION_TYPE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
-                      "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+        lambda_set = {
+            "PATH",
+            "LANG",
+            "TZ",
+            "LAMBDA_TASK_ROOT",
+            "LAMBDA_RUNTIME_DIR",
+            "_HANDLER",
+            "AWS_EXECUTION_ENV",
+            "AWS_LAMBDA_FUNCTION_NAME",
+            "AWS_LAMBDA_FUNCTION_VERSION",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+            "AWS_LAMBDA_LOG_GROUP_NAME",
+            "AWS_LAMBDA_LOG_STREAM_NAME",
+            "AWS_LAMBDA_INITIALIZATION_TYPE",
+            "AWS_REGION",
+            "AWS_DEFAULT_REGION",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+        }
         assert extra <= lambda_set | {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_LAMBDA"}, (function.logical_id, extra)
         assert not any(name.startswith("MEMORY_HUB") and name not in function.environment for name in env)
 
@@ -101,8 +119,9 @@ def test_a_missing_setting_fails_the_cold_start_naming_the_variable(functions):
     function = functions.deployment.functions["ScenarioFunction"]
     env = functions.environment_of(function)
     del env["ITEMS_TABLE"]
-    environment = Environment(function, env, [str(function.code_uri), *map(str, function.layers),
-                                              *functions.paths_tail], None)
+    environment = Environment(
+        function, env, [str(function.code_uri), *map(str, function.layers), *functions.paths_tail], None
+    )
     with pytest.raises(InvocationError) as failure:
         environment.start()
     assert failure.value.kind == "Init" and "ITEMS_TABLE is not set" in failure.value.error["errorMessage"]
@@ -129,6 +148,7 @@ def test_functions_import_nothing_of_the_local_stack(functions):
     """The runtime path holds the function, the layer and the locked runtime libraries only."""
     tail = Path(functions.paths_tail[0])
     names = {p.name for p in tail.iterdir()}
-    assert not any(n.startswith(("moto", "memory_hub_local", "memory_hub_tools", "yaml", "samtranslator"))
-                   for n in names), names
+    assert not any(
+        n.startswith(("moto", "memory_hub_local", "memory_hub_tools", "yaml", "samtranslator")) for n in names
+    ), names
     assert {"boto3", "botocore", "pynamodb", "pydantic", "aws_lambda_powertools"} <= names

@@ -42,8 +42,7 @@ class Calls:
         self.params: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def __call__(self, params: dict[str, Any] | None = None, context: dict[str, Any] | None = None,
-                 **_: Any) -> Any:
+    def __call__(self, params: dict[str, Any] | None = None, context: dict[str, Any] | None = None, **_: Any) -> Any:
         with self._lock:
             index = len(self.params)
             self.params.append(dict(params or {}))  # a copy: later handlers rewrite the original

@@ -10,9 +10,16 @@ import socket
 import pytest
 
 SETTINGS = {
-    "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing", "MEMORY_HUB_BUCKET": "memory-hub-local", "ASSETS_TABLE": "AssetsTable",
-    "ITEMS_TABLE": "ItemsTable", "SCENES_TABLE": "ScenesTable", "KEYS_TABLE": "KeysTable", "AUDIT_TABLE": "AuditTable",
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "MEMORY_HUB_BUCKET": "memory-hub-local",
+    "ASSETS_TABLE": "AssetsTable",
+    "ITEMS_TABLE": "ItemsTable",
+    "SCENES_TABLE": "ScenesTable",
+    "KEYS_TABLE": "KeysTable",
+    "AUDIT_TABLE": "AuditTable",
     "IDEMPOTENCY_TABLE": "IdempotencyTable",
 }
 

@@ -7,7 +7,6 @@ import string
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
 from memory_hub.clock import MAX_SECONDS, MIN_SECONDS, compact_stamp, ordered_id
 from memory_hub.domain.rules import MAX_PATH_BYTES, free_id_problem, path_problem, team_or_agent_problem
 from memory_hub.storage import layout
@@ -24,8 +23,9 @@ def _bytes(value: str) -> int:
 
 # ---------------------------------------------------------------- strategies of valid inputs
 
-team_ids = st.builds(lambda first, rest: first + rest, st.sampled_from(TEAM_FIRST),
-                     st.text(alphabet=TEAM_REST, max_size=63))
+team_ids = st.builds(
+    lambda first, rest: first + rest, st.sampled_from(TEAM_FIRST), st.text(alphabet=TEAM_REST, max_size=63)
+)
 # Free ids: any code points but controls (and surrogates, which JSON parsing refuses), 4-byte ones included.
 free_ids = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=256)
 wide_ids = st.integers(1, 256).map(lambda n: "😀" * n)  # the most bytes a valid free id can take
@@ -35,8 +35,13 @@ wide_ids = st.integers(1, 256).map(lambda n: "😀" * n)  # the most bytes a val
 def paths(draw):
     """A valid file path of up to 512 UTF-8 bytes (often near the limit, with wide characters)."""
     unit = draw(st.sampled_from(["a", "é", "中", "😀", "\U0010fffd"]))
-    segment = draw(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\"),
-                           min_size=1, max_size=20).filter(lambda s: not s.startswith(".")))
+    segment = draw(
+        st.text(
+            alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\"),
+            min_size=1,
+            max_size=20,
+        ).filter(lambda s: not s.startswith("."))
+    )
     budget = MAX_PATH_BYTES - _bytes(segment) - _bytes("/.md")
     count = draw(st.integers(0, max(budget, 0) // _bytes(unit)))
     path = (unit * count + "/" if count else "") + segment + ".md"
@@ -50,10 +55,28 @@ terms = st.text(max_size=2000)
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
-@given(team=team_ids, agent=team_ids, user=st.one_of(free_ids, wide_ids), session=st.one_of(free_ids, wide_ids),
-       epoch=epochs, ms=times, item_id=item_ids, term=terms, natural=st.text(max_size=300))
-@example(team="t" * 64, agent="a" * 64, user="😀" * 256, session="😀" * 256, epoch=2**63 - 1, ms=MAX_MS,
-         item_id="atom-" + "f" * 26, term="😀" * 5000, natural="😀" * 300)
+@given(
+    team=team_ids,
+    agent=team_ids,
+    user=st.one_of(free_ids, wide_ids),
+    session=st.one_of(free_ids, wide_ids),
+    epoch=epochs,
+    ms=times,
+    item_id=item_ids,
+    term=terms,
+    natural=st.text(max_size=300),
+)
+@example(
+    team="t" * 64,
+    agent="a" * 64,
+    user="😀" * 256,
+    session="😀" * 256,
+    epoch=2**63 - 1,
+    ms=MAX_MS,
+    item_id="atom-" + "f" * 26,
+    term="😀" * 5000,
+    natural="😀" * 300,
+)
 def test_dynamodb_keys_fit_at_every_valid_input(team, agent, user, session, epoch, ms, item_id, term, natural):
     assert team_or_agent_problem(team) is None and team_or_agent_problem(agent) is None
     assert free_id_problem(user) is None and free_id_problem(session) is None
@@ -66,7 +89,9 @@ def test_dynamodb_keys_fit_at_every_valid_input(team, agent, user, session, epoc
         layout.audit_pair_pk(team, agent),
         layout.audit_key_pk(team),
         layout.memory_id_of(team, agent),  # AssetsTable pk
-        layout.PURGE_PK, layout.CLEANUP_PK, layout.JOB_PK,
+        layout.PURGE_PK,
+        layout.CLEANUP_PK,
+        layout.JOB_PK,
     ]
     sort_keys = [
         item_id,
@@ -92,8 +117,14 @@ def test_dynamodb_keys_fit_at_every_valid_input(team, agent, user, session, epoc
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
-@given(team=team_ids, agent=team_ids, path=paths(), ms=times, version=st.integers(1, 2**63 - 1),
-       name=st.text(alphabet=string.ascii_letters + string.digits + "._-", min_size=64, max_size=64))
+@given(
+    team=team_ids,
+    agent=team_ids,
+    path=paths(),
+    ms=times,
+    version=st.integers(1, 2**63 - 1),
+    name=st.text(alphabet=string.ascii_letters + string.digits + "._-", min_size=64, max_size=64),
+)
 @example(team="t" * 64, agent="a" * 64, path="😀" * 127 + ".md", ms=MAX_MS, version=2**63 - 1, name="n" * 64)
 @example(team="t" * 64, agent="a" * 64, path="é" * 253 + "/ab.md", ms=MIN_MS, version=1, name="n" * 64)
 def test_s3_keys_fit_at_every_valid_input(team, agent, path, ms, version, name):
@@ -124,6 +155,7 @@ def test_longest_keys_have_room():
 
 
 # ---------------------------------------------------------------- time keys
+
 
 @settings(max_examples=300)
 @given(times, times, item_ids, item_ids)
@@ -166,6 +198,7 @@ def test_session_keys_stay_inside_their_session_bounds(session, other, ms, start
 
 # ---------------------------------------------------------------- digests
 
+
 @settings(max_examples=100)
 @given(st.text(max_size=3000))
 def test_digests_are_deterministic_and_fixed_length(value):
@@ -183,8 +216,9 @@ def test_digest_known_value_and_distinct_inputs():
     assert layout.digest("é") != layout.digest("e\u0301")  # no normalisation: ids are exact strings
 
 
-@pytest.mark.parametrize(("value", "fits"), [("x" * 1024, True), ("x" * 1025, False), ("😀" * 256, True),
-                                             ("😀" * 256 + "x", False)])
+@pytest.mark.parametrize(
+    ("value", "fits"), [("x" * 1024, True), ("x" * 1025, False), ("😀" * 256, True), ("😀" * 256 + "x", False)]
+)
 def test_fits_key(value, fits):
     assert layout.fits_key(value) is fits
 

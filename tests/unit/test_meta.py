@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
 from memory_hub.domain.meta import END, START, render, split, strip
 
 STAMP = "2026-11-29T10:00:00.000Z"
@@ -13,17 +12,25 @@ OWN = ("version", "created_at", "updated_at", "summary")
 
 
 def test_render_layout():
-    text = render(version=3, created_at=STAMP, updated_at=LATER, summary="a summary",
-                  previous={"author": "bob", "version": "1", "summary": "old"}, content="# Title\nbody")
-    assert text == ("-----META-START-----\n"
-                    "version: 3\n"
-                    f"created_at: {STAMP}\n"
-                    f"updated_at: {LATER}\n"
-                    "summary: a summary\n"
-                    "author: bob\n"
-                    "-----META-END-----\n"
-                    "\n"
-                    "# Title\nbody")
+    text = render(
+        version=3,
+        created_at=STAMP,
+        updated_at=LATER,
+        summary="a summary",
+        previous={"author": "bob", "version": "1", "summary": "old"},
+        content="# Title\nbody",
+    )
+    assert text == (
+        "-----META-START-----\n"
+        "version: 3\n"
+        f"created_at: {STAMP}\n"
+        f"updated_at: {LATER}\n"
+        "summary: a summary\n"
+        "author: bob\n"
+        "-----META-END-----\n"
+        "\n"
+        "# Title\nbody"
+    )
 
 
 def test_render_without_summary_has_no_summary_line():
@@ -45,8 +52,14 @@ def test_split_value_keeps_everything_after_the_first_colon_space():
 
 
 def test_split_without_a_block_is_all_content():
-    for stored in ["", "plain", "\n" + START + "v: 1" + END, " -----META-START-----\nv: 1" + END,
-                   START + "never terminated\n-----META-END-----", "-----META-START-----\r\n" + END]:
+    for stored in [
+        "",
+        "plain",
+        "\n" + START + "v: 1" + END,
+        " -----META-START-----\nv: 1" + END,
+        START + "never terminated\n-----META-END-----",
+        "-----META-START-----\r\n" + END,
+    ]:
         assert split(stored) == ({}, stored)
         assert strip(stored) == stored
 
@@ -81,13 +94,18 @@ CONTENT = st.one_of(
 
 
 @settings(max_examples=250)
-@given(version=st.integers(1, 10**6), summary=st.one_of(st.none(), LINE),
-       previous=st.dictionaries(st.one_of(KEY, st.sampled_from(OWN)), VALUE, max_size=5), content=CONTENT)
+@given(
+    version=st.integers(1, 10**6),
+    summary=st.one_of(st.none(), LINE),
+    previous=st.dictionaries(st.one_of(KEY, st.sampled_from(OWN)), VALUE, max_size=5),
+    content=CONTENT,
+)
 @example(version=1, summary=None, previous={}, content=START + "v: 1" + END + "\nnested")
 @example(version=1, summary=None, previous={}, content="\n\nleading newlines")
 def test_render_then_split_round_trip(version, summary, previous, content):
-    text = render(version=version, created_at=STAMP, updated_at=LATER, summary=summary, previous=previous,
-                  content=content)
+    text = render(
+        version=version, created_at=STAMP, updated_at=LATER, summary=summary, previous=previous, content=content
+    )
     keys, rest = split(text)
     assert rest == content
     expected = {"version": str(version), "created_at": STAMP, "updated_at": LATER}
@@ -106,12 +124,24 @@ def test_read_modify_write_never_nests_blocks(content, summaries):
     for round_, summary in enumerate(summaries, start=2):
         previous, _ = split(stored)
         written = stored  # what the client sends back: the whole file it read
-        stored = render(version=round_, created_at=STAMP, updated_at=LATER, summary=summary, previous=previous,
-                        content=strip(written))
+        stored = render(
+            version=round_,
+            created_at=STAMP,
+            updated_at=LATER,
+            summary=summary,
+            previous=previous,
+            content=strip(written),
+        )
         assert split(stored)[1] == content
         assert strip(stored) == content
-    assert stored == render(version=len(summaries) + 1, created_at=STAMP, updated_at=LATER, summary=summaries[-1],
-                            previous=split(stored)[0], content=content)
+    assert stored == render(
+        version=len(summaries) + 1,
+        created_at=STAMP,
+        updated_at=LATER,
+        summary=summaries[-1],
+        previous=split(stored)[0],
+        content=content,
+    )
 
 
 @settings(max_examples=250)
@@ -133,6 +163,6 @@ def test_strip_never_reaches_past_the_first_terminator(before, after):
     stored = START + before + END + after
     first = stored.find(END, len(START) - 1)
     stripped = strip(stored)
-    tail = stored[first + len(END):]
+    tail = stored[first + len(END) :]
     assert stripped == (tail[1:] if tail.startswith("\n") else tail)
     assert stored.endswith(stripped)

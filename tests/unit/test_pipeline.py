@@ -7,7 +7,6 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from memory_hub.domain.scope import Scope
 from memory_hub.edge.errors import BadRequest, MissingIsolation
 from memory_hub.edge.pipeline import (
@@ -32,9 +31,12 @@ def _invalid(data: bytes) -> None:
 
 # ---------------------------------------------------------------- parse_object
 
+
 def test_parses_an_object():
     assert parse_object('{"a": [1, 2.5, "中", null, true], "b": {"c": -0}}'.encode()) == {
-        "a": [1, 2.5, "中", None, True], "b": {"c": 0}}
+        "a": [1, 2.5, "中", None, True],
+        "b": {"c": 0},
+    }
 
 
 @pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity"])
@@ -48,8 +50,19 @@ def test_rejects_anything_but_an_object(data):
     _invalid(data)
 
 
-@pytest.mark.parametrize("data", [b"{", b'{"a": 1,}', b"{'a': 1}", b'{"a": 1} x', b'{"a": 01}',
-                                  b'{"a": "\xff"}', b'{"a": "\xed\xa0\x80"}', b"\xef\xbb\xbf{}"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"{",
+        b'{"a": 1,}',
+        b"{'a': 1}",
+        b'{"a": 1} x',
+        b'{"a": 01}',
+        b'{"a": "\xff"}',
+        b'{"a": "\xed\xa0\x80"}',
+        b"\xef\xbb\xbf{}",
+    ],
+)
 def test_rejects_malformed_json_and_utf8(data):
     _invalid(data)
 
@@ -78,8 +91,10 @@ def test_very_deep_input_is_a_400_not_a_crash():
     _invalid(b'{"a":' + b"[" * 200_000 + b"]" * 200_000 + b"}")
 
 
-@pytest.mark.parametrize("data", [rb'{"a": "\ud800"}', rb'{"a": "x\udfffy"}', rb'{"\udc00": 1}',
-                                  rb'{"a": ["\uD83D"]}', rb'{"a": "\ude00\ud83d"}'])
+@pytest.mark.parametrize(
+    "data",
+    [rb'{"a": "\ud800"}', rb'{"a": "x\udfffy"}', rb'{"\udc00": 1}', rb'{"a": ["\uD83D"]}', rb'{"a": "\ude00\ud83d"}'],
+)
 def test_rejects_lone_surrogates(data):
     _invalid(data)
 
@@ -90,26 +105,33 @@ def test_accepts_surrogate_pairs():
 
 # ---------------------------------------------------------------- numbers beyond a finite double
 
-@pytest.mark.parametrize(("data", "paths"), [
-    (b'{"metadata": {"x": 1e999}}', ["metadata.x"]),
-    (b'{"metadata": {"x": -1e999}}', ["metadata.x"]),
-    (b'{"n": ' + b"9" * 400 + b"}", ["n"]),
-    (b'{"n": -' + b"9" * 400 + b"}", ["n"]),
-    (b'{"n": 2' + b"0" * 308 + b"}", ["n"]),  # 2e308 as an integer: beyond the largest double
-    (b'{"n": 1.8e308}', ["n"]),
-    (b'{"a": [1, 1e999, {"b": [2, -1E+400]}], "c": 1e999}', ["a.1", "a.2.b.1", "c"]),
-])
+
+@pytest.mark.parametrize(
+    ("data", "paths"),
+    [
+        (b'{"metadata": {"x": 1e999}}', ["metadata.x"]),
+        (b'{"metadata": {"x": -1e999}}', ["metadata.x"]),
+        (b'{"n": ' + b"9" * 400 + b"}", ["n"]),
+        (b'{"n": -' + b"9" * 400 + b"}", ["n"]),
+        (b'{"n": 2' + b"0" * 308 + b"}", ["n"]),  # 2e308 as an integer: beyond the largest double
+        (b'{"n": 1.8e308}', ["n"]),
+        (b'{"a": [1, 1e999, {"b": [2, -1E+400]}], "c": 1e999}', ["a.1", "a.2.b.1", "c"]),
+    ],
+)
 def test_overflows_are_reported_with_their_path(data, paths):
     assert overflows(parse_object(data)) == paths
 
 
-@pytest.mark.parametrize("data", [
-    b'{"n": 1' + b"0" * 308 + b"}",  # 1e308 as an integer still fits
-    b'{"n": 1.7976931348623157e308}',
-    b'{"n": -1.7976931348623157e308}',
-    b'{"n": 1e-999}',  # underflow is zero, not an error
-    b'{"n": 12345678901234567890123}',
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"n": 1' + b"0" * 308 + b"}",  # 1e308 as an integer still fits
+        b'{"n": 1.7976931348623157e308}',
+        b'{"n": -1.7976931348623157e308}',
+        b'{"n": 1e-999}',  # underflow is zero, not an error
+        b'{"n": 12345678901234567890123}',
+    ],
+)
 def test_large_but_finite_numbers_are_fine(data):
     assert overflows(parse_object(data)) == []
 
@@ -119,6 +141,7 @@ def test_overflows_of_plain_values():
 
 
 # ---------------------------------------------------------------- drop_nulls
+
 
 def test_drop_nulls_removes_null_keys_at_every_level():
     body = {"a": None, "b": 1, "c": {"d": None, "e": [{"f": None, "g": 0}]}, "h": [None, 1]}
@@ -143,9 +166,13 @@ def test_drop_nulls_keeps_the_routes_nullable_keys_at_the_top_only():
     assert drop_nulls({"content_ids": None}) == {}
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-                        st.sampled_from(["a", "b", "metadata"]), inner, max_size=3), max_leaves=15)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "metadata"]), inner, max_size=3)
+    ),
+    max_leaves=15,
+)
 
 
 def _null_keys_outside_metadata(value) -> bool:
@@ -177,23 +204,28 @@ BASE = {"team_id": "team", "agent_id": "agent", "user_id": "user"}
 
 
 def test_isolation_from_the_body():
-    assert resolve_isolation({**BASE, "session_id": "s", "task_id": "t"}, {}) == Scope("team", "agent", "user",
-                                                                                     "s", "t")
+    assert resolve_isolation({**BASE, "session_id": "s", "task_id": "t"}, {}) == Scope(
+        "team", "agent", "user", "s", "t"
+    )
 
 
 def test_isolation_falls_back_to_headers():
     headers = {ISOLATION_HEADERS[k]: f"h-{k}" for k in ISOLATION_HEADERS}
-    assert resolve_isolation({}, headers) == Scope("h-team_id", "h-agent_id", "h-user_id", "h-session_id",
-                                                  "h-task_id")
+    assert resolve_isolation({}, headers) == Scope("h-team_id", "h-agent_id", "h-user_id", "h-session_id", "h-task_id")
     assert resolve_isolation({"team_id": "body"}, headers).team_id == "body"  # the body wins
-    assert resolve_isolation({"user_id": "u"}, headers) == Scope("h-team_id", "h-agent_id", "u", "h-session_id",
-                                                                "h-task_id")
+    assert resolve_isolation({"user_id": "u"}, headers) == Scope(
+        "h-team_id", "h-agent_id", "u", "h-session_id", "h-task_id"
+    )
 
 
 def test_header_names():
-    assert ISOLATION_HEADERS == {"team_id": "x-tdai-team-id", "agent_id": "x-tdai-agent-id",
-                                 "user_id": "x-tdai-user-id", "session_id": "x-tdai-session-id",
-                                 "task_id": "x-tdai-task-id"}
+    assert ISOLATION_HEADERS == {
+        "team_id": "x-tdai-team-id",
+        "agent_id": "x-tdai-agent-id",
+        "user_id": "x-tdai-user-id",
+        "session_id": "x-tdai-session-id",
+        "task_id": "x-tdai-task-id",
+    }
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\u3000", "\t\n", "\u00a0\u2003", "\x85"])
@@ -229,17 +261,20 @@ def test_control_character_team_is_400_not_missing(control):
     assert caught.value.message.startswith("team_id: ")
 
 
-@pytest.mark.parametrize(("field", "value", "problem"), [
-    ("team_id", "t" * 65, "team_id: must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"),
-    ("agent_id", ".agent", "agent_id: must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"),
-    ("user_id", "u" * 257, "user_id: must be 1-256 characters"),
-    ("user_id", "u\x1fu", "user_id: must not contain control characters"),
-    ("session_id", "s\x00", "session_id: must not contain control characters"),
-    ("task_id", "t" * 257, "task_id: must be 1-256 characters"),
-    ("team_id", 123, "team_id: must be a string"),
-    ("user_id", ["u"], "user_id: must be a string"),
-    ("session_id", {"s": 1}, "session_id: must be a string"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("team_id", "t" * 65, "team_id: must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"),
+        ("agent_id", ".agent", "agent_id: must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"),
+        ("user_id", "u" * 257, "user_id: must be 1-256 characters"),
+        ("user_id", "u\x1fu", "user_id: must not contain control characters"),
+        ("session_id", "s\x00", "session_id: must not contain control characters"),
+        ("task_id", "t" * 257, "task_id: must be 1-256 characters"),
+        ("team_id", 123, "team_id: must be a string"),
+        ("user_id", ["u"], "user_id: must be a string"),
+        ("session_id", {"s": 1}, "session_id: must be a string"),
+    ],
+)
 def test_format_errors_are_400_and_named(field, value, problem):
     with pytest.raises(BadRequest) as caught:
         resolve_isolation({**BASE, field: value}, {})
@@ -254,7 +289,9 @@ def test_several_format_errors_are_all_named():
     with pytest.raises(BadRequest) as caught:
         resolve_isolation({"team_id": "t" * 65, "agent_id": "a", "user_id": "u", "task_id": 5}, {})
     assert caught.value.message.split("; ") == [
-        "team_id: must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$", "task_id: must be a string"]
+        "team_id: must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$",
+        "task_id: must be a string",
+    ]
 
 
 def test_header_values_are_checked_too():
@@ -265,6 +302,7 @@ def test_header_values_are_checked_too():
 
 
 # ---------------------------------------------------------------- dumps
+
 
 def test_dumps_is_strict_and_utf8():
     assert dumps({"a": "中", "b": [1, 2]}) == '{"a":"中","b":[1,2]}'

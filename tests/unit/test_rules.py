@@ -9,7 +9,6 @@ import unicodedata
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-
 from memory_hub.domain.rules import (
     MAX_ID_CHARS,
     MAX_PATH_BYTES,
@@ -27,20 +26,37 @@ from memory_hub.domain.rules import (
 TEAM_CHARS = string.ascii_letters + string.digits + "._@-"
 CONTROL = [chr(c) for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]]
 # Unicode 15.1's White_Space property, written out (PropList.txt), independent of the code under test.
-UNICODE_WHITE_SPACE = {chr(c) for c in [*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
-                                        0x2028, 0x2029, 0x202F, 0x205F, 0x3000]}
+UNICODE_WHITE_SPACE = {
+    chr(c)
+    for c in [
+        *range(0x09, 0x0E),
+        0x20,
+        0x85,
+        0xA0,
+        0x1680,
+        *range(0x2000, 0x200B),
+        0x2028,
+        0x2029,
+        0x202F,
+        0x205F,
+        0x3000,
+    ]
+}
 
 
 # ---------------------------------------------------------------- team_id / agent_id
 
-@pytest.mark.parametrize("value", ["a", "A", "0", "_", "@", "-", "team-1", "a.b", "a" * 64, "-" + "." * 63,
-                                   "user@example.com"])
+
+@pytest.mark.parametrize(
+    "value", ["a", "A", "0", "_", "@", "-", "team-1", "a.b", "a" * 64, "-" + "." * 63, "user@example.com"]
+)
 def test_team_agent_accepts(value):
     assert team_or_agent_problem(value) is None
 
 
-@pytest.mark.parametrize("value", ["", "a" * 65, ".hidden", "a b", "a/b", "a:b", "a#b", "é", "ａ", "a\n",
-                                   "\na", "a\x1f", "٣", "a\u200b"])
+@pytest.mark.parametrize(
+    "value", ["", "a" * 65, ".hidden", "a b", "a/b", "a:b", "a#b", "é", "ａ", "a\n", "\na", "a\x1f", "٣", "a\u200b"]
+)
 def test_team_agent_rejects(value):
     assert team_or_agent_problem(value) == TEAM_AGENT_RULE
 
@@ -48,15 +64,17 @@ def test_team_agent_rejects(value):
 @settings(max_examples=200)
 @given(st.text(alphabet=TEAM_CHARS + " é\n/:", max_size=70))
 def test_team_agent_property(value):
-    expected = (1 <= len(value) <= 64 and not value.startswith(".")
-                and all(ch in TEAM_CHARS for ch in value))
+    expected = 1 <= len(value) <= 64 and not value.startswith(".") and all(ch in TEAM_CHARS for ch in value)
     assert (team_or_agent_problem(value) is None) == expected
 
 
 # ---------------------------------------------------------------- user_id / session_id / task_id
 
-@pytest.mark.parametrize("value", ["u", "x" * MAX_ID_CHARS, "😀" * MAX_ID_CHARS, "用户 1", " padded ",
-                                   "a\u200bb", "\ufeff", "\u00a0", "\u3000"])
+
+@pytest.mark.parametrize(
+    "value",
+    ["u", "x" * MAX_ID_CHARS, "😀" * MAX_ID_CHARS, "用户 1", " padded ", "a\u200bb", "\ufeff", "\u00a0", "\u3000"],
+)
 def test_free_id_accepts(value):
     assert free_id_problem(value) is None
 
@@ -87,6 +105,7 @@ def test_free_id_property(value):
 
 # ---------------------------------------------------------------- blanks
 
+
 def test_white_space_table_is_unicode_white_space():
     assert WHITE_SPACE == UNICODE_WHITE_SPACE
 
@@ -107,32 +126,36 @@ def test_is_not_blank(text):
     assert not is_blank(text)
 
 
-@pytest.mark.parametrize(("raw", "trimmed"), [
-    ("  a b  ", "a b"),
-    ("\u3000a\u3000", "a"),
-    ("\t\n a\n", "a"),
-    ("\x1fa\x1f", "\x1fa\x1f"),  # information separators are controls, not blanks
-    ("\u200ba\u200b", "\u200ba\u200b"),
-    ("\u00a0\u2000x y\u205f", "x y"),
-    ("   ", ""),
-])
+@pytest.mark.parametrize(
+    ("raw", "trimmed"),
+    [
+        ("  a b  ", "a b"),
+        ("\u3000a\u3000", "a"),
+        ("\t\n a\n", "a"),
+        ("\x1fa\x1f", "\x1fa\x1f"),  # information separators are controls, not blanks
+        ("\u200ba\u200b", "\u200ba\u200b"),
+        ("\u00a0\u2000x y\u205f", "x y"),
+        ("   ", ""),
+    ],
+)
 def test_trim(raw, trimmed):
     assert trim(raw) == trimmed
 
 
 @settings(max_examples=150)
-@given(st.text(alphabet=st.sampled_from(sorted(WHITE_SPACE) + ["a", "\x1f", "\u200b", "中"]), max_size=20))
+@given(st.text(alphabet=st.sampled_from([*sorted(WHITE_SPACE), "a", "\x1f", "\u200b", "中"]), max_size=20))
 def test_trim_strips_exactly_white_space(text):
     result = trim(text)
     assert result in text
     assert result == "" or (result[0] not in WHITE_SPACE and result[-1] not in WHITE_SPACE)
     start = text.find(result) if result else len(text)
     assert all(ch in WHITE_SPACE for ch in text[:start])
-    assert all(ch in WHITE_SPACE for ch in text[start + len(result):])
+    assert all(ch in WHITE_SPACE for ch in text[start + len(result) :])
     assert is_blank(text) == (result == "")
 
 
 # ---------------------------------------------------------------- clean_ids
+
 
 def test_clean_ids_trims_drops_blanks_dedups_in_first_seen_order():
     raw = [" b ", "a", "", "   ", "\u3000", "b", "c\u3000", "a ", "\x1f", "c"]
@@ -157,40 +180,57 @@ def test_clean_ids_property(raw):
 
 # ---------------------------------------------------------------- paths
 
-@pytest.mark.parametrize(("path", "kind"), [
-    ("a.md", "file"), ("dir/sub/file.md", "file"), ("a..b.md", "file"), ("名前/ファイル.md", "file"),
-    ("", "prefix"), ("dir", "prefix"), ("dir/", "prefix"), ("dir/sub/", "prefix"), ("dir/x.md", "prefix"),
-    ("a.md", "rm"), ("dir/", "rm"), ("dir/sub/", "rm"), ("a b/c d.md", "file"),
-])
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("a.md", "file"),
+        ("dir/sub/file.md", "file"),
+        ("a..b.md", "file"),
+        ("名前/ファイル.md", "file"),
+        ("", "prefix"),
+        ("dir", "prefix"),
+        ("dir/", "prefix"),
+        ("dir/sub/", "prefix"),
+        ("dir/x.md", "prefix"),
+        ("a.md", "rm"),
+        ("dir/", "rm"),
+        ("dir/sub/", "rm"),
+        ("a b/c d.md", "file"),
+    ],
+)
 def test_path_accepts(path, kind):
     assert path_problem(path, kind=kind) is None
 
 
-@pytest.mark.parametrize(("path", "kind", "problem"), [
-    ("", "file", "must not be empty"),
-    ("", "rm", "must not be empty"),
-    ("a", "file", "must end in .md"),
-    ("a.MD", "file", "must end in .md"),
-    ("dir/", "file", "must not contain an empty segment"),
-    ("a", "rm", "must be a .md file or a folder ending in /"),
-    ("/a.md", "file", "must be relative (no leading /)"),
-    ("/", "prefix", "must be relative (no leading /)"),
-    ("a//b.md", "file", "must not contain an empty segment"),
-    ("a//", "prefix", "must not contain an empty segment"),
-    ("dir//", "rm", "must not contain an empty segment"),
-    ("../a.md", "file", "must not contain . or .. segments"),
-    ("a/../b.md", "file", "must not contain . or .. segments"),
-    ("./a.md", "file", "must not contain . or .. segments"),
-    ("a/./", "prefix", "must not contain . or .. segments"),
-    ("..", "prefix", "must not contain . or .. segments"),
-    ("../", "rm", "must not contain . or .. segments"),
-    (".hidden.md", "file", "segments must not start with ."),
-    ("a/.git/", "prefix", "segments must not start with ."),
-    ("a\\b.md", "file", "must not contain a backslash"),
-    ("a\x1fb.md", "file", "must not contain control characters"),
-    ("a\x7f.md", "file", "must not contain control characters"),
-    ("a\n.md", "file", "must not contain control characters"),
-])
+@pytest.mark.parametrize(
+    ("path", "kind", "problem"),
+    [
+        ("", "file", "must not be empty"),
+        ("", "rm", "must not be empty"),
+        ("a", "file", "must end in .md"),
+        ("a.MD", "file", "must end in .md"),
+        ("dir/", "file", "must not contain an empty segment"),
+        ("a", "rm", "must be a .md file or a folder ending in /"),
+        ("/a.md", "file", "must be relative (no leading /)"),
+        ("/", "prefix", "must be relative (no leading /)"),
+        ("a//b.md", "file", "must not contain an empty segment"),
+        ("a//", "prefix", "must not contain an empty segment"),
+        ("dir//", "rm", "must not contain an empty segment"),
+        ("../a.md", "file", "must not contain . or .. segments"),
+        ("a/../b.md", "file", "must not contain . or .. segments"),
+        ("./a.md", "file", "must not contain . or .. segments"),
+        ("a/./", "prefix", "must not contain . or .. segments"),
+        ("..", "prefix", "must not contain . or .. segments"),
+        ("../", "rm", "must not contain . or .. segments"),
+        (".hidden.md", "file", "segments must not start with ."),
+        ("a/.git/", "prefix", "segments must not start with ."),
+        ("a\\b.md", "file", "must not contain a backslash"),
+        ("a\x1fb.md", "file", "must not contain control characters"),
+        ("a\x7f.md", "file", "must not contain control characters"),
+        ("a\n.md", "file", "must not contain control characters"),
+    ],
+)
 def test_path_rejects(path, kind, problem):
     assert path_problem(path, kind=kind) == problem
 
@@ -221,14 +261,17 @@ def test_path_limit_counts_bytes_not_characters():
     assert path_problem("😀" * 128 + ".md", kind="file") == "must be at most 512 bytes"  # 131 chars, 515 bytes
 
 
-SEGMENT_PIECES = st.sampled_from(["a", "b", ".", "..", "", " ", "中", "😀", ".md", "md", "x.md", "\\", "\x1f",
-                                  "\u3000", "é" * 60])
+SEGMENT_PIECES = st.sampled_from(
+    ["a", "b", ".", "..", "", " ", "中", "😀", ".md", "md", "x.md", "\\", "\x1f", "\u3000", "é" * 60]
+)
 
 
 @settings(max_examples=300)
-@given(st.lists(SEGMENT_PIECES, max_size=6).map(lambda parts: "".join(parts)),
-       st.lists(st.sampled_from(["", "/", "//", "./", "../", "a/"]), max_size=4),
-       st.sampled_from(["file", "prefix", "rm"]))
+@given(
+    st.lists(SEGMENT_PIECES, max_size=6).map(lambda parts: "".join(parts)),
+    st.lists(st.sampled_from(["", "/", "//", "./", "../", "a/"]), max_size=4),
+    st.sampled_from(["file", "prefix", "rm"]),
+)
 @example("a/../b.md", [], "file")
 @example("a/.//b/", [], "rm")
 def test_accepted_paths_are_always_safe(body, joins, kind):
@@ -254,13 +297,17 @@ def test_accepted_paths_are_always_safe(body, joins, kind):
         assert path.endswith((".md", "/"))
 
 
-VALID_SEGMENT = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\"),
-                        min_size=1, max_size=12).filter(lambda s: not s.startswith("."))
+VALID_SEGMENT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="/\\"), min_size=1, max_size=12
+).filter(lambda s: not s.startswith("."))
 
 
 @settings(max_examples=200)
-@given(st.lists(VALID_SEGMENT, min_size=1, max_size=5),
-       st.sampled_from(["..", ".", "", ".x"]), st.integers(min_value=0, max_value=5))
+@given(
+    st.lists(VALID_SEGMENT, min_size=1, max_size=5),
+    st.sampled_from(["..", ".", "", ".x"]),
+    st.integers(min_value=0, max_value=5),
+)
 def test_valid_paths_pass_and_one_bad_segment_fails(segments, bad, at):
     file_path = "/".join(segments) + ".md"
     folder = "/".join(segments) + "/"
@@ -270,5 +317,5 @@ def test_valid_paths_pass_and_one_bad_segment_fails(segments, bad, at):
     assert path_problem(file_path, kind="rm") is None
     assert path_problem(folder, kind="prefix") is None
     assert path_problem(folder, kind="rm") is None
-    broken = [*segments[: at], bad, *segments[at:]]
+    broken = [*segments[:at], bad, *segments[at:]]
     assert path_problem("/".join(broken) + ".md", kind="file") is not None

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
-
 from memory_hub.settings import ENVIRONMENT, SettingsError, from_environment
+from pydantic import ValidationError
 
 COMPLETE = {
     "AWS_REGION": "eu-west-1",
@@ -31,9 +30,14 @@ def test_complete_environment():
     settings = from_environment(COMPLETE)
     assert settings.region == "eu-west-1"
     assert settings.bucket == "bucket"
-    assert (settings.assets_table, settings.items_table, settings.scenes_table, settings.keys_table,
-            settings.audit_table, settings.idempotency_table) == ("Assets", "Items", "Scenes", "Keys", "Audit",
-                                                                  "Idempotency")
+    assert (
+        settings.assets_table,
+        settings.items_table,
+        settings.scenes_table,
+        settings.keys_table,
+        settings.audit_table,
+        settings.idempotency_table,
+    ) == ("Assets", "Items", "Scenes", "Keys", "Audit", "Idempotency")
     assert settings.token_secret_id == COMPLETE["MEMORY_HUB_TOKEN_SECRET_ARN"]
     # defaults of the optional variables
     assert settings.bootstrap_key_secret_id is None
@@ -54,8 +58,14 @@ def test_empty_environment_names_every_missing_variable():
     assert message.startswith("Memory Hub cannot start: ")
     for name in REQUIRED:
         assert f"{name} is not set" in message
-    for optional in ("MEMORY_HUB_BOOTSTRAP_KEY_SECRET_ARN", "MEMORY_HUB_SERVICE_ID", "RETENTION_DAYS",
-                     "RETENTION_MIN_L0", "RETENTION_MIN_L1", "MEMORY_HUB_CLEAR_BUDGET_S"):
+    for optional in (
+        "MEMORY_HUB_BOOTSTRAP_KEY_SECRET_ARN",
+        "MEMORY_HUB_SERVICE_ID",
+        "RETENTION_DAYS",
+        "RETENTION_MIN_L0",
+        "RETENTION_MIN_L1",
+        "MEMORY_HUB_CLEAR_BUDGET_S",
+    ):
         assert optional not in message
     assert "AWS_DEFAULT_REGION" not in message
     assert message.count("is not set") == len(REQUIRED)
@@ -97,9 +107,15 @@ def test_invalid_retention_days_is_named(value):
     assert "is not set" not in message
 
 
-@pytest.mark.parametrize(("name", "value"), [("RETENTION_MIN_L0", "-5"), ("RETENTION_MIN_L1", "x"),
-                                             ("MEMORY_HUB_CLEAR_BUDGET_S", "901"),
-                                             ("MEMORY_HUB_CLEAR_BUDGET_S", "soon")])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("RETENTION_MIN_L0", "-5"),
+        ("RETENTION_MIN_L1", "x"),
+        ("MEMORY_HUB_CLEAR_BUDGET_S", "901"),
+        ("MEMORY_HUB_CLEAR_BUDGET_S", "soon"),
+    ],
+)
 def test_other_invalid_values_are_named(name, value):
     assert _problem({**COMPLETE, name: value}).startswith(f"Memory Hub cannot start: {name}: ")
 
@@ -117,11 +133,21 @@ def test_valid_retention_days(value, days):
 
 
 def test_optional_values_are_read():
-    settings = from_environment({**COMPLETE, "MEMORY_HUB_SERVICE_ID": "svc", "RETENTION_MIN_L0": "0",
-                                 "MEMORY_HUB_BOOTSTRAP_KEY_SECRET_ARN": "arn:bootstrap",
-                                 "MEMORY_HUB_CLEAR_BUDGET_S": "2.5"})
-    assert (settings.service_id, settings.retention_min_l0, settings.bootstrap_key_secret_id,
-            settings.clear_budget_s) == ("svc", 0, "arn:bootstrap", 2.5)
+    settings = from_environment(
+        {
+            **COMPLETE,
+            "MEMORY_HUB_SERVICE_ID": "svc",
+            "RETENTION_MIN_L0": "0",
+            "MEMORY_HUB_BOOTSTRAP_KEY_SECRET_ARN": "arn:bootstrap",
+            "MEMORY_HUB_CLEAR_BUDGET_S": "2.5",
+        }
+    )
+    assert (
+        settings.service_id,
+        settings.retention_min_l0,
+        settings.bootstrap_key_secret_id,
+        settings.clear_budget_s,
+    ) == ("svc", 0, "arn:bootstrap", 2.5)
 
 
 def test_every_field_has_a_variable():

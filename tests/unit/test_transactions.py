@@ -5,11 +5,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from aws_faults import Calls, error, hook
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from aws_faults import Calls, error, hook
 from memory_hub.settings import get_settings
 from memory_hub.storage import aws as clients
 from memory_hub.storage.errors import Cancelled
@@ -39,8 +38,9 @@ def _add(transaction: Transaction, kind: str, pk: str, fail: bool) -> None:
         target = "taken" if fail else "fresh"  # the condition refuses an item that exists
         transaction.put("put", Guard(pk, target, atom_id="new"), condition=Guard.sk.does_not_exist())
     elif kind == "update":
-        transaction.update("update", Counter(pk, "counter"), [Counter.n.add(1)],
-                           condition=Counter.n == (99 if fail else 1))
+        transaction.update(
+            "update", Counter(pk, "counter"), [Counter.n.add(1)], condition=Counter.n == (99 if fail else 1)
+        )
     else:
         transaction.delete("delete", Guard(pk, "doomed"), condition=Guard.atom_id == ("nope" if fail else "x"))
 
@@ -52,13 +52,18 @@ def _state(pk: str) -> dict[str, object]:
         except Guard.DoesNotExist:
             return None
 
-    return {"taken": guard("taken"), "fresh": guard("fresh"), "doomed": guard("doomed"),
-            "counter": int(Counter.get(pk, "counter", consistent_read=True).n)}
+    return {
+        "taken": guard("taken"),
+        "fresh": guard("fresh"),
+        "doomed": guard("doomed"),
+        "counter": int(Counter.get(pk, "counter", consistent_read=True).n),
+    }
 
 
 UNCHANGED = {"taken": "old", "fresh": None, "doomed": "x", "counter": 1}
 
 
+# every example makes its own items (fresh pk); the conftest's autouse socket guard is function-scoped
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(order=st.permutations(KINDS), failing=st.sets(st.sampled_from(KINDS)))
 def test_cancellation_names_the_failed_actions_whatever_their_kind_and_order(aws, order, failing):
@@ -96,9 +101,14 @@ def test_names_repeat_when_several_actions_share_one(aws):
 
 # ---------------------------------------------------------------- retries
 
+
 def _cancelled(*codes: str):
-    return error(400, "TransactionCanceledException", "Transaction cancelled",
-                 CancellationReasons=[{"Code": code} for code in codes])
+    return error(
+        400,
+        "TransactionCanceledException",
+        "Transaction cancelled",
+        CancellationReasons=[{"Code": code} for code in codes],
+    )
 
 
 @pytest.mark.parametrize("reason", ["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"])
@@ -146,9 +156,11 @@ def test_other_cancellations_and_errors_are_raised_not_retried(aws):
     _seed(pk)
     transaction = Transaction()
     _add(transaction, "update", pk, False)
-    for injected, code in [(_cancelled("ValidationError"), "TransactionCanceledException"),
-                           (error(400, "ValidationException"), "ValidationException"),
-                           (error(400, "AccessDeniedException"), "AccessDeniedException")]:
+    for injected, code in [
+        (_cancelled("ValidationError"), "TransactionCanceledException"),
+        (error(400, "ValidationException"), "ValidationException"),
+        (error(400, "AccessDeniedException"), "AccessDeniedException"),
+    ]:
         calls = Calls(injected)
         with hook(clients.dynamodb(), EVENT, calls), pytest.raises(ClientError) as caught:
             transaction.commit()
@@ -159,6 +171,7 @@ def test_other_cancellations_and_errors_are_raised_not_retried(aws):
 
 
 # ---------------------------------------------------------------- the 100-action cap
+
 
 def test_more_than_100_actions_is_refused_before_any_call(aws):
     pk = _fresh_pk()
@@ -204,6 +217,6 @@ def test_actions_keep_only_the_fields_dynamodb_takes(aws):
     kinds = [next(iter(action)) for action in sent["TransactItems"]]
     assert kinds == ["ConditionCheck", "Put", "Update", "Delete"]
     for action in sent["TransactItems"]:
-        (kind, body), = action.items()
+        ((kind, body),) = action.items()
         assert "ReturnValues" not in body
         assert body["TableName"] == get_settings().items_table

@@ -16,12 +16,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lambda-port", type=int, default=int(os.environ.get("LAMBDA_PORT", 3001)))
     parser.add_argument("--aws-port", type=int, default=int(os.environ.get("AWS_PORT", 3002)))
     parser.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
-    parser.add_argument("--data-dir", default=os.environ.get("MEMORY_HUB_DATA_DIR") or str(DEFAULT_DATA_DIR),
-                        help="where keys and memory are kept between runs (default .memory-hub/)")
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get("MEMORY_HUB_DATA_DIR") or str(DEFAULT_DATA_DIR),
+        help="where keys and memory are kept between runs (default .memory-hub/)",
+    )
     parser.add_argument("--ephemeral", action="store_true", help="keep nothing: state lives in memory only")
     args = parser.parse_args(argv)
-    return run(args.port, args.lambda_port, args.aws_port, args.region,
-               None if args.ephemeral else Path(args.data_dir))
+    return run(args.port, args.lambda_port, args.aws_port, args.region, None if args.ephemeral else Path(args.data_dir))
 
 
 if __name__ == "__main__":

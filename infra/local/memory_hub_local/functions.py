@@ -27,9 +27,22 @@ from .template import Deployment, Function
 
 RUNTIME = Path(__file__).with_name("lambda_runtime.py")
 # The runtime's libraries: what the layer installs (requirements.txt), nothing else of the venv.
-RUNTIME_DISTRIBUTIONS = ("aws-lambda-powertools", "pydantic", "pydantic-core", "pynamodb", "boto3", "botocore",
-                         "s3transfer", "jmespath", "python-dateutil", "six", "urllib3", "typing-extensions",
-                         "typing-inspection", "annotated-types")
+RUNTIME_DISTRIBUTIONS = (
+    "aws-lambda-powertools",
+    "pydantic",
+    "pydantic-core",
+    "pynamodb",
+    "boto3",
+    "botocore",
+    "s3transfer",
+    "jmespath",
+    "python-dateutil",
+    "six",
+    "urllib3",
+    "typing-extensions",
+    "typing-inspection",
+    "annotated-types",
+)
 MAX_ENVIRONMENTS = 16
 SYNC_RESPONSE_LIMIT = 6 * 1024 * 1024  # Lambda's limit for a synchronous response
 START_TIMEOUT_S = 60.0
@@ -81,9 +94,13 @@ def _read_frame(fd: int, deadline: float) -> Any:
     (length,) = struct.unpack(">I", exactly(4))
     if length > SYNC_RESPONSE_LIMIT + 1024:
         exactly(length)
-        raise InvocationError({"errorType": "Function.ResponseSizeTooLarge",
-                               "errorMessage": f"Response payload size ({length} bytes) exceeded maximum allowed "
-                                               f"payload size ({SYNC_RESPONSE_LIMIT} bytes)."})
+        raise InvocationError(
+            {
+                "errorType": "Function.ResponseSizeTooLarge",
+                "errorMessage": f"Response payload size ({length} bytes) exceeded maximum allowed "
+                f"payload size ({SYNC_RESPONSE_LIMIT} bytes).",
+            }
+        )
     return json.loads(exactly(length))
 
 
@@ -95,9 +112,24 @@ class Environment:
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
         self.process = subprocess.Popen(
-            [sys.executable, "-u", "-I", "-S", str(RUNTIME), str(to_child_r), str(from_child_w), function.handler, *paths],
-            env=env, cwd=str(function.code_uri), pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL,
-            stdout=log, stderr=log)
+            [
+                sys.executable,
+                "-u",
+                "-I",
+                "-S",
+                str(RUNTIME),
+                str(to_child_r),
+                str(from_child_w),
+                function.handler,
+                *paths,
+            ],
+            env=env,
+            cwd=str(function.code_uri),
+            pass_fds=(to_child_r, from_child_w),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self.ready = False
@@ -108,9 +140,10 @@ class Environment:
             message = _read_frame(self._from_child, time.monotonic() + START_TIMEOUT_S)
         except (TimeoutError, EOFError):
             self.close()
-            raise InvocationError({"errorType": "Runtime.ExitError",
-                                   "errorMessage": "the runtime exited before the function was loaded"},
-                                  kind="Init") from None
+            raise InvocationError(
+                {"errorType": "Runtime.ExitError", "errorMessage": "the runtime exited before the function was loaded"},
+                kind="Init",
+            ) from None
         if "init_error" in message:
             self.close()
             raise InvocationError(message["init_error"], kind="Init")
@@ -119,19 +152,22 @@ class Environment:
     def invoke(self, event: Any, timeout_s: float) -> Any:
         request_id = str(uuid.uuid4())
         deadline_ms = int(time.time() * 1000 + timeout_s * 1000)
-        frame = json.dumps({"event": event, "request_id": request_id, "deadline_ms": deadline_ms},
-                           ensure_ascii=False).encode("utf-8")
+        frame = json.dumps(
+            {"event": event, "request_id": request_id, "deadline_ms": deadline_ms}, ensure_ascii=False
+        ).encode("utf-8")
         self._write_all(struct.pack(">I", len(frame)) + frame)
         try:
             message = _read_frame(self._from_child, time.monotonic() + timeout_s + 1.0)
         except TimeoutError:
             self.close()
-            raise InvocationError({"errorType": "Sandbox.Timedout",
-                                   "errorMessage": f"Task timed out after {timeout_s:.2f} seconds"}) from None
+            raise InvocationError(
+                {"errorType": "Sandbox.Timedout", "errorMessage": f"Task timed out after {timeout_s:.2f} seconds"}
+            ) from None
         except EOFError:
             self.close()
-            raise InvocationError({"errorType": "Runtime.ExitError",
-                                   "errorMessage": "the runtime exited during the invocation"}) from None
+            raise InvocationError(
+                {"errorType": "Runtime.ExitError", "errorMessage": "the runtime exited during the invocation"}
+            ) from None
         if "error" in message:
             raise InvocationError(message["error"])
         return message["result"]
@@ -162,8 +198,14 @@ class Environment:
 class FunctionPool:
     """Execution environments per function, started on demand and reused."""
 
-    def __init__(self, deployment: Deployment, aws_endpoint: str, lambda_endpoint: str,
-                 overrides: dict[str, dict[str, str]] | None = None, log: IO[bytes] | None = None) -> None:
+    def __init__(
+        self,
+        deployment: Deployment,
+        aws_endpoint: str,
+        lambda_endpoint: str,
+        overrides: dict[str, dict[str, str]] | None = None,
+        log: IO[bytes] | None = None,
+    ) -> None:
         self.deployment = deployment
         self.aws_endpoint, self.lambda_endpoint = aws_endpoint, lambda_endpoint
         self.overrides = overrides or {}
@@ -187,19 +229,27 @@ class FunctionPool:
     def environment_of(self, function: Function) -> dict[str, str]:
         region = self.deployment.region
         env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "en_US.UTF-8", "TZ": ":UTC",
-            "LAMBDA_TASK_ROOT": str(function.code_uri), "LAMBDA_RUNTIME_DIR": str(RUNTIME.parent),
-            "_HANDLER": function.handler, "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
-            "AWS_LAMBDA_FUNCTION_NAME": function.name, "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "LANG": "en_US.UTF-8",
+            "TZ": ":UTC",
+            "LAMBDA_TASK_ROOT": str(function.code_uri),
+            "LAMBDA_RUNTIME_DIR": str(RUNTIME.parent),
+            "_HANDLER": function.handler,
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
+            "AWS_LAMBDA_FUNCTION_NAME": function.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory),
             "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function.name}",
             "AWS_LAMBDA_LOG_STREAM_NAME": f"local/{uuid.uuid4().hex}",
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
-            "AWS_REGION": region, "AWS_DEFAULT_REGION": region,
-            "AWS_ACCESS_KEY_ID": access_key_of(function.logical_id), "AWS_SECRET_ACCESS_KEY": SECRET,
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+            "AWS_ACCESS_KEY_ID": access_key_of(function.logical_id),
+            "AWS_SECRET_ACCESS_KEY": SECRET,
             "AWS_SESSION_TOKEN": session_token_of(function.logical_id),
             # the one thing Lambda would not set: where the emulated AWS answers
-            "AWS_ENDPOINT_URL": self.aws_endpoint, "AWS_ENDPOINT_URL_LAMBDA": self.lambda_endpoint,
+            "AWS_ENDPOINT_URL": self.aws_endpoint,
+            "AWS_ENDPOINT_URL_LAMBDA": self.lambda_endpoint,
         }
         env.update(function.environment)
         env.update(self.overrides.get(function.logical_id, {}))
@@ -221,8 +271,12 @@ class FunctionPool:
                     break
                 self._condition.wait(timeout=1.0)
         try:
-            environment = Environment(function, self.environment_of(function),
-                                      [str(function.code_uri), *map(str, function.layers), *self.paths_tail], self.log)
+            environment = Environment(
+                function,
+                self.environment_of(function),
+                [str(function.code_uri), *map(str, function.layers), *self.paths_tail],
+                self.log,
+            )
             environment.generation = self._generation
             environment.start()
         except BaseException:

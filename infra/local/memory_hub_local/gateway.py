@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import threading
 import time
@@ -47,23 +46,39 @@ class Router:
         return self.exact.get(path) or self.proxy
 
 
-def api_event(method: str, path: str, headers: dict[str, str], body: bytes | None,
-              query: dict[str, list[str]] | None = None, resource: str | None = None) -> dict[str, Any]:
+def api_event(
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    query: dict[str, list[str]] | None = None,
+    resource: str | None = None,
+) -> dict[str, Any]:
     """A REST API (payload v1) proxy event, as API Gateway sends it to Lambda."""
     query = query or {}
     resource = resource or path
     request_id = str(uuid.uuid4())
     return {
-        "resource": resource, "path": path, "httpMethod": method, "headers": dict(headers),
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
+        "headers": dict(headers),
         "multiValueHeaders": {k: [v] for k, v in headers.items()},
         "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
         "multiValueQueryStringParameters": query or None,
         "pathParameters": {"proxy": path.lstrip("/")} if resource.endswith("{proxy+}") else None,
         "stageVariables": None,
         "requestContext": {
-            "resourcePath": resource, "httpMethod": method, "path": f"/v1{path}", "stage": "v1",
-            "requestId": request_id, "extendedRequestId": request_id, "accountId": "123456789012",
-            "apiId": "local", "protocol": "HTTP/1.1", "requestTimeEpoch": int(time.time() * 1000),
+            "resourcePath": resource,
+            "httpMethod": method,
+            "path": f"/v1{path}",
+            "stage": "v1",
+            "requestId": request_id,
+            "extendedRequestId": request_id,
+            "accountId": "123456789012",
+            "apiId": "local",
+            "protocol": "HTTP/1.1",
+            "requestTimeEpoch": int(time.time() * 1000),
             "identity": {"sourceIp": "127.0.0.1", "userAgent": headers.get("User-Agent")},
         },
         "body": base64.b64encode(body).decode() if body else None,
@@ -102,13 +117,15 @@ class ApiHandler(http.Handler):
             self._refuse(404, f"no route {path}")
             return
         function, resource = target
-        event = api_event(self.command, path, self.header_values(), body, parse_qs(url.query, keep_blank_values=True),
-                          resource)
+        event = api_event(
+            self.command, path, self.header_values(), body, parse_qs(url.query, keep_blank_values=True), resource
+        )
         outcome = self.pool.invoke(function, event)
         if outcome.error is not None:  # the function failed: API Gateway answers 502 (504 on a timeout)
             timeout = outcome.error.get("errorType") == "Sandbox.Timedout"
-            self._refuse(504 if timeout else 502, "Gateway timeout" if timeout else "Internal server error",
-                         retryable=True)
+            self._refuse(
+                504 if timeout else 502, "Gateway timeout" if timeout else "Internal server error", retryable=True
+            )
             return
         result = outcome.result if isinstance(outcome.result, dict) else {}
         payload = result.get("body") or ""
@@ -118,7 +135,7 @@ class ApiHandler(http.Handler):
             headers[name] = ", ".join(values)
         self.send(int(result.get("statusCode", 200)), headers, raw)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve  # noqa: N815 - http.server
 
 
 _INVOKE = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
@@ -138,37 +155,59 @@ class InvokeHandler(http.Handler):
         try:
             body = self.read_body()
         except (http.Malformed, http.TooLarge) as exc:
-            self._json(413 if isinstance(exc, http.TooLarge) else 400,
-                       {"Type": "User", "message": str(exc)}, **{"x-amzn-ErrorType": "RequestTooLargeException"})
+            self._json(
+                413 if isinstance(exc, http.TooLarge) else 400,
+                {"Type": "User", "message": str(exc)},
+                **{"x-amzn-ErrorType": "RequestTooLargeException"},
+            )
             return
         match = _INVOKE.match(urlsplit(self.path).path)
         function = self.pool.function(unquote(match.group(1))) if match else None
         if function is None:
             name = unquote(match.group(1)) if match else self.path
-            self._json(404, {"Type": "User", "message": f"Function not found: {name}"},
-                       **{"x-amzn-ErrorType": "ResourceNotFoundException"})
+            self._json(
+                404,
+                {"Type": "User", "message": f"Function not found: {name}"},
+                **{"x-amzn-ErrorType": "ResourceNotFoundException"},
+            )
             return
         caller = _CREDENTIAL.search(self.headers.get("Authorization", ""))
         if caller:  # a function calling another (or itself) needs lambda:InvokeFunction on it
-            invoker = next((f for f in self.pool.deployment.functions.values()
-                            if access_key_of(f.logical_id) == caller.group(1)), None)
+            invoker = next(
+                (f for f in self.pool.deployment.functions.values() if access_key_of(f.logical_id) == caller.group(1)),
+                None,
+            )
             arn = self.pool.deployment.arns[function.logical_id]
             if invoker is not None and not invoker.allows("lambda:InvokeFunction", arn):
-                self._json(403, {"Type": "User", "message": f"{invoker.logical_id} is not authorized to perform: "
-                                                            f"lambda:InvokeFunction on resource: {arn}"},
-                           **{"x-amzn-ErrorType": "AccessDeniedException"})
+                self._json(
+                    403,
+                    {
+                        "Type": "User",
+                        "message": f"{invoker.logical_id} is not authorized to perform: "
+                        f"lambda:InvokeFunction on resource: {arn}",
+                    },
+                    **{"x-amzn-ErrorType": "AccessDeniedException"},
+                )
                 return
         try:
             event = json.loads(body or b"{}")
         except ValueError:
-            self._json(400, {"Type": "User", "message": "Could not parse request body into json"},
-                       **{"x-amzn-ErrorType": "InvalidRequestContentException"})
+            self._json(
+                400,
+                {"Type": "User", "message": "Could not parse request body into json"},
+                **{"x-amzn-ErrorType": "InvalidRequestContentException"},
+            )
             return
         if (self.headers.get("X-Amz-Invocation-Type") or "").lower() == "event":
             if len(body) > ASYNC_PAYLOAD_LIMIT:
-                self._json(413, {"Type": "User", "message": "Request must be smaller than 262144 bytes for the "
-                                                            "InvokeAsync operation"},
-                           **{"x-amzn-ErrorType": "RequestTooLargeException"})
+                self._json(
+                    413,
+                    {
+                        "Type": "User",
+                        "message": "Request must be smaller than 262144 bytes for the InvokeAsync operation",
+                    },
+                    **{"x-amzn-ErrorType": "RequestTooLargeException"},
+                )
                 return
             threading.Thread(target=self._later, args=(function.logical_id, event), daemon=True).start()
             self.send(202, {"X-Amz-Executed-Version": "$LATEST"}, b"")
@@ -192,5 +231,3 @@ def make_servers(pool: FunctionPool, port: int, lambda_port: int) -> list[http.S
     api = http.Server(("127.0.0.1", port), type("Api", (ApiHandler,), {"pool": pool, "router": Router(pool)}))
     invoke = http.Server(("127.0.0.1", lambda_port), type("Invoke", (InvokeHandler,), {"pool": pool}))
     return [api, invoke]
-
-

@@ -47,12 +47,13 @@ class Server(ThreadingHTTPServer):
 
 
 class Handler(BaseHTTPRequestHandler):
+    server: Server  # every handler here serves a Server (TCP: its address is (host, port))
     protocol_version = "HTTP/1.1"
     server_version = "MemoryHubLocal/2"
     max_body = 10 * 1024 * 1024  # what the caller accepts; beyond it: TooLarge
     drain_limit = 64 * 1024 * 1024  # a larger announced body is not read at all
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def setup(self) -> None:
@@ -94,7 +95,7 @@ class Handler(BaseHTTPRequestHandler):
     def _exactly(self, size: int) -> bytes:
         try:
             data = self.rfile.read(size)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise Malformed("body shorter than its Content-Length") from None
         if len(data) != size:
             raise Malformed("body shorter than its Content-Length")
@@ -108,7 +109,7 @@ class Handler(BaseHTTPRequestHandler):
                 if not chunk:
                     return False
                 left -= len(chunk)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             return False
         return True
 
@@ -136,7 +137,7 @@ class Handler(BaseHTTPRequestHandler):
                 if len(chunk) != size or self.rfile.read(2) != b"\r\n":
                     raise Malformed("bad chunked encoding")
                 body += chunk
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise Malformed("bad chunked encoding") from None
 
     def send(self, status: int, headers: dict[str, str], body: bytes, *, close: bool = False) -> None:
@@ -146,7 +147,10 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             if name.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
                 lines.append(f"{name}: {value}")
-        lines.append(f"Content-Length: {len(body)}")
+        # A HEAD answer has no body but tells the length the GET would have (S3's HeadObject does).
+        given = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
+        length = given if self.command == "HEAD" and given is not None else str(len(body))
+        lines.append(f"Content-Length: {length}")
         lines.append(f"Date: {self.date_time_string()}")
         if close:
             lines.append("Connection: close")

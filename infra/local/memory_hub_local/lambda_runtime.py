@@ -63,8 +63,11 @@ def _write(stream: Any, message: Any) -> None:
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
-    return {"errorMessage": str(exc), "errorType": type(exc).__name__,
-            "stackTrace": traceback.format_exception(type(exc), exc, exc.__traceback__)}
+    return {
+        "errorMessage": str(exc),
+        "errorType": type(exc).__name__,
+        "stackTrace": traceback.format_exception(type(exc), exc, exc.__traceback__),
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -59,7 +59,7 @@ class Stack:
     def aws_url(self) -> str:
         return f"http://127.0.0.1:{self.aws_port}"
 
-    def start(self) -> "Stack":
+    def start(self) -> Stack:
         for name in ("port", "lambda_port", "aws_port"):
             if getattr(self, name) == 0:
                 setattr(self, name, free_port())
@@ -75,8 +75,17 @@ class Stack:
         return self
 
     def _start_aws(self) -> dict[str, Any]:
-        args = [sys.executable, "-m", "memory_hub_local.aws", "--port", str(self.aws_port), "--region", self.region,
-                "--data-dir", str(self.data_dir) if self.data_dir else ""]
+        args = [
+            sys.executable,
+            "-m",
+            "memory_hub_local.aws",
+            "--port",
+            str(self.aws_port),
+            "--region",
+            self.region,
+            "--data-dir",
+            str(self.data_dir) if self.data_dir else "",
+        ]
         if self.test_hooks:
             args.append("--test-hooks")
         env = dict(os.environ)
@@ -87,10 +96,11 @@ class Stack:
         while time.monotonic() < deadline:
             line = self._aws.stdout.readline()
             if not line:
-                raise RuntimeError(f"the emulated AWS side exited (code {self._aws.wait()}); see its output")
+                raise RuntimeError(f"the emulated AWS side exited (code {self._aws.wait()}); see above")
             if line.startswith(b"READY "):
                 threading.Thread(target=self._drain, args=(self._aws.stdout,), daemon=True).start()
-                return json.loads(line[6:])
+                ready: dict[str, Any] = json.loads(line[6:])
+                return ready
         raise RuntimeError("the emulated AWS side did not start in time")
 
     def _drain(self, stream: IO[bytes]) -> None:
@@ -121,8 +131,12 @@ class Stack:
 
     def aws_environment(self) -> dict[str, str]:
         """What the AWS CLI or boto3 need to look at the emulated account."""
-        return {"AWS_ENDPOINT_URL": self.aws_url, "AWS_DEFAULT_REGION": self.region,
-                "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+        return {
+            "AWS_ENDPOINT_URL": self.aws_url,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+        }
 
 
 # Environment variables `make run` honours, as template parameters (like --parameter-overrides).
@@ -135,12 +149,17 @@ def run(port: int, lambda_port: int, aws_port: int, region: str, data_dir: Path 
     stack = Stack(port, lambda_port, aws_port, region, data_dir, parameters=parameters)
     try:
         stack.start()
-    except OSError as exc:
-        print(f"memory-hub local: cannot start: {exc}", file=sys.stderr)
+    except (OSError, RuntimeError) as exc:
+        stack.stop()
+        reason = f"port in use ({exc.strerror})" if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"memory-hub local: cannot start: {reason}", file=sys.stderr)
         return 1
+    assert stack.deployment is not None  # start() deployed the template
     service = stack.deployment.functions["AdminFunction"].environment.get("MEMORY_HUB_SERVICE_ID", "default")
-    print(f"Memory Hub local stack (region {region}; "
-          f"{'state in ' + str(data_dir) if data_dir else 'ephemeral: nothing is kept'})")
+    print(
+        f"Memory Hub local stack (region {region}; "
+        f"{'state in ' + str(data_dir) if data_dir else 'ephemeral: nothing is kept'})"
+    )
     print(f"  API          {stack.api_url}   (console: /console, docs: /docs, spec: /openapi.json)")
     print(f"  Lambda API   {stack.lambda_url}   (aws lambda invoke --endpoint-url …)")
     print(f"  AWS endpoint {stack.aws_url}   (aws s3 ls --endpoint-url …)")

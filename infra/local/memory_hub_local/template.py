@@ -25,7 +25,7 @@ PARTITION = "aws"
 LOCAL_BUCKET = "memory-hub-local"
 
 
-class _CfnLoader(yaml.SafeLoader):
+class _CfnLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no type stubs here: SafeLoader is Any
     pass
 
 
@@ -46,7 +46,8 @@ _CfnLoader.add_multi_constructor("!", _tag)
 
 
 def load_raw(path: Path = TEMPLATE) -> dict[str, Any]:
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader
+    template: dict[str, Any] = yaml.load(path.read_text(encoding="utf-8"), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader
+    return template
 
 
 class _NoManagedPolicies:
@@ -66,12 +67,17 @@ def _expanded(text_digest: str, region: str) -> dict[str, Any]:
         for name in ("CodeUri", "ContentUri"):
             if isinstance(props.get(name), str):
                 props[name] = f"s3://local/{props[name]}"
-    pseudo = {"AWS::Region": region, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK_NAME,
-              "AWS::Partition": PARTITION}
+    pseudo = {
+        "AWS::Region": region,
+        "AWS::AccountId": ACCOUNT,
+        "AWS::StackName": STACK_NAME,
+        "AWS::Partition": PARTITION,
+    }
     previous = os.environ.get("AWS_DEFAULT_REGION")
     os.environ["AWS_DEFAULT_REGION"] = region  # the translator looks the region up itself
     try:
-        return transform(copy.deepcopy(raw), pseudo, _NoManagedPolicies())
+        expanded: dict[str, Any] = transform(copy.deepcopy(raw), pseudo, _NoManagedPolicies())
+        return expanded
     finally:
         if previous is None:
             os.environ.pop("AWS_DEFAULT_REGION", None)
@@ -89,8 +95,9 @@ class Statement:
     resources: tuple[str, ...]
 
     def allows(self, action: str, resource: str) -> bool:
-        return (any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in self.actions)
-                and any(fnmatch.fnmatchcase(resource, r) for r in self.resources))
+        return any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in self.actions) and any(
+            fnmatch.fnmatchcase(resource, r) for r in self.resources
+        )
 
 
 @dataclass(frozen=True)
@@ -127,8 +134,13 @@ class Deployment:
         return bool(self.value(self.cfn.get("Conditions", {})[name]))
 
     def _pseudo(self, name: str) -> str | None:
-        return {"AWS::Region": self.region, "AWS::AccountId": ACCOUNT, "AWS::StackName": STACK_NAME,
-                "AWS::Partition": PARTITION, "AWS::URLSuffix": "amazonaws.com"}.get(name)
+        return {
+            "AWS::Region": self.region,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::StackName": STACK_NAME,
+            "AWS::Partition": PARTITION,
+            "AWS::URLSuffix": "amazonaws.com",
+        }.get(name)
 
     def _ref(self, name: str) -> Any:
         pseudo = self._pseudo(name)
@@ -171,7 +183,7 @@ class Deployment:
         if not isinstance(node, dict):
             return node
         if len(node) == 1:
-            (key, arg), = node.items()
+            ((key, arg),) = node.items()
             if key == "Ref":
                 return _NO_VALUE if arg == "AWS::NoValue" else self._ref(arg)
             if key == "Fn::GetAtt":
@@ -253,8 +265,9 @@ def deploy(region: str, secret_arns: dict[str, str], parameters: dict[str, str] 
             continue
         props = resource["Properties"]
         sam = raw["Resources"][logical_id]["Properties"]
-        environment = {k: str(v) for k, v in
-                       deployment.value(props.get("Environment", {}).get("Variables", {})).items()}
+        environment = {
+            k: str(v) for k, v in deployment.value(props.get("Environment", {}).get("Variables", {})).items()
+        }
         layers = tuple(ROOT / cfn_layer_uri(raw, layer) for layer in props.get("Layers", []))
         role = props["Role"]["Fn::GetAtt"][0]
         statements = []
@@ -263,7 +276,9 @@ def deploy(region: str, secret_arns: dict[str, str], parameters: dict[str, str] 
                 if statement.get("Effect") != "Allow":
                     continue
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-                resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                resources = (
+                    statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                )
                 statements.append(Statement(tuple(actions), tuple(str(r) for r in resources)))
         routes, schedules = [], []
         for event in sam.get("Events", {}).values():
@@ -272,10 +287,18 @@ def deploy(region: str, secret_arns: dict[str, str], parameters: dict[str, str] 
             elif event["Type"] in ("Schedule", "ScheduleV2"):
                 schedules.append(str(deployment.value(event["Properties"].get("Schedule", ""))))
         deployment.functions[logical_id] = Function(
-            logical_id=logical_id, name=names[logical_id], code_uri=ROOT / sam["CodeUri"], handler=props["Handler"],
-            timeout=int(props.get("Timeout", 3)), memory=int(props.get("MemorySize", 128)),
-            environment=environment, layers=layers, policy=tuple(statements), routes=tuple(routes),
-            schedules=tuple(schedules))
+            logical_id=logical_id,
+            name=names[logical_id],
+            code_uri=ROOT / sam["CodeUri"],
+            handler=props["Handler"],
+            timeout=int(props.get("Timeout", 3)),
+            memory=int(props.get("MemorySize", 128)),
+            environment=environment,
+            layers=layers,
+            policy=tuple(statements),
+            routes=tuple(routes),
+            schedules=tuple(schedules),
+        )
     return deployment
 
 

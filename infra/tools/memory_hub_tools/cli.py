@@ -12,17 +12,24 @@ import argparse
 import json
 import os
 import sys
-import time
+from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .client import MemoryHubError
+
+if TYPE_CHECKING:
+    from .client import MemoryHubClient
 
 
 def _local(args: argparse.Namespace) -> int:
     try:
         from memory_hub_local.__main__ import main as local_main
     except ImportError:
-        print("memory-hub local needs the local stack: pip install 'memory-hub[local]' (make run does it)",
-              file=sys.stderr)
+        print(
+            "memory-hub local needs the local stack: pip install 'memory-hub[local]' (make run does it)",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return local_main(args.local_args)
 
@@ -38,11 +45,14 @@ def _invoke(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.event}: not JSON ({exc})") from None
     client, _ = _lambda_client(args)
     try:
-        response = client.invoke(FunctionName=args.function, InvocationType="RequestResponse",
-                                 Payload=event.encode("utf-8"))
+        response = client.invoke(
+            FunctionName=args.function, InvocationType="RequestResponse", Payload=event.encode("utf-8")
+        )
     except client.exceptions.ResourceNotFoundException:
-        print(f"error: no function {args.function!r} (use a logical id of template.yaml, e.g. ScenarioFunction)",
-              file=sys.stderr)
+        print(
+            f"error: no function {args.function!r} (use a logical id of template.yaml, e.g. ScenarioFunction)",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     except (BotoCoreError, ClientError) as exc:
         print(f"error: cannot invoke {args.function}: {exc}", file=sys.stderr)
@@ -60,7 +70,9 @@ def _invoke(args: argparse.Namespace) -> int:
 
 
 def _openapi(args: argparse.Namespace) -> int:
-    from .openapi import SPEC_FILE, generate
+    from memory_hub.edge.public import SPEC_FILE
+
+    from .openapi import generate
 
     text = generate()
     if args.check:
@@ -86,7 +98,7 @@ class UsageError(Exception):
     """A command line the CLI will not run (exit code 2)."""
 
 
-def _client(args: argparse.Namespace):
+def _client(args: argparse.Namespace) -> MemoryHubClient:
     from .client import MemoryHubClient
 
     return MemoryHubClient(args.endpoint, args.api_key, args.service_id, timeout=args.timeout)
@@ -124,17 +136,22 @@ def _ask(args: argparse.Namespace, prompt: str) -> str | None:
 
 
 def _refuse_without_terminal(what: str) -> int:
-    print(f"refused: {what} needs confirmation. Run it on a terminal to review and confirm, "
-          "or pass --yes once you have reviewed exactly what it deletes.", file=sys.stderr)
+    print(
+        f"refused: {what} needs confirmation. Run it on a terminal to review and confirm, "
+        "or pass --yes once you have reviewed exactly what it deletes.",
+        file=sys.stderr,
+    )
     return EXIT_REFUSED
 
 
 def _scope(args: argparse.Namespace) -> tuple[str, str, str]:
-    missing = [flag for flag, value in (("--team", args.team), ("--agent", args.agent), ("--user", args.user))
-               if not value]
+    missing = [
+        flag for flag, value in (("--team", args.team), ("--agent", args.agent), ("--user", args.user)) if not value
+    ]
     if missing:
-        raise UsageError(f"{', '.join(missing)} required (or MEMORY_HUB_TEAM_ID / MEMORY_HUB_AGENT_ID / "
-                         "MEMORY_HUB_USER_ID)")
+        raise UsageError(
+            f"{', '.join(missing)} required (or MEMORY_HUB_TEAM_ID / MEMORY_HUB_AGENT_ID / MEMORY_HUB_USER_ID)"
+        )
     return args.team, args.agent, args.user
 
 
@@ -143,25 +160,38 @@ def _kind(record_id: str) -> str:
         return "l1"
     if record_id.startswith("msg-"):
         return "l0"
-    raise UsageError(f"--id {record_id!r}: expected an L1 record id (atom-…) or an L0 message id (msg-…); "
-                     "find it with `memory-hub search`")
+    raise UsageError(
+        f"--id {record_id!r}: expected an L1 record id (atom-…) or an L0 message id (msg-…); "
+        "find it with `memory-hub search`"
+    )
 
 
 def _record_lines(record: dict[str, Any], layer: str) -> list[str]:
     if layer == "l0":
-        head = [record.get("id", "?"), "v1", record.get("role") or "?",
-                f"session {record.get('session_id')}", record.get("timestamp") or ""]
+        head = [
+            record.get("id", "?"),
+            "v1",
+            record.get("role") or "?",
+            f"session {record.get('session_id')}",
+            record.get("timestamp") or "",
+        ]
         if record.get("score") is not None:
             head.append(f"score {record['score']:.3f}")
         return ["  ".join(str(x) for x in head if x != ""), f"  content: {_quote(record.get('content'))}"]
-    head = [record.get("id", "?"), f"v{record.get('version')}", record.get("type") or "?",
-            f"updated {record.get('updated_at')}"]
+    head = [
+        record.get("id", "?"),
+        f"v{record.get('version')}",
+        record.get("type") or "?",
+        f"updated {record.get('updated_at')}",
+    ]
     if record.get("score") is not None:
         head.append(f"score {record['score']:.3f}")
-    lines = ["  ".join(str(x) for x in head),
-             f"  context: {_quote(record.get('background'))}",
-             f"  tags:    {', '.join(record.get('tags') or []) or '-'}",
-             f"  content: {_quote(record.get('content'))}"]
+    lines = [
+        "  ".join(str(x) for x in head),
+        f"  context: {_quote(record.get('background'))}",
+        f"  tags:    {', '.join(record.get('tags') or []) or '-'}",
+        f"  content: {_quote(record.get('content'))}",
+    ]
     if record.get("reinforced_count") not in (None, 1):
         lines.insert(3, f"  reinforced: {record['reinforced_count']} times")
     return lines
@@ -182,8 +212,7 @@ def _search(args: argparse.Namespace) -> int:
     if args.layer == "l0":
         if args.type:
             raise UsageError("--type applies to L1 records only")
-        data = client.conversation_search(team, agent, user, args.query, session_id=args.session,
-                                          limit=args.limit)
+        data = client.conversation_search(team, agent, user, args.query, session_id=args.session, limit=args.limit)
         hits = data.get("messages") or []
     else:
         data = client.atomic_search(team, agent, user, args.query, type=args.type, limit=args.limit)
@@ -201,11 +230,13 @@ def _search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _lookup(args: argparse.Namespace, client: Any, team: str, agent: str, user: str,
-            record_id: str) -> dict[str, Any] | None:
+def _lookup(
+    args: argparse.Namespace, client: Any, team: str, agent: str, user: str, record_id: str
+) -> dict[str, Any] | None:
     try:
-        return client.find_record(team, agent, user, record_id, max_pages=LOOKUP_PAGES)
-    except Exception as exc:  # showing the record is a courtesy; the delete itself is still by id
+        found: dict[str, Any] | None = client.find_record(team, agent, user, record_id, max_pages=LOOKUP_PAGES)
+        return found
+    except MemoryHubError as exc:  # showing the record is a courtesy; the delete itself is still by id
         _say(args, f"(could not look the record up: {exc})")
         return None
 
@@ -227,8 +258,11 @@ def _delete(args: argparse.Namespace) -> int:
             return _refuse_without_terminal("delete")
         record = _lookup(args, client, team, agent, user, record_id)
         if record is None:
-            _say(args, f"{record_id} is not among the newest {LOOKUP_PAGES * 100} records of "
-                       f"{team}/{agent}/{user}, so it cannot be shown here.")
+            _say(
+                args,
+                f"{record_id} is not among the newest {LOOKUP_PAGES * 100} records of "
+                f"{team}/{agent}/{user}, so it cannot be shown here.",
+            )
             _say(args, f"  id: {record_id}   expected version: {expected if expected is not None else 'any'}")
         else:
             _say(args, "This record will be deleted:")
@@ -237,9 +271,12 @@ def _delete(args: argparse.Namespace) -> int:
             if layer == "l1":
                 current = int(record.get("version") or 0)
                 if expected is not None and expected != current:
-                    _say(args, f"It is now at version {current}, not {expected}: it changed since you "
-                               "looked. Review it again (it is shown above) and rerun with the version you "
-                               "confirm.")
+                    _say(
+                        args,
+                        f"It is now at version {current}, not {expected}: it changed since you "
+                        "looked. Review it again (it is shown above) and rerun with the version you "
+                        "confirm.",
+                    )
                     return EXIT_FAILED
                 expected = current  # delete exactly what was shown, not a later edit of it
         if (_ask(args, "Delete exactly this id? Type yes to confirm: ") or "").strip().lower() != "yes":
@@ -249,15 +286,18 @@ def _delete(args: argparse.Namespace) -> int:
         if layer == "l0":
             data = client.conversation_delete(team, agent, user, [record_id])
         else:
-            data = client.atomic_delete(team, agent, user, [record_id],
-                                        {record_id: expected} if expected is not None else None)
+            data = client.atomic_delete(
+                team, agent, user, [record_id], {record_id: expected} if expected is not None else None
+            )
     except ApiError as exc:
         if exc.code == 409 and isinstance(exc.data, dict) and exc.data.get("conflicts"):
             for conflict in exc.data["conflicts"]:
-                print(f"conflict: {conflict.get('id')} is at version {conflict.get('actual')}, "
-                      f"not {conflict.get('expected')}: it was edited since it was shown. Nothing was "
-                      "deleted; search again, review the current text, and delete with its new version.",
-                      file=sys.stderr)
+                print(
+                    f"conflict: {conflict.get('id')} is at version {conflict.get('actual')}, "
+                    f"not {conflict.get('expected')}: it was edited since it was shown. Nothing was "
+                    "deleted; search again, review the current text, and delete with its new version.",
+                    file=sys.stderr,
+                )
             if args.json:
                 _emit_json({"error": exc.as_dict()})
             return EXIT_FAILED
@@ -275,13 +315,19 @@ def _clear(args: argparse.Namespace) -> int:
         try:
             asset = client.memory_get(memory_id)
             counts = asset.get("counts") or {}
-            _say(args, f"{memory_id} (team {asset.get('team_id')}, agent {asset.get('agent_id')}) holds "
-                       f"L0 {counts.get('l0', '?')}, L1 {counts.get('l1', '?')}, L2 {counts.get('l2', '?')}, "
-                       f"L3 {counts.get('l3', '?')}.")
-        except Exception as exc:
+            _say(
+                args,
+                f"{memory_id} (team {asset.get('team_id')}, agent {asset.get('agent_id')}) holds "
+                f"L0 {counts.get('l0', '?')}, L1 {counts.get('l1', '?')}, L2 {counts.get('l2', '?')}, "
+                f"L3 {counts.get('l3', '?')}.",
+            )
+        except MemoryHubError as exc:
             _say(args, f"(could not read {memory_id}: {exc})")
-        _say(args, "Clear deletes every message, record, scene file and persona of this memory, for all its "
-                   "users (the asset itself stays). This cannot be undone.")
+        _say(
+            args,
+            "Clear deletes every message, record, scene file and persona of this memory, for all its "
+            "users (the asset itself stays). This cannot be undone.",
+        )
         if (_ask(args, "Type the memory id to confirm: ") or "").strip() != memory_id:
             _say(args, "aborted: the memory id was not retyped exactly; nothing was cleared")
             return EXIT_FAILED
@@ -292,15 +338,20 @@ def _clear(args: argparse.Namespace) -> int:
         for item in data.get("items") or []:
             if item.get("cleared"):
                 _say(args, f"{item.get('memory_id')}: cleared")
-                _say(args, f"  l0_deleted {item.get('l0_deleted')}  l1_deleted {item.get('l1_deleted')}  "
-                           f"l2_deleted {item.get('l2_deleted')}  l3_deleted {item.get('l3_deleted')}  "
-                           f"profile_deleted {item.get('profile_deleted')}  "
-                           f"files_deleted {item.get('files_deleted')}")
+                _say(
+                    args,
+                    f"  l0_deleted {item.get('l0_deleted')}  l1_deleted {item.get('l1_deleted')}  "
+                    f"l2_deleted {item.get('l2_deleted')}  l3_deleted {item.get('l3_deleted')}  "
+                    f"profile_deleted {item.get('profile_deleted')}  "
+                    f"files_deleted {item.get('files_deleted')}",
+                )
                 if item.get("purge_pending"):
                     _say(args, "  purge_pending: storage is still being purged in the background")
             else:
-                _say(args, f"{item.get('memory_id')}: NOT cleared ({item.get('reason')}; "
-                           f"retryable {item.get('retryable')})")
+                _say(
+                    args,
+                    f"{item.get('memory_id')}: NOT cleared ({item.get('reason')}; retryable {item.get('retryable')})",
+                )
             _say(args, f"  audit ids: {', '.join(item.get('audit_ids') or []) or '(none)'}")
     return EXIT_OK if data.get("all_cleared") else EXIT_FAILED
 
@@ -317,11 +368,14 @@ def _user_memory_delete(args: argparse.Namespace) -> int:
         asset = None
         try:
             asset = client.memory_get(memory_id)
-        except Exception as exc:
+        except MemoryHubError as exc:
             _say(args, f"(could not read {memory_id}: {exc})")
         if content_id is None:
-            _say(args, f"This erases EVERY L0 message and L1 record of user {_quote(user_id)} in {memory_id} "
-                       "(the agent's L2 scenes and L3 persona stay). This cannot be undone.")
+            _say(
+                args,
+                f"This erases EVERY L0 message and L1 record of user {_quote(user_id)} in {memory_id} "
+                "(the agent's L2 scenes and L3 persona stay). This cannot be undone.",
+            )
             if (_ask(args, "Type the user id to confirm: ") or "") != user_id:
                 _say(args, "aborted: the user id was not retyped exactly; nothing was deleted")
                 return EXIT_FAILED
@@ -330,8 +384,7 @@ def _user_memory_delete(args: argparse.Namespace) -> int:
             if asset is not None:
                 record = _lookup(args, client, asset["team_id"], asset["agent_id"], user_id, content_id)
             if record is None:
-                _say(args, f"{content_id} of user {_quote(user_id)} cannot be shown here; "
-                           "it will be deleted by id.")
+                _say(args, f"{content_id} of user {_quote(user_id)} cannot be shown here; it will be deleted by id.")
             else:
                 _say(args, "This record will be deleted:")
                 for line in _record_lines(record, _kind(content_id)):
@@ -343,8 +396,11 @@ def _user_memory_delete(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(data)
     elif content_id is None:
-        _say(args, f"{memory_id} user {_quote(user_id)}: l0_deleted {data.get('l0_deleted')}  "
-                   f"l1_deleted {data.get('l1_deleted')}")
+        _say(
+            args,
+            f"{memory_id} user {_quote(user_id)}: l0_deleted {data.get('l0_deleted')}  "
+            f"l1_deleted {data.get('l1_deleted')}",
+        )
         _say(args, f"audit ids: {', '.join(data.get('audit_ids') or []) or '(none)'}")
     else:
         _receipt(args, data)
@@ -376,8 +432,11 @@ def _keys_list(args: argparse.Namespace) -> int:
     for key in data.get("keys") or []:
         state = "REVOKED" if key.get("revoked") else "active"
         teams = ",".join(key.get("team_ids") or [])
-        _say(args, f"{key.get('key_id')}  {key.get('role')}  {state}  teams={teams}"
-                   f"  created {key.get('created_at')}  name={_quote(key.get('name'))}")
+        _say(
+            args,
+            f"{key.get('key_id')}  {key.get('role')}  {state}  teams={teams}"
+            f"  created {key.get('created_at')}  name={_quote(key.get('name'))}",
+        )
     return EXIT_OK
 
 
@@ -396,23 +455,96 @@ def _audit(args: argparse.Namespace) -> int:
         _emit_json(data)
         return EXIT_OK
     for event in data.get("events") or []:
-        _say(args, "  ".join(str(x) for x in (
-            event.get("at"), event.get("action"), event.get("layer"), event.get("target") or "-",
-            f"count={event.get('count')}", f"actor={event.get('actor')}", event.get("memory_id") or "-",
-            event.get("request_id") or "-", event.get("event_id"))))
+        _say(
+            args,
+            "  ".join(
+                str(x)
+                for x in (
+                    event.get("at"),
+                    event.get("action"),
+                    event.get("layer"),
+                    event.get("target") or "-",
+                    f"count={event.get('count')}",
+                    f"actor={event.get('actor')}",
+                    event.get("memory_id") or "-",
+                    event.get("request_id") or "-",
+                    event.get("event_id"),
+                )
+            ),
+        )
     if data.get("next_token"):
         print(f"more: --next-token {data['next_token']}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace) -> int:
+    from . import transfer
+
+    if args.shared and args.user is None:
+        raise UsageError("--shared goes with --user (a whole memory's export always holds L2/L3)")
+    answer = transfer.export(
+        _client(args),
+        args.memory_id.strip(),
+        Path(args.out),
+        user_id=args.user,
+        shared=args.shared,
+        progress=lambda text: print(text, file=sys.stderr),
+    )
+    if args.json:
+        _emit_json({k: v for k, v in answer.items() if k != "url"})
+        return EXIT_OK
+    _say(args, f"exported {answer['memory_id']} into {args.out}: {transfer.counts_line(answer['counts'])}")
+    return EXIT_OK
+
+
+def _import(args: argparse.Namespace) -> int:
+    from . import transfer
+
+    if (args.from_team is None) != (args.from_agent is None):
+        raise UsageError("--from-team and --from-agent go together")
+    try:
+        answer = transfer.import_tree(
+            _client(args),
+            Path(args.tree),
+            args.team,
+            args.agent,
+            user_id=args.user,
+            from_team=args.from_team,
+            from_agent=args.from_agent,
+            progress=lambda text: print(text, file=sys.stderr),
+        )
+    except transfer.TransferFailed as exc:
+        print(f"error: import failed: {exc}", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        _emit_json(answer)
+        return EXIT_OK
+    _say(
+        args,
+        f"imported into {answer['memory_id']}: {transfer.counts_line(answer['counts'])}"
+        f"  (already there: {transfer.counts_line(answer.get('skipped', {}))})",
+    )
     return EXIT_OK
 
 
 def scheduled_event(region: str) -> dict[str, Any]:
     """The payload EventBridge sends for a scheduled rule."""
     import uuid
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event", "source": "aws.events",
-            "account": "123456789012", "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": region, "resources": [], "detail": {}}
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [],
+        "detail": {},
+    }
 
 
 def _lambda_client(args: argparse.Namespace) -> Any:
@@ -425,10 +557,19 @@ def _lambda_client(args: argparse.Namespace) -> Any:
         return boto3.client("lambda", region_name=region, config=config), region
     # The local stack's Invoke API (like `sam local start-lambda`) ignores the signature: static
     # placeholder credentials, so no real ones are ever looked up or sent to it.
-    endpoint = (args.lambda_endpoint or os.environ.get("MEMORY_HUB_LAMBDA_ENDPOINT")
-                or f"http://127.0.0.1:{os.environ.get('LAMBDA_PORT', '3001')}")
-    return boto3.client("lambda", endpoint_url=endpoint, region_name=region, config=config,
-                        aws_access_key_id="local", aws_secret_access_key="local"), region
+    endpoint = (
+        args.lambda_endpoint
+        or os.environ.get("MEMORY_HUB_LAMBDA_ENDPOINT")
+        or f"http://127.0.0.1:{os.environ.get('LAMBDA_PORT', '3001')}"
+    )
+    return boto3.client(
+        "lambda",
+        endpoint_url=endpoint,
+        region_name=region,
+        config=config,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",  # noqa: S106 - the local Invoke API checks no signature
+    ), region
 
 
 def _cleanup(args: argparse.Namespace) -> int:
@@ -441,8 +582,11 @@ def _cleanup(args: argparse.Namespace) -> int:
     client, region = _lambda_client(args)
     for run in range(1, args.max_runs + 1):
         try:
-            response = client.invoke(FunctionName=args.function_name, InvocationType="RequestResponse",
-                                     Payload=json.dumps(scheduled_event(region)).encode())
+            response = client.invoke(
+                FunctionName=args.function_name,
+                InvocationType="RequestResponse",
+                Payload=json.dumps(scheduled_event(region)).encode(),
+            )
         except (BotoCoreError, ClientError) as exc:
             print(f"cleanup: cannot invoke {args.function_name}: {exc}", file=sys.stderr)
             return EXIT_FAILED
@@ -452,8 +596,7 @@ def _cleanup(args: argparse.Namespace) -> int:
         except ValueError:
             result = raw.decode("utf-8", "replace")
         if response.get("FunctionError"):
-            print(f"run {run}: the function failed: {json.dumps(result, ensure_ascii=False)}",
-                  file=sys.stderr)
+            print(f"run {run}: the function failed: {json.dumps(result, ensure_ascii=False)}", file=sys.stderr)
             return EXIT_FAILED
         if args.json:
             print(json.dumps(result, ensure_ascii=False), flush=True)
@@ -468,19 +611,26 @@ def _cleanup(args: argparse.Namespace) -> int:
 def _mcp(args: argparse.Namespace) -> int:
     from .mcp_server import main as serve_mcp
 
-    serve_mcp(endpoint=args.endpoint, api_key=args.api_key, service_id=args.service_id, team_id=args.team,
-              agent_id=args.agent, user_id=args.user, timeout=args.timeout)
+    serve_mcp(
+        endpoint=args.endpoint,
+        api_key=args.api_key,
+        service_id=args.service_id,
+        team_id=args.team,
+        agent_id=args.agent,
+        user_id=args.user,
+        timeout=args.timeout,
+    )
     return EXIT_OK
 
 
 def _connection_flags() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("connection")
-    group.add_argument("--endpoint", default=None,
-                       help="API base URL (default: $MEMORY_HUB_ENDPOINT or http://127.0.0.1:3000)")
+    group.add_argument(
+        "--endpoint", default=None, help="API base URL (default: $MEMORY_HUB_ENDPOINT or http://127.0.0.1:3000)"
+    )
     group.add_argument("--api-key", default=None, help="API key (default: $MEMORY_HUB_API_KEY)")
-    group.add_argument("--service-id", default=None,
-                       help="service id (default: $MEMORY_HUB_SERVICE_ID or 'default')")
+    group.add_argument("--service-id", default=None, help="service id (default: $MEMORY_HUB_SERVICE_ID or 'default')")
     group.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
     group.add_argument("--json", action="store_true", help="print the raw JSON data (for scripts)")
     return parent
@@ -489,12 +639,15 @@ def _connection_flags() -> argparse.ArgumentParser:
 def _scope_flags() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("scope")
-    group.add_argument("--team", default=os.environ.get("MEMORY_HUB_TEAM_ID"),
-                       help="team id (default: $MEMORY_HUB_TEAM_ID)")
-    group.add_argument("--agent", default=os.environ.get("MEMORY_HUB_AGENT_ID"),
-                       help="agent id (default: $MEMORY_HUB_AGENT_ID)")
-    group.add_argument("--user", default=os.environ.get("MEMORY_HUB_USER_ID"),
-                       help="user id (default: $MEMORY_HUB_USER_ID)")
+    group.add_argument(
+        "--team", default=os.environ.get("MEMORY_HUB_TEAM_ID"), help="team id (default: $MEMORY_HUB_TEAM_ID)"
+    )
+    group.add_argument(
+        "--agent", default=os.environ.get("MEMORY_HUB_AGENT_ID"), help="agent id (default: $MEMORY_HUB_AGENT_ID)"
+    )
+    group.add_argument(
+        "--user", default=os.environ.get("MEMORY_HUB_USER_ID"), help="user id (default: $MEMORY_HUB_USER_ID)"
+    )
     return parent
 
 
@@ -508,9 +661,13 @@ def _positive(text: str) -> int:
 def _add_operator_commands(sub: Any) -> None:
     conn, scope = _connection_flags(), _scope_flags
 
-    search = sub.add_parser("search", parents=[conn, scope()], help="find records to review (L1 or L0)",
-                            description="Search one user's L1 records (default) or L0 messages and print "
-                                        "each hit's id, version, type, context, tags and exact content.")
+    search = sub.add_parser(
+        "search",
+        parents=[conn, scope()],
+        help="find records to review (L1 or L0)",
+        description="Search one user's L1 records (default) or L0 messages and print "
+        "each hit's id, version, type, context, tags and exact content.",
+    )
     search.add_argument("query")
     search.add_argument("--layer", choices=("l1", "l0"), default="l1")
     search.add_argument("--type", default=None, help="L1 record type filter")
@@ -519,20 +676,30 @@ def _add_operator_commands(sub: Any) -> None:
     search.set_defaults(run=_search)
 
     delete = sub.add_parser(
-        "delete", parents=[conn, scope()], help="delete exactly one record or message, by id",
+        "delete",
+        parents=[conn, scope()],
+        help="delete exactly one record or message, by id",
         description="Delete one L1 record (atom-…) or L0 message (msg-…) by its id. On a terminal the "
-                    "record is shown and you confirm; without a terminal --yes is required (else exit 2). "
-                    "There is no delete by content.")
+        "record is shown and you confirm; without a terminal --yes is required (else exit 2). "
+        "There is no delete by content.",
+    )
     delete.add_argument("--id", required=True, help="the id printed by `memory-hub search`")
-    delete.add_argument("--expected-version", type=int, default=None,
-                        help="L1: delete only if the record is still at this version "
-                             "(else 409, nothing deleted)")
+    delete.add_argument(
+        "--expected-version",
+        type=int,
+        default=None,
+        help="L1: delete only if the record is still at this version (else 409, nothing deleted)",
+    )
     delete.add_argument("--yes", action="store_true", help="do not ask (you already reviewed the record)")
     delete.set_defaults(run=_delete)
 
-    clear = sub.add_parser("clear", parents=[conn], help="wipe every layer of one memory (asset stays)",
-                           description="Asset-level clear (/v3/chat-memory/clear). On a terminal you confirm "
-                                       "by retyping the memory id; without a terminal --yes is required.")
+    clear = sub.add_parser(
+        "clear",
+        parents=[conn],
+        help="wipe every layer of one memory (asset stays)",
+        description="Asset-level clear (/v3/chat-memory/clear). On a terminal you confirm "
+        "by retyping the memory id; without a terminal --yes is required.",
+    )
     clear.add_argument("memory_id", help="chat_memory-<team>-<agent>")
     clear.add_argument("--yes", action="store_true")
     clear.set_defaults(run=_clear)
@@ -540,9 +707,12 @@ def _add_operator_commands(sub: Any) -> None:
     user_memory = sub.add_parser("user-memory", help="erase one user's memory (admin)")
     um_sub = user_memory.add_subparsers(dest="user_memory_command", required=True)
     um_delete = um_sub.add_parser(
-        "delete", parents=[conn], help="erase a user's L0/L1 in a memory, or one item by id",
+        "delete",
+        parents=[conn],
+        help="erase a user's L0/L1 in a memory, or one item by id",
         description="/v3/user-memory/delete: without --content-id every L0 message and L1 record of the "
-                    "user in the memory is erased; with it, exactly that one item.")
+        "user in the memory is erased; with it, exactly that one item.",
+    )
     um_delete.add_argument("--memory-id", required=True)
     um_delete.add_argument("--user", required=True)
     um_delete.add_argument("--content-id", default=None, help="one msg-… or atom-… id of that user")
@@ -570,41 +740,84 @@ def _add_operator_commands(sub: Any) -> None:
     audit.set_defaults(run=_audit)
 
     cleanup = sub.add_parser(
-        "cleanup", help="run the scheduled retention cleanup now (Lambda Invoke API)",
+        "cleanup",
+        help="run the scheduled retention cleanup now (Lambda Invoke API)",
         description="Invoke the cleanup function with a scheduled-event payload, again while it answers "
-                    "done=false (at most --max-runs times), printing each result.")
-    cleanup.add_argument("--lambda-endpoint", default=None,
-                         help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or "
-                              "http://127.0.0.1:3001, the local stack's)")
-    cleanup.add_argument("--aws", action="store_true",
-                         help="use AWS's own Lambda endpoint and your AWS configuration "
-                              "(then --function-name is the deployed function's name)")
+        "done=false (at most --max-runs times), printing each result.",
+    )
+    cleanup.add_argument(
+        "--lambda-endpoint",
+        default=None,
+        help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or http://127.0.0.1:3001, the local stack's)",
+    )
+    cleanup.add_argument(
+        "--aws",
+        action="store_true",
+        help="use AWS's own Lambda endpoint and your AWS configuration "
+        "(then --function-name is the deployed function's name)",
+    )
     cleanup.add_argument("--function-name", default="CleanupFunction")
     cleanup.add_argument("--max-runs", type=int, default=10)
     cleanup.add_argument("--json", action="store_true", help="one JSON result per line")
     cleanup.set_defaults(run=_cleanup)
 
-    mcp = sub.add_parser("mcp", parents=[conn, scope()], help="serve the erasure tools over MCP (stdio)",
-                         description="An MCP server (stdio) with search_for_deletion and delete_memory. "
-                                     "Team/agent/user flags (or MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) are the "
-                                     "defaults; each tool call may override them.")
+    export = sub.add_parser(
+        "export",
+        parents=[conn],
+        help="export a memory as a memory-tdai tree (admin)",
+        description="The service builds the memory's memory-tdai tree (TencentDB Agent Memory's on-disk "
+        "layout); it is downloaded into --out, which must be empty or missing.",
+    )
+    export.add_argument("--memory-id", required=True)
+    export.add_argument("--user", default=None, help="only this person's L0/L1 (their right of access)")
+    export.add_argument("--shared", action="store_true", help="with --user: add the agent's shared L2/L3")
+    export.add_argument("--out", required=True, help="directory to write the tree into")
+    export.set_defaults(run=_export)
+
+    imported = sub.add_parser(
+        "import",
+        parents=[conn],
+        help="import a memory-tdai tree into a (team, agent) memory (admin)",
+        description="Load a tree (exported by Memory Hub, or written by TencentDB Agent Memory) into the "
+        "pair's memory, creating it. A malformed line is reported as <file>:<line>: <problem> "
+        "and nothing of the import is kept; importing the same tree again changes nothing.",
+    )
+    imported.add_argument("tree", help="the tree's directory")
+    imported.add_argument("--team", required=True)
+    imported.add_argument("--agent", required=True)
+    imported.add_argument("--user", default=None, help="the user of lines that name none (or 'default')")
+    imported.add_argument("--from-team", default=None, help="with --from-agent: the source pair to take")
+    imported.add_argument("--from-agent", default=None)
+    imported.set_defaults(run=_import)
+
+    mcp = sub.add_parser(
+        "mcp",
+        parents=[conn, scope()],
+        help="serve the erasure tools over MCP (stdio)",
+        description="An MCP server (stdio) with search_for_deletion and delete_memory. "
+        "Team/agent/user flags (or MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) are the "
+        "defaults; each tool call may override them.",
+    )
     mcp.set_defaults(run=_mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory-hub", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    local = sub.add_parser("local", help="serve the API over embedded moto (what `make run` runs)",
-                           add_help=False)
+    local = sub.add_parser("local", help="serve the API over embedded moto (what `make run` runs)", add_help=False)
     local.add_argument("local_args", nargs=argparse.REMAINDER)
     local.set_defaults(run=_local)
-    invoke = sub.add_parser("invoke", help="run one function of the running stack with one event "
-                                           "(like `sam local invoke`)")
+    invoke = sub.add_parser(
+        "invoke", help="run one function of the running stack with one event (like `sam local invoke`)"
+    )
     invoke.add_argument("function", help="logical id in template.yaml, e.g. ScenarioFunction")
     invoke.add_argument("event", help="event JSON file (or - for stdin)")
-    invoke.add_argument("--lambda-endpoint", default=None,
-                        help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or "
-                             "http://127.0.0.1:$LAMBDA_PORT, the running stack's)")
+    invoke.add_argument(
+        "--lambda-endpoint",
+        default=None,
+        help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or "
+        "http://127.0.0.1:$LAMBDA_PORT, the running stack's)",
+    )
     invoke.add_argument("--aws", action="store_true", help="invoke the deployed function on AWS instead")
     invoke.set_defaults(run=_invoke)
     spec = sub.add_parser("openapi", help="regenerate the shipped OpenAPI document")
@@ -615,6 +828,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["local"]:  # every further argument is the local stack's own (argparse's
+        return _local(argparse.Namespace(local_args=argv[1:]))  # REMAINDER refuses leading options)
     parser = build_parser()
     args = parser.parse_args(argv)
     from .client import ApiError, MemoryHubError

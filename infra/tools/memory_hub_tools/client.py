@@ -17,7 +17,8 @@ import json
 import os
 import urllib.error
 import urllib.request
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:3000"
 DEFAULT_SERVICE_ID = "default"
@@ -39,8 +40,16 @@ class TransportError(MemoryHubError):
 class ApiError(MemoryHubError):
     """The API answered with an error envelope (``code`` = HTTP status)."""
 
-    def __init__(self, code: int, message: str, *, data: Any = None, request_id: str | None = None,
-                 retryable: bool | None = None, path: str = "") -> None:
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        data: Any = None,
+        request_id: str | None = None,
+        retryable: bool | None = None,
+        path: str = "",
+    ) -> None:
         self.code = code
         self.message = message
         self.data = data
@@ -63,8 +72,13 @@ class ApiError(MemoryHubError):
 class MemoryHubClient:
     """Calls the API's routes; one instance per endpoint + key + service id."""
 
-    def __init__(self, endpoint: str | None = None, api_key: str | None = None, service_id: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        api_key: str | None = None,
+        service_id: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
         self.endpoint = (endpoint or os.environ.get("MEMORY_HUB_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
         self.api_key = api_key or os.environ.get("MEMORY_HUB_API_KEY") or None
         self.service_id = service_id or os.environ.get("MEMORY_HUB_SERVICE_ID") or DEFAULT_SERVICE_ID
@@ -72,19 +86,23 @@ class MemoryHubClient:
 
     # -- transport -------------------------------------------------------------------------------
 
-    def call(self, path: str, body: dict[str, Any] | None = None,
-             headers: dict[str, str] | None = None) -> Any:
+    def call(self, path: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
         """POST ``body`` to ``path``; returns the envelope's ``data`` (raises :class:`ApiError`)."""
         if not self.api_key:
             raise ConfigError("no API key: set MEMORY_HUB_API_KEY or pass --api-key")
         payload = json.dumps({} if body is None else body, ensure_ascii=False).encode("utf-8")
-        request = urllib.request.Request(self.endpoint + path, data=payload, method="POST", headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "Authorization": f"Bearer {self.api_key}",
-            "x-tdai-service-id": self.service_id,
-            **(headers or {}),
-        })
+        request = urllib.request.Request(
+            self.endpoint + path,
+            data=payload,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "Authorization": f"Bearer {self.api_key}",
+                "x-tdai-service-id": self.service_id,
+                **(headers or {}),
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 status, raw = response.status, response.read()
@@ -102,10 +120,22 @@ class MemoryHubClient:
         if envelope.get("code") != 0 or status >= 400:
             code = envelope.get("code")
             code = code if isinstance(code, int) and code else status
-            raise ApiError(int(code), str(envelope.get("message") or ""), data=envelope.get("data"),
-                           request_id=envelope.get("request_id"), retryable=envelope.get("retryable"),
-                           path=path)
+            raise ApiError(
+                int(code),
+                str(envelope.get("message") or ""),
+                data=envelope.get("data"),
+                request_id=envelope.get("request_id"),
+                retryable=envelope.get("retryable"),
+                path=path,
+            )
         return envelope.get("data")
+
+    def _object(
+        self, path: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`call` for the routes whose ``data`` is a JSON object."""
+        data: dict[str, Any] = self.call(path, body, headers)
+        return data
 
     # -- data plane ------------------------------------------------------------------------------
 
@@ -115,49 +145,93 @@ class MemoryHubClient:
         body.update({k: v for k, v in fields.items() if v is not None})
         return body
 
-    def atomic_add(self, team_id: str, agent_id: str, user_id: str, content: str, **fields: Any) -> dict:
-        return self.call("/v3/atomic/add", self._scope(team_id, agent_id, user_id, content=content, **fields))
+    def atomic_add(self, team_id: str, agent_id: str, user_id: str, content: str, **fields: Any) -> dict[str, Any]:
+        return self._object("/v3/atomic/add", self._scope(team_id, agent_id, user_id, content=content, **fields))
 
-    def atomic_update(self, team_id: str, agent_id: str, user_id: str, id: str, **fields: Any) -> dict:
-        return self.call("/v3/atomic/update", self._scope(team_id, agent_id, user_id, id=id, **fields))
+    def atomic_update(self, team_id: str, agent_id: str, user_id: str, id: str, **fields: Any) -> dict[str, Any]:
+        return self._object("/v3/atomic/update", self._scope(team_id, agent_id, user_id, id=id, **fields))
 
-    def atomic_search(self, team_id: str, agent_id: str, user_id: str, query: str, *, type: str | None = None,
-                      limit: int | None = None) -> dict:
-        return self.call("/v3/atomic/search",
-                         self._scope(team_id, agent_id, user_id, query=query, type=type, limit=limit))
+    def atomic_search(
+        self,
+        team_id: str,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        type: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        return self._object(
+            "/v3/atomic/search", self._scope(team_id, agent_id, user_id, query=query, type=type, limit=limit)
+        )
 
-    def atomic_query(self, team_id: str, agent_id: str, user_id: str, *, type: str | None = None,
-                     limit: int | None = None, offset: int | None = None) -> dict:
-        return self.call("/v3/atomic/query",
-                         self._scope(team_id, agent_id, user_id, type=type, limit=limit, offset=offset))
+    def atomic_query(
+        self,
+        team_id: str,
+        agent_id: str,
+        user_id: str,
+        *,
+        type: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> dict[str, Any]:
+        return self._object(
+            "/v3/atomic/query", self._scope(team_id, agent_id, user_id, type=type, limit=limit, offset=offset)
+        )
 
-    def atomic_delete(self, team_id: str, agent_id: str, user_id: str, ids: list[str],
-                      expected_versions: dict[str, int] | None = None) -> dict:
-        return self.call("/v3/atomic/delete", self._scope(team_id, agent_id, user_id, ids=list(ids),
-                                                          expected_versions=expected_versions))
+    def atomic_delete(
+        self, team_id: str, agent_id: str, user_id: str, ids: list[str], expected_versions: dict[str, int] | None = None
+    ) -> dict[str, Any]:
+        return self._object(
+            "/v3/atomic/delete",
+            self._scope(team_id, agent_id, user_id, ids=list(ids), expected_versions=expected_versions),
+        )
 
-    def conversation_add(self, team_id: str, agent_id: str, user_id: str, session_id: str,
-                         messages: list[dict[str, Any]]) -> dict:
-        return self.call("/v3/conversation/add",
-                         self._scope(team_id, agent_id, user_id, session_id=session_id, messages=messages))
+    def conversation_add(
+        self, team_id: str, agent_id: str, user_id: str, session_id: str, messages: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return self._object(
+            "/v3/conversation/add", self._scope(team_id, agent_id, user_id, session_id=session_id, messages=messages)
+        )
 
-    def conversation_search(self, team_id: str, agent_id: str, user_id: str, query: str, *,
-                            session_id: str | None = None, limit: int | None = None) -> dict:
-        return self.call("/v3/conversation/search", self._scope(team_id, agent_id, user_id, query=query,
-                                                                session_id=session_id, limit=limit))
+    def conversation_search(
+        self,
+        team_id: str,
+        agent_id: str,
+        user_id: str,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        return self._object(
+            "/v3/conversation/search",
+            self._scope(team_id, agent_id, user_id, query=query, session_id=session_id, limit=limit),
+        )
 
-    def conversation_query(self, team_id: str, agent_id: str, user_id: str, *, session_id: str | None = None,
-                           limit: int | None = None, offset: int | None = None) -> dict:
-        return self.call("/v3/conversation/query", self._scope(team_id, agent_id, user_id,
-                                                               session_id=session_id, limit=limit,
-                                                               offset=offset))
+    def conversation_query(
+        self,
+        team_id: str,
+        agent_id: str,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> dict[str, Any]:
+        return self._object(
+            "/v3/conversation/query",
+            self._scope(team_id, agent_id, user_id, session_id=session_id, limit=limit, offset=offset),
+        )
 
-    def conversation_delete(self, team_id: str, agent_id: str, user_id: str, message_ids: list[str]) -> dict:
-        return self.call("/v3/conversation/delete",
-                         self._scope(team_id, agent_id, user_id, message_ids=list(message_ids)))
+    def conversation_delete(self, team_id: str, agent_id: str, user_id: str, message_ids: list[str]) -> dict[str, Any]:
+        return self._object(
+            "/v3/conversation/delete", self._scope(team_id, agent_id, user_id, message_ids=list(message_ids))
+        )
 
-    def find_record(self, team_id: str, agent_id: str, user_id: str, record_id: str,
-                    max_pages: int = 10, page_size: int = 100) -> dict | None:
+    def find_record(
+        self, team_id: str, agent_id: str, user_id: str, record_id: str, max_pages: int = 10, page_size: int = 100
+    ) -> dict[str, Any] | None:
         """Look one L1 record (``atom-…``) or L0 message (``msg-…``) up by id, paging through
         ``atomic/query`` / ``conversation/query`` (at most ``max_pages`` pages); ``None`` if not seen."""
         for item in self._walk(team_id, agent_id, user_id, record_id, max_pages, page_size):
@@ -165,8 +239,9 @@ class MemoryHubClient:
                 return item
         return None
 
-    def _walk(self, team_id: str, agent_id: str, user_id: str, record_id: str, max_pages: int,
-              page_size: int) -> Iterator[dict]:
+    def _walk(
+        self, team_id: str, agent_id: str, user_id: str, record_id: str, max_pages: int, page_size: int
+    ) -> Iterator[dict[str, Any]]:
         l0 = record_id.startswith("msg-")
         for page in range(max_pages):
             offset = page * page_size
@@ -184,38 +259,46 @@ class MemoryHubClient:
 
     # -- erasure and admin -----------------------------------------------------------------------
 
-    def chat_memory_clear(self, memory_ids: list[str], idempotency_key: str | None = None) -> dict:
+    def chat_memory_clear(self, memory_ids: list[str], idempotency_key: str | None = None) -> dict[str, Any]:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return self.call("/v3/chat-memory/clear", {"memory_ids": list(memory_ids)}, headers)
+        return self._object("/v3/chat-memory/clear", {"memory_ids": list(memory_ids)}, headers)
 
-    def user_memory_delete(self, memory_id: str, user_id: str, content_id: str | None = None) -> dict:
+    def user_memory_delete(self, memory_id: str, user_id: str, content_id: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"memory_id": memory_id, "user_id": user_id}
         if content_id is not None:
             body["content_ids"] = [content_id]
-        return self.call("/v3/user-memory/delete", body)
+        return self._object("/v3/user-memory/delete", body)
 
-    def memory_get(self, memory_id: str) -> dict:
-        return self.call("/v3/memory/get", {"memory_id": memory_id})
+    def memory_get(self, memory_id: str) -> dict[str, Any]:
+        return self._object("/v3/memory/get", {"memory_id": memory_id})
 
-    def keys_create(self, role: str, team_ids: list[str] | None = None, name: str | None = None) -> dict:
+    def keys_create(self, role: str, team_ids: list[str] | None = None, name: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"role": role}
         if team_ids:
             body["team_ids"] = list(team_ids)
         if name is not None:
             body["name"] = name
-        return self.call("/v3/admin/keys/create", body)
+        return self._object("/v3/admin/keys/create", body)
 
-    def keys_list(self) -> dict:
-        return self.call("/v3/admin/keys/list", {})
+    def keys_list(self) -> dict[str, Any]:
+        return self._object("/v3/admin/keys/list", {})
 
-    def keys_revoke(self, key_id: str) -> dict:
-        return self.call("/v3/admin/keys/revoke", {"key_id": key_id})
+    def keys_revoke(self, key_id: str) -> dict[str, Any]:
+        return self._object("/v3/admin/keys/revoke", {"key_id": key_id})
 
-    def audit_query(self, memory_id: str | None = None, action: str | None = None, limit: int | None = None,
-                    next_token: str | None = None) -> dict:
-        body = {k: v for k, v in {"memory_id": memory_id, "action": action, "limit": limit,
-                                  "next_token": next_token}.items() if v is not None}
-        return self.call("/v3/audit/query", body)
+    def audit_query(
+        self,
+        memory_id: str | None = None,
+        action: str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+    ) -> dict[str, Any]:
+        body = {
+            k: v
+            for k, v in {"memory_id": memory_id, "action": action, "limit": limit, "next_token": next_token}.items()
+            if v is not None
+        }
+        return self._object("/v3/audit/query", body)
 
 
 def memory_id_for(team_id: str, agent_id: str) -> str:

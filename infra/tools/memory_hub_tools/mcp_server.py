@@ -58,8 +58,7 @@ DELETE_DESCRIPTION = (
     "person that exact record and they confirmed its deletion. Never delete by content: this tool takes "
     "no content. If the record was edited since it was shown, the API answers 409, nothing is deleted, "
     "and the current record is returned: show it to the person again and ask for confirmation before "
-    "retrying with the new version. Returns the receipt {deleted_ids, not_found_ids, audit_ids}. "
-    + PROTOCOL
+    "retrying with the new version. Returns the receipt {deleted_ids, not_found_ids, audit_ids}. " + PROTOCOL
 )
 
 
@@ -74,11 +73,16 @@ class Config:
     timeout: float = 30.0
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "Config":
+    def from_env(cls, **overrides: Any) -> Config:
         env = os.environ.get
-        values = {"endpoint": env("MEMORY_HUB_ENDPOINT"), "api_key": env("MEMORY_HUB_API_KEY"),
-                  "service_id": env("MEMORY_HUB_SERVICE_ID"), "team_id": env("MEMORY_HUB_TEAM_ID"),
-                  "agent_id": env("MEMORY_HUB_AGENT_ID"), "user_id": env("MEMORY_HUB_USER_ID")}
+        values: dict[str, Any] = {
+            "endpoint": env("MEMORY_HUB_ENDPOINT"),
+            "api_key": env("MEMORY_HUB_API_KEY"),
+            "service_id": env("MEMORY_HUB_SERVICE_ID"),
+            "team_id": env("MEMORY_HUB_TEAM_ID"),
+            "agent_id": env("MEMORY_HUB_AGENT_ID"),
+            "user_id": env("MEMORY_HUB_USER_ID"),
+        }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -86,8 +90,7 @@ class Config:
 def _result(payload: Any, *, error: bool = False, text: str | None = None) -> CallToolResult:
     body = text if text is not None else json.dumps(payload, ensure_ascii=False, indent=1)
     structured = payload if isinstance(payload, dict) else {"results": payload}
-    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=structured,
-                          is_error=error)
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=structured, is_error=error)
 
 
 def _error(message: str, **details: Any) -> CallToolResult:
@@ -96,15 +99,27 @@ def _error(message: str, **details: Any) -> CallToolResult:
 
 
 def _l1(item: dict[str, Any]) -> dict[str, Any]:
-    return {"id": item.get("id"), "version": item.get("version"), "content": item.get("content"),
-            "context": item.get("background"), "type": item.get("type"), "tags": item.get("tags") or [],
-            "created_at": item.get("created_at"), "updated_at": item.get("updated_at")}
+    return {
+        "id": item.get("id"),
+        "version": item.get("version"),
+        "content": item.get("content"),
+        "context": item.get("background"),
+        "type": item.get("type"),
+        "tags": item.get("tags") or [],
+        "created_at": item.get("created_at"),
+        "updated_at": item.get("updated_at"),
+    }
 
 
 def _l0(message: dict[str, Any]) -> dict[str, Any]:
-    return {"id": message.get("id"), "version": 1, "role": message.get("role"),
-            "session_id": message.get("session_id"), "content": message.get("content"),
-            "timestamp": message.get("timestamp")}
+    return {
+        "id": message.get("id"),
+        "version": 1,
+        "role": message.get("role"),
+        "session_id": message.get("session_id"),
+        "content": message.get("content"),
+        "timestamp": message.get("timestamp"),
+    }
 
 
 class Tools:
@@ -112,26 +127,31 @@ class Tools:
 
     def __init__(self, config: Config, client: MemoryHubClient | None = None) -> None:
         self.config = config
-        self.client = client or MemoryHubClient(config.endpoint, config.api_key, config.service_id,
-                                                timeout=config.timeout)
+        self.client = client or MemoryHubClient(
+            config.endpoint, config.api_key, config.service_id, timeout=config.timeout
+        )
 
-    def _scope(self, team_id: str | None, agent_id: str | None,
-               user_id: str | None) -> tuple[str, str, str] | CallToolResult:
+    def _scope(
+        self, team_id: str | None, agent_id: str | None, user_id: str | None
+    ) -> tuple[str, str, str] | CallToolResult:
         team = team_id or self.config.team_id
         agent = agent_id or self.config.agent_id
         user = user_id or self.config.user_id
-        missing = [name for name, value in (("team_id", team), ("agent_id", agent), ("user_id", user))
-                   if not value]
+        missing = [name for name, value in (("team_id", team), ("agent_id", agent), ("user_id", user)) if not value]
         if missing:
-            return _error(f"missing {', '.join(missing)}: pass them to the tool or set MEMORY_HUB_TEAM_ID, "
-                          "MEMORY_HUB_AGENT_ID and MEMORY_HUB_USER_ID for the server")
+            return _error(
+                f"missing {', '.join(missing)}: pass them to the tool or set MEMORY_HUB_TEAM_ID, "
+                "MEMORY_HUB_AGENT_ID and MEMORY_HUB_USER_ID for the server"
+            )
         return team, agent, user  # type: ignore[return-value]
 
     def search_for_deletion(
         self,
         query: Annotated[str, Field(description="words to look for (what the person wants forgotten)")],
-        layer: Annotated[Literal["l1", "l0"], Field(
-            description="'l1' extracted memory records (default) or 'l0' raw conversation messages")] = "l1",
+        layer: Annotated[
+            Literal["l1", "l0"],
+            Field(description="'l1' extracted memory records (default) or 'l0' raw conversation messages"),
+        ] = "l1",
         limit: Annotated[int, Field(ge=1, le=100, description="at most this many records (1-100)")] = 5,
         team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
         agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
@@ -155,32 +175,44 @@ class Tools:
 
     def delete_memory(
         self,
-        id: Annotated[str | None, Field(
-            description="REQUIRED. The exact id (atom-… or msg-…) returned by search_for_deletion for the "
-                        "record the person confirmed")] = None,
-        expected_version: Annotated[int | None, Field(
-            description="REQUIRED. The version of that record as shown to the person "
-                        "(1 for msg- ids)")] = None,
+        id: Annotated[
+            str | None,
+            Field(
+                description="REQUIRED. The exact id (atom-… or msg-…) returned by search_for_deletion for the "
+                "record the person confirmed"
+            ),
+        ] = None,
+        expected_version: Annotated[
+            int | None,
+            Field(description="REQUIRED. The version of that record as shown to the person (1 for msg- ids)"),
+        ] = None,
         team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
         agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
         user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
     ) -> CallToolResult:
         record_id = (id or "").strip()
-        missing = [name for name, value in (("id", record_id), ("expected_version", expected_version))
-                   if value in ("", None)]
-        if missing:
-            return _error(f"refused: {' and '.join(missing)} required. Nothing was deleted. Call "
-                          "search_for_deletion, show the person the exact record, and after they confirm "
-                          "call delete_memory with that record's id and version.")
+        missing = [
+            name for name, value in (("id", record_id), ("expected_version", expected_version)) if value in ("", None)
+        ]
+        if missing or expected_version is None:  # (a None version is among the missing: this narrows its type)
+            return _error(
+                f"refused: {' and '.join(missing)} required. Nothing was deleted. Call "
+                "search_for_deletion, show the person the exact record, and after they confirm "
+                "call delete_memory with that record's id and version."
+            )
         if not (record_id.startswith("atom-") or record_id.startswith("msg-")):
-            return _error(f"refused: {record_id!r} is not a record id (atom-…) or message id (msg-…). "
-                          "Use the id returned by search_for_deletion; never build one. Nothing was deleted.")
+            return _error(
+                f"refused: {record_id!r} is not a record id (atom-…) or message id (msg-…). "
+                "Use the id returned by search_for_deletion; never build one. Nothing was deleted."
+            )
         if isinstance(expected_version, bool) or expected_version < 1:
-            return _error("refused: expected_version must be the record's version (an integer, at least 1). "
-                          "Nothing was deleted.")
+            return _error(
+                "refused: expected_version must be the record's version (an integer, at least 1). Nothing was deleted."
+            )
         if record_id.startswith("msg-") and expected_version != 1:
-            return _error("refused: a message (msg-…) is never edited; its expected_version is always 1. "
-                          "Nothing was deleted.")
+            return _error(
+                "refused: a message (msg-…) is never edited; its expected_version is always 1. Nothing was deleted."
+            )
         scope = self._scope(team_id, agent_id, user_id)
         if isinstance(scope, CallToolResult):
             return scope
@@ -194,20 +226,25 @@ class Tools:
                 return self._conflict(scope, record_id, expected_version, exc)
             return _error(f"delete failed: {exc.code} {exc.message}. Nothing was deleted.", code=exc.code)
         except MemoryHubError as exc:
-            return _error(f"delete failed: {exc}. It is not known whether the record was deleted; search "
-                          "for it again before retrying.")
-        receipt = {"deleted_ids": data.get("deleted_ids") or [],
-                   "not_found_ids": data.get("not_found_ids") or [],
-                   "audit_ids": data.get("audit_ids") or []}
+            return _error(
+                f"delete failed: {exc}. It is not known whether the record was deleted; search "
+                "for it again before retrying."
+            )
+        receipt = {
+            "deleted_ids": data.get("deleted_ids") or [],
+            "not_found_ids": data.get("not_found_ids") or [],
+            "audit_ids": data.get("audit_ids") or [],
+        }
         if record_id in receipt["deleted_ids"]:
             receipt["message"] = f"Deleted {record_id}. Nothing else was deleted."
         else:
-            receipt["message"] = (f"{record_id} was not found (already deleted, or not in this "
-                                  "team/agent/user scope). Nothing was deleted.")
+            receipt["message"] = (
+                f"{record_id} was not found (already deleted, or not in this "
+                "team/agent/user scope). Nothing was deleted."
+            )
         return _result(receipt)
 
-    def _conflict(self, scope: tuple[str, str, str], record_id: str, expected: int,
-                  exc: ApiError) -> CallToolResult:
+    def _conflict(self, scope: tuple[str, str, str], record_id: str, expected: int, exc: ApiError) -> CallToolResult:
         conflicts = (exc.data or {}).get("conflicts") if isinstance(exc.data, dict) else None
         actual = next((c.get("actual") for c in conflicts or [] if c.get("id") == record_id), None)
         current = None
@@ -222,20 +259,30 @@ class Tools:
             f"conflict (409): {record_id} was edited since it was shown - it is now at {now}, not version "
             f"{expected}. Nothing was deleted. Show the person the current record and ask again; delete it "
             "only after they confirm, with its new version.",
-            code=409, conflicts=conflicts or [], current=current)
+            code=409,
+            conflicts=conflicts or [],
+            current=current,
+        )
 
 
 def build_server(config: Config | None = None, client: MemoryHubClient | None = None) -> MCPServer:
     tools = Tools(config or Config.from_env(), client)
     search = Tool.from_function(
-        tools.search_for_deletion, name="search_for_deletion", title="Search memory for deletion",
+        tools.search_for_deletion,
+        name="search_for_deletion",
+        title="Search memory for deletion",
         description=SEARCH_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
     delete = Tool.from_function(
-        tools.delete_memory, name="delete_memory", title="Delete one memory record by id",
+        tools.delete_memory,
+        name="delete_memory",
+        title="Delete one memory record by id",
         description=DELETE_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                                    open_world_hint=False))
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
     # Both are required; they default to None in Python only so that a call without them gets an
     # explanatory refusal (an error result) rather than a bare validation error.
     delete.parameters["required"] = ["id", "expected_version"]

@@ -5,14 +5,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory_hub.edge.public import SPEC_FILE
 from memory_hub_local.template import ROOT, load_raw
 
-
 # What the functions read at import: any names will do to build the document.
-_PLACEHOLDERS = {name: f"openapi-{name.lower()}" for name in (
-    "MEMORY_HUB_BUCKET", "ASSETS_TABLE", "ITEMS_TABLE", "SCENES_TABLE", "KEYS_TABLE", "AUDIT_TABLE",
-    "IDEMPOTENCY_TABLE", "MEMORY_HUB_TOKEN_SECRET_ARN")} | {"AWS_REGION": "us-east-1"}
+_PLACEHOLDERS = {
+    name: f"openapi-{name.lower()}"
+    for name in (
+        "MEMORY_HUB_BUCKET",
+        "ASSETS_TABLE",
+        "ITEMS_TABLE",
+        "SCENES_TABLE",
+        "KEYS_TABLE",
+        "AUDIT_TABLE",
+        "IDEMPOTENCY_TABLE",
+        "MEMORY_HUB_TOKEN_SECRET_ARN",
+    )
+} | {"AWS_REGION": "us-east-1"}
 
 
 def _apps() -> list[Any]:

@@ -44,14 +44,25 @@ def main(argv: list[str] | None = None) -> int:
     mock.start()
     cfn = template.expanded(args.region)
     names, _ = template.local_names(args.region, {})
-    state = State(cfn, names, args.region, Path(args.data_dir) if args.data_dir else None,
-                  os.environ.get("MEMORY_HUB_BOOTSTRAP_ADMIN_KEY") or None)
+    state = State(
+        cfn,
+        names,
+        args.region,
+        Path(args.data_dir) if args.data_dir else None,
+        os.environ.get("MEMORY_HUB_BOOTSTRAP_ADMIN_KEY") or None,
+    )
     state.create()
     deployment = template.deploy(args.region, state.secret_arns)
-    identities = {access_key_of(f.logical_id): Identity(f.logical_id, None if args.no_iam else f.allows)
-                  for f in deployment.functions.values()}
+    identities = {
+        access_key_of(f.logical_id): Identity(f.logical_id, None if args.no_iam else f.allows)
+        for f in deployment.functions.values()
+    }
     side = AwsSide(state, args.region, identities, Hooks() if args.test_hooks else None)
-    server = make_server(side, args.port)
+    try:
+        server = make_server(side, args.port)
+    except OSError as exc:
+        print(f"the emulated AWS side cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 1
     stop = threading.Event()
     saver = threading.Thread(target=side.keep_saving, args=(stop,), daemon=True)
     saver.start()
@@ -63,8 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
     port = server.server_address[1]
-    print("READY " + json.dumps({"port": port, "secrets": state.secret_arns,
-                                 "admin_key": state.secret_values.get("BootstrapAdminKeySecret")}), flush=True)
+    print(
+        "READY "
+        + json.dumps(
+            {
+                "port": port,
+                "secrets": state.secret_arns,
+                "admin_key": state.secret_values.get("BootstrapAdminKeySecret"),
+            }
+        ),
+        flush=True,
+    )
     server.serve_forever()
     side.snapshot()
     return 0

@@ -31,8 +31,9 @@ MAX_S3_KEY, MAX_METADATA = 1024, 2048
 class Refusal(Exception):
     """What AWS answers instead of doing the request."""
 
-    def __init__(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None,
-                 code: str = ""):
+    def __init__(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None, code: str = ""
+    ):
         super().__init__(body[:200])
         self.status, self.body, self.content_type = status, body, content_type
         self.headers = headers or {}
@@ -46,16 +47,19 @@ def dynamodb_error(code: str, message: str, status: int = 400) -> Refusal:
 
 def s3_error(code: str, message: str, status: int = 400, **extra: str) -> Refusal:
     details = "".join(f"<{k}>{escape(v)}</{k}>" for k, v in extra.items())
-    body = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{escape(message)}</Message>'
-            f"{details}<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId></Error>").encode()
+    body = (
+        f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{escape(message)}</Message>'
+        f"{details}<RequestId>{uuid.uuid4().hex[:16].upper()}</RequestId></Error>"
+    ).encode()
     return Refusal(status, body, "application/xml", code=code)
 
 
 # ---------------------------------------------------------------- DynamoDB
 
+
 def _size(value: Any) -> int:
     """Bytes of one attribute value as DynamoDB counts them (DynamoDB JSON)."""
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     if kind == "S":
         return len(inner.encode("utf-8"))
     if kind == "N":
@@ -94,15 +98,21 @@ class Schemas:
             table = self.backend.get_table(table_name)
         except Exception:  # noqa: BLE001 - an unknown table: moto answers that itself
             return None, None, []
-        index_keys = [(k["AttributeName"], k["KeyType"]) for index in list(table.indexes or [])
-                      + list(table.global_indexes or []) for k in index.schema]
+        index_keys = [
+            (k["AttributeName"], k["KeyType"])
+            for index in list(table.indexes or []) + list(table.global_indexes or [])
+            for k in index.schema
+        ]
         return table.hash_key_attr, table.range_key_attr, index_keys
 
 
 def _key_too_long(kind: str) -> Refusal:
     limit = MAX_PARTITION_KEY if kind == "partition" else MAX_SORT_KEY
-    return dynamodb_error("ValidationException", f"One or more parameter values were invalid: Size of {kind} key "
-                                                 f"has exceeded the maximum size limit of {limit} bytes")
+    return dynamodb_error(
+        "ValidationException",
+        f"One or more parameter values were invalid: Size of {kind} key "
+        f"has exceeded the maximum size limit of {limit} bytes",
+    )
 
 
 def _check_key(schemas: Schemas, table: str, key: dict[str, Any]) -> None:
@@ -146,8 +156,10 @@ def check_dynamodb(call: Call, schemas: Schemas) -> None:
             else:
                 item = request.get("DeleteRequest", {}).get("Key", {})
                 _check_key(schemas, table, item)
-            marker = (table, json.dumps([item.get(hash_name), item.get(range_name) if range_name else None],
-                                        sort_keys=True))
+            marker = (
+                table,
+                json.dumps([item.get(hash_name), item.get(range_name) if range_name else None], sort_keys=True),
+            )
             if marker in seen:
                 raise dynamodb_error("ValidationException", "Provided list of item keys contains duplicates")
             seen.add(marker)
@@ -177,9 +189,13 @@ def check_dynamodb(call: Call, schemas: Schemas) -> None:
 
 # ---------------------------------------------------------------- S3
 
+
 def _metadata_size(headers: dict[str, str]) -> int:
-    return sum(len(k[len("x-amz-meta-"):].encode()) + len(v.encode("utf-8", "surrogateescape"))
-               for k, v in headers.items() if k.startswith("x-amz-meta-"))
+    return sum(
+        len(k[len("x-amz-meta-") :].encode()) + len(v.encode("utf-8", "surrogateescape"))
+        for k, v in headers.items()
+        if k.startswith("x-amz-meta-")
+    )
 
 
 def _current_etag(s3: Any, bucket: str, key: str) -> str | None:
@@ -194,25 +210,39 @@ def check_s3(call: Call, headers: dict[str, str], body: bytes, s3: Any) -> bytes
     """Refuse what S3 would refuse. Returns a rewritten request body when one is needed (the
     DeleteObjects objects that may go), else None."""
     if call.key is not None and len(call.key.encode("utf-8")) > MAX_S3_KEY:
-        raise s3_error("KeyTooLongError", "Your key is too long", MaxSizeAllowed=str(MAX_S3_KEY),
-                       Size=str(len(call.key.encode("utf-8"))))
+        raise s3_error(
+            "KeyTooLongError",
+            "Your key is too long",
+            MaxSizeAllowed=str(MAX_S3_KEY),
+            Size=str(len(call.key.encode("utf-8"))),
+        )
     if call.operation in ("PutObject", "CopyObject"):
         replaces = call.operation == "PutObject" or headers.get("x-amz-metadata-directive", "").upper() == "REPLACE"
         if replaces and _metadata_size(headers) > MAX_METADATA:
-            raise s3_error("MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size",
-                           Size=str(_metadata_size(headers)), MaxSizeAllowed=str(MAX_METADATA))
+            raise s3_error(
+                "MetadataTooLarge",
+                "Your metadata headers exceed the maximum allowed metadata size",
+                Size=str(_metadata_size(headers)),
+                MaxSizeAllowed=str(MAX_METADATA),
+            )
     if call.operation == "CopyObject" and headers.get("x-amz-copy-source-if-match"):
         source = unquote(headers["x-amz-copy-source"].split("?", 1)[0]).lstrip("/")
         source_bucket, _, source_key = source.partition("/")
         current = _current_etag(s3, source_bucket, source_key)
         if current is not None and current != headers["x-amz-copy-source-if-match"].strip('"'):
-            raise s3_error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold",
-                           412, Condition="x-amz-copy-source-If-Match")
+            raise s3_error(
+                "PreconditionFailed",
+                "At least one of the pre-conditions you specified did not hold",
+                412,
+                Condition="x-amz-copy-source-If-Match",
+            )
     if call.operation == "DeleteObjects":
         keys = delete_objects_keys(body)
         if len(keys) > 1000:
-            raise s3_error("MalformedXML", "The XML you provided was not well-formed or did not validate "
-                                           "against our published schema")
+            raise s3_error(
+                "MalformedXML",
+                "The XML you provided was not well-formed or did not validate against our published schema",
+            )
     return None
 
 
@@ -226,23 +256,31 @@ def delete_objects_preconditions(body: bytes, bucket: str, s3: Any) -> tuple[byt
     kept = [(k, e) for k, e in keys if k not in changed]
     quiet = b"<Quiet>true</Quiet>" in body
     objects = "".join(f"<Object><Key>{escape(k)}</Key></Object>" for k, _ in kept)
-    rewritten = (f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
-                 f'{"<Quiet>true</Quiet>" if quiet else ""}{objects}</Delete>').encode()
+    rewritten = (
+        f'<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        f"{'<Quiet>true</Quiet>' if quiet else ''}{objects}</Delete>"
+    ).encode()
     return rewritten, changed
 
 
 def add_precondition_errors(response: bytes, changed: list[str]) -> bytes:
-    errors = "".join(f"<Error><Key>{escape(k)}</Key><Code>PreconditionFailed</Code><Message>At least one of the "
-                     f"pre-conditions you specified did not hold</Message></Error>" for k in changed)
+    errors = "".join(
+        f"<Error><Key>{escape(k)}</Key><Code>PreconditionFailed</Code><Message>At least one of the "
+        f"pre-conditions you specified did not hold</Message></Error>"
+        for k in changed
+    )
     text = response.decode("utf-8")
     if "</DeleteResult>" in text:
         return text.replace("</DeleteResult>", errors + "</DeleteResult>").encode()
-    return (f'<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
-            f"{errors}</DeleteResult>").encode()
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        f"{errors}</DeleteResult>"
+    ).encode()
 
 
 def cap_list_page(query: str) -> str:
     """ListObjectsV2 returns at most 1,000 keys a page, whatever max-keys asks for."""
+
     def cap(match: re.Match[str]) -> str:
         return f"max-keys={min(int(match.group(1)), 1000)}"
 

@@ -43,9 +43,7 @@ class Hook:
             return False
         if "action" in m and not any(action == m["action"] for action, _ in call.actions):
             return False
-        if "body_contains" in m and m["body_contains"] not in repr(call.body):
-            return False
-        return True
+        return "body_contains" not in m or m["body_contains"] in repr(call.body)
 
     def state(self) -> dict[str, Any]:
         return {"id": self.id, "hits": self.hits, "paused": self.paused, "released": self.released.is_set()}
@@ -61,8 +59,14 @@ class Hooks:
 
     def add(self, spec: dict[str, Any]) -> Hook:
         with self._lock:
-            hook = Hook(next(self._ids), dict(spec.get("match", {})), spec.get("action", "pause"),
-                        spec.get("times", 1), dict(spec.get("error", {})), float(spec.get("delay_s", 0.0)))
+            hook = Hook(
+                next(self._ids),
+                dict(spec.get("match", {})),
+                spec.get("action", "pause"),
+                spec.get("times", 1),
+                dict(spec.get("error", {})),
+                float(spec.get("delay_s", 0.0)),
+            )
             self._hooks[hook.id] = hook
             return hook
 
@@ -106,10 +110,18 @@ class Hooks:
         with hook.arrived:
             return hook.arrived.wait_for(lambda: hook.paused > 0, timeout=timeout)
 
-    def record(self, call: Call, function: str | None, status: int, refused: str | None = None,
-               ms: float = 0.0, read: int = 0) -> None:
-        entry = {"seq": next(self._sequence), "function": function, "status": status, "refused": refused,
-                 "ms": round(ms, 3), "read": read, **call.describe()}
+    def record(
+        self, call: Call, function: str | None, status: int, refused: str | None = None, ms: float = 0.0, read: int = 0
+    ) -> None:
+        entry = {
+            "seq": next(self._sequence),
+            "function": function,
+            "status": status,
+            "refused": refused,
+            "ms": round(ms, 3),
+            "read": read,
+            **call.describe(),
+        }
         with self._lock:
             self.calls.append(entry)
             if len(self.calls) > MAX_CALLS:

@@ -35,9 +35,11 @@ def check_version() -> None:
     import moto
 
     if moto.__version__ not in TESTED_MOTO:
-        raise UntestedMoto(f"moto {moto.__version__} is not one the local stack's patches were tested with "
-                           f"({', '.join(TESTED_MOTO)}): pin it, or re-run tests/contract/test_moto_patches.py "
-                           "and add the version")
+        raise UntestedMoto(
+            f"moto {moto.__version__} is not one the local stack's patches were tested with "
+            f"({', '.join(TESTED_MOTO)}): pin it, or re-run tests/contract/test_moto_patches.py "
+            "and add the version"
+        )
 
 
 def install() -> None:
@@ -57,6 +59,7 @@ def _once(owner: Any, flag: str) -> bool:
 
 # ---------------------------------------------------------------- transactions
 
+
 def transactions() -> None:
     from moto.dynamodb.comparisons import get_filter_expression
     from moto.dynamodb.exceptions import (
@@ -73,7 +76,9 @@ def transactions() -> None:
         if len(transact_items) > 100:
             raise TooManyTransactionsException()
         seen: set[tuple[str, str]] = set()
-        plan, reasons, failed = [], [], False
+        plan: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = []
+        reasons: list[tuple[str | None, str | None, Any]] = []
+        failed = False
         for entry in transact_items:
             op_type, op = next(iter(entry.items()))
             table = self.get_table(op["TableName"])
@@ -90,9 +95,13 @@ def transactions() -> None:
             current = self.get_item(op["TableName"], key)
             condition = op.get("ConditionExpression")
             if condition is not None and not get_filter_expression(
-                    condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")).expr(current):
-                old = current.to_json()["Attributes"] if current is not None and op.get(
-                    "ReturnValuesOnConditionCheckFailure") == "ALL_OLD" else None
+                condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+            ).expr(current):
+                old = (
+                    current.to_json()["Attributes"]
+                    if current is not None and op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
+                    else None
+                )
                 reasons.append(("ConditionalCheckFailed", "The conditional request failed", old))
                 failed = True
                 continue
@@ -109,8 +118,13 @@ def transactions() -> None:
                 elif op_type == "Delete":
                     self.delete_item(op["TableName"], key)
                 elif op_type == "Update":
-                    self.update_item(op["TableName"], key, update_expression=op["UpdateExpression"],
-                                     expression_attribute_names=names, expression_attribute_values=values)
+                    self.update_item(
+                        op["TableName"],
+                        key,
+                        update_expression=op["UpdateExpression"],
+                        expression_attribute_names=names,
+                        expression_attribute_values=values,
+                    )
                 else:
                     continue
                 undo.append((op["TableName"], key, before))
@@ -126,6 +140,7 @@ def transactions() -> None:
 
 
 # ---------------------------------------------------------------- fast reads
+
 
 def fast_reads() -> None:
     from moto.dynamodb.responses import DynamoResult
@@ -155,12 +170,13 @@ def fast_reads() -> None:
 
 # ---------------------------------------------------------------- sorted partitions
 
+
 class SortedPartition:
     """One partition's items, in order of one range attribute (then the table's range key)."""
 
     def __init__(self, items: list[Any], attribute: str, table_range: str | None) -> None:
         self.attribute, self.table_range = attribute, table_range
-        rows = sorted((self.key(i), i) for i in items if self.key(i) is not None)
+        rows = sorted((key, i) for i in items if (key := self.key(i)) is not None)
         self.keys = [k for k, _ in rows]
         self.items = [i for _, i in rows]
 
@@ -187,8 +203,9 @@ class SortedPartition:
             del self.keys[at]
             del self.items[at]
 
-    def window(self, comparison: str | None, values: list[str], start: tuple[str, str] | None, forward: bool,
-               limit: int | None) -> list[Any]:
+    def window(
+        self, comparison: str | None, values: list[str], start: tuple[str, str] | None, forward: bool, limit: int | None
+    ) -> list[Any]:
         """The items a Query reads, in ascending order: within the key condition, after the
         exclusive start key, and (with a limit) only as many as it can reach, plus one."""
         low, high = 0, len(self.keys)
@@ -277,7 +294,8 @@ def sorted_partitions() -> None:
         from moto.dynamodb.models.dynamo_type import DynamoType
 
         old = self.items.get(DynamoType(item_attrs[self.hash_key_attr]), {}).get(
-            DynamoType(item_attrs[self.range_key_attr]))
+            DynamoType(item_attrs[self.range_key_attr])
+        )
         item = original_put(self, item_attrs, *args, **kwargs)
         if old is not None:
             _forget(self, old)
@@ -341,6 +359,7 @@ def sorted_partitions() -> None:
 
 # ---------------------------------------------------------------- index key sizes
 
+
 def index_key_sizes() -> None:
     from moto.dynamodb.exceptions import MockValidationException
     from moto.dynamodb.models import DynamoDBBackend
@@ -358,8 +377,10 @@ def index_key_sizes() -> None:
                 limit = MAX_PARTITION_KEY if key["KeyType"] == "HASH" else MAX_SORT_KEY
                 if size > limit:
                     kind = "partition" if key["KeyType"] == "HASH" else "sort"
-                    return (f"One or more parameter values were invalid: Aggregated size of all {kind} keys "
-                            f"of index {index.name} has exceeded the size limit of {limit} bytes")
+                    return (
+                        f"One or more parameter values were invalid: Aggregated size of all {kind} keys "
+                        f"of index {index.name} has exceeded the size limit of {limit} bytes"
+                    )
         return None
 
     def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:

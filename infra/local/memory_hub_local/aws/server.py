@@ -13,7 +13,8 @@ import json
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs, unquote_to_bytes, urlsplit
 
 from .. import http
@@ -22,9 +23,25 @@ from .hooks import Hooks
 from .state import State, dynamodb_backend, s3_backend
 
 LOCK = threading.RLock()
-_READ_ONLY = {"GetItem", "Query", "Scan", "BatchGetItem", "DescribeTable", "ListTables", "TransactGetItems",
-              "GetObject", "HeadObject", "ListObjectsV2", "ListObjects", "HeadBucket", "ListBuckets",
-              "GetSecretValue", "DescribeSecret", "ListSecrets", "DescribeTimeToLive"}
+_READ_ONLY = {
+    "GetItem",
+    "Query",
+    "Scan",
+    "BatchGetItem",
+    "DescribeTable",
+    "ListTables",
+    "TransactGetItems",
+    "GetObject",
+    "HeadObject",
+    "ListObjectsV2",
+    "ListObjects",
+    "HeadBucket",
+    "ListBuckets",
+    "GetSecretValue",
+    "DescribeSecret",
+    "ListSecrets",
+    "DescribeTimeToLive",
+}
 
 
 class Identity:
@@ -41,14 +58,17 @@ OPERATOR = Identity(None, None)
 
 
 def _denied(call: calls.Call, identity: Identity, action: str, resource: str) -> faithful.Refusal:
-    message = (f"User: arn:aws:sts::123456789012:assumed-role/{identity.name}Role/{identity.name} is not "
-               f"authorized to perform: {action} on resource: {resource} because no identity-based policy "
-               f"allows the {action} action")
+    message = (
+        f"User: arn:aws:sts::123456789012:assumed-role/{identity.name}Role/{identity.name} is not "
+        f"authorized to perform: {action} on resource: {resource} because no identity-based policy "
+        f"allows the {action} action"
+    )
     if call.service == "s3":
         return faithful.s3_error("AccessDenied", message, 403)
     body = json.dumps({"__type": "com.amazon.coral.service#AccessDeniedException", "Message": message}).encode()
-    return faithful.Refusal(400, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": "AccessDeniedException"},
-                            "AccessDeniedException")
+    return faithful.Refusal(
+        400, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": "AccessDeniedException"}, "AccessDeniedException"
+    )
 
 
 def _fault(call: calls.Call, fault: dict[str, Any]) -> faithful.Refusal:
@@ -61,8 +81,11 @@ def _fault(call: calls.Call, fault: dict[str, Any]) -> faithful.Refusal:
 
 def _items_read(call: calls.Call, status: int, body: bytes) -> int:
     """How many items a DynamoDB read evaluated (what read capacity pays for)."""
-    if call.service != "dynamodb" or status != 200 or call.operation not in (
-            "Query", "Scan", "GetItem", "BatchGetItem", "TransactGetItems"):
+    if (
+        call.service != "dynamodb"
+        or status != 200
+        or call.operation not in ("Query", "Scan", "GetItem", "BatchGetItem", "TransactGetItems")
+    ):
         return 0
     answer = json.loads(body or b"{}")
     if call.operation in ("Query", "Scan"):
@@ -83,8 +106,9 @@ class AwsSide:
         self.schemas = faithful.Schemas(dynamodb_backend(region))
 
     # ---------------------------------------------------------------- one request
-    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes,
-               server_name: str, port: int) -> tuple[int, dict[str, str], bytes]:
+    def handle(
+        self, method: str, raw_path: str, headers: dict[str, str], body: bytes, server_name: str, port: int
+    ) -> tuple[int, dict[str, str], bytes]:
         lowered = {k.lower(): v for k, v in headers.items()}
         call = calls.parse(method, raw_path, lowered, body, self.region)
         identity = self.identities.get(call.access_key or "", OPERATOR)
@@ -99,21 +123,34 @@ class AwsSide:
                     raise _fault(call, fault)
             with LOCK:
                 started = time.perf_counter()
-                status, out_headers, out_body = self._moto(call, method, raw_path, headers, lowered, body,
-                                                           server_name, port)
+                status, out_headers, out_body = self._moto(
+                    call, method, raw_path, headers, lowered, body, server_name, port
+                )
                 spent = (time.perf_counter() - started) * 1000
                 if status < 300 and call.operation not in _READ_ONLY:
                     self.state.dirty.set()
         except faithful.Refusal as refusal:
             refused = refusal.code
-            status, out_headers, out_body = refusal.status, {"Content-Type": refusal.content_type,
-                                                             **refusal.headers}, refusal.body
+            status, out_headers, out_body = (
+                refusal.status,
+                {"Content-Type": refusal.content_type, **refusal.headers},
+                refusal.body,
+            )
         if self.hooks is not None:
             self.hooks.record(call, identity.name, status, refused, spent, _items_read(call, status, out_body))
         return status, out_headers, out_body
 
-    def _moto(self, call: calls.Call, method: str, raw_path: str, headers: dict[str, str],
-              lowered: dict[str, str], body: bytes, server_name: str, port: int) -> tuple[int, dict[str, str], bytes]:
+    def _moto(
+        self,
+        call: calls.Call,
+        method: str,
+        raw_path: str,
+        headers: dict[str, str],
+        lowered: dict[str, str],
+        body: bytes,
+        server_name: str,
+        port: int,
+    ) -> tuple[int, dict[str, str], bytes]:
         changed: list[str] = []
         if call.service == "dynamodb":
             faithful.check_dynamodb(call, self.schemas)
@@ -131,16 +168,28 @@ class AwsSide:
             out_body = faithful.add_precondition_errors(out_body, changed)
         return status, out_headers, out_body
 
-    def _wsgi(self, method: str, raw_path: str, headers: dict[str, str], body: bytes, server_name: str,
-              port: int) -> tuple[int, dict[str, str], bytes]:
+    def _wsgi(
+        self, method: str, raw_path: str, headers: dict[str, str], body: bytes, server_name: str, port: int
+    ) -> tuple[int, dict[str, str], bytes]:
         url = urlsplit(raw_path)
         environ: dict[str, Any] = {
-            "REQUEST_METHOD": method, "SCRIPT_NAME": "",
-            "PATH_INFO": unquote_to_bytes(url.path).decode("latin-1"), "QUERY_STRING": url.query,
-            "REQUEST_URI": raw_path, "RAW_URI": raw_path, "SERVER_NAME": server_name, "SERVER_PORT": str(port),
-            "SERVER_PROTOCOL": "HTTP/1.1", "CONTENT_LENGTH": str(len(body)), "wsgi.version": (1, 0),
-            "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body), "wsgi.errors": io.StringIO(),
-            "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False,
+            "REQUEST_METHOD": method,
+            "SCRIPT_NAME": "",
+            "PATH_INFO": unquote_to_bytes(url.path).decode("latin-1"),
+            "QUERY_STRING": url.query,
+            "REQUEST_URI": raw_path,
+            "RAW_URI": raw_path,
+            "SERVER_NAME": server_name,
+            "SERVER_PORT": str(port),
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "CONTENT_LENGTH": str(len(body)),
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": io.StringIO(),
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": False,
+            "wsgi.run_once": False,
         }
         for name, value in headers.items():
             key = name.upper().replace("-", "_")
@@ -228,14 +277,15 @@ class AwsHandler(http.Handler):
             return
         host, port = self.server.server_address[:2]
         try:
-            status, headers, out = self.side.handle(self.command, self.path, self.header_values(), body, str(host),
-                                                    int(port))
+            status, headers, out = self.side.handle(
+                self.command, self.path, self.header_values(), body, str(host), int(port)
+            )
         except Exception:  # noqa: BLE001 - moto itself failed: AWS would answer 500
             traceback.print_exc()
             status, headers, out = 500, {"Content-Type": "text/plain"}, b"InternalFailure"
         self.send(status, headers, out)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _serve
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _serve  # noqa: N815 - http.server names
 
 
 def make_server(side: AwsSide, port: int) -> http.Server:

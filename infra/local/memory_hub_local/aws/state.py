@@ -14,7 +14,7 @@ import os
 import secrets
 import tempfile
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +45,9 @@ def secrets_backend(region: str) -> Any:
 class State:
     """Creates the template's resources in moto and keeps them across restarts."""
 
-    def __init__(self, cfn: dict[str, Any], names: dict[str, str], region: str, data_dir: Path | None,
-                 admin_key: str | None) -> None:
+    def __init__(
+        self, cfn: dict[str, Any], names: dict[str, str], region: str, data_dir: Path | None, admin_key: str | None
+    ) -> None:
         self.cfn, self.names, self.region, self.data_dir = cfn, names, region, data_dir
         self.admin_key = admin_key
         self.secret_arns: dict[str, str] = {}
@@ -64,17 +65,21 @@ class State:
         dynamodb = boto3.client("dynamodb", region_name=self.region)
         for logical_id, resource in self._resources("AWS::DynamoDB::Table").items():
             props = resource["Properties"]
-            args: dict[str, Any] = {"TableName": self.names[logical_id], "BillingMode": "PAY_PER_REQUEST",
-                                    "AttributeDefinitions": props["AttributeDefinitions"],
-                                    "KeySchema": props["KeySchema"]}
+            args: dict[str, Any] = {
+                "TableName": self.names[logical_id],
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": props["AttributeDefinitions"],
+                "KeySchema": props["KeySchema"],
+            }
             for indexes in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
                 if props.get(indexes):
                     args[indexes] = props[indexes]
             dynamodb.create_table(**args)
         s3 = boto3.client("s3", region_name=self.region)
         for logical_id in self._resources("AWS::S3::Bucket"):
-            extra = {} if self.region == "us-east-1" else {
-                "CreateBucketConfiguration": {"LocationConstraint": self.region}}
+            extra = (
+                {} if self.region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": self.region}}
+            )
             s3.create_bucket(Bucket=self.names[logical_id], **extra)
         manager = boto3.client("secretsmanager", region_name=self.region)
         saved_secrets = saved.get("secrets", {}) if saved else {}
@@ -83,8 +88,11 @@ class State:
             if logical_id == "BootstrapAdminKeySecret" and self.admin_key:
                 value = self.admin_key
             if value is None:  # GenerateSecretString, which moto lacks
-                value = ("mhk_" + secrets.token_hex(6) + "_" + secrets.token_urlsafe(32)
-                         if logical_id == "BootstrapAdminKeySecret" else secrets.token_urlsafe(48))
+                value = (
+                    "mhk_" + secrets.token_hex(6) + "_" + secrets.token_urlsafe(32)
+                    if logical_id == "BootstrapAdminKeySecret"
+                    else secrets.token_urlsafe(48)
+                )
             created = manager.create_secret(Name=f"{self.names[logical_id]}", SecretString=value)
             self.secret_arns[logical_id] = created["ARN"]
             self.secret_values[logical_id] = value
@@ -123,15 +131,22 @@ class State:
     def capture(self) -> dict[str, Any]:
         """Everything the account holds, as plain data (call under the AWS lock)."""
         dynamodb = dynamodb_backend(self.region)
-        tables = {name: [item.to_json()["Attributes"] for item in table.all_items()]
-                  for name, table in dynamodb.tables.items()}
+        tables = {
+            name: [item.to_json()["Attributes"] for item in table.all_items()]
+            for name, table in dynamodb.tables.items()
+        }
         objects: dict[str, list[dict[str, Any]]] = {}
         for name, bucket in s3_backend().buckets.items():
-            objects[name] = [{"key": key.name, "body": base64.b64encode(key.value).decode(),
-                              "metadata": dict(key.metadata),
-                              "last_modified": key.last_modified.replace(tzinfo=key.last_modified.tzinfo or timezone.utc
-                                                                         ).isoformat()}
-                             for key in bucket.keys.values() if hasattr(key, "value")]
+            objects[name] = [
+                {
+                    "key": key.name,
+                    "body": base64.b64encode(key.value).decode(),
+                    "metadata": dict(key.metadata),
+                    "last_modified": key.last_modified.replace(tzinfo=key.last_modified.tzinfo or UTC).isoformat(),
+                }
+                for key in bucket.keys.values()
+                if hasattr(key, "value")
+            ]
         return {"format": FORMAT, "dynamodb": tables, "s3": objects, "secrets": dict(self.secret_values)}
 
     def save(self, data: dict[str, Any]) -> None:

@@ -6,15 +6,14 @@ import os
 import re
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 # RFC 3339 as §1 allows it: upper-case T and Z, 1-9 fraction digits, ASCII digits only.
-_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})",
-                   re.ASCII)
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})", re.ASCII)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NS_PER_MS = 1_000_000
-MIN_SECONDS = (datetime(1, 1, 1, tzinfo=timezone.utc) - _EPOCH) // timedelta(seconds=1)
-MAX_SECONDS = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc) - _EPOCH) // timedelta(seconds=1)
+MIN_SECONDS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(seconds=1)
+MAX_SECONDS = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC) - _EPOCH) // timedelta(seconds=1)
 
 
 class TimeFormatError(ValueError):
@@ -44,7 +43,7 @@ def parse_ns(value: str) -> int:
     year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
     fraction, offset = match.group(7) or "", match.group(8)
     try:
-        moment = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:
         raise TimeFormatError("is not a valid date and time") from None
     shift = 0
@@ -119,4 +118,3 @@ def ordered_id(prefix: str) -> str:
 
 
 ISSUED_ID = re.compile(r"(msg|atom)-[0-9a-f]{26}", re.ASCII)
-

@@ -42,14 +42,29 @@ def of_scope(scope: Scope) -> Asset | None:
     return owned_by(stored.get(scope.memory_id), scope.team_id, scope.agent_id)
 
 
+def forget_exports(asset: Asset) -> int:
+    """Erase every export of a memory (§15): after a delete by id, one may hold what was just
+    deleted. One listing when there is none."""
+    keys = blobs.keys_under(layout.export_prefix(asset.team_id, asset.agent_id))
+    return blobs.delete_many(keys) if keys else 0
+
+
 def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **fields: Any) -> Asset:
     """The pair's asset, creating it when ``asset`` (as just read) is None. A conditional create
     decides a race; another pair that spells the same memory_id gets 409 (§4)."""
     memory_id = layout.memory_id_of(team_id, agent_id)
     while asset is None:
         stamp = format_ms(now_ms())
-        candidate = stored.new(memory_id=memory_id, team_id=team_id, agent_id=agent_id, owner=owner,
-                               created_at=stamp, updated_at=stamp, epoch=new_epoch(0), **fields)
+        candidate = stored.new(
+            memory_id=memory_id,
+            team_id=team_id,
+            agent_id=agent_id,
+            owner=owner,
+            created_at=stamp,
+            updated_at=stamp,
+            epoch=new_epoch(0),
+            **fields,
+        )
         if stored.create(candidate):
             return candidate
         asset = stored.get(memory_id)  # someone else created it (or created and deleted it) meanwhile
@@ -72,11 +87,19 @@ def authorized(principal: Principal, memory_id: str, asset: Asset | None) -> Ass
 
 def as_dict(asset: Asset) -> dict[str, Any]:
     return {
-        "memory_id": asset.memory_id, "team_id": asset.team_id, "agent_id": asset.agent_id,
-        "owner": asset.owner, "name": asset.name, "visibility": asset.visibility, "acl": asset.acl,
-        "bindings": asset.bindings, "status": asset.status,
+        "memory_id": asset.memory_id,
+        "team_id": asset.team_id,
+        "agent_id": asset.agent_id,
+        "owner": asset.owner,
+        "name": asset.name,
+        "visibility": asset.visibility,
+        "acl": asset.acl,
+        "bindings": asset.bindings,
+        "status": asset.status,
         "retention_days": None if asset.retention_days is None else int(asset.retention_days),
-        "created_at": asset.created_at, "updated_at": asset.updated_at, "last_cleared_at": asset.last_cleared_at,
+        "created_at": asset.created_at,
+        "updated_at": asset.updated_at,
+        "last_cleared_at": asset.last_cleared_at,
     }
 
 
@@ -93,8 +116,7 @@ def counts(asset: Asset) -> dict[str, int]:
 
 def create(principal: Principal, team_id: str, agent_id: str, fields: dict[str, Any]) -> dict[str, Any]:
     principal.require_team(team_id)
-    asset = ensure(stored.get(layout.memory_id_of(team_id, agent_id)), team_id, agent_id, principal.key_id,
-                   **fields)
+    asset = ensure(stored.get(layout.memory_id_of(team_id, agent_id)), team_id, agent_id, principal.key_id, **fields)
     return as_dict(asset)
 
 

@@ -41,15 +41,34 @@ def _where(asset: Any) -> Where:
 
 
 def as_dict(scope: Scope, item: Record) -> dict[str, Any]:
-    return {"id": item.id, "type": item.type, "content": item.content, "background": item.background or "",
-            "tags": list(item.tags or []), "metadata": item.meta or {}, "version": int(item.version),
-            "reinforced_count": int(item.reinforced_count), "team_id": scope.team_id, "agent_id": scope.agent_id,
-            "user_id": item.user_id, "task_id": item.task_id, "session_id": item.session_id,
-            "created_at": iso(item.created_at), "updated_at": iso(item.updated_at)}
+    return {
+        "id": item.id,
+        "type": item.type,
+        "content": item.content,
+        "background": item.background or "",
+        "tags": list(item.tags or []),
+        "metadata": item.meta or {},
+        "version": int(item.version),
+        "reinforced_count": int(item.reinforced_count),
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+        "user_id": item.user_id,
+        "task_id": item.task_id,
+        "session_id": item.session_id,
+        "created_at": iso(item.created_at),
+        "updated_at": iso(item.updated_at),
+    }
 
 
-def add(scope: Scope, content: str, type_: str, background: str, tags: list[str], metadata: dict[str, Any],
-        authorize: Authorize) -> dict[str, Any]:
+def add(
+    scope: Scope,
+    content: str,
+    type_: str,
+    background: str,
+    tags: list[str],
+    metadata: dict[str, Any],
+    authorize: Authorize,
+) -> dict[str, Any]:
     raw = assets.get(scope.memory_id)
     principal = authorize()
     asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
@@ -58,10 +77,24 @@ def add(scope: Scope, content: str, type_: str, background: str, tags: list[str]
     for _ in attempts("atomic/add"):
         where = _where(asset)
         now = now_ms()
-        record = records.new(where, id=ordered_id("atom-"), user_id=scope.user_id, session_id=scope.session_id,
-                             task_id=scope.task_id, content=content, type=type_, background=background, tags=tags,
-                             meta=metadata, version=1, reinforced_count=1, created_at=now, updated_at=now,
-                             natural_key=key, terms=sum(counts.values()))
+        record = records.new(
+            where,
+            id=ordered_id("atom-"),
+            user_id=scope.user_id,
+            session_id=scope.session_id,
+            task_id=scope.task_id,
+            content=content,
+            type=type_,
+            background=background,
+            tags=tags,
+            meta=metadata,
+            version=1,
+            reinforced_count=1,
+            created_at=now,
+            updated_at=now,
+            natural_key=key,
+            terms=sum(counts.values()),
+        )
         try:
             records.create(where, record, counts)
             return {"id": record.id, "version": 1, "created": True, "reinforced_count": 1}
@@ -70,10 +103,15 @@ def add(scope: Scope, content: str, type_: str, background: str, tags: list[str]
                 asset = assets.ensure(assets.get(scope.memory_id), scope.team_id, scope.agent_id, principal.key_id)
                 continue
         holder = records.holder(where, scope.user_id, key)  # the natural key is taken: reinforce its record
-        reinforced = records.reinforce(holder, now_ms()) if holder is not None else None
-        if reinforced is not None:
-            return {"id": reinforced.id, "version": int(reinforced.version), "created": False,
-                    "reinforced_count": int(reinforced.reinforced_count)}
+        if holder is None:
+            continue  # deleted or edited meanwhile: add again
+        try:
+            count = records.reinforce(where, holder, now_ms())
+        except Cancelled as exc:
+            if "epoch" in exc.failed:  # cleared after the guard was read: add into the new epoch
+                asset = assets.ensure(assets.get(scope.memory_id), scope.team_id, scope.agent_id, principal.key_id)
+            continue
+        return {"id": holder.id, "version": int(holder.version), "created": False, "reinforced_count": count}
     raise AssertionError("unreachable")
 
 
@@ -87,8 +125,14 @@ def _get(scope: Scope, where: Where, atom_id: str) -> Record | None:
     return record
 
 
-def update(scope: Scope, atom_id: str, changes: dict[str, Any], expected_version: int | None,
-           authorize: Authorize, request_id: str) -> dict[str, Any]:
+def update(
+    scope: Scope,
+    atom_id: str,
+    changes: dict[str, Any],
+    expected_version: int | None,
+    authorize: Authorize,
+    request_id: str,
+) -> dict[str, Any]:
     raw = assets.get(scope.memory_id)
     principal = authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
@@ -104,8 +148,9 @@ def update(scope: Scope, atom_id: str, changes: dict[str, Any], expected_version
             raise NotFound(NOT_FOUND)
         version = int(record.version)
         if expected_version is not None and expected_version != version:
-            raise Conflict(f"expected_version: {expected_version} but the record is at {version}",
-                           {"current_version": version})
+            raise Conflict(
+                f"expected_version: {expected_version} but the record is at {version}", {"current_version": version}
+            )
         content = changes.get("content", record.content)
         background = changes.get("background", record.background or "")
         fields = {"content": content, "background": background}
@@ -117,8 +162,15 @@ def update(scope: Scope, atom_id: str, changes: dict[str, Any], expected_version
         now = now_ms()
         event = event_items([NewEvent("atomic_update", LAYER, atom_id, 1)], context)[0]
         try:
-            records.update(where, record, fields, natural_key(record.task_id, record.type, background, content),
-                           sum(counts.values()), now, event)
+            records.update(
+                where,
+                record,
+                fields,
+                natural_key(record.task_id, record.type, background, content),
+                sum(counts.values()),
+                now,
+                event,
+            )
             break
         except Cancelled as exc:
             if "epoch" in exc.failed:
@@ -150,8 +202,15 @@ def _asset(scope: Scope, authorize: Authorize) -> Any:
     return assets.owned_by(raw, scope.team_id, scope.agent_id)
 
 
-def query(scope: Scope, type_: str | None, limit: int, offset: int, time_start: str | None, time_end: str | None,
-          authorize: Authorize) -> dict[str, Any]:
+def query(
+    scope: Scope,
+    type_: str | None,
+    limit: int,
+    offset: int,
+    time_start: str | None,
+    time_end: str | None,
+    authorize: Authorize,
+) -> dict[str, Any]:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     if asset is None:
@@ -159,12 +218,14 @@ def query(scope: Scope, type_: str | None, limit: int, offset: int, time_start: 
     where = _where(asset)
     page, total = parallel(
         lambda: list(records.newest(where, scope.user_id, type_, scope.task_id, start, end, offset + limit)),
-        lambda: records.count(where, scope.user_id, type_, scope.task_id, start, end))
+        lambda: records.count(where, scope.user_id, type_, scope.task_id, start, end),
+    )
     return {"items": [as_dict(scope, r) for r in page[offset : offset + limit]], "total": total}
 
 
-def count(scope: Scope, type_: str | None, time_start: str | None, time_end: str | None,
-          authorize: Authorize) -> dict[str, Any]:
+def count(
+    scope: Scope, type_: str | None, time_start: str | None, time_end: str | None, authorize: Authorize
+) -> dict[str, Any]:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     if asset is None:
@@ -172,8 +233,15 @@ def count(scope: Scope, type_: str | None, time_start: str | None, time_end: str
     return {"total": records.count(_where(asset), scope.user_id, type_, scope.task_id, start, end)}
 
 
-def search(scope: Scope, text: str, type_: str | None, limit: int, time_start: str | None, time_end: str | None,
-           authorize: Authorize) -> dict[str, Any]:
+def search(
+    scope: Scope,
+    text: str,
+    type_: str | None,
+    limit: int,
+    time_start: str | None,
+    time_end: str | None,
+    authorize: Authorize,
+) -> dict[str, Any]:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     terms = query_terms(text)
@@ -181,19 +249,27 @@ def search(scope: Scope, text: str, type_: str | None, limit: int, time_start: s
         return {"items": []}
     where = _where(asset)
     filters = postings.Filters(task_id=scope.task_id, type=type_)
-    order = retrieval.ranked(where.item_pk(LAYER, scope.user_id), terms, filters,
-                             lambda: counters.of_user(where, LAYER, scope.user_id))
+    order = retrieval.ranked(
+        where.item_pk(LAYER, scope.user_id), terms, filters, lambda: counters.of_user(where, LAYER, scope.user_id)
+    )
 
     def in_window(record: Record) -> bool:  # L1 time filters apply to updated_at (§8)
         return (start is None or int(record.updated_at) >= start) and (end is None or int(record.updated_at) <= end)
 
-    found = retrieval.best(order, limit, lambda ids: records.get_many(where, scope.user_id, ids),
-                           lambda r: searchable(r.content, r.background or ""), terms, in_window)
+    found = retrieval.best(
+        order,
+        limit,
+        lambda ids: records.get_many(where, scope.user_id, ids),
+        lambda r: searchable(r.content, r.background or ""),
+        terms,
+        in_window,
+    )
     return {"items": [dict(as_dict(scope, r), score=score) for r, score in found]}
 
 
-def delete(scope: Scope, ids: list[str], expected_versions: dict[str, int] | None, authorize: Authorize,
-           request_id: str) -> dict[str, Any]:
+def delete(
+    scope: Scope, ids: list[str], expected_versions: dict[str, int] | None, authorize: Authorize, request_id: str
+) -> dict[str, Any]:
     wanted = clean_ids(ids)
     if not wanted:
         raise Invalid("ids: give at least one non-blank id")
@@ -210,11 +286,15 @@ def delete(scope: Scope, ids: list[str], expected_versions: dict[str, int] | Non
     lookable = [i for i in wanted if ISSUED_ID.fullmatch(i) and i.startswith("atom-")]
     found = records.get_many(where, scope.user_id, lookable) if lookable else {}
     in_scope = {i: r for i, r in found.items() if scope.task_id is None or r.task_id == scope.task_id}
-    conflicts = [{"id": i, "expected": expected[i], "actual": int(in_scope[i].version)}
-                 for i in wanted if i in expected and i in in_scope and int(in_scope[i].version) != expected[i]]
+    conflicts = [
+        {"id": i, "expected": expected[i], "actual": int(in_scope[i].version)}
+        for i in wanted
+        if i in expected and i in in_scope and int(in_scope[i].version) != expected[i]
+    ]
     if conflicts:
-        raise Conflict("expected_versions: some records have another version; nothing was deleted",
-                       {"conflicts": conflicts})
+        raise Conflict(
+            "expected_versions: some records have another version; nothing was deleted", {"conflicts": conflicts}
+        )
     context = EventContext(scope.team_id, principal.key_id, request_id, scope.agent_id, scope.memory_id)
 
     def events(chunk: list[Record]) -> list[AuditEvent]:
@@ -225,8 +305,15 @@ def delete(scope: Scope, ids: list[str], expected_versions: dict[str, int] | Non
     try:
         removed, recorded = records.delete(where, doomed, events, at_version=set(expected))
     except records.VersionConflict as exc:
-        raise Conflict("expected_versions: a record was edited meanwhile; it was not deleted",
-                       {"conflicts": exc.conflicts}) from None
+        raise Conflict(
+            "expected_versions: a record was edited meanwhile; it was not deleted", {"conflicts": exc.conflicts}
+        ) from None
     gone = {r.id for r in removed}
-    return {"deleted_count": len(gone), "deleted_ids": [i for i in wanted if i in gone],
-            "not_found_ids": [i for i in wanted if i not in gone], "audit_ids": [e.event_id for e in recorded]}
+    if gone:
+        assets.forget_exports(asset)
+    return {
+        "deleted_count": len(gone),
+        "deleted_ids": [i for i in wanted if i in gone],
+        "not_found_ids": [i for i in wanted if i not in gone],
+        "audit_ids": [e.event_id for e in recorded],
+    }

@@ -24,9 +24,19 @@ def user_target(user_id: str) -> str:
 
 
 def as_dict(item: AuditEvent) -> dict[str, Any]:
-    return {"event_id": item.event_id, "memory_id": item.memory_id, "action": item.action, "layer": item.layer,
-            "target": item.target, "count": int(item.count or 0), "actor": item.actor,
-            "request_id": item.request_id, "at": item.at, "team_id": item.team_id, "agent_id": item.agent_id}
+    return {
+        "event_id": item.event_id,
+        "memory_id": item.memory_id,
+        "action": item.action,
+        "layer": item.layer,
+        "target": item.target,
+        "count": int(item.count or 0),
+        "actor": item.actor,
+        "request_id": item.request_id,
+        "at": item.at,
+        "team_id": item.team_id,
+        "agent_id": item.agent_id,
+    }
 
 
 def _visible_pairs(principal: Principal, memory_id: str) -> list[tuple[str, str]]:
@@ -39,11 +49,11 @@ def _visible_pairs(principal: Principal, memory_id: str) -> list[tuple[str, str]
     return pairs
 
 
-def query(principal: Principal, memory_id: str | None, action: str | None, limit: int,
-          next_token: str | None) -> dict[str, Any]:
+def query(
+    principal: Principal, memory_id: str | None, action: str | None, limit: int, next_token: str | None
+) -> dict[str, Any]:
     """Events newest first. Without ``memory_id``: every event the key's teams may see."""
-    filters = {"route": "audit/query", "memory_id": memory_id, "action": action,
-               "teams": sorted(principal.team_ids)}
+    filters = {"route": "audit/query", "memory_id": memory_id, "action": action, "teams": sorted(principal.team_ids)}
     before = tokens.decode(next_token, filters) if next_token is not None else None
     want = limit + 1
     if memory_id is not None:
@@ -69,4 +79,3 @@ def query(principal: Principal, memory_id: str | None, action: str | None, limit
 def _exists(memory_id: str, pairs: list[tuple[str, str]]) -> bool:
     asset = stored_assets.get(memory_id)
     return asset is not None and (asset.team_id, asset.agent_id) in pairs
-

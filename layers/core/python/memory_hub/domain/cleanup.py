@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import heapq
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..clock import format_ms, iso, now_ms, parse_ms
 from ..settings import get_settings
@@ -77,7 +78,8 @@ def _run(report: Report, deadline: purge.Deadline, now_override: int | None) -> 
     for target in purge.pending():
         if deadline.passed():
             return leases.save_cursor(started, position)
-        if clear.complete(target, deadline, hand_on=False)["done"]:
+        outcome = clear.complete(target, deadline, hand_on=False, actor=SYSTEM_CLEANUP)
+        if outcome["done"] and "ignored" not in outcome:
             report.purges_completed += 1
     while True:
         page, following = stored_assets.scan_page(position, PAGE)
@@ -103,7 +105,7 @@ def _newest(where: Where, layer: str, users: list[str], floor: int) -> set[str]:
     candidates = []
     for user in users:
         args = (where, user, None, None, None, None, floor)
-        candidates += [(item.lsi1, item.id) for item in newest(*args)]  # type: ignore[operator]
+        candidates += [(item.lsi1, item.id) for item in newest(*args)]
     return {item_id for _, item_id in heapq.nlargest(floor, candidates)}
 
 
@@ -112,7 +114,7 @@ def _expired(where: Where, layer: str, users: list[str], cutoff: int, keep: set[
     found = []
     for user in users:
         args = (where, user, None, None, None, cutoff - 1, None)
-        found += [item for item in newest(*args) if item.id not in keep]  # type: ignore[operator]
+        found += [item for item in newest(*args) if item.id not in keep]
     return found
 
 
@@ -133,8 +135,9 @@ def _retention(report: Report, asset: Asset, now: int) -> None:
     old_l1 = _expired(where, "L1", users, cutoff, _newest(where, "L1", users, settings.retention_min_l1))
     removed_l0, recorded_l0 = messages.delete(where, old_l0, events("L0"))
     # a record edited since it was read is younger than thought: its version check keeps it
-    removed_l1, recorded_l1 = records.delete(where, old_l1, events("L1"), at_version={r.id for r in old_l1},
-                                             skip_changed=True)
+    removed_l1, recorded_l1 = records.delete(
+        where, old_l1, events("L1"), at_version={r.id for r in old_l1}, skip_changed=True
+    )
     report.l0_deleted += len(removed_l0)
     report.l1_deleted += len(removed_l1)
     report.audit_ids += [e.event_id for e in recorded_l0 + recorded_l1]
@@ -145,18 +148,25 @@ def _orphans(asset: Asset, now: int, deadline: purge.Deadline) -> int:
     if not asset.last_cleared_at or now - parse_ms(asset.last_cleared_at) > ORPHAN_WINDOW_MS:
         return 0
     result = purge.Result()
-    target = purge.Target(asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch) - 1,
-                          parse_ms(asset.last_cleared_at))
+    target = purge.Target(
+        asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch) - 1, parse_ms(asset.last_cleared_at)
+    )
     purge.objects(target, result, deadline)
     return result.files
 
 
 def _exports(asset: Asset, now: int) -> int:
     """Exports (and leftover import uploads) older than a day."""
-    old = [o for prefix in (layout.export_prefix(asset.team_id, asset.agent_id),
-                            layout.import_prefix(asset.team_id, asset.agent_id))
-           for page in blobs.listing(prefix) for o in page
-           if o.last_modified.timestamp() * 1000 < now - EXPORT_LIFETIME_MS]
+    old = [
+        o
+        for prefix in (
+            layout.export_prefix(asset.team_id, asset.agent_id),
+            layout.import_prefix(asset.team_id, asset.agent_id),
+        )
+        for page in blobs.listing(prefix)
+        for o in page
+        if o.last_modified.timestamp() * 1000 < now - EXPORT_LIFETIME_MS
+    ]
     return blobs.delete_many([o.key for o in old], [o.etag or None for o in old]) if old else 0
 
 

@@ -15,7 +15,8 @@ already empty to every reader, so it counts as cleared.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..clock import format_ms, now_ms
 from ..observability import logger
@@ -48,7 +49,7 @@ def memory_ids(raw: list[str]) -> list[str]:
 def checked(principal: Principal, ids: list[str]) -> list[Asset]:
     """Every named memory, read at once and checked in order before anything is cleared (§9)."""
     found = parallel(*[lambda m=m: assets.get(m) for m in ids])
-    return [assets.authorized(principal, m, asset) for m, asset in zip(ids, found)]
+    return [assets.authorized(principal, m, asset) for m, asset in zip(ids, found, strict=True)]
 
 
 def budget(remaining_ms: Callable[[], int]) -> purge.Deadline:
@@ -56,25 +57,39 @@ def budget(remaining_ms: Callable[[], int]) -> purge.Deadline:
 
 
 def _counts(result: purge.Result) -> dict[str, int]:
-    return {"l0_deleted": result.l0, "l1_deleted": result.l1, "l2_deleted": result.l2, "l3_deleted": result.l3,
-            "profile_deleted": result.l2 + result.l3, "files_deleted": result.files}
+    return {
+        "l0_deleted": result.l0,
+        "l1_deleted": result.l1,
+        "l2_deleted": result.l2,
+        "l3_deleted": result.l3,
+        "profile_deleted": result.l2 + result.l3,
+        "files_deleted": result.files,
+    }
 
 
-def _retire(asset: Asset, *, drop: bool, action: str, actor: str, request_id: str) -> tuple[purge.Target, list[AuditEvent]]:
+def _retire(
+    asset: Asset, *, drop: bool, action: str, actor: str, request_id: str
+) -> tuple[purge.Target, list[AuditEvent]]:
     """Step 1, retried if a racing clear moved the epoch first (then this one clears the next)."""
     for _ in attempts("clear"):
         before = assets.counts(asset)
         stamp_ms = now_ms()
-        target = purge.Target(asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp_ms, actor,
-                              request_id)
+        target = purge.Target(
+            asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp_ms, actor, request_id
+        )
         context = EventContext(asset.team_id, actor, request_id, asset.agent_id, asset.memory_id)
         wanted = [NewEvent(action, layer, asset.memory_id, before[layer.lower()]) for layer in LAYERS]
         if drop:
             wanted.append(NewEvent("memory_delete", "asset", asset.memory_id, 1))
         events = event_items(wanted, context)
         try:
-            stored.retire_epoch(asset, new_epoch=None if drop else assets.new_epoch(int(asset.epoch)),
-                                stamp=format_ms(stamp_ms), purge_record=purge.record(target), events=events)
+            stored.retire_epoch(
+                asset,
+                new_epoch=None if drop else assets.new_epoch(int(asset.epoch)),
+                stamp=format_ms(stamp_ms),
+                purge_record=purge.record(target),
+                events=events,
+            )
             return target, events
         except Cancelled:
             fresh = assets.get(asset.memory_id)
@@ -84,8 +99,9 @@ def _retire(asset: Asset, *, drop: bool, action: str, actor: str, request_id: st
     raise AssertionError("unreachable")
 
 
-def erase(asset: Asset, *, drop: bool, action: str, actor: str, request_id: str,
-          deadline: purge.Deadline) -> dict[str, Any]:
+def erase(
+    asset: Asset, *, drop: bool, action: str, actor: str, request_id: str, deadline: purge.Deadline
+) -> dict[str, Any]:
     target, events = _retire(asset, drop=drop, action=action, actor=actor, request_id=request_id)
     # From here on the memory is empty to every reader and the purge record keeps the rest durable,
     # so nothing below may fail the answer: "cleared: false" promises an untouched memory.
@@ -102,40 +118,62 @@ def erase(asset: Asset, *, drop: bool, action: str, actor: str, request_id: str,
             continue_later(target)
     except Exception:  # the record stays: the scheduled cleanup finishes (or just confirms) the purge
         logger.exception("purge record not settled")
-    answer: dict[str, Any] = {"memory_id": target.memory_id, **_counts(result),
-                              "audit_ids": [e.event_id for e in events]}
+    answer: dict[str, Any] = {
+        "memory_id": target.memory_id,
+        **_counts(result),
+        "audit_ids": [e.event_id for e in events],
+    }
     if pending:
         answer["purge_pending"] = True
     return answer
 
 
-def clear(principal: Principal, checked_assets: list[Asset], request_id: str,
-          remaining_ms: Callable[[], int]) -> dict[str, Any]:
+def clear(
+    principal: Principal, checked_assets: list[Asset], request_id: str, remaining_ms: Callable[[], int]
+) -> dict[str, Any]:
     deadline = budget(remaining_ms)
     answers = []
     for asset in checked_assets:
         try:
-            answer = erase(asset, drop=False, action="clear", actor=principal.key_id, request_id=request_id,
-                           deadline=deadline)
-            answers.append({"memory_id": asset.memory_id, "cleared": True,
-                            **{k: v for k, v in answer.items() if k != "memory_id"}})
+            answer = erase(
+                asset, drop=False, action="clear", actor=principal.key_id, request_id=request_id, deadline=deadline
+            )
+            answers.append(
+                {"memory_id": asset.memory_id, "cleared": True, **{k: v for k, v in answer.items() if k != "memory_id"}}
+            )
         except Exception as exc:
             logger.exception("clear failed before it took effect")
             reason = exc.message if isinstance(exc, Busy) else "storage error before anything was cleared"
-            answers.append({"memory_id": asset.memory_id, "cleared": False, **_counts(purge.Result()),
-                            "audit_ids": [], "reason": reason, "retryable": True})
+            answers.append(
+                {
+                    "memory_id": asset.memory_id,
+                    "cleared": False,
+                    **_counts(purge.Result()),
+                    "audit_ids": [],
+                    "reason": reason,
+                    "retryable": True,
+                }
+            )
     return {"items": answers, "all_cleared": all(a["cleared"] for a in answers)}
 
 
-def delete_memory(principal: Principal, memory_id: str, request_id: str,
-                  remaining_ms: Callable[[], int]) -> dict[str, Any]:
+def delete_memory(
+    principal: Principal, memory_id: str, request_id: str, remaining_ms: Callable[[], int]
+) -> dict[str, Any]:
     asset = assets.authorized(principal, memory_id, assets.get(memory_id))
-    answer = erase(asset, drop=True, action="memory_delete", actor=principal.key_id, request_id=request_id,
-                   deadline=budget(remaining_ms))
+    answer = erase(
+        asset,
+        drop=True,
+        action="memory_delete",
+        actor=principal.key_id,
+        request_id=request_id,
+        deadline=budget(remaining_ms),
+    )
     return {"deleted": True, **answer}
 
 
 # --- the purge after the answer ------------------------------------------------------------------
+
 
 def continue_later(target: purge.Target) -> None:
     """Ask for an asynchronous run of the rest. Should even that fail, the purge record stays and
@@ -150,8 +188,11 @@ def continue_later(target: purge.Target) -> None:
 def _retired(target: purge.Target) -> bool:
     """A purge acts only on an epoch the asset has left behind (or on a deleted memory)."""
     asset = assets.get(target.memory_id)
-    return asset is None or (asset.team_id, asset.agent_id) != (target.team_id, target.agent_id) \
+    return (
+        asset is None
+        or (asset.team_id, asset.agent_id) != (target.team_id, target.agent_id)
         or int(asset.epoch) > target.epoch
+    )
 
 
 def run_continuation(event: dict[str, Any], remaining_ms: Callable[[], int]) -> dict[str, Any]:
@@ -170,16 +211,29 @@ def run_continuation(event: dict[str, Any], remaining_ms: Callable[[], int]) -> 
     return complete(target, deadline, hand_on=True)
 
 
-def complete(target: purge.Target, deadline: purge.Deadline, *, hand_on: bool) -> dict[str, Any]:
-    """One more pass over a pending purge; records ``purge_complete`` when nothing is left."""
+def complete(
+    target: purge.Target, deadline: purge.Deadline, *, hand_on: bool, actor: str | None = None
+) -> dict[str, Any]:
+    """One more pass over a pending purge; records ``purge_complete`` when nothing is left — by
+    ``actor`` (the cleanup), else by the key that cleared."""
     if not _retired(target):
+        # Only a clear's epoch bump writes a purge record, for the epoch it retires: one naming
+        # the current epoch was not written by a clear. It is dropped and nothing is erased.
+        purge.finish(target, [])
         return {"done": True, "memory_id": target.memory_id, "ignored": "the epoch is still current"}
     result = purge.run(target, deadline)
     if result.done:
-        context = EventContext(target.team_id, target.actor or SYSTEM_CLEANUP, target.request_id, target.agent_id,
-                               target.memory_id)
-        purge.finish(target, event_items([NewEvent("clear", "asset", "purge_complete",
-                                                   result.l0 + result.l1 + result.files)], context))
+        context = EventContext(
+            target.team_id,
+            actor or target.actor or SYSTEM_CLEANUP,
+            target.request_id,
+            target.agent_id,
+            target.memory_id,
+        )
+        purge.finish(
+            target,
+            event_items([NewEvent("clear", "asset", "purge_complete", result.l0 + result.l1 + result.files)], context),
+        )
     elif hand_on:
         continue_later(target)
     return {"done": result.done, "memory_id": target.memory_id, **_counts(result)}

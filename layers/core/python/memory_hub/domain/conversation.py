@@ -32,9 +32,17 @@ def _where(asset: Any) -> Where:
 
 
 def as_dict(scope: Scope, item: Message) -> dict[str, Any]:
-    return {"id": item.id, "session_id": item.session_id, "team_id": scope.team_id, "agent_id": scope.agent_id,
-            "user_id": item.user_id, "task_id": item.task_id, "role": item.role, "content": item.content,
-            "timestamp": iso(item.timestamp)}
+    return {
+        "id": item.id,
+        "session_id": item.session_id,
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+        "user_id": item.user_id,
+        "task_id": item.task_id,
+        "role": item.role,
+        "content": item.content,
+        "timestamp": iso(item.timestamp),
+    }
 
 
 def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> dict[str, Any]:
@@ -43,10 +51,16 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> dict
     if not scope.session_id:
         raise Invalid("session_id: is required (body or x-tdai-session-id header)")
     start = now_ms()
-    new = [messages.NewMessage(ordered_id("msg-"), m["role"], m["content"],
-                               parse_ms(m["timestamp"]) if m.get("timestamp") else start + index,
-                               term_counts(m["content"]))
-           for index, m in enumerate(batch)]
+    new = [
+        messages.NewMessage(
+            ordered_id("msg-"),
+            m["role"],
+            m["content"],
+            parse_ms(m["timestamp"]) if m.get("timestamp") else start + index,
+            term_counts(m["content"]),
+        )
+        for index, m in enumerate(batch)
+    ]
     for _ in attempts("conversation/add"):
         asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
         try:
@@ -66,17 +80,20 @@ def _asset(scope: Scope, authorize: Authorize) -> Any:
     return assets.owned_by(raw, scope.team_id, scope.agent_id)
 
 
-def query(scope: Scope, limit: int, offset: int, time_start: str | None, time_end: str | None,
-          authorize: Authorize) -> dict[str, Any]:
+def query(
+    scope: Scope, limit: int, offset: int, time_start: str | None, time_end: str | None, authorize: Authorize
+) -> dict[str, Any]:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     if asset is None:
         return {"messages": [], "total": 0}
     where = _where(asset)
     page, total = parallel(
-        lambda: list(messages.newest(where, scope.user_id, scope.session_id, scope.task_id, start, end,
-                                     offset + limit)),
-        lambda: messages.count(where, scope.user_id, scope.session_id, scope.task_id, start, end))
+        lambda: list(
+            messages.newest(where, scope.user_id, scope.session_id, scope.task_id, start, end, offset + limit)
+        ),
+        lambda: messages.count(where, scope.user_id, scope.session_id, scope.task_id, start, end),
+    )
     return {"messages": [as_dict(scope, m) for m in page[offset : offset + limit]], "total": total}
 
 
@@ -88,8 +105,9 @@ def count(scope: Scope, time_start: str | None, time_end: str | None, authorize:
     return {"total": messages.count(_where(asset), scope.user_id, scope.session_id, scope.task_id, start, end)}
 
 
-def search(scope: Scope, text: str, limit: int, time_start: str | None, time_end: str | None,
-           authorize: Authorize) -> dict[str, Any]:
+def search(
+    scope: Scope, text: str, limit: int, time_start: str | None, time_end: str | None, authorize: Authorize
+) -> dict[str, Any]:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     terms = query_terms(text)
@@ -99,14 +117,27 @@ def search(scope: Scope, text: str, limit: int, time_start: str | None, time_end
     pk = where.item_pk(LAYER, scope.user_id)
     filters = postings.Filters(session_id=scope.session_id, task_id=scope.task_id, start_ms=start, end_ms=end)
     order = retrieval.ranked(pk, terms, filters, lambda: counters.of_user(where, LAYER, scope.user_id))
-    found = retrieval.best(order, limit, lambda ids: messages.get_many(where, scope.user_id, ids),
-                           lambda m: m.content, terms)
-    return {"messages": [{"id": m.id, "session_id": m.session_id, "role": m.role, "content": m.content,
-                          "timestamp": iso(m.timestamp), "score": score} for m, score in found]}
+    found = retrieval.best(
+        order, limit, lambda ids: messages.get_many(where, scope.user_id, ids), lambda m: m.content, terms
+    )
+    return {
+        "messages": [
+            {
+                "id": m.id,
+                "session_id": m.session_id,
+                "role": m.role,
+                "content": m.content,
+                "timestamp": iso(m.timestamp),
+                "score": score,
+            }
+            for m, score in found
+        ]
+    }
 
 
-def delete(scope: Scope, message_ids: list[str] | None, session_ids: list[str] | None, authorize: Authorize,
-           request_id: str) -> dict[str, Any]:
+def delete(
+    scope: Scope, message_ids: list[str] | None, session_ids: list[str] | None, authorize: Authorize, request_id: str
+) -> dict[str, Any]:
     named, sessions = clean_ids(message_ids), clean_ids(session_ids)
     if not named and not sessions:
         raise Invalid("(root): give at least one non-blank id in message_ids or session_ids")
@@ -114,8 +145,13 @@ def delete(scope: Scope, message_ids: list[str] | None, session_ids: list[str] |
     principal = authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:
-        return {"deleted_count": 0, "deleted_ids": [], "deleted_session_ids": [], "not_found_ids": named + sessions,
-                "audit_ids": []}
+        return {
+            "deleted_count": 0,
+            "deleted_ids": [],
+            "deleted_session_ids": [],
+            "not_found_ids": named + sessions,
+            "audit_ids": [],
+        }
     where = _where(asset)
     in_task = (lambda m: True) if scope.task_id is None else (lambda m: m.task_id == scope.task_id)
     lookable = [m for m in named if ISSUED_ID.fullmatch(m) and m.startswith("msg-")]
@@ -123,8 +159,11 @@ def delete(scope: Scope, message_ids: list[str] | None, session_ids: list[str] |
     doomed: dict[str, Message] = {i: m for i, m in found.items() if in_task(m)}
     members: dict[str, list[str]] = {}
     for session in sessions:
-        listed = list(messages.newest(where, scope.user_id, session, scope.task_id, None, None, None)) \
-            if len(session) <= MAX_ID_CHARS else []
+        listed = (
+            list(messages.newest(where, scope.user_id, session, scope.task_id, None, None, None))
+            if len(session) <= MAX_ID_CHARS
+            else []
+        )
         members[session] = [m.id for m in listed]
         for message in listed:
             doomed.setdefault(message.id, message)
@@ -134,14 +173,19 @@ def delete(scope: Scope, message_ids: list[str] | None, session_ids: list[str] |
     def events(chunk: list[Message]) -> list[AuditEvent]:
         ids = {m.id for m in chunk}
         wanted = [NewEvent("delete", LAYER, m.id, 1) for m in chunk if m.id in named_set]
-        wanted += [NewEvent("delete", LAYER, s, n) for s in sessions
-                   if (n := sum(1 for i in members[s] if i in ids))]
+        wanted += [NewEvent("delete", LAYER, s, n) for s in sessions if (n := sum(1 for i in members[s] if i in ids))]
         return event_items(wanted, context)
 
     removed, recorded = messages.delete(where, list(doomed.values()), events)
     gone = {m.id for m in removed}
+    if gone:
+        assets.forget_exports(asset)
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]
-    return {"deleted_count": len(gone), "deleted_ids": deleted_ids, "deleted_session_ids": deleted_sessions,
-            "not_found_ids": [m for m in named if m not in gone] + [s for s in sessions if s not in deleted_sessions],
-            "audit_ids": list(dict.fromkeys(e.event_id for e in recorded))}
+    return {
+        "deleted_count": len(gone),
+        "deleted_ids": deleted_ids,
+        "deleted_session_ids": deleted_sessions,
+        "not_found_ids": [m for m in named if m not in gone] + [s for s in sessions if s not in deleted_sessions],
+        "audit_ids": list(dict.fromkeys(e.event_id for e in recorded)),
+    }

@@ -10,8 +10,9 @@ event succeed or fail together.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..observability import logger
 from ..storage import blobs
@@ -20,7 +21,7 @@ from ..storage.retry import attempts
 from .errors import Unavailable
 
 
-def visible(blob: blobs.Blob | None, epoch: int | None) -> blobs.Blob | None:
+def visible(blob: blobs.Blob | None, epoch: float | None) -> blobs.Blob | None:
     """The object if it belongs to the memory's current content epoch (older ones are cleared)."""
     if blob is None or epoch is None or blob.metadata.get("epoch") != str(int(epoch)):
         return None
@@ -50,8 +51,7 @@ def compare_and_swap(key: str, what: str, prepare: Callable[[], Draft], commit: 
     for _ in attempts(what):
         draft = prepare()
         try:
-            etag = blobs.put(key, draft.text, draft.metadata,
-                             if_match=draft.replaces.etag if draft.replaces else None)
+            etag = blobs.put(key, draft.text, draft.metadata, if_match=draft.replaces.etag if draft.replaces else None)
         except PreconditionFailed:
             continue
         try:

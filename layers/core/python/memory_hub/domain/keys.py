@@ -56,36 +56,66 @@ def authenticate(token: str) -> Principal:
 
 def _events(action: str, key_id: str, team_ids: list[str], principal: Principal, request_id: str) -> list[Any]:
     """One event, stored once per team of the key (same event id), so each team's admins see it."""
-    first = event_items([NewEvent(action, "key", key_id, 1)], EventContext(team_ids[0], principal.key_id,
-                                                                            request_id))[0]
+    first = event_items([NewEvent(action, "key", key_id, 1)], EventContext(team_ids[0], principal.key_id, request_id))[
+        0
+    ]
     return [first, *key_event_copies(first, team_ids[1:])]
 
 
-def create(principal: Principal, role: str, team_ids: list[str], name: str | None, request_id: str) -> dict:
+def create(principal: Principal, role: str, team_ids: list[str], name: str | None, request_id: str) -> dict[str, Any]:
     teams = list(dict.fromkeys(team_ids))
     if ALL_TEAMS in teams:
         teams = [ALL_TEAMS]
     if not principal.covers_teams(teams):
         raise Forbidden("team_ids: outside this key's teams")
     key_id, secret = _new_key()
-    item = ApiKey(key_id, key_hash=hash_key(secret), role=role, team_ids=teams, name=name,
-                  created_at=format_ms(now_ms()), created_by=principal.key_id)
+    item = ApiKey(
+        key_id,
+        key_hash=hash_key(secret),
+        role=role,
+        team_ids=teams,
+        name=name,
+        created_at=format_ms(now_ms()),
+        created_by=principal.key_id,
+    )
     apikeys.create(item, _events("key_create", key_id, teams, principal, request_id))
-    return {"key_id": key_id, "api_key": secret, "role": role, "team_ids": teams, "name": name,
-            "created_at": item.created_at}
+    return {
+        "key_id": key_id,
+        "api_key": secret,
+        "role": role,
+        "team_ids": teams,
+        "name": name,
+        "created_at": item.created_at,
+    }
 
 
 def _row(item: ApiKey) -> dict[str, Any]:
-    return {"key_id": item.key_id, "name": item.name, "role": item.role, "team_ids": list(item.team_ids),
-            "created_at": item.created_at, "revoked": bool(item.revoked)}
+    return {
+        "key_id": item.key_id,
+        "name": item.name,
+        "role": item.role,
+        "team_ids": list(item.team_ids),
+        "created_at": item.created_at,
+        "revoked": bool(item.revoked),
+    }
 
 
 def list_keys(principal: Principal) -> dict[str, Any]:
-    rows = sorted((_row(i) for i in apikeys.everything() if principal.covers_teams(list(i.team_ids))),
-                  key=lambda r: r["key_id"])
+    rows = sorted(
+        (_row(i) for i in apikeys.everything() if principal.covers_teams(list(i.team_ids))), key=lambda r: r["key_id"]
+    )
     if principal.all_teams and bootstrap_admin_key():
-        rows.insert(0, {"key_id": BOOTSTRAP_KEY_ID, "name": "bootstrap", "role": "admin", "team_ids": [ALL_TEAMS],
-                        "created_at": None, "revoked": False})
+        rows.insert(
+            0,
+            {
+                "key_id": BOOTSTRAP_KEY_ID,
+                "name": "bootstrap",
+                "role": "admin",
+                "team_ids": [ALL_TEAMS],
+                "created_at": None,
+                "revoked": False,
+            },
+        )
     return {"keys": rows}
 
 

@@ -1,13 +1,13 @@
 """The META block that heads every stored scenario file (§5).
 
-    -----META-START-----
-    version: 3
-    created_at: 2026-11-29T10:00:00.000Z
-    updated_at: 2026-11-29T11:00:00.000Z
-    summary: ...
-    -----META-END-----
+-----META-START-----
+version: 3
+created_at: 2026-11-29T10:00:00.000Z
+updated_at: 2026-11-29T11:00:00.000Z
+summary: ...
+-----META-END-----
 
-    <content>
+<content>
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def strip(content: str) -> str:
     return split(content)[1]
 
 
-def render(*, version: int, created_at: str, updated_at: str, summary: str | None,
-           previous: dict[str, str], content: str) -> str:
+def render(
+    *, version: int, created_at: str, updated_at: str, summary: str | None, previous: dict[str, str], content: str
+) -> str:
     lines = [f"version: {version}", f"created_at: {created_at}", f"updated_at: {updated_at}"]
     if summary:
         lines.append(f"summary: {summary}")

@@ -13,11 +13,11 @@ from typing import Any
 
 from ..clock import compact_stamp, format_ms, now_ms, parse_ms
 from ..observability import logger
+from ..storage import assets as stored_assets
 from ..storage import blobs, layout
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.errors import Cancelled
-from ..storage import assets as stored_assets
 from . import assets
 from .files import Draft, compare_and_swap, number, visible
 from .principal import Authorize
@@ -28,8 +28,14 @@ _BACKUP_NAME = re.compile(r"persona_(\d{8}_\d{6})_(\d+)\.md$")
 
 
 def _empty(scope: Scope) -> dict[str, Any]:
-    return {"content": None, "version": None, "created_at": None, "updated_at": None,
-            "team_id": scope.team_id, "agent_id": scope.agent_id}
+    return {
+        "content": None,
+        "version": None,
+        "created_at": None,
+        "updated_at": None,
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+    }
 
 
 def _current(scope: Scope, authorize: Authorize, *, body: bool) -> blobs.Blob | None:
@@ -44,8 +50,14 @@ def read(scope: Scope, authorize: Authorize) -> dict[str, Any]:
     live = _current(scope, authorize, body=True)
     if live is None:
         return _empty(scope)
-    return {"content": live.text, "version": number(live, "version"), "created_at": live.metadata.get("created-at"),
-            "updated_at": live.metadata.get("updated-at"), "team_id": scope.team_id, "agent_id": scope.agent_id}
+    return {
+        "content": live.text,
+        "version": number(live, "version"),
+        "created_at": live.metadata.get("created-at"),
+        "updated_at": live.metadata.get("updated-at"),
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+    }
 
 
 def count(scope: Scope, authorize: Authorize) -> dict[str, Any]:
@@ -55,43 +67,68 @@ def count(scope: Scope, authorize: Authorize) -> dict[str, Any]:
 
 def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> dict[str, Any]:
     key = layout.persona_key(scope.team_id, scope.agent_id)
+    backed_up: list[tuple[int, str]] = []  # (epoch, key) of the backups this write made
 
     def prepare() -> Draft:
         raw, blob = parallel(lambda: assets.get(scope.memory_id), lambda: blobs.get(key))
         principal = authorize()
         asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
         epoch = int(asset.epoch)
+        # An earlier attempt that lost to a clear may have copied the retired persona after the
+        # purge listed the backups: that copy must not outlive the clear.
+        retired = [k for e, k in backed_up if e < epoch]
+        if retired:
+            blobs.delete_many(retired)
+            backed_up[:] = [(e, k) for e, k in backed_up if e >= epoch]
         live = visible(blob, epoch)
         version = number(live, "version")
         if live is not None:
-            _backup(scope, live, version)
+            backed_up.append((epoch, _backup(scope, live, version)))
         stamp = format_ms(now_ms())
         created_at = live.metadata.get("created-at", stamp) if live else stamp
         metadata = {"epoch": str(epoch), "version": str(version + 1), "created-at": created_at, "updated-at": stamp}
-        return Draft(content, metadata, blob, {"epoch": epoch, "version": version + 1, "created_at": created_at,
-                                               "updated_at": stamp, "principal": principal})
+        return Draft(
+            content,
+            metadata,
+            blob,
+            {
+                "epoch": epoch,
+                "version": version + 1,
+                "created_at": created_at,
+                "updated_at": stamp,
+                "principal": principal,
+            },
+        )
 
     def commit(draft: Draft, etag: str) -> bool:
         facts = draft.facts
-        context = EventContext(scope.team_id, facts["principal"].key_id, request_id, scope.agent_id,
-                               scope.memory_id)
+        context = EventContext(scope.team_id, facts["principal"].key_id, request_id, scope.agent_id, scope.memory_id)
         events = event_items([NewEvent("core_write", "L3", layout.PERSONA, 1)], context)
         try:
-            parallel(lambda: stored_assets.record_in_epoch(scope.memory_id, facts["epoch"], events),
-                     lambda: _prune_quietly(scope))
+            parallel(
+                lambda: stored_assets.record_in_epoch(scope.memory_id, facts["epoch"], events),
+                lambda: _prune_quietly(scope),
+            )
         except Cancelled:
             return False  # a clear retired the epoch we wrote into: write again, into the new one
         return True
 
     facts = compare_and_swap(key, "core/write", prepare, commit).facts
-    return {"version": facts["version"], "updated_at": facts["updated_at"], "created_at": facts["created_at"],
-            "team_id": scope.team_id, "agent_id": scope.agent_id}
+    return {
+        "version": facts["version"],
+        "updated_at": facts["updated_at"],
+        "created_at": facts["created_at"],
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+    }
 
 
-def _backup(scope: Scope, live: blobs.Blob, version: int) -> None:
+def _backup(scope: Scope, live: blobs.Blob, version: int) -> str:
     updated = live.metadata.get("updated-at")
     stamp = compact_stamp(parse_ms(updated)) if updated else compact_stamp(now_ms())
-    blobs.copy(live.key, layout.backup_key(scope.team_id, scope.agent_id, stamp, version), if_match=live.etag)
+    target = layout.backup_key(scope.team_id, scope.agent_id, stamp, version)
+    blobs.copy(live.key, target, if_match=live.etag)
+    return target
 
 
 def prune_backups(team_id: str, agent_id: str, keep: int = KEEP_BACKUPS) -> int:

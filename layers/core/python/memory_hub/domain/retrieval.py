@@ -4,7 +4,8 @@ filtered out is ever returned."""
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..storage import postings
 from ..storage.concurrency import parallel
@@ -14,8 +15,9 @@ T = TypeVar("T")
 FETCH = 100  # BatchGetItem's limit
 
 
-def ranked(pk: str, terms: list[str], filters: postings.Filters, stats: Callable[[], tuple[int, int]]
-           ) -> list[tuple[str, float]]:
+def ranked(
+    pk: str, terms: list[str], filters: postings.Filters, stats: Callable[[], tuple[int, int]]
+) -> list[tuple[str, float]]:
     """Item ids holding any of ``terms``, best first (with scores). Reads only their postings."""
     (items, tokens), found = parallel(stats, lambda: postings.lookup(pk, terms, filters))
     hits: dict[str, list[Hit]] = {}
@@ -25,9 +27,14 @@ def ranked(pk: str, terms: list[str], filters: postings.Filters, stats: Callable
     return rank_hits(terms, hits, Stats(items, tokens), {item_id: item_id for item_id in hits})
 
 
-def best(order: list[tuple[str, float]], limit: int, fetch: Callable[[list[str]], dict[str, T]],
-         text: Callable[[T], str], terms: list[str], keep: Callable[[T], bool] = lambda item: True
-         ) -> list[tuple[T, float]]:
+def best(
+    order: list[tuple[str, float]],
+    limit: int,
+    fetch: Callable[[list[str]], dict[str, T]],
+    text: Callable[[T], str],
+    terms: list[str],
+    keep: Callable[[T], bool] = lambda item: True,
+) -> list[tuple[T, float]]:
     """The first ``limit`` items of ``order`` that exist, still hold a query term, and pass ``keep``."""
     chosen: list[tuple[T, float]] = []
     position = 0
@@ -46,5 +53,3 @@ def best(order: list[tuple[str, float]], limit: int, fetch: Callable[[list[str]]
             if len(chosen) == limit:
                 break
     return chosen
-
-

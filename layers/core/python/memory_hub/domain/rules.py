@@ -12,8 +12,10 @@ MAX_PATH_BYTES = 512
 
 # Unicode's White_Space property (§1 "blank"): not Python's str.isspace, which also counts the
 # control characters U+001C-U+001F (those are control characters here, never blanks).
-WHITE_SPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
-                        "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+WHITE_SPACE = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 _WHITE = "".join(sorted(WHITE_SPACE))
 
 

@@ -26,36 +26,62 @@ from .scope import Scope
 
 
 def _missing(scope: Scope, path: str) -> dict[str, Any]:
-    return {"path": path, "content": None, "version": None, "summary": None, "created_at": None,
-            "updated_at": None, "team_id": scope.team_id, "agent_id": scope.agent_id}
+    return {
+        "path": path,
+        "content": None,
+        "version": None,
+        "summary": None,
+        "created_at": None,
+        "updated_at": None,
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+    }
 
 
 def read(scope: Scope, path: str, authorize: Authorize) -> dict[str, Any]:
-    raw, blob = parallel(lambda: assets.get(scope.memory_id),
-                         lambda: blobs.get(layout.scene_key(scope.team_id, scope.agent_id, path)))
+    raw, blob = parallel(
+        lambda: assets.get(scope.memory_id), lambda: blobs.get(layout.scene_key(scope.team_id, scope.agent_id, path))
+    )
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     live = visible(blob, asset.epoch if asset else None)
     if live is None or live.text is None:
         return _missing(scope, path)
     keys, _ = meta.split(live.text)
-    return {"path": path, "content": live.text, "version": number(live, "version"),
-            "summary": keys.get("summary") or None, "created_at": keys.get("created_at"),
-            "updated_at": keys.get("updated_at"), "team_id": scope.team_id, "agent_id": scope.agent_id}
+    return {
+        "path": path,
+        "content": live.text,
+        "version": number(live, "version"),
+        "summary": keys.get("summary") or None,
+        "created_at": keys.get("created_at"),
+        "updated_at": keys.get("updated_at"),
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+    }
 
 
 def _mismatch(expected: int, version: int) -> Conflict:
     return Conflict(f"expected_version: {expected} but the file is at {version}", {"current_version": version})
 
 
-def write(scope: Scope, path: str, content: str, summary: str | None, expected_version: int | None,
-          authorize: Authorize, request_id: str) -> dict[str, Any]:
+def write(
+    scope: Scope,
+    path: str,
+    content: str,
+    summary: str | None,
+    expected_version: int | None,
+    authorize: Authorize,
+    request_id: str,
+) -> dict[str, Any]:
     key = layout.scene_key(scope.team_id, scope.agent_id, path)
     body = meta.strip(content)
 
     def prepare() -> Draft:
-        raw, entry, blob = parallel(lambda: assets.get(scope.memory_id),
-                                    lambda: scenes.get(scope.team_id, scope.agent_id, path), lambda: blobs.get(key))
+        raw, entry, blob = parallel(
+            lambda: assets.get(scope.memory_id),
+            lambda: scenes.get(scope.team_id, scope.agent_id, path),
+            lambda: blobs.get(key),
+        )
         principal = authorize()
         if raw is None and expected_version:
             raise _mismatch(expected_version, 0)  # no asset, so no file: refuse before creating one
@@ -71,22 +97,49 @@ def write(scope: Scope, path: str, content: str, summary: str | None, expected_v
         stamp = format_ms(now_ms())
         created_at = previous.get("created_at", stamp) if live else stamp
         new_summary = (previous.get("summary") if summary is None else summary) or None
-        text = meta.render(version=version + 1, created_at=created_at, updated_at=stamp, summary=new_summary,
-                           previous=previous, content=body)
-        return Draft(text, {"epoch": str(epoch), "gen": str(gen), "version": str(version + 1)}, blob,
-                     {"epoch": epoch, "gen": gen, "version": version + 1, "summary": new_summary,
-                      "created_at": created_at, "updated_at": stamp, "principal": principal})
+        text = meta.render(
+            version=version + 1,
+            created_at=created_at,
+            updated_at=stamp,
+            summary=new_summary,
+            previous=previous,
+            content=body,
+        )
+        return Draft(
+            text,
+            {"epoch": str(epoch), "gen": str(gen), "version": str(version + 1)},
+            blob,
+            {
+                "epoch": epoch,
+                "gen": gen,
+                "version": version + 1,
+                "summary": new_summary,
+                "created_at": created_at,
+                "updated_at": stamp,
+                "principal": principal,
+            },
+        )
 
     def commit(draft: Draft, etag: str) -> bool:
         facts = draft.facts
-        context = EventContext(scope.team_id, facts["principal"].key_id, request_id, scope.agent_id,
-                               scope.memory_id)
+        context = EventContext(scope.team_id, facts["principal"].key_id, request_id, scope.agent_id, scope.memory_id)
         event = event_items([NewEvent("scenario_write", "L2", path, 1)], context)[0]
         try:
-            scenes.commit_write(scope.memory_id, scope.team_id, scope.agent_id, facts["epoch"], path,
-                                gen=facts["gen"], version=facts["version"], summary=facts["summary"],
-                                created_at=facts["created_at"], updated_at=facts["updated_at"],
-                                size=len(draft.text.encode("utf-8")), etag=etag, event=event)
+            scenes.commit_write(
+                scope.memory_id,
+                scope.team_id,
+                scope.agent_id,
+                facts["epoch"],
+                path,
+                gen=facts["gen"],
+                version=facts["version"],
+                summary=facts["summary"],
+                created_at=facts["created_at"],
+                updated_at=facts["updated_at"],
+                size=len(draft.text.encode("utf-8")),
+                etag=etag,
+                event=event,
+            )
         except Cancelled as exc:
             if "epoch" in exc.failed:
                 return False  # a clear retired the epoch we wrote into: write again, into the new one
@@ -95,15 +148,28 @@ def write(scope: Scope, path: str, content: str, summary: str | None, expected_v
 
     draft = compare_and_swap(key, "scenario/write", prepare, commit)
     facts = draft.facts
-    return {"path": path, "version": facts["version"], "created": facts["version"] == 1,
-            "updated_at": facts["updated_at"], "created_at": facts["created_at"], "team_id": scope.team_id,
-            "agent_id": scope.agent_id}
+    return {
+        "path": path,
+        "version": facts["version"],
+        "created": facts["version"] == 1,
+        "updated_at": facts["updated_at"],
+        "created_at": facts["created_at"],
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+    }
 
 
 def _entry(scope: Scope, item: SceneEntry) -> dict[str, Any]:
-    return {"path": item.path, "summary": item.summary or None, "version": int(item.version),
-            "size": int(item.size), "created_at": item.created_at, "updated_at": item.updated_at,
-            "team_id": scope.team_id, "agent_id": scope.agent_id}
+    return {
+        "path": item.path,
+        "summary": item.summary or None,
+        "version": int(item.version),
+        "size": int(item.size),
+        "created_at": item.created_at,
+        "updated_at": item.updated_at,
+        "team_id": scope.team_id,
+        "agent_id": scope.agent_id,
+    }
 
 
 def ls(scope: Scope, prefix: str, limit: int, next_token: str | None, authorize: Authorize) -> dict[str, Any]:
@@ -115,8 +181,10 @@ def ls(scope: Scope, prefix: str, limit: int, next_token: str | None, authorize:
     if asset is None:
         return {"entries": [], "scenes": [], "total": 0}
     epoch = int(asset.epoch)
-    found, total = parallel(lambda: scenes.live(scope.team_id, scope.agent_id, epoch, prefix, after, limit + 1),
-                            lambda: scenes.count(scope.team_id, scope.agent_id, epoch, prefix))
+    found, total = parallel(
+        lambda: scenes.live(scope.team_id, scope.agent_id, epoch, prefix, after, limit + 1),
+        lambda: scenes.count(scope.team_id, scope.agent_id, epoch, prefix),
+    )
     entries = [_entry(scope, item) for item in found[:limit]]
     answer: dict[str, Any] = {"entries": entries, "scenes": entries, "total": total}
     if len(found) > limit:
@@ -138,11 +206,13 @@ def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> dict[s
     principal = None
     for _ in attempts("scenario/rm"):
         if path.endswith("/"):
-            raw, found = parallel(lambda: assets.get(scope.memory_id),
-                                  lambda: scenes.under(scope.team_id, scope.agent_id, path))
+            raw, found = parallel(
+                lambda: assets.get(scope.memory_id), lambda: scenes.under(scope.team_id, scope.agent_id, path)
+            )
         else:
-            raw, found = parallel(lambda: assets.get(scope.memory_id),
-                                  lambda: [scenes.get(scope.team_id, scope.agent_id, path)])
+            raw, found = parallel(
+                lambda: assets.get(scope.memory_id), lambda: [scenes.get(scope.team_id, scope.agent_id, path)]
+            )
         principal = principal or authorize()
         asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
         if asset is None:
@@ -157,8 +227,8 @@ def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> dict[s
             scenes.remove(scope.memory_id, epoch, doomed, format_ms(now_ms()), events)
         except Cancelled:
             continue  # an entry moved on (or a clear happened) since we read it: look again
-        blobs.delete_many([layout.scene_key(scope.team_id, scope.agent_id, e.path) for e in doomed],
-                          [e.etag for e in doomed])
+        blobs.delete_many(
+            [layout.scene_key(scope.team_id, scope.agent_id, e.path) for e in doomed], [e.etag for e in doomed]
+        )
         return {"success": True, "deleted": len(doomed), "audit_ids": [e.event_id for e in events]}
     raise AssertionError("unreachable")
-

@@ -29,11 +29,11 @@ def pairs_of(memory_id: str) -> list[tuple[str, str]]:
 
     if not memory_id.startswith(MEMORY_PREFIX) or len(memory_id) > len(MEMORY_PREFIX) + 129:
         return []
-    rest = memory_id[len(MEMORY_PREFIX):]
+    rest = memory_id[len(MEMORY_PREFIX) :]
     found = []
     for index, char in enumerate(rest):
         if char == "-":
-            team, agent = rest[:index], rest[index + 1:]
+            team, agent = rest[:index], rest[index + 1 :]
             if team and agent and not team_or_agent_problem(team) and not team_or_agent_problem(agent):
                 found.append((team, agent))
     return found

@@ -1,8 +1,9 @@
 """Word-based relevance for L0/L1 search (§7): tokens and BM25.
 
-Tokens: Latin words and digits, lower-cased; CJK runs as overlapping character pairs (a lone CJK
-character is its own token). An item matching no query token is never returned, and an item holding
-more of the query's distinct tokens always ranks above one holding fewer (then BM25, then newer).
+Tokens: words and numbers (with their combining marks), NFKC-normalised and lower-cased; CJK runs
+as overlapping character pairs (a lone CJK character is its own token). An item matching no query
+token is never returned, and an item holding more of the query's distinct tokens always ranks above
+one holding fewer (then BM25, then newer).
 
 The index (``storage.postings``) keeps, per item, each of its distinct tokens with its frequency
 and the item's length; a search reads only the postings of the query's tokens, so its cost follows
@@ -14,23 +15,34 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 
-_CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-        r"\U00020000-\U0002a6df")
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
+_CJK = (
+    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+    r"\U00020000-\U0002a6df"
+)
+# Combining marks belong to their word (Python's \w leaves them out): diacritics left after
+# normalisation, and the vowel signs of Indic scripts.
+_MARKS = (
+    r"\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0900-\u0963\u0966-\u0dff"
+    r"\u0e31-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+)
+_TOKEN = re.compile(rf"[{_CJK}]+|(?:[^\W_{_CJK}]|[{_MARKS}])+", re.UNICODE)
 _IS_CJK = re.compile(rf"[{_CJK}]")
 K1, B = 1.2, 0.75
 
 
 def tokenize(text: str) -> list[str]:
+    """Tokens of ``text`` after NFKC normalisation (composed accents, full-width forms folded)."""
     tokens: list[str] = []
-    for run in _TOKEN.findall(text.lower()):
+    for run in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
         if _IS_CJK.match(run):
             tokens.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
         else:
@@ -86,10 +98,11 @@ def rank_hits(terms: list[str], hits: dict[K, list[Hit]], stats: Stats, order: d
         for term, hit in matched.items():
             tf = hit.frequency
             score += idf[term] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * hit.length / average))
-        coverage = len(matched) / len(terms)
-        scored.append((coverage, score, order.get(key, ""), key))
+        scored.append((len(matched), score, order.get(key, ""), key))
     scored.sort(key=lambda row: (row[0], row[1], row[2]), reverse=True)
-    return [(key, round(coverage * 10 + score, 6)) for coverage, score, _, key in scored]
+    # The answered score keeps the order: the number of matched terms, plus BM25 squashed into
+    # [0, 1) — so one more matched term always outweighs any BM25 difference.
+    return [(key, round(matched + score / (score + 1), 6)) for matched, score, _, key in scored]
 
 
 def rank(query: str, docs: Sequence[tuple[T, str]], limit: int) -> list[tuple[T, float]]:

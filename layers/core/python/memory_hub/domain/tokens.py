@@ -24,8 +24,9 @@ def _fingerprint(filters: dict[str, Any]) -> str:
 
 
 def encode(position: Any, filters: dict[str, Any]) -> str:
-    payload = json.dumps({"p": position, "f": _fingerprint(filters)}, separators=(",", ":"),
-                         ensure_ascii=False).encode()
+    payload = json.dumps(
+        {"p": position, "f": _fingerprint(filters)}, separators=(",", ":"), ensure_ascii=False
+    ).encode()
     return base64.urlsafe_b64encode(payload + _sign(payload)).decode().rstrip("=")
 
 

@@ -4,6 +4,7 @@ L2 and L3 belong to the agent and stay. Deletion goes by id only: there is no de
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..clock import ISSUED_ID
@@ -20,13 +21,16 @@ from .principal import Principal
 ACTION = "user_memory_delete"
 
 
-def delete(principal: Principal, memory_id: str, user_id: str, content_id: str | None, request_id: str) -> dict:
+def delete(
+    principal: Principal, memory_id: str, user_id: str, content_id: str | None, request_id: str
+) -> dict[str, Any]:
     asset = assets.authorized(principal, memory_id, assets.get(memory_id))
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
     target = user_target(user_id)
     context = EventContext(asset.team_id, principal.key_id, request_id, asset.agent_id, memory_id)
 
-    def events(layer: str):  # one event per transaction, with what that transaction deleted
+    def events(layer: str) -> Callable[[list[Any]], list[AuditEvent]]:
+        # one event per transaction, with what that transaction deleted
         return lambda chunk: event_items([NewEvent(ACTION, layer, target, len(chunk))], context)
 
     if content_id is None:
@@ -35,26 +39,41 @@ def delete(principal: Principal, memory_id: str, user_id: str, content_id: str |
         removed_l1, events_l1 = records.delete(where, found_l1, events("L1"))
         recorded = events_l0 + events_l1 + _nothing_deleted(removed_l0, removed_l1, target, context)
         counters.forget_user(where, user_id)
-        return {"memory_id": memory_id, "user_id": user_id, "l0_deleted": len(removed_l0),
-                "l1_deleted": len(removed_l1), "audit_ids": [e.event_id for e in recorded]}
+        assets.forget_exports(asset)
+        return {
+            "memory_id": memory_id,
+            "user_id": user_id,
+            "l0_deleted": len(removed_l0),
+            "l1_deleted": len(removed_l1),
+            "audit_ids": [e.event_id for e in recorded],
+        }
     removed: list[Any] = []
     recorded = []
     if ISSUED_ID.fullmatch(content_id) and content_id.startswith("msg-"):
-        found = messages.get_many(where, user_id, [content_id])
-        removed, recorded = messages.delete(where, list(found.values()), events("L0"))
+        found_messages = messages.get_many(where, user_id, [content_id])
+        removed, recorded = messages.delete(where, list(found_messages.values()), events("L0"))
     elif ISSUED_ID.fullmatch(content_id):
-        found = records.get_many(where, user_id, [content_id])
-        removed, recorded = records.delete(where, list(found.values()), events("L1"))
-    return {"memory_id": memory_id, "user_id": user_id, "deleted_count": len(removed),
-            "deleted_ids": [item.id for item in removed], "not_found_ids": [] if removed else [content_id],
-            "audit_ids": [e.event_id for e in recorded]}
+        found_records = records.get_many(where, user_id, [content_id])
+        removed, recorded = records.delete(where, list(found_records.values()), events("L1"))
+    if removed:
+        assets.forget_exports(asset)
+    return {
+        "memory_id": memory_id,
+        "user_id": user_id,
+        "deleted_count": len(removed),
+        "deleted_ids": [item.id for item in removed],
+        "not_found_ids": [] if removed else [content_id],
+        "audit_ids": [e.event_id for e in recorded],
+    }
 
 
-def _nothing_deleted(removed_l0: list[Any], removed_l1: list[Any], target: str,
-                     context: EventContext) -> list[AuditEvent]:
+def _nothing_deleted(
+    removed_l0: list[Any], removed_l1: list[Any], target: str, context: EventContext
+) -> list[AuditEvent]:
     """A layer with nothing to erase still leaves its (zero-count) event: the act is audited."""
-    empty = [NewEvent(ACTION, layer, target, 0) for layer, removed in (("L0", removed_l0), ("L1", removed_l1))
-             if not removed]
+    empty = [
+        NewEvent(ACTION, layer, target, 0) for layer, removed in (("L0", removed_l0), ("L1", removed_l1)) if not removed
+    ]
     items = event_items(empty, context)
     stored_audit.put(items)
     return items

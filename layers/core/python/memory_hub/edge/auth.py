@@ -35,8 +35,9 @@ def start(headers: dict[str, str]) -> Future[Principal]:
     """The caller's principal, resolving in the background."""
     service = headers.get("x-tdai-service-id")
     # exactly the deployment's id: " default " is another (unknown) service
-    if service is None or not hmac.compare_digest(service.encode("utf-8", "surrogatepass"),
-                                                  get_settings().service_id.encode()):
+    if service is None or not hmac.compare_digest(
+        service.encode("utf-8", "surrogatepass"), get_settings().service_id.encode()
+    ):
         return _failed(Unauthenticated(UNKNOWN_SERVICE))
     token = bearer_token(headers.get("authorization"))
     if token is None:

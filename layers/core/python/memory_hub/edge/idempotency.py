@@ -9,7 +9,8 @@ the authorization and not-found checks of its route, so those always answer firs
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..storage.idempotency import persistence_layer
 from .errors import BadRequest, IdempotencyMismatch, InFlight
@@ -19,8 +20,13 @@ _VALID = re.compile(r"[\x20-\x7e]{1,255}", re.ASCII)
 EXPIRES_AFTER_S = 3600
 
 
-def once(key: str | None, scope: list[str], body: dict[str, Any], run: Callable[[], dict[str, Any]],
-         lambda_context: Any = None) -> dict[str, Any]:
+def once(
+    key: str | None,
+    scope: list[str],
+    body: dict[str, Any],
+    run: Callable[[], dict[str, Any]],
+    lambda_context: Any = None,
+) -> dict[str, Any]:
     """``run()`` at most once per (scope, key) within an hour; its answer again for retries."""
     if key is None:
         return run()
@@ -32,24 +38,33 @@ def once(key: str | None, scope: list[str], body: dict[str, Any], run: Callable[
         IdempotencyValidationError,
     )
 
-    config = IdempotencyConfig(event_key_jmespath="scope", payload_validation_jmespath="body",
-                               expires_after_seconds=EXPIRES_AFTER_S, raise_on_no_idempotency_key=True)
+    config = IdempotencyConfig(
+        event_key_jmespath="scope",
+        payload_validation_jmespath="body",
+        expires_after_seconds=EXPIRES_AFTER_S,
+        raise_on_no_idempotency_key=True,
+    )
     if lambda_context is not None:
         config.register_lambda_context(lambda_context)
 
-    @idempotent_function(data_keyword_argument="request", persistence_store=persistence_layer(), config=config)
+    @idempotent_function(  # type: ignore[untyped-decorator]  # Powertools: returns Any
+        data_keyword_argument="request", persistence_store=persistence_layer(), config=config
+    )
     def memory_hub_request(request: dict[str, Any]) -> dict[str, Any]:
         return run()
 
     try:
-        return memory_hub_request(request={"scope": [*scope, key], "body": body})
+        answer: dict[str, Any] = memory_hub_request(request={"scope": [*scope, key], "body": body})
+        return answer
     except IdempotencyValidationError:
         raise IdempotencyMismatch("Idempotency-Key: already used with a different body") from None
     except IdempotencyAlreadyInProgressError:
         raise InFlight("Idempotency-Key: the first request with this key is still running") from None
 
 
-def idempotent(request: Any, scope: list[str], run: Callable[[], dict[str, Any]], lambda_context: Any) -> dict[str, Any]:
+def idempotent(
+    request: Any, scope: list[str], run: Callable[[], dict[str, Any]], lambda_context: Any
+) -> dict[str, Any]:
     """A route's work under the request's ``Idempotency-Key``, if it sent one. Without one the work
     starts at once (its first read overlapping the key lookup); with one, the key is checked first
     (401/403 always answer before 422/409)."""

@@ -16,10 +16,11 @@ import base64
 import json
 import time
 import zlib
+from collections.abc import Callable
 from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..clock import request_id as new_request_id
 from ..domain.errors import Forbidden, Unauthenticated
@@ -86,6 +87,14 @@ class Request:
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name)
+
+    @property
+    def isolated_scope(self) -> Scope:
+        """The scope of an isolated route: the pipeline sets it before the route runs (a route that is
+        not isolated has none; asking for it there is a programming error, answered 500)."""
+        if self.scope is None:
+            raise RuntimeError(f"{self.path}: no isolation scope (the route is not isolated)")
+        return self.scope
 
 
 _current: ContextVar[Request] = ContextVar("memory_hub_request")
@@ -170,8 +179,9 @@ def _too_deep(value: Any) -> bool:
 
 def parse_object(data: bytes) -> dict[str, Any]:
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant, parse_float=_number,
-                           parse_int=_integer)
+        value = json.loads(
+            data.decode("utf-8"), parse_constant=_reject_constant, parse_float=_number, parse_int=_integer
+        )
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise BadRequest(INVALID_JSON) from None
     if not isinstance(value, dict) or _too_deep(value):
@@ -216,8 +226,11 @@ def resolve_isolation(body: dict[str, Any], headers: dict[str, str]) -> Scope:
         value = body.get(name)
         values[name] = value if value is not None else headers.get(header)
     # absent or blank is missing (422); a value of another type is a format error (400, below)
-    missing = [n for n in ("team_id", "agent_id", "user_id")
-               if values[n] is None or (isinstance(values[n], str) and is_blank(values[n]))]
+    missing = [
+        n
+        for n in ("team_id", "agent_id", "user_id")
+        if values[n] is None or (isinstance(values[n], str) and is_blank(values[n]))
+    ]
     if missing:
         raise MissingIsolation("missing isolation fields: " + ", ".join(missing))
     problems: list[str] = []
@@ -242,11 +255,19 @@ def dumps(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def proxy(status: int, body: str, request_id: str, content_type: str = "application/json",
-          headers: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"statusCode": status, "headers": {"Content-Type": content_type, "x-request-id": request_id,
-                                              **(headers or {})},
-            "body": body, "isBase64Encoded": False}
+def proxy(
+    status: int,
+    body: str,
+    request_id: str,
+    content_type: str = "application/json",
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": content_type, "x-request-id": request_id, **(headers or {})},
+        "body": body,
+        "isBase64Encoded": False,
+    }
 
 
 def error_response(request: Request | None, exc: BaseException) -> dict[str, Any]:
@@ -280,8 +301,12 @@ def fail(request: Request, exc: BaseException) -> dict[str, Any]:
     return error_response(request, exc)
 
 
-def handle(resolve: Callable[[dict[str, Any], Any], dict[str, Any]], event: dict[str, Any], context: Any,
-           public: Callable[[str], dict[str, Any] | None] | None = None) -> dict[str, Any]:
+def handle(
+    resolve: Callable[[dict[str, Any], Any], dict[str, Any]],
+    event: dict[str, Any],
+    context: Any,
+    public: Callable[[str], dict[str, Any] | None] | None = None,
+) -> dict[str, Any]:
     """Run one API Gateway (REST, v1) proxy event through the pipeline and ``resolve``."""
     started = time.perf_counter()
     path = event.get("path") or "/"
@@ -298,14 +323,26 @@ def handle(resolve: Callable[[dict[str, Any], Any], dict[str, Any]], event: dict
         _current.reset(token)
     response.setdefault("headers", {})["x-request-id"] = request.request_id
     count_request(path if request.route is not None else "other", response["statusCode"])
-    logger.info("request", extra={"path": path if request.route is not None else "other", "method": method,
-                                  "status": response["statusCode"],
-                                  "ms": round((time.perf_counter() - started) * 1000, 1)})
+    logger.info(
+        "request",
+        extra={
+            "path": path if request.route is not None else "other",
+            "method": method,
+            "status": response["statusCode"],
+            "ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
     return response
 
 
-def _handle(request: Request, resolve: Callable[..., dict[str, Any]], event: dict[str, Any], context: Any,
-            method: str, public: Callable[[str], dict[str, Any] | None] | None) -> dict[str, Any]:
+def _handle(
+    request: Request,
+    resolve: Callable[..., dict[str, Any]],
+    event: dict[str, Any],
+    context: Any,
+    method: str,
+    public: Callable[[str], dict[str, Any] | None] | None,
+) -> dict[str, Any]:
     if method in ("GET", "HEAD") and public is not None and is_public(request.path):
         answer = public(request.path)
         if answer is not None:
@@ -328,7 +365,11 @@ def _handle(request: Request, resolve: Callable[..., dict[str, Any]], event: dic
     # Content-Type is not checked (§1): the resolver always sees the JSON already parsed.
     json_headers = {k: v for k, v in (event.get("headers") or {}).items() if str(k).lower() != "content-type"}
     json_headers["Content-Type"] = "application/json"
-    clean = dict(event, body=dumps(body), isBase64Encoded=False, headers=json_headers,
-                 multiValueHeaders={k: [v] for k, v in json_headers.items()})
+    clean = dict(
+        event,
+        body=dumps(body),
+        isBase64Encoded=False,
+        headers=json_headers,
+        multiValueHeaders={k: [v] for k, v in json_headers.items()},
+    )
     return resolve(clean, context)
-

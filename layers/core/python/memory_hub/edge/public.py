@@ -16,14 +16,20 @@ from ..clock import request_id
 
 SPEC_FILE = Path(__file__).with_name("openapi.json")
 STATIC = Path(__file__).with_name("static")
-_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-          ".css": "text/css; charset=utf-8", ".json": "application/json", ".svg": "image/svg+xml"}
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
-       "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".svg": "image/svg+xml",
+}
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 # Swagger UI sets style attributes from its scripts, which a strict style-src would block.
 DOCS_CSP = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
-_SECURITY = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
-             "Cache-Control": "no-store"}
+_SECURITY = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 
 
 @lru_cache(maxsize=1)
@@ -58,8 +64,12 @@ def _answer(body: str, content_type: str, csp: str | None = None, cache: str | N
         headers["Content-Security-Policy"] = csp
     if cache:
         headers["Cache-Control"] = cache
-    return {"statusCode": 200, "headers": {"Content-Type": content_type, "x-request-id": request_id(), **headers},
-            "body": body, "isBase64Encoded": False}
+    return {
+        "statusCode": 200,
+        "headers": {"Content-Type": content_type, "x-request-id": request_id(), **headers},
+        "body": body,
+        "isBase64Encoded": False,
+    }
 
 
 def answer(path: str) -> dict[str, Any] | None:

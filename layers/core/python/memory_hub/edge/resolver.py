@@ -3,7 +3,8 @@ and errors handed to the pipeline's single mapping."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
@@ -34,41 +35,43 @@ def validation_message(errors: list[dict[str, Any]]) -> str:
         field = _field(tuple(error.get("loc", ())))
         text = _PROBLEM_TEXT.get(error.get("type", ""), error.get("msg", "is invalid"))
         if text.startswith("Value error, "):
-            text = text[len("Value error, "):]
+            text = text[len("Value error, ") :]
         problems.setdefault(field, text)
     return "; ".join(f"{f}: {t}" for f, t in problems.items())
 
 
-def envelope(data: Any) -> Response:
+def envelope(data: Any) -> Response[str]:
     return Response(status_code=200, content_type="application/json", body=pipeline.ok_body(data))
 
 
-def _as_response(proxy: dict[str, Any]) -> Response:
-    return Response(status_code=proxy["statusCode"], content_type="application/json", body=proxy["body"],
-                    headers=proxy["headers"])
+def _as_response(proxy: dict[str, Any]) -> Response[str]:
+    return Response(
+        status_code=proxy["statusCode"], content_type="application/json", body=proxy["body"], headers=proxy["headers"]
+    )
 
 
 def make_app() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
 
-    @app.exception_handler(RequestValidationError)
-    def _invalid(exc: RequestValidationError) -> Response:
+    @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]  # Powertools: unannotated
+    def _invalid(exc: RequestValidationError) -> Response[str]:
         error = BadRequest(validation_message(list(exc.errors())))
         return _as_response(pipeline.fail(pipeline.current(), error))
 
-    @app.exception_handler(Exception)
-    def _error(exc: Exception) -> Response:
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools: unannotated
+    def _error(exc: Exception) -> Response[str]:
         return _as_response(pipeline.fail(pipeline.current(), exc))
 
     @app.not_found
-    def _missing(_: Exception) -> Response:
+    def _missing(_: Exception) -> Response[str]:
         return _as_response(pipeline.fail(pipeline.current(), RouteNotFound("no such route")))
 
     return app
 
 
-def lambda_handler_for(app: APIGatewayRestResolver,
-                       public: Callable[[str], dict[str, Any] | None] | None = None) -> Callable[..., dict[str, Any]]:
+def lambda_handler_for(
+    app: APIGatewayRestResolver, public: Callable[[str], dict[str, Any] | None] | None = None
+) -> Callable[..., dict[str, Any]]:
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return pipeline.handle(app.resolve, event, context, public)
 

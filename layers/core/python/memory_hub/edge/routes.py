@@ -39,6 +39,16 @@ ROUTES: dict[str, Route] = {
     "/v3/memory/update": Route("admin", "AdminFunction", nullable=("retention_days",)),
     **{f"/v3/admin/keys/{op}": Route("admin", "AdminFunction") for op in ("create", "list", "revoke")},
     "/v3/audit/query": Route("admin", "AdminFunction"),
+    **{
+        path: Route("admin", "TransferFunction")
+        for path in (
+            "/v3/memory/export",
+            "/v3/memory/export/status",
+            "/v3/memory/import",
+            "/v3/memory/import/start",
+            "/v3/memory/import/status",
+        )
+    },
 }
 
 # Served without auth and without the envelope (§1); the console's assets live under /console/.

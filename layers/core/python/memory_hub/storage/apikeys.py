@@ -43,5 +43,3 @@ def revoke(key: ApiKey, events: list[AuditEvent]) -> None:
 
 def everything() -> list[ApiKey]:
     return list(ApiKey.scan(consistent_read=True))
-
-

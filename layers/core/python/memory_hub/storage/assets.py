@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from . import layout
 from .errors import Cancelled
@@ -64,13 +65,11 @@ def update(asset: Asset, changes: dict[str, Any], updated_at: str, events: list[
 def of_team(team_id: str, after: str | None, limit: int) -> list[str]:
     """Memory ids of a team in order, after ``after`` (strongly consistent)."""
     condition = TeamEntry.sk > after if after else None
-    return [entry.sk for entry in TeamEntry.query(TEAM_PREFIX + team_id, condition, limit=limit,
-                                                  consistent_read=True)]
+    return [entry.sk for entry in TeamEntry.query(TEAM_PREFIX + team_id, condition, limit=limit, consistent_read=True)]
 
 
 def get_many(memory_ids: list[str]) -> list[Asset]:
-    found = {a.memory_id: a for a in Asset.batch_get([(m, ASSET_SK) for m in memory_ids],
-                                                     consistent_read=True)}
+    found = {a.memory_id: a for a in Asset.batch_get([(m, ASSET_SK) for m in memory_ids], consistent_read=True)}
     return [found[m] for m in memory_ids if m in found]
 
 
@@ -91,8 +90,9 @@ def guard_epoch(transaction: Transaction, memory_id: str, epoch: int) -> None:
     transaction.check("epoch", Asset, memory_id, ASSET_SK, condition=Asset.epoch == int(epoch))
 
 
-def retire_epoch(asset: Asset, *, new_epoch: int | None, stamp: str, purge_record: Any,
-                 events: list[AuditEvent]) -> None:
+def retire_epoch(
+    asset: Asset, *, new_epoch: int | None, stamp: str, purge_record: Any, events: list[AuditEvent]
+) -> None:
     """Move the asset to ``new_epoch`` (or delete it and its team listing, with None), note the
     old epoch for purging and record the events — one transaction, the instant a clear (or a
     memory delete) takes effect. Cancelled ('asset') if the epoch moved since it was read."""
@@ -102,8 +102,12 @@ def retire_epoch(asset: Asset, *, new_epoch: int | None, stamp: str, purge_recor
         transaction.delete("asset", asset, condition=still)
         transaction.delete("team", team_entry(asset))
     else:
-        transaction.update("asset", asset, [Asset.epoch.set(new_epoch), Asset.last_cleared_at.set(stamp),
-                                            Asset.updated_at.set(stamp)], condition=still)
+        transaction.update(
+            "asset",
+            asset,
+            [Asset.epoch.set(new_epoch), Asset.last_cleared_at.set(stamp), Asset.updated_at.set(stamp)],
+            condition=still,
+        )
     transaction.put("purge", purge_record)
     for event in events:
         transaction.put("audit", event)

@@ -38,19 +38,36 @@ def event_items(events: list[NewEvent], context: EventContext) -> list[AuditEven
         pk = layout.audit_pair_pk(context.team_id, context.agent_id)
     else:
         pk = layout.audit_key_pk(context.team_id)
-    return [AuditEvent(pk, ordered_id("evt-"), memory_id=context.memory_id, team_id=context.team_id,
-                       agent_id=context.agent_id, shard=ALL_SHARD, action=e.action, layer=e.layer,
-                       target=e.target, count=e.count, actor=context.actor, request_id=context.request_id, at=at)
-            for e in events]
+    return [
+        AuditEvent(
+            pk,
+            ordered_id("evt-"),
+            memory_id=context.memory_id,
+            team_id=context.team_id,
+            agent_id=context.agent_id,
+            shard=ALL_SHARD,
+            action=e.action,
+            layer=e.layer,
+            target=e.target,
+            count=e.count,
+            actor=context.actor,
+            request_id=context.request_id,
+            at=at,
+        )
+        for e in events
+    ]
 
 
 def key_event_copies(first: AuditEvent, team_ids: list[str]) -> list[AuditEvent]:
     """The same key event for each further team of the key (same event id; only the first copy is
     in the all-teams view), so each team's admins see it."""
-    fields = {name: getattr(first, name) for name in ("memory_id", "action", "layer", "target", "count",
-                                                       "actor", "request_id", "at")}
-    return [AuditEvent(layout.audit_key_pk(team), first.event_id, team_id=team, shard=None, **fields)
-            for team in team_ids]
+    fields = {
+        name: getattr(first, name)
+        for name in ("memory_id", "action", "layer", "target", "count", "actor", "request_id", "at")
+    }
+    return [
+        AuditEvent(layout.audit_key_pk(team), first.event_id, team_id=team, shard=None, **fields) for team in team_ids
+    ]
 
 
 def put(events: list[AuditEvent]) -> None:
@@ -66,12 +83,34 @@ def _filters(action: str | None) -> Any:
     return AuditEvent.action == action if action else None
 
 
+ERASING_ACTIONS = ("delete", "user_memory_delete", "retention_cleanup", "clear", "memory_delete")
+
+
+def erased_since(team_id: str, agent_id: str, since_ms: int) -> bool:
+    """Whether anything of the pair's content was erased at or after ``since_ms`` (event ids begin
+    with their time, so the query reads only the events since then)."""
+    events = AuditEvent.query(
+        layout.audit_pair_pk(team_id, agent_id),
+        AuditEvent.event_id >= f"evt-{max(since_ms, 0):012x}",
+        filter_condition=AuditEvent.action.is_in(*ERASING_ACTIONS),
+        consistent_read=True,
+    )
+    return next(iter(events), None) is not None
+
+
 def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
     """A pair's events, newest first (strongly consistent)."""
     condition = AuditEvent.event_id < before if before else None
-    return list(AuditEvent.query(layout.audit_pair_pk(team_id, agent_id), condition,
-                                 filter_condition=_filters(action), scan_index_forward=False, limit=limit,
-                                 consistent_read=True))
+    return list(
+        AuditEvent.query(
+            layout.audit_pair_pk(team_id, agent_id),
+            condition,
+            filter_condition=_filters(action),
+            scan_index_forward=False,
+            limit=limit,
+            consistent_read=True,
+        )
+    )
 
 
 def has_events(team_id: str, agent_id: str) -> bool:
@@ -81,11 +120,17 @@ def has_events(team_id: str, agent_id: str) -> bool:
 def of_team(team_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
     """Every event of a team (memories and keys), newest first — a global index: eventually consistent."""
     condition = AuditEvent.event_id < before if before else None
-    return list(AuditEvent.by_team.query(team_id, condition, filter_condition=_filters(action),
-                                         scan_index_forward=False, limit=limit))
+    return list(
+        AuditEvent.by_team.query(
+            team_id, condition, filter_condition=_filters(action), scan_index_forward=False, limit=limit
+        )
+    )
 
 
 def of_everyone(before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
     condition = AuditEvent.event_id < before if before else None
-    return list(AuditEvent.by_all.query(ALL_SHARD, condition, filter_condition=_filters(action),
-                                        scan_index_forward=False, limit=limit))
+    return list(
+        AuditEvent.by_all.query(
+            ALL_SHARD, condition, filter_condition=_filters(action), scan_index_forward=False, limit=limit
+        )
+    )

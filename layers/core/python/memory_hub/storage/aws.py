@@ -40,6 +40,9 @@ def _create(service: str) -> Any:
         # DynamoDB requests are built by PynamoDB and by this package, not by hand: botocore's
         # client-side parameter check would only repeat what the service checks anyway.
         parameter_validation=service != "dynamodb",
+        # Presigned URLs (exports, import uploads) are signed with SigV4, the only scheme every
+        # region accepts.
+        signature_version="s3v4" if service == "s3" else None,
     )
     return _session().create_client(service, region_name=get_settings().region, config=config)
 

@@ -8,9 +8,10 @@ and 404 ``NoSuchKey`` for an ``IfMatch`` on an object deleted since it was read 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -57,8 +58,7 @@ def get(key: str) -> Blob | None:
             return None
         raise
     body = resp["Body"].read()
-    return Blob(key, resp["ETag"], resp.get("Metadata", {}), body.decode("utf-8"), len(body),
-                resp.get("LastModified"))
+    return Blob(key, resp["ETag"], resp.get("Metadata", {}), body.decode("utf-8"), len(body), resp.get("LastModified"))
 
 
 def get_bytes(key: str) -> bytes | None:
@@ -77,8 +77,9 @@ def head(key: str) -> Blob | None:
         if aws.error_code(exc) in _MISSING:
             return None
         raise
-    return Blob(key, resp["ETag"], resp.get("Metadata", {}), None, resp.get("ContentLength", 0),
-                resp.get("LastModified"))
+    return Blob(
+        key, resp["ETag"], resp.get("Metadata", {}), None, resp.get("ContentLength", 0), resp.get("LastModified")
+    )
 
 
 def put(key: str, text: str, metadata: dict[str, str], *, if_match: str | None) -> str:
@@ -86,8 +87,14 @@ def put(key: str, text: str, metadata: dict[str, str], *, if_match: str | None) 
     (``if_match=None``); returns the new ETag. PreconditionFailed when the condition fails."""
     condition = {"IfMatch": if_match} if if_match else {"IfNoneMatch": "*"}
     try:
-        resp = aws.s3().put_object(Bucket=_bucket(), Key=key, Body=text.encode("utf-8"),
-                                   ContentType="text/markdown; charset=utf-8", Metadata=metadata, **condition)
+        resp = aws.s3().put_object(
+            Bucket=_bucket(),
+            Key=key,
+            Body=text.encode("utf-8"),
+            ContentType="text/markdown; charset=utf-8",
+            Metadata=metadata,
+            **condition,
+        )
     except ClientError as exc:
         if aws.error_code(exc) in _CHANGED + _MISSING:
             raise PreconditionFailed(key) from exc
@@ -96,8 +103,7 @@ def put(key: str, text: str, metadata: dict[str, str], *, if_match: str | None) 
 
 
 def put_bytes(key: str, data: bytes, content_type: str, metadata: dict[str, str] | None = None) -> str:
-    resp = aws.s3().put_object(Bucket=_bucket(), Key=key, Body=data, ContentType=content_type,
-                               Metadata=metadata or {})
+    resp = aws.s3().put_object(Bucket=_bucket(), Key=key, Body=data, ContentType=content_type, Metadata=metadata or {})
     return str(resp["ETag"])
 
 
@@ -105,8 +111,13 @@ def copy(source_key: str, target_key: str, *, if_match: str) -> bool:
     """Server-side copy of exactly the version read; False when it changed meanwhile."""
     bucket = _bucket()
     try:
-        aws.s3().copy_object(Bucket=bucket, Key=target_key, CopySource={"Bucket": bucket, "Key": source_key},
-                             CopySourceIfMatch=if_match, MetadataDirective="COPY")
+        aws.s3().copy_object(
+            Bucket=bucket,
+            Key=target_key,
+            CopySource={"Bucket": bucket, "Key": source_key},
+            CopySourceIfMatch=if_match,
+            MetadataDirective="COPY",
+        )
     except ClientError as exc:
         if aws.error_code(exc) in _CHANGED + _MISSING:
             return False
@@ -118,8 +129,10 @@ def listing(prefix: str) -> Iterator[list[Listed]]:
     """Pages (≤ 1,000 objects) of everything under ``prefix``, in key order."""
     paginator = aws.s3().get_paginator("list_objects_v2")
     for page in paginator.paginate(Bucket=_bucket(), Prefix=prefix):
-        yield [Listed(o["Key"], o.get("ETag", ""), int(o.get("Size", 0)), o["LastModified"])
-               for o in page.get("Contents", [])]
+        yield [
+            Listed(o["Key"], o.get("ETag", ""), int(o.get("Size", 0)), o["LastModified"])
+            for o in page.get("Contents", [])
+        ]
 
 
 def keys_under(prefix: str) -> list[str]:
@@ -140,29 +153,36 @@ def delete(key: str, *, if_match: str | None = None) -> bool:
 
 
 def delete_many(keys: list[str], etags: list[str | None] | None = None) -> int:
-    """Delete ``keys`` in batches of 1,000, batches in parallel; returns how many went.
+    """Delete ``keys`` (see :func:`deleted`); how many went."""
+    return len(deleted(keys, etags))
+
+
+def deleted(keys: list[str], etags: list[str | None] | None = None) -> list[str]:
+    """Delete ``keys`` in batches of 1,000, batches in parallel; the keys that went.
 
     With ``etags``, each key goes only while it still holds that version (a conditional delete), so
     an object rewritten since it was listed survives. Raises when S3 reports a key it could not
     delete for another reason, so no caller ever claims an erasure that did not happen."""
-    tags = etags or [None] * len(keys)
-    singles = [(k, t) for k, t in zip(keys, tags) if any(ch in k for ch in _NOT_XML)]
-    removed = sum(1 for k, t in singles if delete(k, if_match=t))
-    objects = [{"Key": k, "ETag": t} if t else {"Key": k}
-               for k, t in zip(keys, tags) if not any(ch in k for ch in _NOT_XML)]
+    pairs = list(zip(keys, etags or [None] * len(keys), strict=True))
+    # A key with a character XML 1.0 cannot carry goes on its own (DeleteObjects is an XML body).
+    odd = [(k, t) for k, t in pairs if any(ch in k for ch in _NOT_XML)]
+    gone = [k for k, t in odd if delete(k, if_match=t)]
+    objects = [{"Key": k, "ETag": t} if t else {"Key": k} for k, t in pairs if (k, t) not in odd]
 
-    def one(batch: list[dict[str, str]]) -> int:
+    def one(batch: list[dict[str, str]]) -> list[str]:
         resp = aws.s3().delete_objects(Bucket=_bucket(), Delete={"Objects": batch, "Quiet": True})
         errors = resp.get("Errors", [])
         unexpected = [e for e in errors if e.get("Code") not in _CHANGED + _MISSING]
         if unexpected:
             raise StorageError(f"S3 refused to delete {len(unexpected)} objects ({unexpected[0].get('Code')})")
-        return len(batch) - len(errors)
+        kept = {e.get("Key") for e in errors}
+        return [o["Key"] for o in batch if o["Key"] not in kept]
 
-    return removed + sum(for_each(one, in_batches(objects, DELETE_BATCH)))
+    return gone + [k for batch in for_each(one, in_batches(objects, DELETE_BATCH)) for k in batch]
 
 
 def presigned(method: str, key: str, expires_s: int, **params: Any) -> str:
     """A presigned URL for one object (``get_object`` or ``put_object``)."""
-    return str(aws.s3().generate_presigned_url(method, Params={"Bucket": _bucket(), "Key": key, **params},
-                                               ExpiresIn=expires_s))
+    return str(
+        aws.s3().generate_presigned_url(method, Params={"Bucket": _bucket(), "Key": key, **params}, ExpiresIn=expires_s)
+    )

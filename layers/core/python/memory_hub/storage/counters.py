@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pynamodb.exceptions import DeleteError
+from pynamodb.expressions.update import Action
 
 from . import layout
 from .models import Counter
@@ -34,7 +35,7 @@ class Where:
 def change(transaction: Transaction, where: Where, layer: str, user_id: str, items: int, tokens: int = 0) -> None:
     if items == 0 and tokens == 0:
         return
-    actions = [Counter.user_id.set(user_id)]
+    actions: list[Action] = [Counter.user_id.set(user_id)]
     if items:
         actions.append(Counter.n.add(items))
     if tokens:
@@ -45,8 +46,9 @@ def change(transaction: Transaction, where: Where, layer: str, user_id: str, ite
 def change_session(transaction: Transaction, where: Where, user_id: str, session_id: str, items: int) -> None:
     if items:
         counter = Counter(where.counter_pk, layout.session_counter_sk(user_id, session_id))
-        transaction.update("counter", counter, [Counter.n.add(items), Counter.user_id.set(user_id),
-                                                Counter.session_id.set(session_id)])
+        transaction.update(
+            "counter", counter, [Counter.n.add(items), Counter.user_id.set(user_id), Counter.session_id.set(session_id)]
+        )
 
 
 def of_user(where: Where, layer: str, user_id: str) -> tuple[int, int]:

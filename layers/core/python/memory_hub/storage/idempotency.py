@@ -22,8 +22,12 @@ def expired_records(now_s: int) -> int:
     client = aws.dynamodb()
     removed = 0
     for page in client.get_paginator("scan").paginate(
-            TableName=table, FilterExpression="#e < :now", ProjectionExpression="id",
-            ExpressionAttributeNames={"#e": "expiration"}, ExpressionAttributeValues={":now": {"N": str(now_s)}}):
+        TableName=table,
+        FilterExpression="#e < :now",
+        ProjectionExpression="id",
+        ExpressionAttributeNames={"#e": "expiration"},
+        ExpressionAttributeValues={":now": {"N": str(now_s)}},
+    ):
         for row in page.get("Items", []):
             client.delete_item(TableName=table, Key={"id": row["id"]})
             removed += 1

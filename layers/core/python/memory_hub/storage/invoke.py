@@ -16,5 +16,6 @@ def this_function_later(event: dict[str, Any]) -> None:
     payload = json.dumps(event, separators=(",", ":")).encode("utf-8")
     if len(payload) > MAX_ASYNC_PAYLOAD:
         raise ValueError("asynchronous event larger than Lambda accepts")
-    aws.client("lambda").invoke(FunctionName=os.environ["AWS_LAMBDA_FUNCTION_NAME"], InvocationType="Event",
-                                Payload=payload)
+    aws.client("lambda").invoke(
+        FunctionName=os.environ["AWS_LAMBDA_FUNCTION_NAME"], InvocationType="Event", Payload=payload
+    )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from . import assets, counters, layout, postings
 from .concurrency import in_batches
@@ -25,27 +26,44 @@ class NewMessage:
     content: str
     timestamp: int
     terms: Tally[str]
+    recorded_at: int | None = None  # when Memory Hub stored it (an import keeps the original)
 
 
-def _row(where: Where, user_id: str, session_id: str, task_id: str | None, message: NewMessage,
-         recorded_at: int) -> Message:
-    return Message(where.item_pk(LAYER, user_id), message.id, id=message.id,
-                   lsi1=layout.time_key(message.timestamp, message.id),
-                   lsi2=layout.session_key(session_id, message.timestamp, message.id), user_id=user_id,
-                   session_id=session_id, task_id=task_id, role=message.role, content=message.content,
-                   timestamp=message.timestamp, recorded_at=recorded_at, terms=sum(message.terms.values()))
+def _row(
+    where: Where, user_id: str, session_id: str, task_id: str | None, message: NewMessage, recorded_at: int
+) -> Message:
+    return Message(
+        where.item_pk(LAYER, user_id),
+        message.id,
+        id=message.id,
+        lsi1=layout.time_key(message.timestamp, message.id),
+        lsi2=layout.session_key(session_id, message.timestamp, message.id),
+        user_id=user_id,
+        session_id=session_id,
+        task_id=task_id,
+        role=message.role,
+        content=message.content,
+        timestamp=message.timestamp,
+        recorded_at=message.recorded_at or recorded_at,
+        terms=sum(message.terms.values()),
+    )
 
 
-def add(where: Where, user_id: str, session_id: str, task_id: str | None, messages: list[NewMessage],
-        recorded_at: int) -> None:
+def add(
+    where: Where, user_id: str, session_id: str, task_id: str | None, messages: list[NewMessage], recorded_at: int
+) -> None:
     """Store messages with their postings and counters. The postings go first, so a message is
     searchable from the moment it is visible at all; raises Cancelled(['epoch']) — with nothing
     of this call left behind — if a clear moved the memory on meanwhile."""
     pk = where.item_pk(LAYER, user_id)
     rows = [_row(where, user_id, session_id, task_id, m, recorded_at) for m in messages]
-    index = [p for m, row in zip(messages, rows)
-             for p in postings.build(pk, m.id, m.terms, int(row.terms), timestamp=m.timestamp,
-                                     session_id=session_id, task_id=task_id)]
+    index = [
+        p
+        for m, row in zip(messages, rows, strict=True)
+        for p in postings.build(
+            pk, m.id, m.terms, int(row.terms), timestamp=m.timestamp, session_id=session_id, task_id=task_id
+        )
+    ]
     postings.put(index)
     try:
         for part in in_batches(rows, PER_ADD):
@@ -65,21 +83,36 @@ def _task(task_id: str | None) -> Any:
     return Message.task_id == task_id if task_id is not None else None
 
 
-def newest(where: Where, user_id: str, session_id: str | None, task_id: str | None, start: int | None,
-           end: int | None, limit: int | None) -> Iterator[Message]:
+def newest(
+    where: Where,
+    user_id: str,
+    session_id: str | None,
+    task_id: str | None,
+    start: int | None,
+    end: int | None,
+    limit: int | None,
+) -> Iterator[Message]:
     """Newest first (ties: larger id first); reads ``limit`` items, not the partition."""
     pk = where.item_pk(LAYER, user_id)
     if session_id is not None:
         low, high = layout.session_bounds(session_id, start, end)
-        return Message.by_session.query(pk, Message.lsi2.between(low, high), filter_condition=_task(task_id),
-                                        scan_index_forward=False, consistent_read=True, limit=limit)
+        return Message.by_session.query(
+            pk,
+            Message.lsi2.between(low, high),
+            filter_condition=_task(task_id),
+            scan_index_forward=False,
+            consistent_read=True,
+            limit=limit,
+        )
     condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
-    return Message.by_time.query(pk, condition, filter_condition=_task(task_id), scan_index_forward=False,
-                                 consistent_read=True, limit=limit)
+    return Message.by_time.query(
+        pk, condition, filter_condition=_task(task_id), scan_index_forward=False, consistent_read=True, limit=limit
+    )
 
 
-def count(where: Where, user_id: str, session_id: str | None, task_id: str | None, start: int | None,
-          end: int | None) -> int:
+def count(
+    where: Where, user_id: str, session_id: str | None, task_id: str | None, start: int | None, end: int | None
+) -> int:
     """Exact count: a counter when unfiltered by time and task, else a counting query."""
     if start is None and end is None and task_id is None:
         if session_id is None:
@@ -88,8 +121,9 @@ def count(where: Where, user_id: str, session_id: str | None, task_id: str | Non
     pk = where.item_pk(LAYER, user_id)
     if session_id is not None:
         low, high = layout.session_bounds(session_id, start, end)
-        return Message.by_session.count(pk, Message.lsi2.between(low, high), filter_condition=_task(task_id),
-                                        consistent_read=True)
+        return Message.by_session.count(
+            pk, Message.lsi2.between(low, high), filter_condition=_task(task_id), consistent_read=True
+        )
     condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
     return Message.by_time.count(pk, condition, filter_condition=_task(task_id), consistent_read=True)
 
@@ -104,11 +138,13 @@ def of_user(where: Where, user_id: str) -> list[Message]:
     return list(Message.query(where.item_pk(LAYER, user_id), Message.sk.startswith("msg-"), consistent_read=True))
 
 
-def delete(where: Where, doomed: list[Message], events: Callable[[list[Message]], list[AuditEvent]]
-           ) -> tuple[list[Message], list[AuditEvent]]:
+def delete(
+    where: Where, doomed: list[Message], events: Callable[[list[Message]], list[AuditEvent]]
+) -> tuple[list[Message], list[AuditEvent]]:
     """Delete messages with their counters and their audit events, transaction by transaction, then
-    their postings; returns the messages removed and the audit events recorded. Each delete requires the message to exist, so
-    two racing deletes never count one message twice (the loser retries without it)."""
+    their postings; returns the messages removed and the audit events recorded. Each delete
+    requires the message to exist, so two racing deletes never count one message twice (the loser
+    retries without it)."""
     removed: list[Message] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
@@ -135,7 +171,7 @@ def delete(where: Where, doomed: list[Message], events: Callable[[list[Message]]
             continue
         removed += part
         recorded += chunk_events
-        pending = pending[len(part):]
+        pending = pending[len(part) :]
     by_user: dict[str, list[str]] = {}
     for message in removed:
         by_user.setdefault(message.pk, []).append(message.id)

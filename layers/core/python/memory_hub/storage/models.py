@@ -36,6 +36,8 @@ class Bound(Model):
     class Meta:
         table_name: str | None = None
         setting: ClassVar[str] = ""
+        # Declared only (no value): PynamoDB's metaclass fills in a default; binding sets it.
+        region: ClassVar[str | None]
 
     @classmethod
     def _get_connection(cls) -> TableConnection:
@@ -98,6 +100,7 @@ class TeamEntry(Bound):
 
 # ---------------------------------------------------------------- ScenesTable
 
+
 class SceneEntry(Bound):
     """The scene index: one item per L2 path of a (team, agent) (``scope`` = team:agent), valid for
     the content epoch it names (entries of a cleared epoch are invisible, then purged).
@@ -125,6 +128,7 @@ class SceneEntry(Bound):
 
 # ---------------------------------------------------------------- KeysTable
 
+
 class ApiKey(Bound):
     """An API key: only the SHA-256 of the secret is stored."""
 
@@ -134,7 +138,8 @@ class ApiKey(Bound):
     key_id = UnicodeAttribute(hash_key=True)
     key_hash = UnicodeAttribute()
     role = UnicodeAttribute()
-    team_ids = ListAttribute(of=UnicodeAttribute)
+    # PynamoDB types ``of`` as the element's value type, not its Attribute class: the values are str.
+    team_ids: ListAttribute[str] = ListAttribute(of=UnicodeAttribute)  # type: ignore[arg-type]
     name = UnicodeAttribute(null=True)
     created_at = UnicodeAttribute()
     created_by = UnicodeAttribute(null=True)
@@ -143,7 +148,8 @@ class ApiKey(Bound):
 
 # ---------------------------------------------------------------- AuditTable
 
-class AuditByTeam(GlobalSecondaryIndex["AuditEvent"]):
+
+class AuditByTeam(GlobalSecondaryIndex["AuditEvent"]):  # type: ignore[no-untyped-call]  # PynamoDB's Index.__init_subclass__
     class Meta:
         index_name = "team-index"
         projection = AllProjection()
@@ -152,7 +158,7 @@ class AuditByTeam(GlobalSecondaryIndex["AuditEvent"]):
     event_id = UnicodeAttribute(range_key=True)
 
 
-class AuditByAll(GlobalSecondaryIndex["AuditEvent"]):
+class AuditByAll(GlobalSecondaryIndex["AuditEvent"]):  # type: ignore[no-untyped-call]  # PynamoDB's Index.__init_subclass__
     class Meta:
         index_name = "all-index"
         projection = AllProjection()
@@ -177,7 +183,8 @@ class AuditEvent(Bound):
     action = UnicodeAttribute()
     layer = UnicodeAttribute()
     target = UnicodeAttribute(null=True)
-    count = NumberAttribute(default=0)
+    # How many items the event covers (stored as "count"); shadows Model.count(), never called on AuditEvent.
+    count = NumberAttribute(default=0)  # type: ignore[assignment]
     actor = UnicodeAttribute()
     request_id = UnicodeAttribute(null=True)
     at = UnicodeAttribute()
@@ -186,6 +193,7 @@ class AuditEvent(Bound):
 
 
 # ---------------------------------------------------------------- ItemsTable
+
 
 class _Items(Bound):
     class Meta(Bound.Meta):
@@ -199,7 +207,7 @@ class ItemKey(_Items):
     """Any item of ItemsTable, keys only (listings for bulk erasure)."""
 
 
-class MessagesByTime(LocalSecondaryIndex["Message"]):
+class MessagesByTime(LocalSecondaryIndex["Message"]):  # type: ignore[no-untyped-call]  # PynamoDB's Index.__init_subclass__
     class Meta:
         index_name = "by-time"
         projection = AllProjection()
@@ -208,7 +216,7 @@ class MessagesByTime(LocalSecondaryIndex["Message"]):
     lsi1 = UnicodeAttribute(range_key=True)
 
 
-class MessagesBySession(LocalSecondaryIndex["Message"]):
+class MessagesBySession(LocalSecondaryIndex["Message"]):  # type: ignore[no-untyped-call]  # PynamoDB's Index.__init_subclass__
     class Meta:
         index_name = "by-session"
         projection = AllProjection()
@@ -235,7 +243,7 @@ class Message(_Items):
     by_session = MessagesBySession()
 
 
-class RecordsByTime(LocalSecondaryIndex["Record"]):
+class RecordsByTime(LocalSecondaryIndex["Record"]):  # type: ignore[no-untyped-call]  # PynamoDB's Index.__init_subclass__
     class Meta:
         index_name = "by-time"
         projection = AllProjection()
@@ -255,7 +263,7 @@ class Record(_Items):
     content = UnicodeAttribute()
     type = UnicodeAttribute()
     background = UnicodeAttribute(default="")
-    tags = ListAttribute(of=UnicodeAttribute, default=list)
+    tags: ListAttribute[str] = ListAttribute(of=UnicodeAttribute, default=list)  # type: ignore[arg-type]  # as team_ids
     meta = JSONAttribute(default=dict)
     version = NumberAttribute()
     reinforced_count = NumberAttribute()
@@ -272,7 +280,7 @@ class Guard(_Items):
     atom_id = UnicodeAttribute()
 
 
-class PostingsByTerm(LocalSecondaryIndex["Posting"]):
+class PostingsByTerm(LocalSecondaryIndex["Posting"]):  # type: ignore[no-untyped-call]  # PynamoDB's Index.__init_subclass__
     class Meta:
         index_name = "by-term"
         projection = AllProjection()
@@ -344,8 +352,7 @@ class Job(_Items):
     expires = NumberAttribute(null=True)
 
 
-ITEM_MODELS: tuple[type[Bound], ...] = (Message, Record, Guard, Posting, Counter, PurgeRecord, Lease, Job,
-                                       ItemKey)
+ITEM_MODELS: tuple[type[Bound], ...] = (Message, Record, Guard, Posting, Counter, PurgeRecord, Lease, Job, ItemKey)
 TABLE_MODELS: dict[str, tuple[type[Bound], ...]] = {
     "assets_table": (Asset, TeamEntry),
     "scenes_table": (SceneEntry,),
@@ -358,4 +365,3 @@ TABLE_MODELS: dict[str, tuple[type[Bound], ...]] = {
 def attribute_values(item: Any) -> dict[str, Any]:
     """An item's attributes as plain values (for tests and tooling)."""
     return {name: getattr(item, name) for name in item.get_attributes()}
-

@@ -30,15 +30,35 @@ class Filters:
     end_ms: int | None = None
 
 
-def build(pk: str, item_id: str, counts: Mapping[str, int], length: int, *, timestamp: int | None = None,
-          session_id: str | None = None, type_: str | None = None, task_id: str | None = None) -> list[Posting]:
+def build(
+    pk: str,
+    item_id: str,
+    counts: Mapping[str, int],
+    length: int,
+    *,
+    timestamp: int | None = None,
+    session_id: str | None = None,
+    type_: str | None = None,
+    task_id: str | None = None,
+) -> list[Posting]:
     session = layout.digest(session_id) if session_id is not None else None
     task = layout.digest(task_id) if task_id is not None else None
     rows = []
     for term, frequency in counts.items():
         digest = layout.term_digest(term)
-        rows.append(Posting(pk, layout.posting_sk(item_id, digest), lsi3=layout.posting_term_key(digest, item_id),
-                            tf=frequency, dl=length, ts=timestamp, sd=session, ty=type_, tk=task))
+        rows.append(
+            Posting(
+                pk,
+                layout.posting_sk(item_id, digest),
+                lsi3=layout.posting_term_key(digest, item_id),
+                tf=frequency,
+                dl=length,
+                ts=timestamp,
+                sd=session,
+                ty=type_,
+                tk=task,
+            )
+        )
     return rows
 
 
@@ -52,8 +72,11 @@ def put(rows: list[Posting]) -> None:
 
 
 def of_item(pk: str, item_id: str) -> list[Posting]:
-    return list(Posting.query(pk, Posting.sk.startswith(layout.postings_of(item_id)), consistent_read=True,
-                              attributes_to_get=["pk", "sk"]))
+    return list(
+        Posting.query(
+            pk, Posting.sk.startswith(layout.postings_of(item_id)), consistent_read=True, attributes_to_get=["pk", "sk"]
+        )
+    )
 
 
 def delete(rows: list[Any]) -> int:
@@ -105,7 +128,13 @@ def lookup(pk: str, terms: list[str], filters: Filters) -> dict[str, list[Postin
 
     def one(term: str) -> list[Posting]:
         digest = layout.term_digest(term)
-        return list(Posting.by_term.query(pk, Posting.lsi3.startswith(layout.term_prefix(digest)),
-                                          filter_condition=condition, consistent_read=True))
+        return list(
+            Posting.by_term.query(
+                pk,
+                Posting.lsi3.startswith(layout.term_prefix(digest)),
+                filter_condition=condition,
+                consistent_read=True,
+            )
+        )
 
-    return dict(zip(terms, for_each(one, terms, width=READ_WIDTH)))
+    return dict(zip(terms, for_each(one, terms, width=READ_WIDTH), strict=True))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from . import blobs, counters, layout, scenes
@@ -29,7 +29,7 @@ class Deadline:
     at: float
 
     @classmethod
-    def after(cls, seconds: float) -> "Deadline":
+    def after(cls, seconds: float) -> Deadline:
         return cls(time.monotonic() + seconds)
 
     def passed(self) -> bool:
@@ -63,10 +63,17 @@ class Result:
 
 def record(target: Target) -> PurgeRecord:
     """The durable note that ``target`` still holds data to erase."""
-    return PurgeRecord(layout.PURGE_PK, layout.purge_sk(target.team_id, target.agent_id, target.epoch),
-                       memory_id=target.memory_id, team_id=target.team_id, agent_id=target.agent_id,
-                       epoch=target.epoch, retired_ms=target.retired_ms, actor=target.actor,
-                       request_id=target.request_id)
+    return PurgeRecord(
+        layout.PURGE_PK,
+        layout.purge_sk(target.team_id, target.agent_id, target.epoch),
+        memory_id=target.memory_id,
+        team_id=target.team_id,
+        agent_id=target.agent_id,
+        epoch=target.epoch,
+        retired_ms=target.retired_ms,
+        actor=target.actor,
+        request_id=target.request_id,
+    )
 
 
 def _target(r: PurgeRecord) -> Target:
@@ -113,17 +120,18 @@ def objects(target: Target, result: Result, deadline: Deadline) -> bool:
     backups, metadata, exports); objects of a later epoch stay. True when none is left."""
     persona = layout.persona_key(target.team_id, target.agent_id)
     scenes_prefix = layout.prefix(target.team_id, target.agent_id) + layout.SCENES
-    recent_after = datetime.fromtimestamp(target.retired_ms / 1000 - RECENT_S, tz=timezone.utc)
+    recent_after = datetime.fromtimestamp(target.retired_ms / 1000 - RECENT_S, tz=UTC)
     for page in blobs.listing(layout.prefix(target.team_id, target.agent_id)):
         doomed = [o for o in page if o.last_modified < recent_after]
         recent = [o for o in page if o.last_modified >= recent_after]
         if recent:  # written around the epoch change: look at each one's epoch
             heads = for_each(lambda o: blobs.head(o.key), recent, width=16)
-            doomed += [o for o, head in zip(recent, heads) if _retired(head, target.epoch)]
+            doomed += [o for o, head in zip(recent, heads, strict=True) if _retired(head, target.epoch)]
         if doomed:
-            result.files += blobs.delete_many([o.key for o in doomed], [o.etag or None for o in doomed])
-            result.l3 = max(result.l3, int(any(o.key == persona for o in doomed)))
-            result.l2 += sum(1 for o in doomed if o.key.startswith(scenes_prefix))
+            gone = blobs.deleted([o.key for o in doomed], [o.etag or None for o in doomed])
+            result.files += len(gone)
+            result.l3 = max(result.l3, int(persona in gone))
+            result.l2 += sum(1 for key in gone if key.startswith(scenes_prefix))
         if deadline.passed():
             return False
     return True
@@ -154,8 +162,9 @@ def partition(pk: str, deadline: Deadline) -> tuple[int, int, bool]:
     messages = records = 0
     after: dict[str, Any] | None = None
     while True:
-        result = ItemKey.query(pk, consistent_read=True, limit=PAGE, last_evaluated_key=after,
-                               attributes_to_get=["pk", "sk"])
+        result = ItemKey.query(
+            pk, consistent_read=True, limit=PAGE, last_evaluated_key=after, attributes_to_get=["pk", "sk"]
+        )
         rows = list(result)
         _delete_keys(rows)
         messages += sum(1 for r in rows if r.sk.startswith("msg-"))
@@ -183,8 +192,11 @@ def run(target: Target, deadline: Deadline) -> Result:
     """Erase what ``target`` names, as far as the deadline allows (``done`` says whether all went).
     The counters go last: they are how the next pass finds the users left to erase."""
     result = Result()
-    finished = (objects(target, result, deadline) and scene_entries(target, result, deadline)
-                and items(target, result, deadline))
+    finished = (
+        objects(target, result, deadline)
+        and scene_entries(target, result, deadline)
+        and items(target, result, deadline)
+    )
     if finished:
         counters.drop(target.where)
     result.done = finished

@@ -8,9 +8,10 @@ natural key make exactly one record."""
 from __future__ import annotations
 
 from collections import Counter as Tally
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator, Set
+from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, UpdateError
+from pynamodb.exceptions import DoesNotExist
 
 from . import assets, counters, layout, postings
 from .counters import Where
@@ -55,8 +56,11 @@ def create(where: Where, record: Record, counts: Tally[str]) -> None:
     postings.put(rows)
     transaction = Transaction()
     assets.guard_epoch(transaction, where.memory_id, where.epoch)
-    transaction.put("guard", Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id),
-                    condition=Guard.sk.does_not_exist())
+    transaction.put(
+        "guard",
+        Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id),
+        condition=Guard.sk.does_not_exist(),
+    )
     transaction.put("record", record)
     counters.change(transaction, where, LAYER, record.user_id, 1, int(record.terms))
     try:
@@ -66,37 +70,55 @@ def create(where: Where, record: Record, counts: Tally[str]) -> None:
         raise
 
 
-def reinforce(record: Record, now_ms: int) -> Record | None:
-    """Add 1 to ``reinforced_count`` and move ``updated_at``; None if the record no longer holds
-    its natural key (edited or deleted meanwhile)."""
-    try:
-        record.update(actions=[Record.reinforced_count.add(1), Record.updated_at.set(now_ms),
-                               Record.lsi1.set(layout.time_key(now_ms, record.id))],
-                      condition=Record.natural_key == record.natural_key)
-    except UpdateError as exc:
-        if exc.cause_response_code == "ConditionalCheckFailedException":
-            return None
-        raise
-    return record
+def reinforce(where: Where, record: Record, now_ms: int) -> int:
+    """Add 1 to ``reinforced_count`` and move ``updated_at``, in the epoch read: the new count.
+    Cancelled: 'epoch' (cleared meanwhile), 'record' (edited, deleted or reinforced meanwhile)."""
+    count = int(record.reinforced_count)
+    transaction = Transaction()
+    assets.guard_epoch(transaction, where.memory_id, where.epoch)
+    transaction.update(
+        "record",
+        record,
+        [
+            Record.reinforced_count.set(count + 1),
+            Record.updated_at.set(now_ms),
+            Record.lsi1.set(layout.time_key(now_ms, record.id)),
+        ],
+        condition=(Record.natural_key == record.natural_key) & (Record.reinforced_count == count),
+    )
+    transaction.commit()
+    return count + 1
 
 
-def update(where: Where, record: Record, fields: dict[str, Any], natural_key: str, terms: int, now_ms: int,
-           event: AuditEvent) -> None:
+def update(
+    where: Where, record: Record, fields: dict[str, Any], natural_key: str, terms: int, now_ms: int, event: AuditEvent
+) -> None:
     """Change a record at the version read, move its guard with its natural key, record the audit
     event — one transaction. Cancelled: 'epoch' (cleared), 'record' (changed or gone meanwhile),
     'guard' (another record holds the new natural key)."""
     version = int(record.version)
-    actions = [Record.version.set(version + 1), Record.updated_at.set(now_ms), Record.natural_key.set(natural_key),
-               Record.lsi1.set(layout.time_key(now_ms, record.id)), Record.terms.set(terms)]
+    actions = [
+        Record.version.set(version + 1),
+        Record.updated_at.set(now_ms),
+        Record.natural_key.set(natural_key),
+        Record.lsi1.set(layout.time_key(now_ms, record.id)),
+        Record.terms.set(terms),
+    ]
     actions += [getattr(Record, name).set(value) for name, value in fields.items()]
     transaction = Transaction()
     assets.guard_epoch(transaction, where.memory_id, where.epoch)
     transaction.update("record", record, actions, condition=Record.version == version)
     if natural_key != record.natural_key:
-        transaction.put("guard", Guard(record.pk, layout.natural_key_sk(natural_key), atom_id=record.id),
-                        condition=Guard.sk.does_not_exist())
-        transaction.delete("old guard", Guard(record.pk, layout.natural_key_sk(record.natural_key)),
-                           condition=Guard.atom_id == record.id)
+        transaction.put(
+            "guard",
+            Guard(record.pk, layout.natural_key_sk(natural_key), atom_id=record.id),
+            condition=Guard.sk.does_not_exist(),
+        )
+        transaction.delete(
+            "old guard",
+            Guard(record.pk, layout.natural_key_sk(record.natural_key)),
+            condition=Guard.atom_id == record.id,
+        )
     counters.change(transaction, where, LAYER, record.user_id, 0, terms - int(record.terms or 0))
     transaction.put("audit", event)
     transaction.commit()
@@ -114,26 +136,42 @@ def sync_postings(record: Record, counts: Tally[str]) -> None:
 def _filters(type_: str | None, task_id: str | None) -> Any:
     condition = None
     for part in ([Record.type == type_] if type_ is not None else []) + (
-            [Record.task_id == task_id] if task_id is not None else []):
+        [Record.task_id == task_id] if task_id is not None else []
+    ):
         condition = part if condition is None else condition & part
     return condition
 
 
-def newest(where: Where, user_id: str, type_: str | None, task_id: str | None, start: int | None,
-           end: int | None, limit: int | None) -> Iterator[Record]:
+def newest(
+    where: Where,
+    user_id: str,
+    type_: str | None,
+    task_id: str | None,
+    start: int | None,
+    end: int | None,
+    limit: int | None,
+) -> Iterator[Record]:
     """Newest ``updated_at`` first (ties: larger id first)."""
     condition = Record.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
-    return Record.by_time.query(where.item_pk(LAYER, user_id), condition, filter_condition=_filters(type_, task_id),
-                                scan_index_forward=False, consistent_read=True, limit=limit)
+    return Record.by_time.query(
+        where.item_pk(LAYER, user_id),
+        condition,
+        filter_condition=_filters(type_, task_id),
+        scan_index_forward=False,
+        consistent_read=True,
+        limit=limit,
+    )
 
 
-def count(where: Where, user_id: str, type_: str | None, task_id: str | None, start: int | None,
-          end: int | None) -> int:
+def count(
+    where: Where, user_id: str, type_: str | None, task_id: str | None, start: int | None, end: int | None
+) -> int:
     if type_ is None and task_id is None and start is None and end is None:
         return counters.of_user(where, LAYER, user_id)[0]
     condition = Record.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
-    return Record.by_time.count(where.item_pk(LAYER, user_id), condition, filter_condition=_filters(type_, task_id),
-                                consistent_read=True)
+    return Record.by_time.count(
+        where.item_pk(LAYER, user_id), condition, filter_condition=_filters(type_, task_id), consistent_read=True
+    )
 
 
 def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, Record]:
@@ -153,8 +191,14 @@ class VersionConflict(Exception):
         self.conflicts = conflicts
 
 
-def delete(where: Where, doomed: list[Record], events: Callable[[list[Record]], list[AuditEvent]], *,
-           at_version: set[str] = frozenset(), skip_changed: bool = False) -> tuple[list[Record], list[AuditEvent]]:
+def delete(
+    where: Where,
+    doomed: list[Record],
+    events: Callable[[list[Record]], list[AuditEvent]],
+    *,
+    at_version: Set[str] = frozenset(),
+    skip_changed: bool = False,
+) -> tuple[list[Record], list[AuditEvent]]:
     """Delete records with their guards, counters and audit events, then their postings; returns
     the records removed. A record in ``at_version`` goes only at the version read: one edited
     meanwhile raises VersionConflict (the person confirmed another text), or is left alone with
@@ -170,8 +214,11 @@ def delete(where: Where, doomed: list[Record], events: Callable[[list[Record]], 
             if record.id in at_version:
                 condition = condition & (Record.version == int(record.version))
             transaction.delete(f"record:{record.id}", record, condition=condition)
-            transaction.delete(f"guard:{record.id}", Guard(record.pk, layout.natural_key_sk(record.natural_key)),
-                               condition=Guard.atom_id == record.id)
+            transaction.delete(
+                f"guard:{record.id}",
+                Guard(record.pk, layout.natural_key_sk(record.natural_key)),
+                condition=Guard.atom_id == record.id,
+            )
         for user_id, n in Tally(r.user_id for r in part).items():
             tokens = sum(int(r.terms or 0) for r in part if r.user_id == user_id)
             counters.change(transaction, where, LAYER, user_id, -n, -tokens)
@@ -187,7 +234,7 @@ def delete(where: Where, doomed: list[Record], events: Callable[[list[Record]], 
             continue
         removed += part
         recorded += chunk_events
-        pending = pending[len(part):]
+        pending = pending[len(part) :]
     by_partition: dict[str, list[str]] = {}
     for record in removed:
         by_partition.setdefault(record.pk, []).append(record.id)
@@ -196,7 +243,7 @@ def delete(where: Where, doomed: list[Record], events: Callable[[list[Record]], 
     return removed, recorded
 
 
-def _refreshed(part: list[Record], pending: list[Record], at_version: set[str], skip_changed: bool) -> list[Record]:
+def _refreshed(part: list[Record], pending: list[Record], at_version: Set[str], skip_changed: bool) -> list[Record]:
     """Re-read a chunk that lost a race: drop what vanished, take what changed at its new state
     (or stop at a version conflict)."""
     now = {(r.pk, r.sk): r for r in Record.batch_get([(r.pk, r.sk) for r in part], consistent_read=True)}
@@ -211,7 +258,7 @@ def _refreshed(part: list[Record], pending: list[Record], at_version: set[str], 
         keep.append(current)
     if conflicts and not skip_changed:
         raise VersionConflict(conflicts)
-    return keep + pending[len(part):]
+    return keep + pending[len(part) :]
 
 
 def _next_chunk(pending: list[Record], events: Callable[[list[Record]], list[AuditEvent]]) -> list[Record]:

@@ -33,23 +33,47 @@ def current(entry: SceneEntry | None, epoch: int) -> SceneEntry | None:
     return entry if entry is not None and int(entry.epoch) == int(epoch) else None
 
 
-def commit_write(memory_id: str, team_id: str, agent_id: str, epoch: int, path: str, *, gen: int, version: int,
-                 summary: str | None, created_at: str, updated_at: str, size: int, etag: str,
-                 event: AuditEvent) -> None:
+def commit_write(
+    memory_id: str,
+    team_id: str,
+    agent_id: str,
+    epoch: int,
+    path: str,
+    *,
+    gen: int,
+    version: int,
+    summary: str | None,
+    created_at: str,
+    updated_at: str,
+    size: int,
+    etag: str,
+    event: AuditEvent | None,
+) -> None:
     """Index the object version just written — unless the entry already passed this gen in this
     epoch — and record its audit event, in one transaction. Cancelled: 'epoch' (a clear moved the
     memory on), 'entry' (a later write or a removal got there first)."""
     entry = SceneEntry(layout.scene_scope(team_id, agent_id), path)
-    actions = [SceneEntry.epoch.set(epoch), SceneEntry.gen.set(gen), SceneEntry.version.set(version),
-               SceneEntry.created_at.set(created_at), SceneEntry.updated_at.set(updated_at),
-               SceneEntry.size.set(size), SceneEntry.etag.set(etag), SceneEntry.removed.set(False),
-               SceneEntry.summary.set(summary) if summary else SceneEntry.summary.remove()]
-    newer = (SceneEntry.gen.does_not_exist() | (SceneEntry.epoch < epoch)
-             | ((SceneEntry.epoch == epoch) & (SceneEntry.gen < gen)))
+    actions = [
+        SceneEntry.epoch.set(epoch),
+        SceneEntry.gen.set(gen),
+        SceneEntry.version.set(version),
+        SceneEntry.created_at.set(created_at),
+        SceneEntry.updated_at.set(updated_at),
+        SceneEntry.size.set(size),
+        SceneEntry.etag.set(etag),
+        SceneEntry.removed.set(False),
+        SceneEntry.summary.set(summary) if summary else SceneEntry.summary.remove(),
+    ]
+    newer = (
+        SceneEntry.gen.does_not_exist()
+        | (SceneEntry.epoch < epoch)
+        | ((SceneEntry.epoch == epoch) & (SceneEntry.gen < gen))
+    )
     transaction = Transaction()
     assets.guard_epoch(transaction, memory_id, epoch)
     transaction.update("entry", entry, actions, condition=newer)
-    transaction.put("audit", event)
+    if event is not None:
+        transaction.put("audit", event)
     transaction.commit()
 
 
@@ -66,10 +90,13 @@ def remove(memory_id: str, epoch: int, entries: list[SceneEntry], stamp: str, ev
         transaction = Transaction()
         assets.guard_epoch(transaction, memory_id, epoch)
         for entry in part:
-            unchanged = ((SceneEntry.epoch == epoch) & (SceneEntry.gen == int(entry.gen))
-                         & (SceneEntry.removed == False))  # noqa: E712
-            transaction.update(f"entry:{entry.path}", entry, [SceneEntry.removed.set(True), SceneEntry.updated_at.set(stamp)],
-                               condition=unchanged)
+            unchanged = (SceneEntry.epoch == epoch) & (SceneEntry.gen == int(entry.gen)) & (SceneEntry.removed == False)  # noqa: E712
+            transaction.update(
+                f"entry:{entry.path}",
+                entry,
+                [SceneEntry.removed.set(True), SceneEntry.updated_at.set(stamp)],
+                condition=unchanged,
+            )
         if index == 0:
             for event in events:
                 transaction.put("audit", event)
@@ -84,13 +111,11 @@ def live(team_id: str, agent_id: str, epoch: int, prefix: str, after: str | None
     """Up to ``limit`` live entries of ``epoch`` under ``prefix``, in path (UTF-8 byte) order,
     after ``after``."""
     scope = layout.scene_scope(team_id, agent_id)
-    if after is not None:
-        key = SceneEntry.path > after
-    else:
-        key = SceneEntry.path.startswith(prefix) if prefix else None
+    key = SceneEntry.path > after if after is not None else SceneEntry.path.startswith(prefix) if prefix else None
     found: list[SceneEntry] = []
-    for entry in SceneEntry.query(scope, key, filter_condition=_live(epoch), consistent_read=True,
-                                  page_size=min(limit, 1000)):
+    for entry in SceneEntry.query(
+        scope, key, filter_condition=_live(epoch), consistent_read=True, page_size=min(limit, 1000)
+    ):
         if prefix and not entry.path.startswith(prefix):
             break  # past the prefix: nothing later can match
         found.append(entry)
@@ -101,21 +126,29 @@ def live(team_id: str, agent_id: str, epoch: int, prefix: str, after: str | None
 
 def count(team_id: str, agent_id: str, epoch: int, prefix: str) -> int:
     condition = SceneEntry.path.startswith(prefix) if prefix else None
-    return SceneEntry.count(layout.scene_scope(team_id, agent_id), condition, filter_condition=_live(epoch),
-                            consistent_read=True)
+    return SceneEntry.count(
+        layout.scene_scope(team_id, agent_id), condition, filter_condition=_live(epoch), consistent_read=True
+    )
 
 
-def retired(team_id: str, agent_id: str, epoch: int, limit: int = 1000, after: dict[str, Any] | None = None
-            ) -> tuple[list[SceneEntry], dict[str, Any] | None]:
+def retired(
+    team_id: str, agent_id: str, epoch: int, limit: int = 1000, after: dict[str, Any] | None = None
+) -> tuple[list[SceneEntry], dict[str, Any] | None]:
     """One page of the entries of ``epoch`` or older (live ones and tombstones)."""
-    result = SceneEntry.query(layout.scene_scope(team_id, agent_id), filter_condition=SceneEntry.epoch <= epoch,
-                              consistent_read=True, limit=limit, last_evaluated_key=after)
+    result = SceneEntry.query(
+        layout.scene_scope(team_id, agent_id),
+        filter_condition=SceneEntry.epoch <= epoch,
+        consistent_read=True,
+        limit=limit,
+        last_evaluated_key=after,
+    )
     page = list(result)
     return page, result.last_evaluated_key
 
 
 def delete_retired(entries: list[SceneEntry], epoch: int) -> int:
     """Delete entries still of ``epoch`` or older; an entry rewritten in a later epoch meanwhile stays."""
+
     def one(part: list[SceneEntry]) -> int:
         transaction = Transaction()
         for entry in part:
@@ -132,15 +165,22 @@ def delete_retired(entries: list[SceneEntry], epoch: int) -> int:
 
 def under(team_id: str, agent_id: str, folder: str) -> list[SceneEntry]:
     """Every entry under a folder path, of any epoch (callers pick the current one)."""
-    return list(SceneEntry.query(layout.scene_scope(team_id, agent_id), SceneEntry.path.startswith(folder),
-                                 consistent_read=True))
+    return list(
+        SceneEntry.query(
+            layout.scene_scope(team_id, agent_id), SceneEntry.path.startswith(folder), consistent_read=True
+        )
+    )
 
 
 def old_tombstones(team_id: str, agent_id: str, before: str) -> list[SceneEntry]:
     """Tombstones of files removed before ``before`` (a time in the response format)."""
-    return list(SceneEntry.query(layout.scene_scope(team_id, agent_id),
-                                 filter_condition=(SceneEntry.removed == True) & (SceneEntry.updated_at < before),  # noqa: E712
-                                 consistent_read=True))
+    return list(
+        SceneEntry.query(
+            layout.scene_scope(team_id, agent_id),
+            filter_condition=(SceneEntry.removed == True) & (SceneEntry.updated_at < before),  # noqa: E712
+            consistent_read=True,
+        )
+    )
 
 
 def drop_tombstones(entries: list[SceneEntry]) -> int:
@@ -148,8 +188,13 @@ def drop_tombstones(entries: list[SceneEntry]) -> int:
     dropped = 0
     for entry in entries:
         transaction = Transaction()
-        transaction.delete("entry", entry, condition=(SceneEntry.removed == True)  # noqa: E712
-                           & (SceneEntry.gen == int(entry.gen)) & (SceneEntry.epoch == int(entry.epoch)))
+        transaction.delete(
+            "entry",
+            entry,
+            condition=(SceneEntry.removed == True)  # noqa: E712
+            & (SceneEntry.gen == int(entry.gen))
+            & (SceneEntry.epoch == int(entry.epoch)),
+        )
         try:
             transaction.commit()
             dropped += 1

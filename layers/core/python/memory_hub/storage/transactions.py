@@ -50,8 +50,11 @@ class Transaction:
         self._add(name, "Delete", item.get_delete_kwargs_from_instance(condition=condition))
 
     def check(self, name: str, model: Any, hash_key: Any, range_key: Any = None, *, condition: Any) -> None:
-        self._add(name, "ConditionCheck",
-                  model.get_operation_kwargs_from_class(hash_key, range_key=range_key, condition=condition))
+        self._add(
+            name,
+            "ConditionCheck",
+            model.get_operation_kwargs_from_class(hash_key, range_key=range_key, condition=condition),
+        )
 
     def commit(self) -> None:
         """Send it; retried while only concurrent transactions stand in the way."""
@@ -68,16 +71,25 @@ class Transaction:
                 if code != "TransactionCanceledException":
                     raise
                 reasons = [r.get("Code", "None") for r in exc.response.get("CancellationReasons", [])]
-                failed = [self._names[i] for i, reason in enumerate(reasons)
-                          if reason == "ConditionalCheckFailed" and i < len(self._names)]
+                failed = [
+                    self._names[i]
+                    for i, reason in enumerate(reasons)
+                    if reason == "ConditionalCheckFailed" and i < len(self._names)
+                ]
                 if failed:
                     raise Cancelled(failed) from None
                 if not any(reason in _RETRYABLE_REASONS for reason in reasons):
                     raise
 
 
-_COMMON = {"TableName", "Key", "ConditionExpression", "ExpressionAttributeNames", "ExpressionAttributeValues",
-           "ReturnValuesOnConditionCheckFailure"}
+_COMMON = {
+    "TableName",
+    "Key",
+    "ConditionExpression",
+    "ExpressionAttributeNames",
+    "ExpressionAttributeValues",
+    "ReturnValuesOnConditionCheckFailure",
+}
 _FIELDS = {
     "Put": (_COMMON - {"Key"}) | {"Item"},
     "Update": _COMMON | {"UpdateExpression"},

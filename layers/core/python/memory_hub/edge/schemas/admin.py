@@ -62,7 +62,8 @@ class MemoryUpdate(Strict):
     acl: list[AclEntry] | None = Field(None, max_length=100)
     bindings: list[Binding] | None = Field(None, max_length=100)
     retention_days: Annotated[int, Field(ge=0, le=36_500)] | None = Field(
-        None, description="null resets it to the deployment default")
+        None, description="null resets it to the deployment default"
+    )
 
 
 class MemoryDelete(Strict):
@@ -76,7 +77,8 @@ class ChatMemoryClear(Strict):
 class KeyCreate(Strict):
     role: Role
     team_ids: list[Annotated[str, rule(lambda v: None if v == ALL_TEAMS else team_or_agent_problem(v))]] = Field(
-        default_factory=lambda: [ALL_TEAMS], min_length=1, max_length=100)
+        default_factory=lambda: [ALL_TEAMS], min_length=1, max_length=100
+    )
     name: Annotated[str, Field(min_length=1, max_length=256), NoControl] | None = None
 
 
@@ -88,9 +90,22 @@ class KeyRevoke(Strict):
     key_id: str = Field(min_length=1, max_length=64)
 
 
-AuditAction = Literal["clear", "delete", "user_memory_delete", "memory_delete", "memory_update", "scenario_write",
-                      "scenario_rm", "core_write", "atomic_update", "retention_cleanup", "key_create", "key_revoke",
-                      "export", "import"]
+AuditAction = Literal[
+    "clear",
+    "delete",
+    "user_memory_delete",
+    "memory_delete",
+    "memory_update",
+    "scenario_write",
+    "scenario_rm",
+    "core_write",
+    "atomic_update",
+    "retention_cleanup",
+    "key_create",
+    "key_revoke",
+    "export",
+    "import",
+]
 
 
 class AuditQuery(Strict):
@@ -122,9 +137,9 @@ class UserMemoryDelete(Strict):
 class DeleteUserMemory(Strict):
     """The DeleteUserMemory request shape (``POST /v2/memory?Action=DeleteUserMemory``)."""
 
-    appId: MemoryId  # noqa: N815 - the wire name
-    userMemoryId: UserId  # noqa: N815
-    memoryContentId: list[str] | None = None  # noqa: N815
+    appId: MemoryId  # the wire names
+    userMemoryId: UserId
+    memoryContentId: list[str] | None = None
 
     _exactly_one = field_validator("memoryContentId")(_one_id)
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from ...clock import TimeFormatError, parse_ns
 from ...domain.rules import has_control, path_problem, team_or_agent_problem
@@ -26,14 +27,24 @@ def rule(check: Callable[[Any], str | None]) -> AfterValidator:
 
 
 NoControl = rule(lambda v: "must not contain control characters" if has_control(v) else None)
-FilePath = Annotated[str, rule(lambda v: path_problem(v, kind="file")),
-                     Field(description="relative .md path, ≤ 512 UTF-8 bytes (§5 rules)")]
-PathPrefix = Annotated[str, rule(lambda v: path_problem(v, kind="prefix")),
-                       Field(description="plain string prefix of the relative path; may be empty")]
-RmPath = Annotated[str, rule(lambda v: path_problem(v, kind="rm")),
-                   Field(description="a .md file, or a folder ending in / (everything under it)")]
-TeamId = Annotated[str, rule(team_or_agent_problem),
-                   Field(json_schema_extra={"pattern": "^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"})]
+FilePath = Annotated[
+    str,
+    rule(lambda v: path_problem(v, kind="file")),
+    Field(description="relative .md path, ≤ 512 UTF-8 bytes (§5 rules)"),
+]
+PathPrefix = Annotated[
+    str,
+    rule(lambda v: path_problem(v, kind="prefix")),
+    Field(description="plain string prefix of the relative path; may be empty"),
+]
+RmPath = Annotated[
+    str,
+    rule(lambda v: path_problem(v, kind="rm")),
+    Field(description="a .md file, or a folder ending in / (everything under it)"),
+]
+TeamId = Annotated[
+    str, rule(team_or_agent_problem), Field(json_schema_extra={"pattern": "^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"})
+]
 FreeId = Annotated[str, Field(min_length=1, max_length=256), NoControl]
 
 
@@ -45,9 +56,11 @@ def _time(value: str) -> str:
     return value
 
 
-Time = Annotated[str, AfterValidator(_time),
-                 Field(description="RFC 3339: YYYY-MM-DDTHH:MM:SS[.f]Z or ±HH:MM offset", examples=[
-                     "2026-01-01T08:00:00+08:00"])]
+Time = Annotated[
+    str,
+    AfterValidator(_time),
+    Field(description="RFC 3339: YYYY-MM-DDTHH:MM:SS[.f]Z or ±HH:MM offset", examples=["2026-01-01T08:00:00+08:00"]),
+]
 Limit = Annotated[int, Field(ge=1, le=100)]
 Offset = Annotated[int, Field(ge=0, le=10_000)]
 Query = Annotated[str, Field(min_length=1, max_length=2048)]
@@ -63,8 +76,11 @@ class Isolated(Strict):
     task_id: FreeId | None = Field(None, description="or header x-tdai-task-id")
 
 
-_ORDER_ERROR: Any = {"type": PydanticCustomError("time_order", "time_start must not be after time_end"),
-                     "loc": (), "input": None}
+_ORDER_ERROR: Any = {
+    "type": PydanticCustomError("time_order", "time_start must not be after time_end"),
+    "loc": (),
+    "input": None,
+}
 
 
 def _reversed(data: Any) -> bool:
@@ -75,6 +91,14 @@ def _reversed(data: Any) -> bool:
         return isinstance(start, str) and isinstance(end, str) and parse_ns(start) > parse_ns(end)
     except TimeFormatError:  # a malformed time is its own field error
         return False
+
+
+def _init_error(e: ErrorDetails) -> InitErrorDetails:
+    """A reported error as it can be raised again (its message is rebuilt from type and ctx)."""
+    detail: InitErrorDetails = {"type": e["type"], "loc": e["loc"], "input": e["input"]}
+    if "ctx" in e:
+        detail["ctx"] = e["ctx"]
+    return detail
 
 
 class TimeRange(Strict):
@@ -93,9 +117,8 @@ class TimeRange(Strict):
         except ValidationError as exc:
             if not reversed_range:
                 raise
-            errors = [{"type": e["type"], "loc": e["loc"], "input": e["input"],
-                       **({"ctx": e["ctx"]} if "ctx" in e else {})} for e in exc.errors()]
-            raise ValidationError.from_exception_data(cls.__name__, errors + [_ORDER_ERROR]) from None
+            errors = [_init_error(e) for e in exc.errors()]
+            raise ValidationError.from_exception_data(cls.__name__, [*errors, _ORDER_ERROR]) from None
         if reversed_range:
             raise ValidationError.from_exception_data(cls.__name__, [_ORDER_ERROR])
         return model

@@ -86,7 +86,7 @@ class AtomicUpdate(Isolated):
     expected_version: int | None = Field(None, ge=0)
 
     @model_validator(mode="after")
-    def _has_changes(self) -> "AtomicUpdate":
+    def _has_changes(self) -> AtomicUpdate:
         if all(v is None for v in (self.content, self.background, self.tags, self.metadata)):
             raise ValueError("nothing to update: give content, background, tags or metadata")
         return self

@@ -363,8 +363,9 @@ class Events(Doc):
 
 
 ROUTES: dict[str, RouteDoc] = {
-    "/v2/memory": RouteDoc(UserMemoryDeleted, 503, description="the alias answers {requestId, result: true} "
-                                                               "or {requestId, code, message}"),
+    "/v2/memory": RouteDoc(
+        UserMemoryDeleted, 503, description="the alias answers {requestId, result: true} or {requestId, code, message}"
+    ),
     "/v3/admin/keys/create": RouteDoc(KeyCreated, 503),
     "/v3/admin/keys/list": RouteDoc(Keys),
     "/v3/admin/keys/revoke": RouteDoc(KeyRevoked, 409, 503),

@@ -27,7 +27,8 @@ class ScenarioWrite(Isolated):
     path: FilePath
     content: str = Field(max_length=1_000_000)
     summary: Annotated[str, Field(max_length=1024), NoControl] | None = Field(
-        None, description='persists until a write sets a new one; "" removes it')
+        None, description='persists until a write sets a new one; "" removes it'
+    )
     expected_version: int | None = Field(None, ge=0, description="0 = the file must not exist")
 
 

@@ -1,0 +1,161 @@
+"""Export: a memory (or one person's L0/L1, with the shared L2/L3 only on request) as one .tar.gz
+of the memory-tdai tree, under the memory's own prefix, handed out as a presigned URL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...clock import format_ms, now_ms, ordered_id
+from ...observability import logger
+from ...storage import audit as stored_audit
+from ...storage import blobs, counters, jobs, layout, messages, records, scenes
+from ...storage.audit import EventContext, NewEvent, event_items
+from ...storage.concurrency import for_each, parallel
+from ...storage.counters import Where
+from ...storage.models import Asset, Job
+from .. import assets
+from ..audit import user_target
+from ..files import number, visible
+from ..principal import Principal
+from . import tree
+from .common import URL_LIFETIME_S, continue_later, describe, job_of
+
+SYNC_ITEMS = 2_000  # more items than this are exported by an asynchronous invocation
+ATTEMPTS = 3  # builds of an export that an erasure overtook, before it gives up
+CLOCK_SKEW_MS = 5_000  # between the clocks of two Lambda environments (an erasure's event time)
+
+
+def _object_key(job: Job) -> str:
+    user = job.spec.get("user_id")
+    name = f"user-{layout.digest(user)}-{job.sk}" if user else job.sk
+    return f"{layout.export_prefix(job.team_id, job.agent_id)}{name}.tar.gz"
+
+
+def start(principal: Principal, memory_id: str, user_id: str | None, shared: bool, request_id: str) -> dict[str, Any]:
+    asset = assets.authorized(principal, memory_id, assets.get(memory_id))
+    spec = {"user_id": user_id, "shared": bool(shared or not user_id), "request_id": request_id}
+    job = jobs.new(ordered_id("exp-"), "export", memory_id, asset.team_id, asset.agent_id, principal.key_id, spec)
+    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), memory_id)
+    if user_id is not None:
+        size = sum(counters.of_user(where, layer, user_id)[0] for layer in ("L0", "L1"))
+    else:
+        size = sum(counters.layer_totals(where).values())
+    if size > SYNC_ITEMS:
+        continue_later(job)
+        return describe(job)
+    if jobs.claim(job, "created"):
+        run(job)
+    return status(principal, job.sk)
+
+
+def status(principal: Principal, export_id: str) -> dict[str, Any]:
+    job = job_of(principal, export_id, "export")
+    answer = describe(job)
+    if job.state == "done":
+        key = job.result["key"]
+        if blobs.head(key) is None:  # erased since (a clear, a delete, a day passed)
+            answer["state"] = "erased"
+        else:
+            answer["url"] = blobs.presigned("get_object", key, URL_LIFETIME_S)
+            answer["expires_at"] = format_ms(now_ms() + URL_LIFETIME_S * 1000)
+    return answer
+
+
+def run(job: Job) -> None:
+    """Build the tree and store it (the job is claimed: running); the job says how it went."""
+    try:
+        _run(job)
+    except Exception:
+        logger.exception("export failed")
+        jobs.settle(job, "failed", error="the export failed; try again")
+
+
+def _run(job: Job) -> None:
+    key = _object_key(job)
+    for _ in range(ATTEMPTS):
+        asset = assets.get(job.memory_id)
+        if asset is None or (asset.team_id, asset.agent_id) != (job.team_id, job.agent_id):
+            jobs.settle(job, "failed", error="the memory no longer exists")
+            return
+        started = now_ms()
+        files, counts = build(asset, job.spec.get("user_id"), bool(job.spec.get("shared")))
+        data = tree.tarball(files, now_ms() // 1000)
+        blobs.put_bytes(key, data, "application/gzip", {"epoch": str(int(asset.epoch))})
+        if _erased_meanwhile(asset, started):
+            blobs.delete(key)  # it may hold what a delete or a clear just erased: build it again
+            continue
+        target = user_target(job.spec["user_id"]) if job.spec.get("user_id") else job.memory_id
+        context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
+        stored_audit.put(event_items([NewEvent("export", "asset", target, sum(counts.values()))], context))
+        jobs.settle(job, "done", result={"key": key, "counts": counts, "bytes": len(data)})
+        return
+    jobs.settle(job, "failed", error="the memory kept changing while it was exported; try again")
+
+
+def _erased_meanwhile(asset: Asset, started: int) -> bool:
+    """Whether content was erased while the tree was built. An erasure that commits before this
+    check is seen here; one that commits after it erases the stored archive itself (every erasure
+    ends by erasing the memory's exports): either way no export outlives what it held."""
+    now = assets.get(asset.memory_id)
+    if now is None or int(now.epoch) != int(asset.epoch):
+        return True
+    return stored_audit.erased_since(asset.team_id, asset.agent_id, started - CLOCK_SKEW_MS)
+
+
+def build(asset: Asset, user_id: str | None, shared: bool) -> tuple[dict[str, bytes], dict[str, int]]:
+    """The tree's files and how many items of each layer they hold."""
+    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    users = [user_id] if user_id is not None else counters.users(where)
+    held = for_each(lambda u: (messages.of_user(where, u), records.of_user(where, u)), users, width=8)
+    l0 = sorted((tree.l0_line(m) for found, _ in held for m in found), key=lambda line: (line["timestamp"], line["id"]))
+    l1 = sorted((tree.l1_line(r) for _, found in held for r in found), key=lambda line: (line["createdAt"], line["id"]))
+    files = {**tree.by_day(l0, "recordedAt", "conversations"), **tree.by_day(l1, "createdAt", "records")}
+    counts = {"l0": len(l0), "l1": len(l1), "l2": 0, "l3": 0}
+    persona: dict[str, Any] | None = None
+    if shared:
+        scene_files, persona = _shared(asset, files)
+        counts["l2"], counts["l3"] = scene_files, int(persona is not None)
+    summary: dict[str, Any] = {"memory_id": asset.memory_id, "team_id": asset.team_id, "agent_id": asset.agent_id}
+    if user_id is not None:
+        summary["user_id"] = user_id
+    summary.update(exported_at=format_ms(now_ms()), counts=counts)
+    if persona is not None:
+        summary["persona"] = persona
+    files[".metadata/memory-hub.json"] = json.dumps(summary, ensure_ascii=False, indent=2).encode()
+    return files, counts
+
+
+def _shared(asset: Asset, files: dict[str, bytes]) -> tuple[int, dict[str, Any] | None]:
+    """The agent's L2 files, scene index, L3 persona and its backups, into ``files``."""
+    epoch = int(asset.epoch)
+    entries = scenes.live(asset.team_id, asset.agent_id, epoch, "", None, 1_000_000)
+    prefix = layout.prefix(asset.team_id, asset.agent_id)
+    backup_keys = blobs.keys_under(layout.backup_prefix(asset.team_id, asset.agent_id))
+    stored, persona, backups = parallel(
+        lambda: for_each(
+            lambda e: blobs.get(layout.scene_key(asset.team_id, asset.agent_id, e.path)), entries, width=16
+        ),
+        lambda: blobs.get(layout.persona_key(asset.team_id, asset.agent_id)),
+        lambda: for_each(blobs.get_bytes, backup_keys, width=16),
+    )
+    kept, heat = [], {}
+    for entry, blob in zip(entries, stored, strict=True):
+        live = visible(blob, epoch)
+        if live is not None and live.text is not None:
+            files[f"scene_blocks/{entry.path}"] = live.text.encode("utf-8")
+            kept.append(entry)
+            heat[entry.path] = tree.heat_of(live.text)
+    files[".metadata/scene_index.json"] = tree.scene_index(kept, heat)
+    for key, data in zip(backup_keys, backups, strict=True):
+        if data is not None:
+            files[key[len(prefix) :]] = data
+    live_persona = visible(persona, epoch)
+    if live_persona is None or live_persona.text is None:
+        return len(kept), None
+    files["persona.md"] = live_persona.text.encode("utf-8")
+    return len(kept), {
+        "version": number(live_persona, "version"),
+        "created_at": live_persona.metadata.get("created-at"),
+        "updated_at": live_persona.metadata.get("updated-at"),
+    }

@@ -1,0 +1,298 @@
+"""Import: a memory-tdai tree (ours, or one TencentDB wrote) uploaded through a presigned URL, then
+ingested into one (team, agent) memory. The whole tree is checked before anything is written; items
+keep their ids where this service could have issued them and they are free, their times, sessions,
+versions; L2 files keep their META as stored. An item already there with the same id and content
+is skipped, an L1 record whose natural key is taken is skipped: importing the same tree twice
+changes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from typing import Any
+
+from ...clock import ISSUED_ID, format_ms, now_ms, ordered_id
+from ...observability import logger
+from ...storage import audit as stored_audit
+from ...storage import blobs, jobs, layout, messages, records, scenes
+from ...storage.audit import EventContext, NewEvent, event_items
+from ...storage.counters import Where
+from ...storage.errors import Cancelled, PreconditionFailed
+from ...storage.models import Asset, Job
+from ...storage.retry import attempts
+from .. import assets, meta
+from ..atomic import natural_key, searchable
+from ..errors import Conflict, Invalid
+from ..files import number, visible
+from ..principal import Principal
+from ..scope import Scope
+from ..search import term_counts
+from . import tree
+from .common import URL_LIFETIME_S, continue_later, describe, job_of
+
+SYNC_BYTES = 512 * 1024  # a larger upload is ingested by an asynchronous invocation
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024  # compressed; unpacked, tree.MAX_TREE_BYTES
+
+
+def _upload_key(job: Job) -> str:
+    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.tar.gz"
+
+
+def create(
+    principal: Principal,
+    team_id: str,
+    agent_id: str,
+    user_id: str | None,
+    from_team: str | None,
+    from_agent: str | None,
+    request_id: str,
+) -> dict[str, Any]:
+    principal.require_team(team_id)
+    memory_id = layout.memory_id_of(team_id, agent_id)
+    existing = assets.get(memory_id)
+    if existing is not None and assets.owned_by(existing, team_id, agent_id) is None:
+        raise Conflict(assets.COLLISION)  # another pair spells the same memory_id (§4)
+    spec = {"user_id": user_id, "from_team": from_team, "from_agent": from_agent, "request_id": request_id}
+    job = jobs.new(ordered_id("imp-"), "import", memory_id, team_id, agent_id, principal.key_id, spec)
+    url = blobs.presigned("put_object", _upload_key(job), URL_LIFETIME_S, ContentType="application/gzip")
+    return {
+        "import_id": job.sk,
+        "upload_url": url,
+        "method": "PUT",
+        "headers": {"Content-Type": "application/gzip"},
+        "expires_at": format_ms(now_ms() + URL_LIFETIME_S * 1000),
+        "state": job.state,
+    }
+
+
+def begin(principal: Principal, import_id: str) -> dict[str, Any]:
+    job = job_of(principal, import_id, "import")
+    if job.state != "created":
+        return describe(job)
+    upload = blobs.head(_upload_key(job))
+    if upload is None:
+        raise Invalid("import_id: nothing was uploaded to its upload_url yet")
+    if upload.size > MAX_UPLOAD_BYTES:
+        blobs.delete(_upload_key(job))
+        jobs.settle(job, "failed", error=f"the upload is larger than {MAX_UPLOAD_BYTES // 2**20} MiB")
+        return describe(job)
+    if upload.size > SYNC_BYTES:
+        continue_later(job)
+        return describe(job)
+    if jobs.claim(job, "created"):
+        run(job)
+    return status(principal, import_id)
+
+
+def status(principal: Principal, import_id: str) -> dict[str, Any]:
+    return describe(job_of(principal, import_id, "import"))
+
+
+def run(job: Job) -> None:
+    """Ingest the upload (the job is claimed: running); delete it whatever happens. The job tells
+    how it went."""
+    key = _upload_key(job)
+    try:
+        data = blobs.get_bytes(key)
+        if data is None:
+            jobs.settle(job, "failed", error="nothing was uploaded")
+            return
+        try:
+            files = tree.untar(data)
+            selection = tree.Selection(job.spec.get("user_id"), job.spec.get("from_team"), job.spec.get("from_agent"))
+            parsed = tree.read(files, selection)
+        except tree.Malformed as exc:
+            jobs.settle(job, "failed", result={"problems": exc.problems[:100]}, error="the tree is malformed")
+            return
+        written, skipped = write(parsed, job)
+        context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
+        stored_audit.put(event_items([NewEvent("import", "asset", job.memory_id, sum(written.values()))], context))
+        jobs.settle(job, "done", result={"counts": written, "skipped": skipped})
+    except Conflict as exc:
+        jobs.settle(job, "failed", error=exc.message)
+    except Exception:
+        logger.exception("import failed")
+        jobs.settle(job, "failed", error="the import failed; try again")
+    finally:
+        blobs.delete(key)
+
+
+def _derived_id(prefix: str, ms: int, source: str) -> str:
+    """A stable id for a foreign item (time-ordered like ours): importing it again finds it again."""
+    return f"{prefix}{max(ms, 0) % (1 << 48):012x}{hashlib.sha256(source.encode()).hexdigest()[:14]}"
+
+
+def _id_for(prefix: str, source: str | None, ms: int, fallback: str) -> str:
+    if source and ISSUED_ID.fullmatch(source) and source.startswith(prefix):
+        return source
+    return _derived_id(prefix, ms, source or fallback)
+
+
+def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
+    scope = Scope(job.team_id, job.agent_id, "")
+    asset = assets.ensure(assets.get(job.memory_id), job.team_id, job.agent_id, job.owner)
+    written = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
+    skipped = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
+    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    _messages(where, parsed, written, skipped)
+    _records(where, parsed, written, skipped)
+    for path, text in parsed.files.items():
+        written_or_skipped = written if _scene(scope, asset, path, text) else skipped
+        written_or_skipped["l2"] += 1
+    if parsed.persona is not None:
+        (written if _persona(scope, asset, parsed.persona, parsed.persona_meta) else skipped)["l3"] += 1
+    for name, text in parsed.backups.items():
+        key = layout.backup_prefix(scope.team_id, scope.agent_id) + name
+        try:
+            blobs.put(key, text, {"epoch": str(int(asset.epoch))}, if_match=None)
+        except PreconditionFailed:
+            pass  # that backup is there already
+    return written, skipped
+
+
+def _messages(where: Where, parsed: tree.Tree, written: dict[str, int], skipped: dict[str, int]) -> None:
+    groups: dict[tuple[str, str, str | None], list[tree.Message]] = defaultdict(list)
+    for message in parsed.messages:
+        groups[(message.user_id, message.session_id, message.task_id)].append(message)
+    for (user, session, task), group in groups.items():
+        wanted: dict[str, tree.Message] = {}
+        for m in group:
+            message_id = _id_for("msg-", m.source_id, m.timestamp, f"{m.timestamp}:{m.role}:{m.content}")
+            if message_id in wanted and wanted[message_id].content != m.content:
+                # two lines of the tree share an id: the later one gets an id of its own (stable
+                # across imports, so a second import finds it again)
+                message_id = _derived_id("msg-", m.timestamp, f"{m.source_id}:{m.role}:{m.content}")
+            if message_id in wanted:
+                skipped["l0"] += 1  # the same message twice in the tree
+                continue
+            wanted[message_id] = m
+        found = messages.get_many(where, user, list(wanted)) if wanted else {}
+        new = []
+        for message_id, message in wanted.items():
+            there = found.get(message_id)
+            if there is not None and there.content == message.content:
+                skipped["l0"] += 1
+                continue
+            if there is not None:
+                message_id = ordered_id("msg-")  # the id is taken by another message: a new one
+            new.append(
+                messages.NewMessage(
+                    message_id,
+                    message.role,
+                    message.content,
+                    message.timestamp,
+                    term_counts(message.content),
+                    message.recorded_at,
+                )
+            )
+        for start in range(0, len(new), messages.PER_ADD):
+            messages.add(where, user, session, task, new[start : start + messages.PER_ADD], now_ms())
+        written["l0"] += len(new)
+
+
+def _records(where: Where, parsed: tree.Tree, written: dict[str, int], skipped: dict[str, int]) -> None:
+    for item in parsed.records:
+        atom_id = _id_for("atom-", item.source_id, item.created_at, f"{item.created_at}:{item.content}")
+        there = records.get(where, item.user_id, atom_id)
+        if there is not None and there.content == item.content:
+            skipped["l1"] += 1
+            continue
+        if there is not None:
+            atom_id = ordered_id("atom-")
+        key = natural_key(item.task_id, item.type, item.background, item.content)
+        counts = term_counts(searchable(item.content, item.background))
+        record = records.new(
+            where,
+            id=atom_id,
+            user_id=item.user_id,
+            session_id=item.session_id,
+            task_id=item.task_id,
+            content=item.content,
+            type=item.type,
+            background=item.background,
+            tags=item.tags,
+            meta=item.metadata,
+            version=item.version,
+            reinforced_count=item.reinforced_count,
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            natural_key=key,
+            terms=sum(counts.values()),
+        )
+        try:
+            records.create(where, record, counts)
+            written["l1"] += 1
+        except Cancelled as exc:
+            if "guard" not in exc.failed:
+                raise
+            skipped["l1"] += 1  # the same (task, type, background, content) is there already
+
+
+def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
+    """Store a file exactly as given (its META kept); False when the same text is there already."""
+    key = layout.scene_key(scope.team_id, scope.agent_id, path)
+    keys, _ = meta.split(text)
+    epoch = int(asset.epoch)
+    for _ in attempts("import scene"):
+        entry, blob = scenes.get(scope.team_id, scope.agent_id, path), blobs.get(key)
+        live = visible(blob, epoch)
+        if live is not None and live.text == text:
+            return False
+        indexed = scenes.current(entry, epoch)
+        gen = max(number(live, "gen"), int(indexed.gen) if indexed else 0) + 1
+        version = int(keys.get("version", "1")) if keys.get("version", "1").isdigit() else 1
+        try:
+            etag = blobs.put(
+                key,
+                text,
+                {"epoch": str(epoch), "gen": str(gen), "version": str(version)},
+                if_match=blob.etag if blob else None,
+            )
+        except PreconditionFailed:
+            continue
+        stamp = format_ms(now_ms())
+        try:
+            scenes.commit_write(
+                asset.memory_id,
+                scope.team_id,
+                scope.agent_id,
+                epoch,
+                path,
+                gen=gen,
+                version=version,
+                summary=keys.get("summary") or None,
+                created_at=keys.get("created_at") or stamp,
+                updated_at=keys.get("updated_at") or stamp,
+                size=len(text.encode("utf-8")),
+                etag=etag,
+                event=None,
+            )
+        except Cancelled as exc:
+            if "epoch" in exc.failed:
+                raise
+        return True
+    raise AssertionError("unreachable")
+
+
+def _persona(scope: Scope, asset: Asset, text: str, persona_meta: dict[str, Any]) -> bool:
+    key = layout.persona_key(scope.team_id, scope.agent_id)
+    epoch = int(asset.epoch)
+    stamp = format_ms(now_ms())
+    version = persona_meta.get("version") if isinstance(persona_meta.get("version"), int) else 1
+    metadata = {
+        "epoch": str(epoch),
+        "version": str(version),
+        "created-at": str(persona_meta.get("created_at") or stamp),
+        "updated-at": str(persona_meta.get("updated_at") or stamp),
+    }
+    for _ in attempts("import persona"):
+        blob = blobs.get(key)
+        live = visible(blob, epoch)
+        if live is not None and live.text == text:
+            return False
+        try:
+            blobs.put(key, text, metadata, if_match=blob.etag if blob else None)
+            return True
+        except PreconditionFailed:
+            continue
+    raise AssertionError("unreachable")

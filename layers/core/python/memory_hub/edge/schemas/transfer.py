@@ -1,0 +1,40 @@
+"""Export and import (§15) request models."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from .admin import MemoryId, UserId
+from .common import FreeId, Strict, TeamId
+
+JobId = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class ExportStart(Strict):
+    memory_id: MemoryId
+    user_id: UserId | None = Field(None, description="only this person's L0/L1 (their right of access)")
+    shared: bool = Field(False, description="with user_id: add the agent's shared L2/L3 (they may describe others)")
+
+
+class ExportStatus(Strict):
+    export_id: JobId
+
+
+class ImportCreate(Strict):
+    team_id: TeamId
+    agent_id: TeamId
+    user_id: UserId | None = Field(None, description="the user of lines that name none (or 'default')")
+    from_team: FreeId | None = Field(None, description="with from_agent: the source pair of a tree naming several")
+    from_agent: FreeId | None = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> ImportCreate:
+        if (self.from_team is None) != (self.from_agent is None):
+            raise ValueError("from_team and from_agent go together")
+        return self
+
+
+class ImportJob(Strict):
+    import_id: JobId

@@ -1,0 +1,65 @@
+"""Export and import jobs (ItemsTable, pk ``JOB``): what a caller polls while a large export or
+import runs asynchronously. A job holds its spec, state and counts — never content."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pynamodb.exceptions import DoesNotExist, UpdateError
+
+from ..clock import now_ms
+from . import layout
+from .models import Job
+
+LIFETIME_MS = 2 * 86_400_000
+
+
+def new(job_id: str, kind: str, memory_id: str, team_id: str, agent_id: str, owner: str, spec: dict[str, Any]) -> Job:
+    now = now_ms()
+    job = Job(
+        layout.JOB_PK,
+        job_id,
+        kind=kind,
+        state="created",
+        memory_id=memory_id,
+        team_id=team_id,
+        agent_id=agent_id,
+        owner=owner,
+        spec=spec,
+        created_at=now,
+        updated_at=now,
+        expires=(now + LIFETIME_MS) // 1000,
+    )
+    job.save(condition=Job.sk.does_not_exist())
+    return job
+
+
+def get(job_id: str) -> Job | None:
+    if not job_id or len(job_id) > 100:
+        return None
+    try:
+        return Job.get(layout.JOB_PK, job_id, consistent_read=True)
+    except DoesNotExist:
+        return None
+
+
+def claim(job: Job, state: str) -> bool:
+    """Move a job from ``state`` to running; False when someone else did first (or it moved on)."""
+    try:
+        job.update(actions=[Job.state.set("running"), Job.updated_at.set(now_ms())], condition=Job.state == state)
+    except UpdateError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
+def settle(job: Job, state: str, *, result: dict[str, Any] | None = None, error: str | None = None) -> Job:
+    """Move a job on (created → queued, running → done | failed)."""
+    actions: list[Any] = [Job.state.set(state), Job.updated_at.set(now_ms())]
+    if result is not None:
+        actions.append(Job.result.set(result))
+    if error is not None:
+        actions.append(Job.error.set(error))
+    job.update(actions=actions)
+    return job
