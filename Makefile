@@ -31,7 +31,7 @@ test: $(VENV)/.installed  ## the whole suite, tier by tier (browser tests run wh
 	$(PY) -m pytest tests/unit
 	$(PY) -m pytest tests/contract
 	$(PY) -m pytest tests/deployed
-	$(PY) -m pytest tests/api
+	$(PY) -m pytest tests/api -rs  # -rs: says which tests were skipped and why (no Chromium)
 
 lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cfn-lint
 	$(VENV)/bin/ruff check .

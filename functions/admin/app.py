@@ -66,7 +66,9 @@ def memory_list(req: Annotated[MemoryList, Body(embed=False)]):
 def memory_update(req: Annotated[MemoryUpdate, Body(embed=False)]):
     r = current()
     fields = {"name", "visibility", "acl", "bindings", "retention_days"} & req.model_fields_set
-    changes = req.model_dump(include=fields)
+    changes = req.model_dump(include=fields, exclude_none=True)  # null counts as absent (§1), inside lists too
+    if "retention_days" in fields and req.retention_days is None:
+        changes["retention_days"] = None  # the one meaningful null: back to the deployment default
     return envelope(assets.update(r.authorize(), req.memory_id, changes, r.request_id))
 
 

@@ -489,3 +489,15 @@ def test_collision_race_has_one_owner(api):
     assert all(a.status == 409 and a.message == COLLISION for a in answers if a.status != 200)
     owner = ok(get(api, first.memory_id))
     assert {owner["team_id"]} == winners and owner["counts"]["l1"] == 1
+
+
+def test_update_stores_bindings_as_given_and_null_retention_resets(api, scope):
+    ok(create(api, scope))
+    bindings = [{"agent_id": "b"}, {"agent_id": "c", "injection_mode": "prepend", "priority": 1}]
+    updated = ok(
+        api.post("/v3/memory/update", {"memory_id": scope.memory_id, "bindings": bindings, "retention_days": 7})
+    )
+    assert updated["bindings"] == bindings  # no null keys added for what was not given (§1, §4)
+    assert ok(get(api, scope.memory_id))["bindings"] == bindings
+    reset = ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "retention_days": None}))
+    assert reset["retention_days"] is None and reset["bindings"] == bindings

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
 from memory_hub_tools import cli
 from memory_hub_tools.client import ApiError, MemoryHubClient
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -403,7 +410,7 @@ class FakeLambda:
 
 def test_cleanup_repeats_until_done(monkeypatch, capsys):
     fake = FakeLambda([{"done": False, "deleted": 3}, {"done": False, "deleted": 2}, {"done": True, "deleted": 0}])
-    monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1"))
+    monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1", "fake"))
     code, out, _ = run(capsys, "cleanup")
     assert code == 0
     assert [line.split(": ", 1)[0] for line in out.strip().splitlines()] == ["run 1", "run 2", "run 3"]
@@ -413,7 +420,7 @@ def test_cleanup_repeats_until_done(monkeypatch, capsys):
     assert event["detail-type"] == "Scheduled Event" and event["source"] == "aws.events"
 
     fake = FakeLambda([{"done": False}] * 5)
-    monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1"))
+    monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1", "fake"))
     code, out, err = run(capsys, "cleanup", "--max-runs", "2", "--json")
     assert code == 1 and len(fake.calls) == 2 and "work left" in err
     assert [json.loads(line) for line in out.strip().splitlines()] == [{"done": False}] * 2
@@ -429,5 +436,219 @@ def test_cleanup_against_the_local_lambda_endpoint(stack, capsys):
 
 def test_cleanup_unknown_function_fails(stack, capsys):
     live = (stack.api_url, stack.lambda_url)
-    code, _, _err = run(capsys, "cleanup", "--lambda-endpoint", live[1], "--function-name", "NoSuchFunction")
-    assert code != 0
+    code, _, err = run(capsys, "cleanup", "--lambda-endpoint", live[1], "--function-name", "NoSuchFunction")
+    assert code == 1
+    assert one_line(err).startswith("error: no function NoSuchFunction; the template has: AdminFunction, ")
+    assert "CleanupFunction" in err and "ScenarioFunction" in err
+
+
+# --- cleanup and invoke target the running stack, on its ports --------------------------------------
+
+
+def one_line(err: str) -> str:
+    """An error is exactly one line on stderr, and never a traceback."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def dead_port() -> int:
+    with socket.socket() as sock:  # bound, never listening: connections to it are refused
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def lambda_env(stack, monkeypatch):
+    """No Lambda endpoint configured anywhere: each test says where the stack's Invoke API is."""
+    monkeypatch.delenv("MEMORY_HUB_LAMBDA_ENDPOINT", raising=False)
+    monkeypatch.delenv("LAMBDA_PORT", raising=False)
+    return stack
+
+
+def test_the_lambda_endpoint_defaults_to_lambda_port_then_3001(monkeypatch):
+    from argparse import Namespace
+
+    monkeypatch.delenv("MEMORY_HUB_LAMBDA_ENDPOINT", raising=False)
+    monkeypatch.delenv("LAMBDA_PORT", raising=False)
+    assert cli.lambda_endpoint(Namespace(lambda_endpoint=None)) == "http://127.0.0.1:3001"
+    monkeypatch.setenv("LAMBDA_PORT", "4123")
+    assert cli.lambda_endpoint(Namespace(lambda_endpoint=None)) == "http://127.0.0.1:4123"
+    monkeypatch.setenv("MEMORY_HUB_LAMBDA_ENDPOINT", "http://127.0.0.1:4999/")
+    assert cli.lambda_endpoint(Namespace(lambda_endpoint=None)) == "http://127.0.0.1:4999"
+    assert cli.lambda_endpoint(Namespace(lambda_endpoint="http://h:1")) == "http://h:1"
+
+
+def test_cleanup_follows_lambda_port(lambda_env, monkeypatch, capsys):
+    # Nothing set and nothing listening on the default port the test stack does not use: LAMBDA_PORT
+    # is what points it at the running stack.
+    monkeypatch.setenv("LAMBDA_PORT", str(lambda_env.lambda_port))
+    code, out, err = run(capsys, "cleanup", "--json", "--max-runs", "5")
+    assert code == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["done"] is True
+
+    monkeypatch.setenv("LAMBDA_PORT", str(dead_port()))
+    code, out, err = run(capsys, "cleanup")
+    assert code == 1 and out == ""
+    assert one_line(err).startswith(
+        f"error: cannot reach the Lambda Invoke API at http://127.0.0.1:{os.environ['LAMBDA_PORT']}"
+    )
+
+    monkeypatch.setenv("LAMBDA_PORT", "not-a-port")
+    code, _, err = run(capsys, "cleanup")
+    assert code == 2 and "LAMBDA_PORT" in one_line(err)
+
+
+def test_lambda_endpoint_environment_then_flag_win_over_lambda_port(lambda_env, monkeypatch, capsys):
+    live, dead = lambda_env.lambda_url, f"http://127.0.0.1:{dead_port()}"
+    monkeypatch.setenv("LAMBDA_PORT", str(dead_port()))
+    monkeypatch.setenv("MEMORY_HUB_LAMBDA_ENDPOINT", live)
+    code, _, err = run(capsys, "cleanup", "--json")
+    assert code == 0, err
+
+    monkeypatch.setenv("MEMORY_HUB_LAMBDA_ENDPOINT", dead)
+    code, _, err = run(capsys, "cleanup", "--json", "--lambda-endpoint", live)
+    assert code == 0, err
+    code, _, err = run(capsys, "cleanup", "--json")
+    assert code == 1 and f"cannot reach the Lambda Invoke API at {dead}" in one_line(err)
+    code, _, err = run(capsys, "cleanup", "--aws", "--lambda-endpoint", live)
+    assert code == 2 and "exclude each other" in one_line(err)
+
+
+def write_event(tmp_path, scope, path: str, content: str, key: str = ADMIN_KEY) -> str:
+    from memory_hub_local.gateway import api_event
+
+    headers = {"Authorization": f"Bearer {key}", "x-tdai-service-id": SERVICE_ID}
+    body = json.dumps(scope.body(path=path, content=content)).encode()
+    event_file = tmp_path / f"{path}.json"
+    event_file.write_text(json.dumps(api_event("POST", "/v3/scenario/write", headers, body)))
+    return str(event_file)
+
+
+def test_invoke_runs_against_the_running_stack_on_lambda_port(lambda_env, client, monkeypatch, capsys, tmp_path):
+    s = make_scope()
+    monkeypatch.setenv("LAMBDA_PORT", str(lambda_env.lambda_port))
+    code, out, err = run(capsys, "invoke", "ScenarioFunction", write_event(tmp_path, s, "inv.md", "invoked"))
+    assert code == 0, err
+    assert json.loads(out)["statusCode"] == 200
+    # What the function wrote is in the running stack: the API serves it.
+    read = client.call("/v3/scenario/read", s.body(path="inv.md"))
+    assert read["version"] == 1 and read["content"].endswith("\n\ninvoked")
+
+    # The README's command, with a shipped event (a read: it changes nothing).
+    code, out, err = run(capsys, "invoke", "ScenarioFunction", str(ROOT / "events" / "scenario-read.json"))
+    assert code == 0, err
+    assert json.loads(out)["statusCode"] == 200
+
+
+def test_invoke_answering_401_exits_non_zero(lambda_env, monkeypatch, capsys, tmp_path):
+    s = make_scope()
+    monkeypatch.setenv("LAMBDA_PORT", str(lambda_env.lambda_port))
+    event = write_event(tmp_path, s, "denied.md", "x", key="mhk_not-a-key")
+    code, out, err = run(capsys, "invoke", "ScenarioFunction", event)
+    assert code == 1
+    assert json.loads(out)["statusCode"] == 401  # the result is still printed
+    assert one_line(err).startswith("error: ScenarioFunction answered 401: authorization: invalid key (")
+
+
+def test_invoke_errors_are_one_line(lambda_env, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("LAMBDA_PORT", str(lambda_env.lambda_port))
+    event = str(ROOT / "events" / "scenario-read.json")
+    code, out, err = run(capsys, "invoke", "ScenarioFunctio", event)
+    assert code == 1 and out == ""
+    line = one_line(err)
+    assert line.startswith("error: no function ScenarioFunctio (did you mean ScenarioFunction?); the template has: ")
+    assert line.endswith(
+        "AdminFunction, CleanupFunction, ClearFunction, DeleteFunction, MemoryFunction, "
+        "ScenarioFunction, TransferFunction"
+    )
+
+    code, _, err = run(capsys, "invoke", "ScenarioFunction", str(tmp_path / "missing.json"))
+    assert code == 2 and "missing.json: cannot read the event: No such file or directory" in one_line(err)
+    (tmp_path / "bad.json").write_text("{not json")
+    code, _, err = run(capsys, "invoke", "ScenarioFunction", str(tmp_path / "bad.json"))
+    assert code == 2 and "not JSON" in one_line(err)
+    code, _, err = run(
+        capsys, "invoke", "ScenarioFunction", event, "--lambda-endpoint", f"http://127.0.0.1:{dead_port()}"
+    )
+    assert code == 1 and "cannot reach the Lambda Invoke API" in one_line(err)
+    code, _, err = run(capsys, "invoke", "ScenarioFunction")
+    assert code == 2 and "event" in one_line(err)
+
+
+# --- errors: one line on stderr, non-zero exit ------------------------------------------------------
+
+
+def test_connection_and_key_errors_are_one_line(env, monkeypatch, capsys):
+    s = make_scope()
+    dead = f"http://127.0.0.1:{dead_port()}"
+    code, out, err = run(capsys, "ls", "l1", *scope_flags(s), "--endpoint", dead)
+    assert code == 1 and out == ""
+    assert one_line(err).startswith(f"error: cannot reach {dead}: ")
+    code, _, err = run(capsys, "search", "x", *scope_flags(s), "--endpoint", "localhost:3000")
+    assert code == 1 and one_line(err).startswith("error: invalid endpoint 'localhost:3000'")
+    monkeypatch.delenv("MEMORY_HUB_API_KEY")
+    code, _, err = run(capsys, "ls", *scope_flags(s))
+    assert code == 1 and one_line(err) == "error: no API key: set MEMORY_HUB_API_KEY or pass --api-key"
+    code, _, err = run(capsys, "audit", "--api-key", "mhk_wrong")
+    assert code == 1 and one_line(err).startswith("error: 401 authorization: invalid key on /v3/audit/query [req-")
+
+
+def test_api_errors_are_one_line_with_their_details(env, client, capsys):
+    s = make_scope()
+    code, _, err = run(capsys, "ls", "l0", *scope_flags(s), "--limit", "101")
+    assert code == 1 and one_line(err).startswith("error: 400 limit: ")
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello")["id"]
+    client.atomic_update(s.team_id, s.agent_id, s.user_id, target, content="hello there")
+    code, _, err = run(capsys, "delete", "--id", target, "--expected-version", "1", "--yes", *scope_flags(s))
+    assert code == 1 and one_line(err).startswith(f"conflict: {target} is at version 2, not 1")
+    code, _, err = run(
+        capsys, "user-memory", "delete", "--memory-id", "chat_memory-nosuch-nosuch", "--user", "u", "--yes"
+    )
+    assert code == 1 and one_line(err).startswith("error: 404 ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        ([], "the following arguments are required: command"),
+        (["nosuch"], "invalid choice: 'nosuch'"),
+        (["search"], "the following arguments are required: query"),
+        (["search", "x", "--limit", "ten"], "argument --limit: not an integer: 'ten'"),
+        (["search", "x", "--limit", "0"], "argument --limit: must be at least 1"),
+        (["search", "x", "--timeout", "-1"], "argument --timeout: must be more than 0"),
+        (["search", "x", "--bogus"], "unrecognized arguments: --bogus"),
+        (["ls", "l5"], "invalid choice: 'l5'"),
+        (["cleanup", "--max-runs", "0"], "argument --max-runs: must be at least 1"),
+        (["keys", "create"], "the following arguments are required: --role"),
+    ],
+)
+def test_bad_flags_are_one_line_and_exit_2(env, capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    line = one_line(err)
+    assert line.startswith("memory-hub") and ": error: " in line and needle in line and "--help" in line
+
+
+def test_the_console_script_prints_no_traceback(stack, tmp_path):
+    """The installed `memory-hub` in a process of its own, as an operator runs it."""
+    script = Path(sys.executable).with_name("memory-hub")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "memory_hub_tools.cli"]
+    env = {
+        **os.environ,
+        "MEMORY_HUB_ENDPOINT": f"http://127.0.0.1:{dead_port()}",
+        "MEMORY_HUB_API_KEY": ADMIN_KEY,
+        "LAMBDA_PORT": str(stack.lambda_port),
+    }
+    env.pop("MEMORY_HUB_LAMBDA_ENDPOINT", None)
+    cases = [
+        (["ls", "--team", "t", "--agent", "a", "--user", "u"], 1, "error: cannot reach "),
+        (["invoke", "ScenarioFunctio", str(ROOT / "events" / "scenario-read.json")], 1, "error: no function "),
+        (["invoke", "ScenarioFunction", str(tmp_path / "none.json")], 2, "cannot read the event"),
+        (["show", "nothing"], 2, "expected an L0 message id"),
+    ]
+    for argv, expected, needle in cases:
+        done = subprocess.run([*command, *argv], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == expected, (argv, done.stderr)
+        assert needle in one_line(done.stderr), argv

@@ -76,19 +76,24 @@ def remaining(client: MemoryHubClient, scope, query: str = "hello") -> dict[str,
     return {item["id"]: item for item in items}
 
 
-def test_lists_both_tools_with_the_confirmation_protocol(api_url, tmp_path):
+ERASURE_TOOLS = {"search_for_deletion", "delete_memory"}
+
+
+def test_lists_the_tools_with_the_confirmation_protocol(api_url, tmp_path):
     async def body(session: ClientSession) -> Any:
         listed = (await session.list_tools()).tools
         no_scope = await session.call_tool("search_for_deletion", {"query": "hello", "team_id": "t"})
-        return listed, no_scope
+        no_scope_add = await session.call_tool("add_memory", {"content": "x", "agent_id": "a"})
+        return listed, no_scope, no_scope_add
 
-    listed, no_scope = in_session(api_url, tmp_path, body)
+    listed, no_scope, no_scope_add = in_session(api_url, tmp_path, body)
     # Without a default scope (no MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) a call must name it.
     assert no_scope.is_error and "agent_id, user_id" in payload(no_scope)["error"]
+    assert no_scope_add.is_error and "missing team_id, user_id" in payload(no_scope_add)["error"]
     tools = {tool.name: tool for tool in listed}
-    assert set(tools) == {"search_for_deletion", "delete_memory"}
-    for tool in tools.values():
-        text = tool.description.lower()
+    assert set(tools) == {"search_memory", "add_memory", *ERASURE_TOOLS}
+    for name in ERASURE_TOOLS:
+        text = tools[name].description.lower()
         assert "confirm" in text and "show" in text and "never delete by content" in text
         assert "409" in text
     delete = tools["delete_memory"]
@@ -96,6 +101,15 @@ def test_lists_both_tools_with_the_confirmation_protocol(api_url, tmp_path):
     assert not any("content" in name or "query" in name for name in delete.input_schema["properties"])
     assert delete.annotations.destructive_hint is True
     assert tools["search_for_deletion"].annotations.read_only_hint is True
+    # The two new tools: recall is read-only; add writes one record and destroys nothing. Only
+    # delete_memory deletes, and only by id.
+    assert tools["search_memory"].annotations.read_only_hint is True
+    add = tools["add_memory"]
+    assert add.annotations.read_only_hint is False and add.annotations.destructive_hint is False
+    assert add.input_schema["required"] == ["content"]
+    assert {"content", "type", "context", "tags"} <= set(add.input_schema["properties"])
+    assert "search_for_deletion" in tools["search_memory"].description
+    assert [t for t in tools.values() if t.annotations.destructive_hint] == [delete]
 
 
 def test_echo_three_near_identical_records_delete_exactly_the_confirmed_one(api_url, client, tmp_path):
@@ -212,3 +226,118 @@ def test_l0_messages_and_default_scope_from_the_environment(api_url, client, tmp
     assert not again.is_error and payload(again)["not_found_ids"] == [first]
     left = client.conversation_search(s.team_id, s.agent_id, s.user_id, "card", limit=10)["messages"]
     assert [m["id"] for m in left] == [second]
+
+
+def test_add_memory_then_search_memory(api_url, client, tmp_path):
+    s = make_scope()
+    added = client.conversation_add(
+        s.team_id,
+        s.agent_id,
+        s.user_id,
+        "trip",
+        [{"role": "user", "content": "book a window seat"}, {"role": "user", "content": "window or aisle?"}],
+    )["accepted_ids"]
+    client.conversation_add(s.team_id, s.agent_id, s.user_id, "other", [{"role": "user", "content": "window"}])
+
+    async def body(session: ClientSession) -> Any:
+        first = await session.call_tool(
+            "add_memory",
+            {
+                "content": "Prefers window seats ",
+                "type": "preference",
+                "context": "booking a flight",
+                "tags": ["travel", "seat"],
+                **scope_args(s),
+            },
+        )
+        again = await session.call_tool(
+            "add_memory",
+            {"content": "Prefers window seats ", "type": "preference", "context": "booking a flight", **scope_args(s)},
+        )
+        plain = await session.call_tool("add_memory", {"content": "Window cleaner on Fridays", **scope_args(s)})
+        found = await session.call_tool("search_memory", {"query": "window seats", "limit": 10, **scope_args(s)})
+        typed = await session.call_tool(
+            "search_memory", {"query": "window", "type": "preference", "limit": 10, **scope_args(s)}
+        )
+        messages = await session.call_tool(
+            "search_memory", {"query": "window", "layer": "l0", "session_id": "trip", **scope_args(s)}
+        )
+        mixed = await session.call_tool(
+            "search_memory", {"query": "window", "layer": "l0", "type": "preference", **scope_args(s)}
+        )
+        return first, again, plain, found, typed, messages, mixed
+
+    first, again, plain, found, typed, messages, mixed = in_session(api_url, tmp_path, body)
+    receipt = payload(first)
+    assert not first.is_error, first.content
+    assert receipt["id"].startswith("atom-") and receipt["created"] is True and receipt["version"] == 1
+    assert receipt["reinforced_count"] == 1
+    # The same content, type and context: the same record, reinforced; no second record.
+    assert payload(again)["id"] == receipt["id"] and payload(again)["created"] is False
+    assert payload(again)["reinforced_count"] == 2 and "no second record" in payload(again)["message"]
+    other_id = payload(plain)["id"]
+
+    records = payload(found)["results"]
+    assert records[0]["id"] == receipt["id"]  # contains every word: ranked first
+    best = records[0]
+    assert best["content"] == "Prefers window seats " and best["context"] == "booking a flight"
+    assert best["type"] == "preference" and best["tags"] == ["travel", "seat"] and best["version"] == 1
+    assert isinstance(best["score"], float | int)
+    assert [r["id"] for r in payload(typed)["results"]] == [receipt["id"]]
+    assert other_id not in {r["id"] for r in payload(typed)["results"]}
+    l0 = payload(messages)["results"]
+    assert {r["id"] for r in l0} == set(added) and all(r["session_id"] == "trip" and r["version"] == 1 for r in l0)
+    assert mixed.is_error and "l1 records only" in payload(mixed)["error"]
+
+    stored = client.atomic_query(s.team_id, s.agent_id, s.user_id, limit=10)["items"]
+    assert {i["id"] for i in stored} == {receipt["id"], other_id}
+    kept = next(i for i in stored if i["id"] == receipt["id"])
+    assert kept["content"] == "Prefers window seats " and kept["background"] == "booking a flight"
+    assert kept["tags"] == ["travel", "seat"] and kept["reinforced_count"] == 2
+
+
+def test_add_memory_refusals_and_a_reader_key(api_url, client, tmp_path):
+    s = make_scope()
+    reader = client.keys_create("reader", [s.team_id], name="mcp reader")["api_key"]
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello reader")
+
+    async def writer(session: ClientSession) -> Any:
+        bad_type = await session.call_tool("add_memory", {"content": "x", "type": "Not-A-Type", **scope_args(s)})
+        empty = await session.call_tool("add_memory", {"content": "", **scope_args(s)})
+        return bad_type, empty
+
+    async def read_only(session: ClientSession) -> Any:
+        found = await session.call_tool("search_memory", {"query": "hello", **scope_args(s)})
+        refused = await session.call_tool("add_memory", {"content": "hello writer", **scope_args(s)})
+        return found, refused
+
+    bad_type, empty = in_session(api_url, tmp_path, writer)
+    for result in (bad_type, empty):
+        assert result.is_error and payload(result)["code"] == 400 and "Nothing was added" in payload(result)["error"]
+    assert "type" in payload(bad_type)["error"] and "content" in payload(empty)["error"]
+
+    found, refused = in_session(api_url, tmp_path, read_only, MEMORY_HUB_API_KEY=reader)
+    assert not found.is_error and [r["content"] for r in payload(found)["results"]] == ["hello reader"]
+    assert refused.is_error and payload(refused)["code"] == 403
+    left = remaining(client, s)
+    assert [i["content"] for i in left.values()] == ["hello reader"]
+
+
+def test_a_record_added_over_mcp_is_deleted_by_id_only(api_url, client, tmp_path):
+    """add -> search_memory -> (the person confirms) -> delete_memory by that id and version."""
+    s = make_scope()
+    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, "my pin is 1234")["id"]
+
+    async def body(session: ClientSession) -> Any:
+        added = payload(await session.call_tool("add_memory", {"content": "my pin is 1234 ", **scope_args(s)}))
+        found = payload(await session.call_tool("search_memory", {"query": "pin", "limit": 10, **scope_args(s)}))
+        chosen = next(r for r in found["results"] if r["id"] == added["id"])
+        deleted = await session.call_tool(
+            "delete_memory", {"id": chosen["id"], "expected_version": chosen["version"], **scope_args(s)}
+        )
+        return added, found, deleted
+
+    added, found, deleted = in_session(api_url, tmp_path, body)
+    assert {r["content"] for r in found["results"]} == {"my pin is 1234", "my pin is 1234 "}
+    assert payload(deleted)["deleted_ids"] == [added["id"]]
+    assert set(remaining(client, s, "pin")) == {twin}

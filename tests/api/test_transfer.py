@@ -1276,3 +1276,37 @@ def test_cli_export_refuses_a_non_empty_out_directory(api, cli, tmp_path):
     assert refused.returncode != 0 and refused.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["something.txt"]
     assert s3_keys(s.prefix + ".exports/") == []  # refused before asking the service for anything
+
+
+@pytest.mark.parametrize(
+    ("meta", "created_at"),
+    [
+        ("created: 2024-05-01T12:00:00+02:00\nupdated: 2024-05-02T00:00:00Z", "2024-05-01T10:00:00.000Z"),
+        (
+            "version: 3\ncreated_at: 2024-05-01T10:00:00Z\nupdated_at: 2024-05-01T10:00:00.5+00:00",
+            "2024-05-01T10:00:00.000Z",
+        ),
+    ],
+)
+def test_meta_times_in_another_rfc3339_form_are_written_in_ours(api, meta, created_at):
+    target = make_scope()
+    text = f"-----META-START-----\n{meta}\n-----META-END-----\n\nbody\n"
+    done = import_tree(api, target, {"scene_blocks/a.md": text}, user_id="u")
+    assert done["state"] == "done", done
+    read = ok(api.post("/v3/scenario/read", target.body(path="a.md")))
+    assert read["created_at"] == created_at
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", read["updated_at"]), read
+    assert read["content"].endswith("\n\nbody\n")
+
+
+@pytest.mark.parametrize(
+    "meta",
+    ["created: 2024-05-01 10:00:00", "updated: last tuesday", "version: 2\ncreated_at: whenever", "version: zero"],
+)
+def test_meta_that_cannot_be_read_fails_the_import_naming_the_file(api, meta):
+    target = make_scope()
+    text = f"-----META-START-----\n{meta}\n-----META-END-----\n\nbody\n"
+    done = import_tree(api, target, {"scene_blocks/a.md": text}, user_id="u")
+    assert done["state"] == "failed", done
+    assert any(p.startswith("scene_blocks/a.md:1: META ") for p in done["problems"]), done
+    assert ok(api.post("/v3/scenario/read", target.body(path="a.md")))["content"] is None

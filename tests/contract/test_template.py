@@ -529,3 +529,17 @@ def test_cfn_lint_is_clean():
         pytest.skip("cfn-lint is not installed (make .venv/.installed)")
     result = subprocess.run([cfn_lint, str(TEMPLATE)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_api_writes_access_logs_without_bodies_keys_or_content(template):
+    api = template["Resources"]["Api"]["Properties"]
+    setting = api["AccessLogSetting"]
+    destination = setting["DestinationArn"]["Fn::GetAtt"][0]
+    assert template["Resources"][destination]["Type"] == "AWS::Logs::LogGroup"
+    assert template["Resources"][destination]["Properties"].get("RetentionInDays"), "access logs age out"
+    fields = json.loads(setting["Format"])
+    assert {"requestId", "status", "path", "latencyMs"} <= set(fields)
+    variables = " ".join(fields.values())
+    for leaked in ("requestBody", "responseBody", "Authorization", "authorizer", "apiKey", "header", "querystring"):
+        assert leaked.lower() not in variables.lower(), leaked
+    assert api["MethodSettings"][0]["ThrottlingRateLimit"] > 0, "the stage bounds concurrency when none is reserved"

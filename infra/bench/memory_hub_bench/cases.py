@@ -84,6 +84,9 @@ def cases(target: Target, *, ours: bool, make_files: FileMaker | None = None, fi
                 _, data = post("/v3/atomic/add", s.body(content=f"prefers green tea, fact {i}", type="persona"))
                 found["records"].append(data["id"])
 
+    def write_file(path: str) -> None:
+        post("/v3/scenario/write", s.body(path=path, content="x"))
+
     def fresh_message(i: int) -> None:
         _, data = post("/v3/conversation/add", s.body(session_id="del", messages=messages(1, "to delete")))
         found["messages"].append(data["accepted_ids"][0])
@@ -123,7 +126,7 @@ def cases(target: Target, *, ours: bool, make_files: FileMaker | None = None, fi
         Case(
             "/v3/scenario/rm",
             lambda i: s.body(path=f"rm/f{i}.md"),
-            before=lambda i: post("/v3/scenario/write", s.body(path=f"rm/f{i}.md", content="x")),
+            before=lambda i: write_file(f"rm/f{i}.md"),
         ),
         Case("/v3/atomic/add", lambda i: s.body(content=f"new fact {uuid.uuid4().hex}", type="episodic")),
         Case("/v3/atomic/query", lambda i: s.body(limit=20)),

@@ -93,12 +93,8 @@ class Hooks:
     def calls(self, since: int) -> list[dict[str, Any]]:
         return list(self._call("GET", f"/calls?since={since}")["calls"])
 
-    def last_seq(self) -> int:
-        calls = self._call("GET", "/calls?since=0")["calls"]
-        return int(calls[-1]["seq"]) if calls else 0
-
     def delay_every_call(self, seconds: float) -> int:
-        spec = {"match": {}, "action": "delay", "times": None, "delay_s": seconds}
+        spec: dict[str, Any] = {"match": {}, "action": "delay", "times": None, "delay_s": seconds}
         return int(self._call("POST", "/hooks", spec)["id"])
 
     def remove(self, hook_id: int) -> None:

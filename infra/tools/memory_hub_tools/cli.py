@@ -1,9 +1,13 @@
 """``memory-hub``: the local stack and the operator's command line.
 
+Browse one user's memory with ``ls [l0|l1|l2|l3]`` and ``show ID_OR_PATH`` (read-only).
 Erasure is by id only (there is no delete by content): find the record with ``search``, look at
 it, then ``delete --id`` exactly that id, at the version you saw (``--expected-version``).
 Connection: ``--endpoint``/``MEMORY_HUB_ENDPOINT`` (default http://127.0.0.1:3000),
 ``--api-key``/``MEMORY_HUB_API_KEY``, ``--service-id``/``MEMORY_HUB_SERVICE_ID`` (default ``default``).
+``invoke`` and ``cleanup`` use the running stack's Lambda Invoke API: ``--lambda-endpoint``, else
+``MEMORY_HUB_LAMBDA_ENDPOINT``, else http://127.0.0.1:$LAMBDA_PORT (default 3001).
+Errors are one line on stderr; exit 0 done, 1 failed or refused by the API, 2 usage error.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import os
 import sys
 from datetime import UTC
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .client import MemoryHubError
 
@@ -36,26 +40,22 @@ def _local(args: argparse.Namespace) -> int:
 
 def _invoke(args: argparse.Namespace) -> int:
     """Run one function of the running stack with one event, like ``sam local invoke``."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    event = Path(args.event).read_text(encoding="utf-8") if args.event != "-" else sys.stdin.read()
+    if args.aws and args.lambda_endpoint:
+        raise UsageError("--aws and --lambda-endpoint exclude each other")
+    if args.event == "-":
+        event = sys.stdin.read()
+    else:
+        try:
+            event = Path(args.event).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{args.event}: cannot read the event: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         json.loads(event)
     except ValueError as exc:
         raise UsageError(f"{args.event}: not JSON ({exc})") from None
-    client, _ = _lambda_client(args)
-    try:
-        response = client.invoke(
-            FunctionName=args.function, InvocationType="RequestResponse", Payload=event.encode("utf-8")
-        )
-    except client.exceptions.ResourceNotFoundException:
-        print(
-            f"error: no function {args.function!r} (use a logical id of template.yaml, e.g. ScenarioFunction)",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
-    except (BotoCoreError, ClientError) as exc:
-        print(f"error: cannot invoke {args.function}: {exc}", file=sys.stderr)
+    client, _, endpoint = _lambda_client(args)
+    response = _invoke_once(args, client, endpoint, args.function, event.encode("utf-8"))
+    if response is None:
         return EXIT_FAILED
     raw = response["Payload"].read()
     try:
@@ -64,24 +64,115 @@ def _invoke(args: argparse.Namespace) -> int:
         result = raw.decode("utf-8", "replace")
     print(json.dumps(result, indent=2, ensure_ascii=False))
     if response.get("FunctionError"):
+        message = result.get("errorMessage") if isinstance(result, dict) else None
+        print(f"error: {args.function} failed: {message or response['FunctionError']}", file=sys.stderr)
         return EXIT_FAILED
     status = result.get("statusCode") if isinstance(result, dict) else None
-    return EXIT_FAILED if isinstance(status, int) and status >= 400 else EXIT_OK
+    if isinstance(status, int) and status >= 400:
+        message = _proxy_message(result)
+        hint = (
+            " (the event's API key is not one of this stack's: the shipped events/ carry the test key, "
+            "see events/README.md)"
+            if status == 401 and "authorization" in message and not args.aws
+            else ""
+        )
+        print(f"error: {args.function} answered {status}{message}{hint}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _proxy_message(result: dict[str, Any]) -> str:
+    """The envelope message of an API Gateway proxy result (``: …``), or nothing."""
+    body = result.get("body")
+    if not isinstance(body, str):
+        return ""
+    if result.get("isBase64Encoded"):
+        import base64
+        import binascii
+
+        try:
+            body = base64.b64decode(body).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+    try:
+        envelope = json.loads(body)
+    except ValueError:
+        return ""
+    message = envelope.get("message") if isinstance(envelope, dict) else None
+    return f": {message}" if isinstance(message, str) and message else ""
+
+
+def _template_functions() -> list[str] | None:
+    """The logical ids of template.yaml's functions (None when the template cannot be read here)."""
+    try:
+        from memory_hub_local.template import load_raw
+
+        resources = load_raw().get("Resources") or {}
+    except Exception:  # noqa: BLE001 - only a hint for an error message: no template, no list
+        return None
+    return sorted(
+        name
+        for name, resource in resources.items()
+        if isinstance(resource, dict) and resource.get("Type") in ("AWS::Serverless::Function", "AWS::Lambda::Function")
+    )
+
+
+def _no_function(args: argparse.Namespace, name: str) -> str:
+    if args.aws:
+        return f"no function {name} on AWS (with --aws, name the deployed function, e.g. from `sam list resources`)"
+    functions = _template_functions()
+    if not functions:
+        return f"no function {name} (use a logical id of template.yaml, e.g. ScenarioFunction)"
+    import difflib
+
+    by_lower = {f.lower(): f for f in functions}
+    close = [f for f in functions if name and f.lower().startswith(name.lower())]
+    close = close or [by_lower[f] for f in difflib.get_close_matches(name.lower(), by_lower, n=1, cutoff=0.8)]
+    hint = f" (did you mean {close[0]}?)" if len(close) == 1 else ""
+    return f"no function {name}{hint}; the template has: {', '.join(functions)}"
+
+
+def _invoke_once(args: argparse.Namespace, client: Any, endpoint: str, name: str, payload: bytes) -> Any:
+    """One synchronous invocation; ``None`` after printing one line when it could not run."""
+    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+    try:
+        return client.invoke(FunctionName=name, InvocationType="RequestResponse", Payload=payload)
+    except client.exceptions.ResourceNotFoundException:
+        print(f"error: {_no_function(args, name)}", file=sys.stderr)
+    except EndpointConnectionError:
+        where = "AWS Lambda" if args.aws else f"the Lambda Invoke API at {endpoint}"
+        hint = (
+            ""
+            if args.aws
+            else " (is `make run` running? Its port: LAMBDA_PORT, $MEMORY_HUB_LAMBDA_ENDPOINT or --lambda-endpoint)"
+        )
+        print(f"error: cannot reach {where}{hint}", file=sys.stderr)
+    except ClientError as exc:
+        error = exc.response.get("Error") or {}
+        status = (exc.response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+        text = error.get("Message") or error.get("Code") or str(exc)
+        print(f"error: cannot invoke {name}: {status or ''} {text}".replace("  ", " "), file=sys.stderr)
+    except BotoCoreError as exc:
+        print(f"error: cannot invoke {name}: {exc}", file=sys.stderr)
+    return None
 
 
 def _openapi(args: argparse.Namespace) -> int:
+    """Regenerate (or, with --check, compare) the shipped OpenAPI document and docs/API.md."""
     from memory_hub.edge.public import SPEC_FILE
 
-    from .openapi import generate
+    from .openapi import REFERENCE_FILE, generate, reference
 
-    text = generate()
+    outputs = {SPEC_FILE: generate(), REFERENCE_FILE: reference()}
     if args.check:
-        if SPEC_FILE.read_text(encoding="utf-8") != text:
-            print("openapi.json is out of date: run `memory-hub openapi`", file=sys.stderr)
-            return EXIT_FAILED
-        return EXIT_OK
-    SPEC_FILE.write_text(text, encoding="utf-8")
-    print(f"wrote {SPEC_FILE}")
+        stale = [path for path, text in outputs.items() if not path.exists() or path.read_text("utf-8") != text]
+        for path in stale:
+            print(f"{path.name} is out of date: run `memory-hub openapi`", file=sys.stderr)
+        return EXIT_FAILED if stale else EXIT_OK
+    for path, text in outputs.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
     return EXIT_OK
 
 
@@ -547,29 +638,41 @@ def scheduled_event(region: str) -> dict[str, Any]:
     }
 
 
-def _lambda_client(args: argparse.Namespace) -> Any:
+def lambda_endpoint(args: argparse.Namespace) -> str:
+    """The running stack's Lambda Invoke API: --lambda-endpoint, else $MEMORY_HUB_LAMBDA_ENDPOINT, else
+    http://127.0.0.1:$LAMBDA_PORT (the port `make run` serves it on; 3001 by default)."""
+    endpoint = args.lambda_endpoint or os.environ.get("MEMORY_HUB_LAMBDA_ENDPOINT")
+    if not endpoint:
+        port = (os.environ.get("LAMBDA_PORT") or "").strip() or "3001"
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"LAMBDA_PORT={port!r} is not a port number")
+        endpoint = f"http://127.0.0.1:{int(port)}"
+    if not endpoint.startswith(("http://", "https://")):
+        raise UsageError(f"Lambda endpoint {endpoint!r}: expected http://host:port")
+    return endpoint.rstrip("/")
+
+
+def _lambda_client(args: argparse.Namespace) -> tuple[Any, str, str]:
+    """A Lambda client, the region, and where it points (for messages)."""
     import boto3
     from botocore.config import Config
 
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     config = Config(read_timeout=960, connect_timeout=10, retries={"max_attempts": 0})
     if args.aws:
-        return boto3.client("lambda", region_name=region, config=config), region
+        return boto3.client("lambda", region_name=region, config=config), region, "AWS Lambda"
     # The local stack's Invoke API (like `sam local start-lambda`) ignores the signature: static
     # placeholder credentials, so no real ones are ever looked up or sent to it.
-    endpoint = (
-        args.lambda_endpoint
-        or os.environ.get("MEMORY_HUB_LAMBDA_ENDPOINT")
-        or f"http://127.0.0.1:{os.environ.get('LAMBDA_PORT', '3001')}"
-    )
-    return boto3.client(
+    endpoint = lambda_endpoint(args)
+    client = boto3.client(
         "lambda",
         endpoint_url=endpoint,
         region_name=region,
         config=config,
         aws_access_key_id="local",
         aws_secret_access_key="local",  # noqa: S106 - the local Invoke API checks no signature
-    ), region
+    )
+    return client, region, endpoint
 
 
 def _cleanup(args: argparse.Namespace) -> int:
@@ -577,18 +680,11 @@ def _cleanup(args: argparse.Namespace) -> int:
         raise UsageError("--aws and --lambda-endpoint exclude each other")
     if args.max_runs < 1:
         raise UsageError("--max-runs: at least 1")
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    client, region = _lambda_client(args)
+    client, region, endpoint = _lambda_client(args)
     for run in range(1, args.max_runs + 1):
-        try:
-            response = client.invoke(
-                FunctionName=args.function_name,
-                InvocationType="RequestResponse",
-                Payload=json.dumps(scheduled_event(region)).encode(),
-            )
-        except (BotoCoreError, ClientError) as exc:
-            print(f"cleanup: cannot invoke {args.function_name}: {exc}", file=sys.stderr)
+        payload = json.dumps(scheduled_event(region)).encode()
+        response = _invoke_once(args, client, endpoint, args.function_name, payload)
+        if response is None:
             return EXIT_FAILED
         raw = response["Payload"].read()
         try:
@@ -596,7 +692,8 @@ def _cleanup(args: argparse.Namespace) -> int:
         except ValueError:
             result = raw.decode("utf-8", "replace")
         if response.get("FunctionError"):
-            print(f"run {run}: the function failed: {json.dumps(result, ensure_ascii=False)}", file=sys.stderr)
+            message = result.get("errorMessage") if isinstance(result, dict) else result
+            print(f"error: run {run}: {args.function_name} failed: {message}", file=sys.stderr)
             return EXIT_FAILED
         if args.json:
             print(json.dumps(result, ensure_ascii=False), flush=True)
@@ -604,12 +701,16 @@ def _cleanup(args: argparse.Namespace) -> int:
             _say(args, f"run {run}: {json.dumps(result, ensure_ascii=False)}")
         if not isinstance(result, dict) or result.get("done") is not False:
             return EXIT_OK
-    print(f"cleanup: work left after {args.max_runs} runs; run it again to continue", file=sys.stderr)
+    print(f"error: work left after {args.max_runs} runs; run cleanup again to continue", file=sys.stderr)
     return EXIT_FAILED
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from .mcp_server import main as serve_mcp
+    try:
+        from .mcp_server import main as serve_mcp
+    except ImportError as exc:
+        print(f"error: memory-hub mcp needs the MCP SDK ({exc}): pip install 'memory-hub[mcp]'", file=sys.stderr)
+        return EXIT_FAILED
 
     serve_mcp(
         endpoint=args.endpoint,
@@ -631,7 +732,7 @@ def _connection_flags() -> argparse.ArgumentParser:
     )
     group.add_argument("--api-key", default=None, help="API key (default: $MEMORY_HUB_API_KEY)")
     group.add_argument("--service-id", default=None, help="service id (default: $MEMORY_HUB_SERVICE_ID or 'default')")
-    group.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    group.add_argument("--timeout", type=_seconds, default=30.0, help="seconds per request (default 30)")
     group.add_argument("--json", action="store_true", help="print the raw JSON data (for scripts)")
     return parent
 
@@ -652,10 +753,30 @@ def _scope_flags() -> argparse.ArgumentParser:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (and the place to read more)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_REFUSED, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _add_operator_commands(sub: Any) -> None:
@@ -748,7 +869,8 @@ def _add_operator_commands(sub: Any) -> None:
     cleanup.add_argument(
         "--lambda-endpoint",
         default=None,
-        help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or http://127.0.0.1:3001, the local stack's)",
+        help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or "
+        "http://127.0.0.1:$LAMBDA_PORT, the running stack's; LAMBDA_PORT defaults to 3001)",
     )
     cleanup.add_argument(
         "--aws",
@@ -757,7 +879,7 @@ def _add_operator_commands(sub: Any) -> None:
         "(then --function-name is the deployed function's name)",
     )
     cleanup.add_argument("--function-name", default="CleanupFunction")
-    cleanup.add_argument("--max-runs", type=int, default=10)
+    cleanup.add_argument("--max-runs", type=_positive, default=10, help="at most this many invocations (10)")
     cleanup.add_argument("--json", action="store_true", help="one JSON result per line")
     cleanup.set_defaults(run=_cleanup)
 
@@ -790,19 +912,24 @@ def _add_operator_commands(sub: Any) -> None:
     imported.add_argument("--from-agent", default=None)
     imported.set_defaults(run=_import)
 
+    from . import browse
+
+    browse.add_commands(sub, conn, scope(), _positive)
+
     mcp = sub.add_parser(
         "mcp",
         parents=[conn, scope()],
-        help="serve the erasure tools over MCP (stdio)",
-        description="An MCP server (stdio) with search_for_deletion and delete_memory. "
-        "Team/agent/user flags (or MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) are the "
+        help="serve memory tools over MCP (stdio): search, add, ID-based erasure",
+        description="An MCP server (stdio) with search_memory (read-only), add_memory (one L1 record), "
+        "and the erasure tools search_for_deletion and delete_memory (by id and version only; no delete "
+        "by content). Team/agent/user flags (or MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) are the "
         "defaults; each tool call may override them.",
     )
     mcp.set_defaults(run=_mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memory-hub", description=__doc__)
+    parser = _Parser(prog="memory-hub", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     local = sub.add_parser("local", help="serve the API over embedded moto (what `make run` runs)", add_help=False)
     local.add_argument("local_args", nargs=argparse.REMAINDER)
@@ -820,7 +947,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     invoke.add_argument("--aws", action="store_true", help="invoke the deployed function on AWS instead")
     invoke.set_defaults(run=_invoke)
-    spec = sub.add_parser("openapi", help="regenerate the shipped OpenAPI document")
+    spec = sub.add_parser("openapi", help="regenerate the shipped OpenAPI document and docs/API.md")
     spec.add_argument("--check", action="store_true", help="fail if the shipped file is out of date")
     spec.set_defaults(run=_openapi)
     _add_operator_commands(sub)
@@ -838,11 +965,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except UsageError as exc:
-        parser.exit(EXIT_REFUSED, f"memory-hub: error: {exc}\n")
+        print(f"memory-hub {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     except ApiError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        if exc.data is not None:
-            print(f"  details: {json.dumps(exc.data, ensure_ascii=False)}", file=sys.stderr)
+        details = f" (details: {json.dumps(exc.data, ensure_ascii=False)})" if exc.data is not None else ""
+        print(f"error: {exc}{details}", file=sys.stderr)
         if getattr(args, "json", False):
             _emit_json({"error": exc.as_dict()})
         return EXIT_FAILED
@@ -852,7 +979,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `memory-hub ls l0 | head`: the reader left; say nothing more
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_FAILED
+    except OSError as exc:  # a file or directory the command reads or writes
+        print(f"error: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:
+        if os.environ.get("MEMORY_HUB_DEBUG"):
+            raise
+        print(
+            f"error: unexpected {type(exc).__name__}: {exc} (MEMORY_HUB_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # `python -m memory_hub_tools.cli`: run the package's module, not a second copy
+    from memory_hub_tools.cli import main as package_main  # (so its exceptions are the ones caught above)
+
+    raise SystemExit(package_main())

@@ -13,9 +13,11 @@ Configuration (explicit arguments win over the environment):
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 DEFAULT_ENDPOINT = "http://127.0.0.1:3000"
 DEFAULT_SERVICE_ID = "default"
 DEFAULT_TIMEOUT = 30.0
+MAX_OFFSET = 10_000  # the largest `offset` conversation/query and atomic/query accept (CONTRACT.md §14)
 
 
 class MemoryHubError(Exception):
@@ -90,33 +93,46 @@ class MemoryHubClient:
         """POST ``body`` to ``path``; returns the envelope's ``data`` (raises :class:`ApiError`)."""
         if not self.api_key:
             raise ConfigError("no API key: set MEMORY_HUB_API_KEY or pass --api-key")
+        for name, value in (("API key", self.api_key), ("service id", self.service_id)):
+            if not value.isascii() or not value.isprintable():
+                raise ConfigError(f"the {name} must be printable ASCII (it is sent in an HTTP header)")
+        self._check_endpoint()
         payload = json.dumps({} if body is None else body, ensure_ascii=False).encode("utf-8")
-        request = urllib.request.Request(
-            self.endpoint + path,
-            data=payload,
-            method="POST",
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json",
-                "Authorization": f"Bearer {self.api_key}",
-                "x-tdai-service-id": self.service_id,
-                **(headers or {}),
-            },
-        )
+        try:
+            request = urllib.request.Request(
+                self.endpoint + path,
+                data=payload,
+                method="POST",
+                headers={
+                    "Content-Type": "application/json",
+                    "Accept": "application/json",
+                    "Authorization": f"Bearer {self.api_key}",
+                    "x-tdai-service-id": self.service_id,
+                    **(headers or {}),
+                },
+            )
+        except ValueError as exc:  # no scheme, or not a URL at all
+            raise ConfigError(f"invalid endpoint {self.endpoint!r}: {exc} (e.g. http://127.0.0.1:3000)") from None
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 status, raw = response.status, response.read()
         except urllib.error.HTTPError as exc:
             status, raw = exc.code, exc.read()
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None) or exc.__class__.__name__ + (f": {exc}" if str(exc) else "")
             raise TransportError(f"cannot reach {self.endpoint}: {reason}") from exc
+        except ValueError as exc:  # e.g. an unknown URL scheme, a bad port
+            raise ConfigError(f"invalid endpoint {self.endpoint!r}: {exc}") from None
         try:
             envelope = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            raise TransportError(f"{path}: HTTP {status} without a JSON envelope: {raw[:200]!r}") from None
+            raise TransportError(
+                f"{path}: HTTP {status} without a JSON envelope (is {self.endpoint} Memory Hub's API?): {raw[:200]!r}"
+            ) from None
         if not isinstance(envelope, dict) or "code" not in envelope:
-            raise TransportError(f"{path}: HTTP {status} without an envelope: {raw[:200]!r}")
+            raise TransportError(
+                f"{path}: HTTP {status} without an envelope (is {self.endpoint} Memory Hub's API?): {raw[:200]!r}"
+            )
         if envelope.get("code") != 0 or status >= 400:
             code = envelope.get("code")
             code = code if isinstance(code, int) and code else status
@@ -129,6 +145,17 @@ class MemoryHubClient:
                 path=path,
             )
         return envelope.get("data")
+
+    def _check_endpoint(self) -> None:
+        try:
+            parts = urllib.parse.urlsplit(self.endpoint)
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:
+            port_ok = False
+        if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+            raise ConfigError(
+                f"invalid endpoint {self.endpoint!r}: expected http(s)://host[:port], e.g. {DEFAULT_ENDPOINT}"
+            )
 
     def _object(
         self, path: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
@@ -224,34 +251,89 @@ class MemoryHubClient:
             self._scope(team_id, agent_id, user_id, session_id=session_id, limit=limit, offset=offset),
         )
 
+    def conversation_count(
+        self, team_id: str, agent_id: str, user_id: str, *, session_id: str | None = None
+    ) -> dict[str, Any]:
+        return self._object("/v3/conversation/count", self._scope(team_id, agent_id, user_id, session_id=session_id))
+
+    def atomic_count(self, team_id: str, agent_id: str, user_id: str, *, type: str | None = None) -> dict[str, Any]:
+        return self._object("/v3/atomic/count", self._scope(team_id, agent_id, user_id, type=type))
+
+    def scenario_ls(
+        self,
+        team_id: str,
+        agent_id: str,
+        user_id: str,
+        *,
+        path_prefix: str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+    ) -> dict[str, Any]:
+        return self._object(
+            "/v3/scenario/ls",
+            self._scope(team_id, agent_id, user_id, path_prefix=path_prefix, limit=limit, next_token=next_token),
+        )
+
+    def scenario_read(self, team_id: str, agent_id: str, user_id: str, path: str) -> dict[str, Any]:
+        return self._object("/v3/scenario/read", self._scope(team_id, agent_id, user_id, path=path))
+
+    def scenario_count(
+        self, team_id: str, agent_id: str, user_id: str, *, path_prefix: str | None = None
+    ) -> dict[str, Any]:
+        return self._object("/v3/scenario/count", self._scope(team_id, agent_id, user_id, path_prefix=path_prefix))
+
+    def core_read(self, team_id: str, agent_id: str, user_id: str) -> dict[str, Any]:
+        return self._object("/v3/core/read", self._scope(team_id, agent_id, user_id))
+
     def conversation_delete(self, team_id: str, agent_id: str, user_id: str, message_ids: list[str]) -> dict[str, Any]:
         return self._object(
             "/v3/conversation/delete", self._scope(team_id, agent_id, user_id, message_ids=list(message_ids))
         )
 
     def find_record(
-        self, team_id: str, agent_id: str, user_id: str, record_id: str, max_pages: int = 10, page_size: int = 100
+        self,
+        team_id: str,
+        agent_id: str,
+        user_id: str,
+        record_id: str,
+        max_pages: int = 10,
+        page_size: int = 100,
+        *,
+        session_id: str | None = None,
+        type: str | None = None,
     ) -> dict[str, Any] | None:
         """Look one L1 record (``atom-…``) or L0 message (``msg-…``) up by id, paging through
-        ``atomic/query`` / ``conversation/query`` (at most ``max_pages`` pages); ``None`` if not seen."""
-        for item in self._walk(team_id, agent_id, user_id, record_id, max_pages, page_size):
+        ``atomic/query`` / ``conversation/query`` (at most ``max_pages`` pages, newest first; the API
+        has no get-by-id route); ``None`` if not seen. ``session_id`` (L0) and ``type`` (L1) narrow
+        the pages read, so an older item is reached in fewer requests."""
+        for item in self._walk(team_id, agent_id, user_id, record_id, max_pages, page_size, session_id, type):
             if item.get("id") == record_id:
                 return item
         return None
 
     def _walk(
-        self, team_id: str, agent_id: str, user_id: str, record_id: str, max_pages: int, page_size: int
+        self,
+        team_id: str,
+        agent_id: str,
+        user_id: str,
+        record_id: str,
+        max_pages: int,
+        page_size: int,
+        session_id: str | None = None,
+        type: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         l0 = record_id.startswith("msg-")
         for page in range(max_pages):
             offset = page * page_size
-            if offset > 10_000:
+            if offset > MAX_OFFSET:
                 return
             if l0:
-                data = self.conversation_query(team_id, agent_id, user_id, limit=page_size, offset=offset)
+                data = self.conversation_query(
+                    team_id, agent_id, user_id, session_id=session_id, limit=page_size, offset=offset
+                )
                 batch = data.get("messages") or []
             else:
-                data = self.atomic_query(team_id, agent_id, user_id, limit=page_size, offset=offset)
+                data = self.atomic_query(team_id, agent_id, user_id, type=type, limit=page_size, offset=offset)
                 batch = data.get("items") or []
             yield from batch
             if len(batch) < page_size or offset + len(batch) >= int(data.get("total") or 0):

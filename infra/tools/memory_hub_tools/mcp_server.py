@@ -1,13 +1,22 @@
-"""``memory-hub mcp``: an MCP server (stdio) for ID-based erasure, the "Echo" protocol.
+"""``memory-hub mcp``: an MCP server (stdio) over one user's memory: recall, add, and ID-based erasure.
 
-Two tools, used in three steps:
+Four tools:
 
-1. ``search_for_deletion`` finds candidate records and returns each with its exact ``id`` and
-   ``version`` (and its exact text, context, type and tags);
-2. the assistant shows the person the exact record(s) and asks which one to delete;
-3. ``delete_memory(id, expected_version)`` deletes exactly that id, and only if it is still at the
-   version the person saw (otherwise 409: nothing is deleted and the current record is returned to
-   be shown again).
+* ``search_memory`` (read-only): find the user's L1 records (default) or L0 messages by words, best
+  first, each with its ``id``, ``version``, exact text and ``score``.
+* ``add_memory``: remember one thing about the user as ONE L1 record (``atomic/add``: content,
+  ``type``, ``context``, ``tags``). L1 and not L0 on purpose: L0 is the raw transcript an agent
+  records with its own session ids and roles, while "remember that …" is an extracted memory. The
+  same content, type and context again is not a second record: the existing one is reinforced
+  (``created: false``, the same ``id``). It never edits or deletes anything.
+* ``search_for_deletion`` and ``delete_memory``, the "Echo" protocol for erasure, used in three steps:
+
+  1. ``search_for_deletion`` finds candidate records and returns each with its exact ``id`` and
+     ``version`` (and its exact text, context, type and tags);
+  2. the assistant shows the person the exact record(s) and asks which one to delete;
+  3. ``delete_memory(id, expected_version)`` deletes exactly that id, and only if it is still at the
+     version the person saw (otherwise 409: nothing is deleted and the current record is returned to
+     be shown again).
 
 There is no delete by content: a model trims, paraphrases and normalises whitespace, so a content
 match hits no row or several identical rows. The confirmed row and the deleted row must be the
@@ -15,7 +24,8 @@ same row.
 
 Configuration (environment, overridable by ``memory-hub mcp`` flags): ``MEMORY_HUB_ENDPOINT``,
 ``MEMORY_HUB_API_KEY``, ``MEMORY_HUB_SERVICE_ID``, and the default scope ``MEMORY_HUB_TEAM_ID``,
-``MEMORY_HUB_AGENT_ID``, ``MEMORY_HUB_USER_ID`` (each tool call may pass its own).
+``MEMORY_HUB_AGENT_ID``, ``MEMORY_HUB_USER_ID`` (each tool call may pass its own). A ``reader`` key
+serves the two search tools; ``add_memory`` and ``delete_memory`` need a ``writer`` or ``admin`` key.
 """
 
 from __future__ import annotations
@@ -41,6 +51,11 @@ PROTOCOL = (
     "deleted: show the person the current record it returns and ask again."
 )
 
+INSTRUCTIONS = (
+    "Memory of one user: search_memory recalls records and messages (read-only); add_memory remembers "
+    "one thing as one record. " + PROTOCOL
+)
+
 SEARCH_DESCRIPTION = (
     "Step 1 of deleting a memory: find candidate records and their exact ids and versions. Returns a "
     "list of records: for layer 'l1' (extracted memories) {id, version, content, context, type, tags, "
@@ -49,6 +64,25 @@ SEARCH_DESCRIPTION = (
     "(content and context verbatim, with the id) and ask which one to delete; only after they confirm, "
     "call delete_memory with that id and its version. Several records may look the same (e.g. differing "
     "only in whitespace or context): they are different records, show them all. " + PROTOCOL
+)
+
+MEMORY_SEARCH_DESCRIPTION = (
+    "Recall: search the user's memory by words (read-only; nothing is changed). layer 'l1' (default) "
+    "searches extracted memory records {id, version, content, context, type, tags, created_at, "
+    "updated_at, score}; layer 'l0' searches raw conversation messages {id, role, session_id, content, "
+    "timestamp, version: 1, score}. Best match first; a record containing none of the words is not "
+    "returned. Filters: `type` (l1 only) and `session_id` (l0 only). To delete something, use "
+    "search_for_deletion and delete_memory (by id, after the person confirms), never this tool's results "
+    "rebuilt from content."
+)
+
+ADD_DESCRIPTION = (
+    "Remember one thing about the user: adds ONE extracted memory record (L1) with `content` (1-8192 "
+    "chars, stored exactly as given), optional `type` (lowercase letters and _, default 'episodic'), "
+    "`context` (where it came from, up to 2048 chars) and `tags` (up to 20). If a record with the exact "
+    "same content, type and context already exists, no second record is made: that one is reinforced "
+    "and returned with created=false. Returns {id, version, created, reinforced_count}. It never edits "
+    "or deletes a record; it does not write raw conversation messages (L0)."
 )
 
 DELETE_DESCRIPTION = (
@@ -122,8 +156,12 @@ def _l0(message: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _scored(record: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    return {**record, "score": item.get("score")}
+
+
 class Tools:
-    """The two tools, bound to one client and one default scope."""
+    """The tools, bound to one client and one default scope."""
 
     def __init__(self, config: Config, client: MemoryHubClient | None = None) -> None:
         self.config = config
@@ -172,6 +210,83 @@ class Tools:
         except MemoryHubError as exc:
             return _error(f"search failed: {exc}")
         return _result(records)
+
+    def search_memory(
+        self,
+        query: Annotated[str, Field(description="words to look for")],
+        layer: Annotated[
+            Literal["l1", "l0"],
+            Field(description="'l1' extracted memory records (default) or 'l0' raw conversation messages"),
+        ] = "l1",
+        limit: Annotated[int, Field(ge=1, le=100, description="at most this many results (1-100)")] = 5,
+        type: Annotated[str | None, Field(description="l1 only: only records of this type")] = None,
+        session_id: Annotated[str | None, Field(description="l0 only: only messages of this session")] = None,
+        team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
+        agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
+        user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
+    ) -> CallToolResult:
+        if layer == "l0" and type is not None:
+            return _error("`type` filters l1 records only; for l0 messages use session_id")
+        if layer == "l1" and session_id is not None:
+            return _error("`session_id` filters l0 messages only; for l1 records use type")
+        scope = self._scope(team_id, agent_id, user_id)
+        if isinstance(scope, CallToolResult):
+            return scope
+        try:
+            if layer == "l0":
+                data = self.client.conversation_search(*scope, query, session_id=session_id, limit=limit)
+                records = [_scored(_l0(m), m) for m in data.get("messages") or []]
+            else:
+                data = self.client.atomic_search(*scope, query, type=type, limit=limit)
+                records = [_scored(_l1(i), i) for i in data.get("items") or []]
+        except ApiError as exc:
+            return _error(f"search failed: {exc.code} {exc.message}", code=exc.code)
+        except MemoryHubError as exc:
+            return _error(f"search failed: {exc}")
+        return _result(records)
+
+    def add_memory(
+        self,
+        content: Annotated[str, Field(description="what to remember, exactly as it should be stored (1-8192 chars)")],
+        type: Annotated[
+            str | None, Field(description="record type: lowercase letters and _ (default 'episodic')")
+        ] = None,
+        context: Annotated[
+            str | None, Field(description="where this comes from / the situation (up to 2048 chars)")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="up to 20 short labels")] = None,
+        session_id: Annotated[str | None, Field(description="the conversation it came from, if any")] = None,
+        team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
+        agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
+        user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
+    ) -> CallToolResult:
+        scope = self._scope(team_id, agent_id, user_id)
+        if isinstance(scope, CallToolResult):
+            return scope
+        try:
+            data = self.client.atomic_add(
+                *scope, content, type=type, background=context, tags=tags, session_id=session_id
+            )
+        except ApiError as exc:
+            return _error(f"add failed: {exc.code} {exc.message}. Nothing was added.", code=exc.code)
+        except MemoryHubError as exc:
+            return _error(
+                f"add failed: {exc}. It is not known whether the record was added; search_memory "
+                "for it before retrying (a retry with the same content only reinforces it)."
+            )
+        receipt = {
+            "id": data.get("id"),
+            "version": data.get("version"),
+            "created": data.get("created"),
+            "reinforced_count": data.get("reinforced_count"),
+        }
+        receipt["message"] = (
+            f"Added {receipt['id']}."
+            if receipt["created"]
+            else f"Already remembered as {receipt['id']}: reinforced ({receipt['reinforced_count']} times); "
+            "no second record was made."
+        )
+        return _result(receipt)
 
     def delete_memory(
         self,
@@ -288,7 +403,23 @@ def build_server(config: Config | None = None, client: MemoryHubClient | None = 
     delete.parameters["required"] = ["id", "expected_version"]
     for name in ("id", "expected_version"):
         delete.parameters["properties"][name].pop("default", None)
-    return MCPServer("memory-hub", instructions=PROTOCOL, log_level="WARNING", tools=[search, delete])
+    recall = Tool.from_function(
+        tools.search_memory,
+        name="search_memory",
+        title="Search memory",
+        description=MEMORY_SEARCH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    add = Tool.from_function(
+        tools.add_memory,
+        name="add_memory",
+        title="Remember one record",
+        description=ADD_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+        ),
+    )
+    return MCPServer("memory-hub", instructions=INSTRUCTIONS, log_level="WARNING", tools=[recall, add, search, delete])
 
 
 def main(**overrides: Any) -> None:

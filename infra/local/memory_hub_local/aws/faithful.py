@@ -1,7 +1,7 @@
 """AWS's limits and conditional semantics that moto 5.2.5 lacks, enforced on each request before
 moto sees it — with AWS's own error codes, so a test fails here wherever AWS would refuse.
 
-Each rule is a claim about AWS and about moto: tests/contract/test_faithful_aws.py shows moto alone
+Each rule is a claim about AWS and about moto: tests/api/test_faithful_aws.py shows moto alone
 accepts what the rule refuses (drop the rule the day moto does it itself).
 
 DynamoDB: partition keys ≤ 2,048 bytes and sort keys ≤ 1,024 bytes on every key a request names

@@ -103,6 +103,9 @@ class AwsSide:
 
         self.state, self.region, self.identities, self.hooks = state, region, identities, hooks
         self.app = DomainDispatcherApplication(create_backend_app)
+        # moto's dispatcher works out the service of every request anew (a walk over all its
+        # modules, ~1 ms); the service is known here, so each one's app is made once and called.
+        self.apps = {service: create_backend_app(service) for service in ("dynamodb", "s3", "secretsmanager")}
         self.schemas = faithful.Schemas(dynamodb_backend(region))
 
     # ---------------------------------------------------------------- one request
@@ -163,13 +166,20 @@ class AwsSide:
             if call.operation == "ListObjectsV2":
                 path, _, query = raw_path.partition("?")
                 raw_path = f"{path}?{faithful.cap_list_page(query)}"
-        status, out_headers, out_body = self._wsgi(method, raw_path, headers, body, server_name, port)
+        status, out_headers, out_body = self._wsgi(call.service, method, raw_path, headers, body, server_name, port)
         if changed and status == 200:
             out_body = faithful.add_precondition_errors(out_body, changed)
         return status, out_headers, out_body
 
     def _wsgi(
-        self, method: str, raw_path: str, headers: dict[str, str], body: bytes, server_name: str, port: int
+        self,
+        service: str,
+        method: str,
+        raw_path: str,
+        headers: dict[str, str],
+        body: bytes,
+        server_name: str,
+        port: int,
     ) -> tuple[int, dict[str, str], bytes]:
         url = urlsplit(raw_path)
         environ: dict[str, Any] = {
@@ -199,10 +209,11 @@ class AwsSide:
                 environ[f"HTTP_{key}"] = value
         started: dict[str, Any] = {}
 
-        def start_response(status: str, response_headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        def start_response(status: str, response_headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             started["status"], started["headers"] = int(status.split(" ", 1)[0]), response_headers
+            return lambda data: None  # WSGI's write(): moto never calls it
 
-        chunks = self.app(environ, start_response)
+        chunks = self.apps.get(service, self.app)(environ, start_response)
         try:
             out = b"".join(chunks)
         finally:

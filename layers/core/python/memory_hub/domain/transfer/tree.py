@@ -417,21 +417,46 @@ def _record(where: str, line: dict[str, Any], selection: Selection, problems: li
 _TDAI_META = ("created", "updated", "summary", "heat")
 
 
+def _stamp(value: str | None, name: str) -> str | None:
+    """A META time as Memory Hub writes it (any RFC 3339 form accepted); ValueError names it."""
+    if value is None:
+        return None
+    try:
+        return format_ms(lower_bound_ms(value))
+    except ValueError:
+        raise ValueError(f"META {name} must be an RFC 3339 time") from None
+
+
 def stored_scene(text: str) -> str:
-    """A scene file as Memory Hub stores it: our META block kept as it is; TencentDB's (created,
-    updated, summary, heat) turned into ours, its other keys kept."""
+    """A scene file as Memory Hub stores it: our META block kept as it is (times in another RFC
+    3339 form written in ours); TencentDB's (created, updated, summary, heat) turned into ours, its
+    other keys kept. ValueError (what is wrong) when a version or time cannot be read."""
     keys, content = meta.split(text)
-    if not keys or "version" in keys:
-        if keys:
-            return text
+    if not keys:
         stamp = format_ms(now_ms())
         return meta.render(version=1, created_at=stamp, updated_at=stamp, summary=None, previous={}, content=text)
-    created = keys.get("created") or format_ms(now_ms())
+    if "version" in keys:
+        if not keys["version"].isdigit() or int(keys["version"]) < 1:
+            raise ValueError("META version must be a whole number of at least 1")
+        created = _stamp(keys.get("created_at"), "created_at") or format_ms(now_ms())
+        updated = _stamp(keys.get("updated_at"), "updated_at") or created
+        if (created, updated) == (keys.get("created_at"), keys.get("updated_at")):
+            return text  # exactly as exported
+        previous = {k: v for k, v in keys.items() if k not in ("version", "created_at", "updated_at", "summary")}
+        return meta.render(
+            version=int(keys["version"]),
+            created_at=created,
+            updated_at=updated,
+            summary=keys.get("summary") or None,
+            previous=previous,
+            content=content,
+        )
+    created = _stamp(keys.get("created"), "created") or format_ms(now_ms())
     previous = {k: v for k, v in keys.items() if k not in ("created", "updated", "summary")}
     return meta.render(
         version=1,
         created_at=created,
-        updated_at=keys.get("updated") or created,
+        updated_at=_stamp(keys.get("updated"), "updated") or created,
         summary=keys.get("summary") or None,
         previous=previous,
         content=content,
@@ -501,7 +526,10 @@ def read(files: dict[str, bytes], selection: Selection) -> Tree:
             if problem:
                 problems.append(f"{name}:1: path {problem}")
                 continue
-            tree.files[path] = stored_scene(text)
+            try:
+                tree.files[path] = stored_scene(text)
+            except ValueError as exc:
+                problems.append(f"{name}:1: {exc}")
         elif name == "persona.md":
             tree.persona = text
         elif name.startswith(".backup/persona/") and "/" not in name[len(".backup/persona/") :]:

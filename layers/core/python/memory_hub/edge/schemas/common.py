@@ -27,25 +27,48 @@ def rule(check: Callable[[Any], str | None]) -> AfterValidator:
 
 
 NoControl = rule(lambda v: "must not contain control characters" if has_control(v) else None)
+
+# JSON Schema patterns for the OpenAPI description only (the rules above decide): each says exactly
+# what its rule accepts, except lengths counted in UTF-8 bytes, documented as maxLength in chars.
+_CC = r"\u0000-\u001f\u007f-\u009f"  # Unicode category Cc
+NO_CONTROL_PATTERN = f"^[^{_CC}]*$"
+NoControlDoc = Field(json_schema_extra={"pattern": NO_CONTROL_PATTERN})
+_SEGMENT = rf"[^/\\.{_CC}][^/\\{_CC}]*"  # not empty, not starting with ".", no backslash
+_FILE = rf"[^/\\.{_CC}][^/\\{_CC}]*\.md"
+FILE_PATTERN = f"^({_SEGMENT}/)*{_FILE}$"
+PREFIX_PATTERN = f"^(({_SEGMENT}/)*{_SEGMENT}/?)?$"
+RM_PATTERN = f"^({_SEGMENT}/)*({_SEGMENT}/|{_FILE})$"
 FilePath = Annotated[
     str,
     rule(lambda v: path_problem(v, kind="file")),
-    Field(description="relative .md path, ≤ 512 UTF-8 bytes (§5 rules)"),
+    Field(
+        description="relative .md path, ≤ 512 UTF-8 bytes (§5 rules)",
+        json_schema_extra={"pattern": FILE_PATTERN, "maxLength": 512},
+    ),
 ]
 PathPrefix = Annotated[
     str,
     rule(lambda v: path_problem(v, kind="prefix")),
-    Field(description="plain string prefix of the relative path; may be empty"),
+    Field(
+        description="plain string prefix of the relative path; may be empty",
+        json_schema_extra={"pattern": PREFIX_PATTERN, "maxLength": 512},
+    ),
 ]
 RmPath = Annotated[
     str,
     rule(lambda v: path_problem(v, kind="rm")),
-    Field(description="a .md file, or a folder ending in / (everything under it)"),
+    Field(
+        description="a .md file, or a folder ending in / (everything under it)",
+        json_schema_extra={"pattern": RM_PATTERN, "maxLength": 512},
+    ),
 ]
-TeamId = Annotated[
-    str, rule(team_or_agent_problem), Field(json_schema_extra={"pattern": "^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"})
-]
-FreeId = Annotated[str, Field(min_length=1, max_length=256), NoControl]
+TEAM_PATTERN = "^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"
+TeamId = Annotated[str, rule(team_or_agent_problem), Field(json_schema_extra={"pattern": TEAM_PATTERN})]
+FreeId = Annotated[str, Field(min_length=1, max_length=256), NoControl, NoControlDoc]
+
+
+_HM = "([01][0-9]|2[0-3]):[0-5][0-9]"
+TIME_PATTERN = rf"^[0-9]{{4}}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T{_HM}:[0-5][0-9](\.[0-9]{{1,9}})?(Z|[+-]{_HM})$"
 
 
 def _time(value: str) -> str:
@@ -59,7 +82,11 @@ def _time(value: str) -> str:
 Time = Annotated[
     str,
     AfterValidator(_time),
-    Field(description="RFC 3339: YYYY-MM-DDTHH:MM:SS[.f]Z or ±HH:MM offset", examples=["2026-01-01T08:00:00+08:00"]),
+    Field(
+        description="RFC 3339: YYYY-MM-DDTHH:MM:SS[.f]Z or ±HH:MM offset, 1-9 fraction digits (impossible date → 400)",
+        examples=["2026-01-01T08:00:00+08:00"],
+        json_schema_extra={"pattern": TIME_PATTERN},
+    ),
 ]
 Limit = Annotated[int, Field(ge=1, le=100)]
 Offset = Annotated[int, Field(ge=0, le=10_000)]

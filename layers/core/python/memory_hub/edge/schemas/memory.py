@@ -18,11 +18,15 @@ Background = Annotated[str, Field(max_length=2048)]
 class Message(Strict):
     role: Literal["user", "assistant"]
     content: Content
-    timestamp: Time | None = None
+    timestamp: Time | None = Field(None, description="default: the request time plus the message's index in ms")
 
 
 class ConversationAdd(Isolated):
-    messages: list[Message] = Field(min_length=1, max_length=100)
+    """session_id is required here, from the body or the x-tdai-session-id header (400 without)."""
+
+    messages: list[Message] = Field(
+        min_length=1, max_length=100, description="session_id (body or header) is required here (400)"
+    )
 
 
 class ConversationQuery(Isolated, TimeRange):
@@ -40,8 +44,14 @@ class ConversationCount(Isolated, TimeRange):
 
 
 class ConversationDelete(Isolated):
-    message_ids: list[str] | None = Field(None, max_length=5000)
-    session_ids: list[str] | None = Field(None, max_length=100)
+    """At least one non-blank id in message_ids or session_ids (else 400)."""
+
+    message_ids: list[str] | None = Field(
+        None, max_length=5000, description="trimmed, blanks dropped, duplicates removed (first seen kept)"
+    )
+    session_ids: list[str] | None = Field(
+        None, max_length=100, description="every message of these sessions; at least one id in all → else 400"
+    )
 
 
 def _metadata_size(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -54,11 +64,11 @@ Metadata = Annotated[dict[str, Any], AfterValidator(_metadata_size)]
 
 
 class AtomicAdd(Isolated):
-    content: Content
+    content: Content = Field(description="the same content, type and background in the scope reinforces a record")
     type: AtomType = "episodic"
     background: Background = ""
     tags: list[Tag] = Field(default_factory=list, max_length=20)
-    metadata: Metadata = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict, description="any object, ≤ 4096 bytes as compact JSON")
 
 
 class AtomicQuery(Isolated, TimeRange):
@@ -78,12 +88,14 @@ class AtomicCount(Isolated, TimeRange):
 
 
 class AtomicUpdate(Isolated):
+    """At least one of content, background, tags and metadata (else 400); the others stay as they are."""
+
     id: Annotated[str, Field(min_length=1, max_length=256)]
     content: Content | None = None
     background: Background | None = None
     tags: list[Tag] | None = Field(None, max_length=20)
     metadata: Metadata | None = None
-    expected_version: int | None = Field(None, ge=0)
+    expected_version: int | None = Field(None, ge=0, description="the record's version must be this, else 409")
 
     @model_validator(mode="after")
     def _has_changes(self) -> AtomicUpdate:
@@ -93,5 +105,9 @@ class AtomicUpdate(Isolated):
 
 
 class AtomicDelete(Isolated):
-    ids: list[str] = Field(min_length=1, max_length=5000)
-    expected_versions: dict[str, int] | None = None
+    ids: list[str] = Field(
+        min_length=1, max_length=5000, description="trimmed, blanks dropped, duplicates removed; none left → 400"
+    )
+    expected_versions: dict[str, int] | None = Field(
+        None, description="{id: version}: every key must be in ids; any other version → 409, nothing deleted"
+    )

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from .common import FilePath, Isolated, NoControl, PathPrefix, RmPath
+from .common import FilePath, Isolated, NoControl, NoControlDoc, PathPrefix, RmPath
 
 
 class ScenarioLs(Isolated):
@@ -26,7 +26,7 @@ class ScenarioRead(Isolated):
 class ScenarioWrite(Isolated):
     path: FilePath
     content: str = Field(max_length=1_000_000)
-    summary: Annotated[str, Field(max_length=1024), NoControl] | None = Field(
+    summary: Annotated[str, Field(max_length=1024), NoControl, NoControlDoc] | None = Field(
         None, description='persists until a write sets a new one; "" removes it'
     )
     expected_version: int | None = Field(None, ge=0, description="0 = the file must not exist")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from .admin import MemoryId, UserId
 from .common import FreeId, Strict, TeamId
@@ -23,6 +23,10 @@ class ExportStatus(Strict):
 
 
 class ImportCreate(Strict):
+    model_config = ConfigDict(
+        json_schema_extra={"dependentRequired": {"from_team": ["from_agent"], "from_agent": ["from_team"]}}
+    )
+
     team_id: TeamId
     agent_id: TeamId
     user_id: UserId | None = Field(None, description="the user of lines that name none (or 'default')")
