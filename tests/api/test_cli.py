@@ -545,11 +545,25 @@ def test_invoke_runs_against_the_running_stack_on_lambda_port(lambda_env, client
 def test_invoke_answering_401_exits_non_zero(lambda_env, monkeypatch, capsys, tmp_path):
     s = make_scope()
     monkeypatch.setenv("LAMBDA_PORT", str(lambda_env.lambda_port))
+    monkeypatch.delenv("MEMORY_HUB_API_KEY", raising=False)
     event = write_event(tmp_path, s, "denied.md", "x", key="mhk_not-a-key")
     code, out, err = run(capsys, "invoke", "ScenarioFunction", event)
     assert code == 1
     assert json.loads(out)["statusCode"] == 401  # the result is still printed
     assert one_line(err).startswith("error: ScenarioFunction answered 401: authorization: invalid key (")
+
+
+def test_invoke_puts_the_running_stacks_key_into_the_event(lambda_env, monkeypatch, capsys, tmp_path):
+    """The shipped events carry the test key; --api-key (or MEMORY_HUB_API_KEY) replaces it."""
+    s = make_scope()
+    monkeypatch.setenv("LAMBDA_PORT", str(lambda_env.lambda_port))
+    monkeypatch.delenv("MEMORY_HUB_API_KEY", raising=False)
+    event = write_event(tmp_path, s, "keyed.md", "x", key="mhk_not-a-key")
+    code, out, err = run(capsys, "invoke", "ScenarioFunction", event, "--api-key", ADMIN_KEY)
+    assert code == 0 and json.loads(out)["statusCode"] == 200, err
+    monkeypatch.setenv("MEMORY_HUB_API_KEY", ADMIN_KEY)
+    code, out, err = run(capsys, "invoke", "ScenarioFunction", event)
+    assert code == 0 and json.loads(out)["statusCode"] == 200, err
 
 
 def test_invoke_errors_are_one_line(lambda_env, monkeypatch, capsys, tmp_path):

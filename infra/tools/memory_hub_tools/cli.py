@@ -50,9 +50,16 @@ def _invoke(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{args.event}: cannot read the event: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        json.loads(event)
+        parsed = json.loads(event)
     except ValueError as exc:
         raise UsageError(f"{args.event}: not JSON ({exc})") from None
+    key = args.api_key or os.environ.get("MEMORY_HUB_API_KEY")
+    if key and isinstance(parsed, dict) and isinstance(parsed.get("headers"), dict):
+        # the shipped events carry the test key; a running stack knows its own
+        parsed["headers"]["Authorization"] = f"Bearer {key}"
+        if isinstance(parsed.get("multiValueHeaders"), dict):
+            parsed["multiValueHeaders"]["Authorization"] = [f"Bearer {key}"]
+        event = json.dumps(parsed)
     client, _, endpoint = _lambda_client(args)
     response = _invoke_once(args, client, endpoint, args.function, event.encode("utf-8"))
     if response is None:
@@ -71,8 +78,8 @@ def _invoke(args: argparse.Namespace) -> int:
     if isinstance(status, int) and status >= 400:
         message = _proxy_message(result)
         hint = (
-            " (the event's API key is not one of this stack's: the shipped events/ carry the test key, "
-            "see events/README.md)"
+            " (the event's API key is not one of this stack's: the shipped events/ carry the test key; "
+            "pass --api-key or set MEMORY_HUB_API_KEY)"
             if status == 401 and "authorization" in message and not args.aws
             else ""
         )
@@ -944,6 +951,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="Lambda Invoke API (default: $MEMORY_HUB_LAMBDA_ENDPOINT or "
         "http://127.0.0.1:$LAMBDA_PORT, the running stack's)",
+    )
+    invoke.add_argument(
+        "--api-key",
+        default=None,
+        help="put this key into the event's Authorization header (default: $MEMORY_HUB_API_KEY; "
+        "without either, the event's own)",
     )
     invoke.add_argument("--aws", action="store_true", help="invoke the deployed function on AWS instead")
     invoke.set_defaults(run=_invoke)
