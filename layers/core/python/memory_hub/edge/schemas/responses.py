@@ -9,6 +9,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .admin import AuditAction
+
 D = TypeVar("D")
 REQUEST_ID = r"^req-[0-9a-f]{16}$"
 
@@ -426,24 +428,6 @@ class Keys(Doc):
 class KeyRevoked(Doc):
     key_id: str
     revoked: Literal[True]
-
-
-AuditAction = Literal[
-    "clear",
-    "delete",
-    "user_memory_delete",
-    "memory_delete",
-    "memory_update",
-    "scenario_write",
-    "scenario_rm",
-    "core_write",
-    "atomic_update",
-    "retention_cleanup",
-    "key_create",
-    "key_revoke",
-    "export",
-    "import",
-]
 
 
 class Event(Doc):
