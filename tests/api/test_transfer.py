@@ -1310,3 +1310,147 @@ def test_meta_that_cannot_be_read_fails_the_import_naming_the_file(api, meta):
     assert done["state"] == "failed", done
     assert any(p.startswith("scene_blocks/a.md:1: META ") for p in done["problems"]), done
     assert ok(api.post("/v3/scenario/read", target.body(path="a.md")))["content"] is None
+
+
+# ---- found by a review of the first version: each failed then -------------------------------------
+
+
+def test_a_day_file_over_8_mib_round_trips(api):
+    """One file per day has no size of its own: an export of a big day imports again."""
+    source, target = make_scope(), make_scope()
+    words = "x" * 8000
+    for batch in range(11):
+        messages = [{"role": "user", "content": f"{batch}-{i} {words}"} for i in range(100)]
+        ok(api.post("/v3/conversation/add", source.body(session_id="big", messages=messages)))
+    _, files = export(api, source.memory_id)
+    (day,) = [name for name in files if name.startswith("conversations/")]
+    assert len(files[day]) > 8 * 2**20
+    done = import_tree(api, target, tarball(files))
+    assert done["state"] == "done" and done["counts"]["l0"] == 1100, done
+    _, again = export(api, target.memory_id)
+    assert again[day] == files[day]
+
+
+def test_a_small_upload_of_many_lines_is_ingested_asynchronously(api):
+    """The size of the upload does not decide where it runs (it may compress very well)."""
+    target = make_scope()
+    lines = [
+        {**MESSAGE, "id": f"m-{i}", "content": "same words again", "timestamp": 1767607200000 + i} for i in range(2500)
+    ]
+    data = tarball({CONVERSATIONS: jsonl(lines)})
+    assert len(data) < 512 * 1024
+    started = begin_import(api, target.team_id, target.agent_id, data, user_id="u")
+    assert started["state"] in ("queued", "running"), started
+    done, _ = settle(api, "/v3/memory/import/status", "import_id", started)
+    assert done["state"] == "done" and done["counts"]["l0"] == 2500, done
+    assert s3_keys(target.prefix + ".imports/") == []
+
+
+def test_an_export_right_after_an_erasure_succeeds(api):
+    s = make_scope()
+    added = ok(api.post("/v3/atomic/add", s.body(content="keep me")))
+    gone = ok(api.post("/v3/atomic/add", s.body(content="delete me")))
+    ok(api.post("/v3/atomic/delete", s.body(ids=[gone["id"]])))
+    ok(api.post("/v3/user-memory/delete", {"memory_id": s.memory_id, "user_id": "nobody"}))
+    answer, files = export(api, s.memory_id)
+    assert answer["state"] == "done", answer
+    records = lines_of(files, "records")
+    assert [r["id"] for r in records] == [added["id"]]
+
+
+def test_an_import_over_live_files_moves_their_versions_on_and_backs_the_persona_up(api):
+    source, target = make_scope(), make_scope()
+    ok(api.post("/v3/scenario/write", source.body(path="p.md", content="from the tree")))
+    ok(api.post("/v3/core/write", source.body(content="persona from the tree")))
+    _, files = export(api, source.memory_id)
+    for i in range(3):
+        ok(api.post("/v3/scenario/write", target.body(path="p.md", content=f"live {i}")))
+        ok(api.post("/v3/core/write", target.body(content=f"live persona {i}")))
+    done = import_tree(api, target, files)
+    assert done["state"] == "done" and done["counts"]["l2"] == 1 and done["counts"]["l3"] == 1, done
+    read = ok(api.post("/v3/scenario/read", target.body(path="p.md")))
+    assert read["version"] == 4 and read["content"].endswith("from the tree"), read
+    persona = ok(api.post("/v3/core/read", target.body()))
+    assert persona["version"] == 4 and persona["content"] == "persona from the tree"
+    backups = s3_keys(target.prefix + ".backup/persona/")
+    assert len(backups) == 3 and any(k.endswith("_3.md") for k in backups), backups  # the live v3 kept
+    written = ok(api.post("/v3/scenario/write", target.body(path="p.md", content="next")))
+    assert written["version"] == 5  # never a version issued twice
+
+
+def test_a_second_import_of_a_scene_without_meta_changes_nothing(api):
+    target = make_scope()
+    tree_files = {
+        "scene_blocks/plain.md": "# no META here\n",
+        "scene_blocks/empty-times.md": "-----META-START-----\ncreated: \nupdated: \nsummary: s\n"
+        "-----META-END-----\n\nbody\n",
+    }
+    first = import_tree(api, target, tree_files, user_id="u")
+    assert first["state"] == "done" and first["counts"]["l2"] == 2, first
+    before = ok(api.post("/v3/scenario/ls", target.body()))["entries"]
+    second = import_tree(api, target, tree_files, user_id="u")
+    assert second["counts"]["l2"] == 0 and second["skipped"]["l2"] == 2, second
+    assert ok(api.post("/v3/scenario/ls", target.body()))["entries"] == before
+
+
+def test_what_cannot_be_stored_fails_the_import_before_anything_is_written(api):
+    target = make_scope()
+    files = {
+        CONVERSATIONS: jsonl([MESSAGE]),
+        "persona.md": "p" * 1_000_001,
+        ".backup/persona/" + "n" * 900 + ".md": "a TencentDB-named backup is not read",
+    }
+    failed = import_tree(api, target, files, user_id="u")
+    assert failed["state"] == "failed" and failed["problems"] == [
+        "persona.md:1: content must be at most 1,000,000 characters"
+    ], failed
+    assert_nothing_kept(api, target, ["u"])
+
+
+def test_lines_naming_no_pair_go_with_the_chosen_profile(api):
+    target = make_scope()
+    profile = "profiles/team%3Aacme%7Cagent%3Abot/"
+    files = {
+        CONVERSATIONS: jsonl([{k: v for k, v in MESSAGE.items() if k not in ("teamId", "agentId")}]),
+        profile + "persona.md": "the bot's persona",
+    }
+    done = import_tree(api, target, files, user_id="u")  # one pair named: no choice needed
+    assert done["state"] == "done" and done["counts"]["l0"] == 1 and done["counts"]["l3"] == 1, done
+    chosen = import_tree(api, make_scope(), files, user_id="u", from_team="acme", from_agent="bot")
+    assert chosen["state"] == "done" and chosen["counts"]["l0"] == 1, chosen
+
+
+def test_a_problem_in_a_profile_folder_names_the_file_as_the_tree_holds_it(api):
+    profile = "profiles/team%3Aacme%7Cagent%3Abot/"
+    files = {profile + "scene_blocks/a.md": "-----META-START-----\ncreated: someday\n-----META-END-----\n\nx"}
+    failed = import_tree(api, make_scope(), files, user_id="u")
+    assert failed["problems"] == [f"{profile}scene_blocks/a.md:1: META created must be an RFC 3339 time"], failed
+
+
+def test_scenario_rm_erases_the_memorys_exports(api):
+    s = make_scope()
+    ok(api.post("/v3/scenario/write", s.body(path="secret.md", content="secretmarker")))
+    export(api, s.memory_id)
+    assert s3_keys(s.prefix + ".exports/")
+    ok(api.post("/v3/scenario/rm", s.body(path="secret.md")))
+    assert s3_keys(s.prefix + ".exports/") == []
+
+
+def test_zz_the_cleanup_deletes_uploads_never_ingested_even_without_a_memory(api):
+    target = make_scope()
+    created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
+    assert (
+        requests.put(
+            created["upload_url"],
+            data=tarball({CONVERSATIONS: jsonl([MESSAGE])}),
+            headers=created["headers"],
+            timeout=60,
+        ).status_code
+        == 200
+    )
+    assert s3_keys(target.prefix + ".imports/")
+    two_days = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2 * 86_400))
+    report = api.invoke("CleanupFunction", {"now": two_days})
+    assert report["done"] is True, report
+    assert s3_keys(target.prefix + ".imports/") == []
+    assert ok(api.post("/v3/memory/import/status", {"import_id": created["import_id"]}))["state"] == "failed"

@@ -24,7 +24,7 @@ from typing import Any
 from ..clock import format_ms, iso, now_ms, parse_ms
 from ..settings import get_settings
 from ..storage import assets as stored_assets
-from ..storage import blobs, counters, idempotency, layout, leases, messages, purge, records, scenes
+from ..storage import blobs, counters, idempotency, jobs, layout, leases, messages, purge, records, scenes
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
 from ..storage.models import Asset
@@ -91,10 +91,21 @@ def _run(report: Report, deadline: purge.Deadline, now_override: int | None) -> 
         if not following:
             break
         position = following
+    report.exports_deleted += _abandoned_imports(started)
     report.idempotency_deleted = idempotency.expired_records(started // 1000)
     if cursor is not None:
         leases.drop_cursor()
     report.done = True
+
+
+def _abandoned_imports(now: int) -> int:
+    """Uploads of imports never started, older than a day — also into a pair whose memory does not
+    exist (so no memory's listing finds them)."""
+    gone = 0
+    for job in jobs.waiting("import", now - EXPORT_LIFETIME_MS):
+        gone += int(blobs.delete(layout.import_upload_key(job.team_id, job.agent_id, job.sk)))
+        jobs.settle(job, "failed", error="nothing was ingested within a day; the upload was deleted")
+    return gone
 
 
 def _newest(where: Where, layer: str, users: list[str], floor: int) -> set[str]:

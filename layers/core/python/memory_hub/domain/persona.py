@@ -24,7 +24,7 @@ from .principal import Authorize
 from .scope import Scope
 
 KEEP_BACKUPS = 3
-_BACKUP_NAME = re.compile(r"persona_(\d{8}_\d{6})_(\d+)\.md$")
+BACKUP_NAME = re.compile(r"persona_(\d{8}_\d{6})_(\d+)\.md$")
 
 
 def _empty(scope: Scope) -> dict[str, Any]:
@@ -83,7 +83,7 @@ def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> 
         live = visible(blob, epoch)
         version = number(live, "version")
         if live is not None:
-            backed_up.append((epoch, _backup(scope, live, version)))
+            backed_up.append((epoch, backup(scope, live, version)))
         stamp = format_ms(now_ms())
         created_at = live.metadata.get("created-at", stamp) if live else stamp
         metadata = {"epoch": str(epoch), "version": str(version + 1), "created-at": created_at, "updated-at": stamp}
@@ -123,7 +123,7 @@ def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> 
     }
 
 
-def _backup(scope: Scope, live: blobs.Blob, version: int) -> str:
+def backup(scope: Scope, live: blobs.Blob, version: int) -> str:
     updated = live.metadata.get("updated-at")
     stamp = compact_stamp(parse_ms(updated)) if updated else compact_stamp(now_ms())
     target = layout.backup_key(scope.team_id, scope.agent_id, stamp, version)
@@ -135,7 +135,7 @@ def prune_backups(team_id: str, agent_id: str, keep: int = KEEP_BACKUPS) -> int:
     """Delete all but the ``keep`` newest persona backups (by version); how many went."""
     backups = []
     for key in blobs.keys_under(layout.backup_prefix(team_id, agent_id)):
-        match = _BACKUP_NAME.search(key)
+        match = BACKUP_NAME.search(key)
         if match:
             backups.append((int(match.group(2)), match.group(1), key))
     backups.sort(reverse=True)

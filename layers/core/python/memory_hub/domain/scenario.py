@@ -230,5 +230,6 @@ def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> dict[s
         blobs.delete_many(
             [layout.scene_key(scope.team_id, scope.agent_id, e.path) for e in doomed], [e.etag for e in doomed]
         )
+        assets.forget_exports(asset)  # an export may hold the removed files
         return {"success": True, "deleted": len(doomed), "audit_ids": [e.event_id for e in events]}
     raise AssertionError("unreachable")

@@ -83,19 +83,19 @@ def _filters(action: str | None) -> Any:
     return AuditEvent.action == action if action else None
 
 
-ERASING_ACTIONS = ("delete", "user_memory_delete", "retention_cleanup", "clear", "memory_delete")
+ERASING_ACTIONS = ("delete", "user_memory_delete", "retention_cleanup", "clear", "memory_delete", "scenario_rm")
 
 
-def erased_since(team_id: str, agent_id: str, since_ms: int) -> bool:
-    """Whether anything of the pair's content was erased at or after ``since_ms`` (event ids begin
-    with their time, so the query reads only the events since then)."""
+def erasures_since(team_id: str, agent_id: str, since_ms: int) -> set[str]:
+    """The ids of the pair's erasure events at or after ``since_ms`` (event ids begin with their
+    time, so the query reads only the events since then)."""
     events = AuditEvent.query(
         layout.audit_pair_pk(team_id, agent_id),
         AuditEvent.event_id >= f"evt-{max(since_ms, 0):012x}",
         filter_condition=AuditEvent.action.is_in(*ERASING_ACTIONS),
         consistent_read=True,
     )
-    return next(iter(events), None) is not None
+    return {event.event_id for event in events}
 
 
 def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:

@@ -63,3 +63,13 @@ def settle(job: Job, state: str, *, result: dict[str, Any] | None = None, error:
         actions.append(Job.error.set(error))
     job.update(actions=actions)
     return job
+
+
+def waiting(kind: str, before_ms: int) -> list[Job]:
+    """Jobs of ``kind`` created before ``before_ms`` that never started (an import whose upload
+    was never ingested)."""
+    return [
+        job
+        for job in Job.query(layout.JOB_PK, consistent_read=True)
+        if job.kind == kind and job.state == "created" and int(job.created_at) < before_ms
+    ]

@@ -175,6 +175,10 @@ def import_prefix(team_id: str, agent_id: str) -> str:
     return prefix(team_id, agent_id) + IMPORTS
 
 
+def import_upload_key(team_id: str, agent_id: str, import_id: str) -> str:
+    return f"{import_prefix(team_id, agent_id)}{import_id}.tar.gz"
+
+
 def fits_key(value: str, limit: int = 1024) -> bool:
     """Whether ``value`` may appear in a key at all (an id longer than any we issue names nothing)."""
     return len(value.encode("utf-8")) <= limit

@@ -22,6 +22,7 @@ from . import tree
 from .common import URL_LIFETIME_S, continue_later, describe, job_of
 
 SYNC_ITEMS = 2_000  # more items than this are exported by an asynchronous invocation
+FILE_WEIGHT = 20  # an L2 file counts as this many items when deciding where an export runs
 ATTEMPTS = 3  # builds of an export that an erasure overtook, before it gives up
 CLOCK_SKEW_MS = 5_000  # between the clocks of two Lambda environments (an erasure's event time)
 
@@ -41,6 +42,8 @@ def start(principal: Principal, memory_id: str, user_id: str | None, shared: boo
         size = sum(counters.of_user(where, layer, user_id)[0] for layer in ("L0", "L1"))
     else:
         size = sum(counters.layer_totals(where).values())
+    if shared or user_id is None:  # a file weighs up to 1 MB: count each as many items
+        size += FILE_WEIGHT * scenes.count(asset.team_id, asset.agent_id, int(asset.epoch), "")
     if size > SYNC_ITEMS:
         continue_later(job)
         return describe(job)
@@ -78,11 +81,13 @@ def _run(job: Job) -> None:
         if asset is None or (asset.team_id, asset.agent_id) != (job.team_id, job.agent_id):
             jobs.settle(job, "failed", error="the memory no longer exists")
             return
-        started = now_ms()
+        # Erasures already recorded when the build begins (within the clocks' skew) are not news.
+        since = now_ms() - CLOCK_SKEW_MS
+        known = stored_audit.erasures_since(asset.team_id, asset.agent_id, since)
         files, counts = build(asset, job.spec.get("user_id"), bool(job.spec.get("shared")))
         data = tree.tarball(files, now_ms() // 1000)
         blobs.put_bytes(key, data, "application/gzip", {"epoch": str(int(asset.epoch))})
-        if _erased_meanwhile(asset, started):
+        if _erased_meanwhile(asset, since, known):
             blobs.delete(key)  # it may hold what a delete or a clear just erased: build it again
             continue
         target = user_target(job.spec["user_id"]) if job.spec.get("user_id") else job.memory_id
@@ -93,14 +98,15 @@ def _run(job: Job) -> None:
     jobs.settle(job, "failed", error="the memory kept changing while it was exported; try again")
 
 
-def _erased_meanwhile(asset: Asset, started: int) -> bool:
-    """Whether content was erased while the tree was built. An erasure that commits before this
-    check is seen here; one that commits after it erases the stored archive itself (every erasure
-    ends by erasing the memory's exports): either way no export outlives what it held."""
+def _erased_meanwhile(asset: Asset, since: int, known: set[str]) -> bool:
+    """Whether content was erased while the tree was built: an erasure event that was not there
+    when the build began. An erasure that commits before this check is seen here; one that commits
+    after it erases the stored archive itself (every erasure ends by erasing the memory's exports):
+    either way no export outlives what it held."""
     now = assets.get(asset.memory_id)
     if now is None or int(now.epoch) != int(asset.epoch):
         return True
-    return stored_audit.erased_since(asset.team_id, asset.agent_id, started - CLOCK_SKEW_MS)
+    return bool(stored_audit.erasures_since(asset.team_id, asset.agent_id, since) - known)
 
 
 def build(asset: Asset, user_id: str | None, shared: bool) -> tuple[dict[str, bytes], dict[str, int]]:

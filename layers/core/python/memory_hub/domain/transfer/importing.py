@@ -20,7 +20,7 @@ from ...storage.counters import Where
 from ...storage.errors import Cancelled, PreconditionFailed
 from ...storage.models import Asset, Job
 from ...storage.retry import attempts
-from .. import assets, meta
+from .. import assets, meta, persona
 from ..atomic import natural_key, searchable
 from ..errors import Conflict, Invalid
 from ..files import number, visible
@@ -31,11 +31,12 @@ from . import tree
 from .common import URL_LIFETIME_S, continue_later, describe, job_of
 
 SYNC_BYTES = 512 * 1024  # a larger upload is ingested by an asynchronous invocation
+SYNC_ITEMS = 2_000  # so is a tree of more items and files than this (it may compress very well)
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024  # compressed; unpacked, tree.MAX_TREE_BYTES
 
 
 def _upload_key(job: Job) -> str:
-    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.tar.gz"
+    return layout.import_upload_key(job.team_id, job.agent_id, job.sk)
 
 
 def create(
@@ -80,7 +81,7 @@ def begin(principal: Principal, import_id: str) -> dict[str, Any]:
         continue_later(job)
         return describe(job)
     if jobs.claim(job, "created"):
-        run(job)
+        run(job, within_request=True)
     return status(principal, import_id)
 
 
@@ -88,10 +89,13 @@ def status(principal: Principal, import_id: str) -> dict[str, Any]:
     return describe(job_of(principal, import_id, "import"))
 
 
-def run(job: Job) -> None:
-    """Ingest the upload (the job is claimed: running); delete it whatever happens. The job tells
-    how it went."""
+def run(job: Job, *, within_request: bool = False) -> None:
+    """Ingest the upload (the job is claimed: running); delete it when the ingest ends, whatever
+    its outcome. Within a request, a tree of more than SYNC_ITEMS items (a small upload may unpack
+    to many lines) is handed on to an asynchronous invocation before anything is written. The job
+    tells how it went."""
     key = _upload_key(job)
+    handed_on = False
     try:
         data = blobs.get_bytes(key)
         if data is None:
@@ -104,6 +108,10 @@ def run(job: Job) -> None:
         except tree.Malformed as exc:
             jobs.settle(job, "failed", result={"problems": exc.problems[:100]}, error="the tree is malformed")
             return
+        if within_request and parsed.size() > SYNC_ITEMS:
+            continue_later(job)
+            handed_on = True
+            return
         written, skipped = write(parsed, job)
         context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
         stored_audit.put(event_items([NewEvent("import", "asset", job.memory_id, sum(written.values()))], context))
@@ -114,7 +122,8 @@ def run(job: Job) -> None:
         logger.exception("import failed")
         jobs.settle(job, "failed", error="the import failed; try again")
     finally:
-        blobs.delete(key)
+        if not handed_on:
+            blobs.delete(key)
 
 
 def _derived_id(prefix: str, ms: int, source: str) -> str:
@@ -147,6 +156,8 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
             blobs.put(key, text, {"epoch": str(int(asset.epoch))}, if_match=None)
         except PreconditionFailed:
             pass  # that backup is there already
+    if parsed.backups or written["l3"]:
+        persona.prune_backups(scope.team_id, scope.agent_id)  # the newest 3 stay (§6)
     return written, skipped
 
 
@@ -229,28 +240,40 @@ def _records(where: Where, parsed: tree.Tree, written: dict[str, int], skipped: 
 
 
 def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
-    """Store a file exactly as given (its META kept); False when the same text is there already."""
+    """Store a file as exported (its META kept); False when the same content is there already.
+    Over a different live file it comes as the next version (versions never go back, §5)."""
     key = layout.scene_key(scope.team_id, scope.agent_id, path)
-    keys, _ = meta.split(text)
+    keys, body = meta.split(text)
     epoch = int(asset.epoch)
     for _ in attempts("import scene"):
         entry, blob = scenes.get(scope.team_id, scope.agent_id, path), blobs.get(key)
         live = visible(blob, epoch)
-        if live is not None and live.text == text:
+        if live is not None and live.text is not None and _same_scene(live.text, keys, body):
             return False
         indexed = scenes.current(entry, epoch)
         gen = max(number(live, "gen"), int(indexed.gen) if indexed else 0) + 1
-        version = int(keys.get("version", "1")) if keys.get("version", "1").isdigit() else 1
+        version = int(keys["version"])
+        stored = text
+        if live is not None and version <= number(live, "version"):
+            version = number(live, "version") + 1
+            previous = {k: v for k, v in keys.items() if k not in ("version", "created_at", "updated_at", "summary")}
+            stored = meta.render(
+                version=version,
+                created_at=keys["created_at"],
+                updated_at=keys["updated_at"],
+                summary=keys.get("summary") or None,
+                previous=previous,
+                content=body,
+            )
         try:
             etag = blobs.put(
                 key,
-                text,
+                stored,
                 {"epoch": str(epoch), "gen": str(gen), "version": str(version)},
                 if_match=blob.etag if blob else None,
             )
         except PreconditionFailed:
             continue
-        stamp = format_ms(now_ms())
         try:
             scenes.commit_write(
                 asset.memory_id,
@@ -261,9 +284,9 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
                 gen=gen,
                 version=version,
                 summary=keys.get("summary") or None,
-                created_at=keys.get("created_at") or stamp,
-                updated_at=keys.get("updated_at") or stamp,
-                size=len(text.encode("utf-8")),
+                created_at=keys["created_at"],
+                updated_at=keys["updated_at"],
+                size=len(stored.encode("utf-8")),
                 etag=etag,
                 event=None,
             )
@@ -274,22 +297,37 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
     raise AssertionError("unreachable")
 
 
+def _same_scene(stored: str, keys: dict[str, str], body: str) -> bool:
+    """The live file already holds what the tree gives: the same content and summary (times a
+    tree without them got at import do not count)."""
+    live_keys, live_body = meta.split(stored)
+    return live_body == body and (live_keys.get("summary") or None) == (keys.get("summary") or None)
+
+
 def _persona(scope: Scope, asset: Asset, text: str, persona_meta: dict[str, Any]) -> bool:
+    """Store the persona as exported; False when the same text is there already. Over a different
+    live persona it comes as the next version, the live one backed up first (§6)."""
     key = layout.persona_key(scope.team_id, scope.agent_id)
     epoch = int(asset.epoch)
     stamp = format_ms(now_ms())
-    version = persona_meta.get("version") if isinstance(persona_meta.get("version"), int) else 1
-    metadata = {
-        "epoch": str(epoch),
-        "version": str(version),
-        "created-at": str(persona_meta.get("created_at") or stamp),
-        "updated-at": str(persona_meta.get("updated_at") or stamp),
-    }
+    given = persona_meta.get("version")
     for _ in attempts("import persona"):
         blob = blobs.get(key)
         live = visible(blob, epoch)
         if live is not None and live.text == text:
             return False
+        version = given if isinstance(given, int) and given >= 1 else 1
+        created = str(persona_meta.get("created_at") or stamp)
+        if live is not None:
+            persona.backup(scope, live, number(live, "version"))
+            version = max(version, number(live, "version") + 1)
+            created = live.metadata.get("created-at", created)
+        metadata = {
+            "epoch": str(epoch),
+            "version": str(version),
+            "created-at": created,
+            "updated-at": str(persona_meta.get("updated_at") or stamp),
+        }
         try:
             blobs.put(key, text, metadata, if_match=blob.etag if blob else None)
             return True

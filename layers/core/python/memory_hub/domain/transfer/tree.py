@@ -29,7 +29,8 @@ from .. import meta
 from ..rules import free_id_problem, has_control, path_problem
 
 MAX_TREE_BYTES = 192 * 1024 * 1024  # an uploaded tree, unpacked
-MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_TEXT_CHARS = 1_000_000  # an L2 file's content, or the persona (§5, §6)
+BACKUP_NAME = re.compile(r"persona_\d{8}_\d{6}_\d{1,9}\.md", re.ASCII)
 TDAI_KEY = "tdai"  # what TencentDB keeps and Memory Hub has no field for, under metadata.tdai
 NEUTRAL_PRIORITY = 50
 TYPE = re.compile(r"[a-z_]{1,64}", re.ASCII)
@@ -149,14 +150,14 @@ def untar(data: bytes) -> dict[str, bytes]:
                 if member.isdir():
                     continue
                 if not member.isfile():
-                    problems.append(f"{name}: not a regular file")
+                    problems.append(f"{name}:1: not a regular file")
                     continue
                 if name.startswith("/") or ".." in name.split("/"):
-                    problems.append(f"{name}: a path outside the tree")
+                    problems.append(f"{name}:1: a path outside the tree")
                     continue
                 total += member.size
-                if member.size > MAX_FILE_BYTES or total > MAX_TREE_BYTES:
-                    problems.append(f"{name}: too large")
+                if total > MAX_TREE_BYTES:
+                    problems.append(f"{name}:1: the tree unpacks to more than {MAX_TREE_BYTES // 2**20} MiB")
                     continue
                 handle = archive.extractfile(member)
                 files[name] = handle.read() if handle else b""
@@ -207,6 +208,10 @@ class Tree:
     persona: str | None = None
     persona_meta: dict[str, Any] = field(default_factory=dict)
     backups: dict[str, str] = field(default_factory=dict)
+
+    def size(self) -> int:
+        """How many items and files the tree brings."""
+        return sum(self.counts().values()) + len(self.backups)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -263,9 +268,15 @@ def _user(line: dict[str, Any], where: str, selection: Selection, problems: list
 DEFAULT = "default"  # TencentDB's team and agent when a line names none
 
 
-def _pair(line: dict[str, Any]) -> tuple[str, str]:
+def _pair(line: dict[str, Any]) -> tuple[str, str] | None:
+    """The (team, agent) a line names — TencentDB's "default" for the one it leaves out — or None
+    when it names neither (such a line belongs to whichever pair is imported)."""
     team, agent = line.get("teamId"), line.get("agentId")
-    return (team if isinstance(team, str) and team else DEFAULT, agent if isinstance(agent, str) and agent else DEFAULT)
+    team = team if isinstance(team, str) and team else None
+    agent = agent if isinstance(agent, str) and agent else None
+    if team is None and agent is None:
+        return None
+    return team or DEFAULT, agent or DEFAULT
 
 
 def _pairs_of(files: dict[str, bytes]) -> set[tuple[str, str]]:
@@ -278,8 +289,9 @@ def _pairs_of(files: dict[str, bytes]) -> set[tuple[str, str]]:
                     line = json.loads(raw)
                 except ValueError:
                     continue
-                if isinstance(line, dict):
-                    found.add(_pair(line))
+                pair = _pair(line) if isinstance(line, dict) else None
+                if pair is not None:
+                    found.add(pair)
         match = _PROFILE.fullmatch(name)
         if match:
             team, _, agent = unquote(match.group(1)).partition("|")
@@ -288,7 +300,8 @@ def _pairs_of(files: dict[str, bytes]) -> set[tuple[str, str]]:
 
 
 def _selected(line: dict[str, Any], selection: Selection) -> bool:
-    return selection.from_team is None or _pair(line) == (selection.from_team, selection.from_agent)
+    pair = _pair(line)
+    return selection.from_team is None or pair is None or pair == (selection.from_team, selection.from_agent)
 
 
 def _no_constant(name: str) -> Any:
@@ -419,8 +432,8 @@ _TDAI_META = ("created", "updated", "summary", "heat")
 
 def _stamp(value: str | None, name: str) -> str | None:
     """A META time as Memory Hub writes it (any RFC 3339 form accepted); ValueError names it."""
-    if value is None:
-        return None
+    if not value:
+        return None  # TencentDB writes an empty `created:` for a scene it had no META for
     try:
         return format_ms(lower_bound_ms(value))
     except ValueError:
@@ -463,20 +476,21 @@ def stored_scene(text: str) -> str:
     )
 
 
-def _profile_files(files: dict[str, bytes], selection: Selection) -> dict[str, bytes]:
-    """L2/L3 of the tree: at its root, or (as TencentDB's gateway writes them) under the profile
-    folder of the chosen (team, agent)."""
-    scoped: dict[tuple[str, str], dict[str, bytes]] = {}
+def _profile_files(files: dict[str, bytes], selection: Selection) -> tuple[str, dict[str, bytes]]:
+    """L2/L3 of the tree — at its root, or (as TencentDB's gateway writes them) under the profile
+    folder of the chosen (team, agent) — and the folder they are in ("" at the root)."""
+    scoped: dict[tuple[str, str], tuple[str, dict[str, bytes]]] = {}
     for name, data in files.items():
         match = _PROFILE.fullmatch(name)
         if match:
             team, _, agent = unquote(match.group(1)).partition("|")
-            scoped.setdefault((team.removeprefix("team:"), agent.removeprefix("agent:")), {})[match.group(2)] = data
+            pair = (team.removeprefix("team:"), agent.removeprefix("agent:"))
+            scoped.setdefault(pair, (f"profiles/{match.group(1)}/", {}))[1][match.group(2)] = data
     if not scoped:
-        return files
+        return "", files
     if selection.from_team is not None:
-        return scoped.get((selection.from_team, selection.from_agent or DEFAULT), {})
-    return next(iter(scoped.values())) if len(scoped) == 1 else {}
+        return scoped.get((selection.from_team, selection.from_agent or DEFAULT), ("", {}))
+    return next(iter(scoped.values())) if len(scoped) == 1 else ("", {})
 
 
 def read(files: dict[str, bytes], selection: Selection) -> Tree:
@@ -513,27 +527,35 @@ def read(files: dict[str, bytes], selection: Selection) -> Tree:
                         else:
                             unnamed.append(record)
     tree.records = list(latest.values()) + unnamed
-    own = _profile_files(files, selection)
+    folder, own = _profile_files(files, selection)
     for name, data in sorted(own.items()):
+        shown = folder + name  # problems name the file as the tree holds it
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            problems.append(f"{name}:1: not UTF-8")
+            problems.append(f"{shown}:1: not UTF-8")
             continue
         if name.startswith("scene_blocks/"):
             path = name[len("scene_blocks/") :]
             problem = path_problem(path, kind="file")
             if problem:
-                problems.append(f"{name}:1: path {problem}")
+                problems.append(f"{shown}:1: path {problem}")
                 continue
             try:
                 tree.files[path] = stored_scene(text)
             except ValueError as exc:
-                problems.append(f"{name}:1: {exc}")
+                problems.append(f"{shown}:1: {exc}")
+                continue
+            if len(meta.split(tree.files[path])[1]) > MAX_TEXT_CHARS:
+                problems.append(f"{shown}:1: content must be at most {MAX_TEXT_CHARS:,} characters")
         elif name == "persona.md":
+            if len(text) > MAX_TEXT_CHARS:
+                problems.append(f"{shown}:1: content must be at most {MAX_TEXT_CHARS:,} characters")
             tree.persona = text
         elif name.startswith(".backup/persona/") and "/" not in name[len(".backup/persona/") :]:
-            tree.backups[name[len(".backup/persona/") :]] = text
+            backup = name[len(".backup/persona/") :]
+            if BACKUP_NAME.fullmatch(backup):  # Memory Hub's own backups; TencentDB's are not read
+                tree.backups[backup] = text
     summary = files.get(".metadata/memory-hub.json")
     if summary is not None:
         try:
