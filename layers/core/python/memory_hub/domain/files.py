@@ -43,13 +43,17 @@ class Draft:
     metadata: dict[str, str]
     replaces: blobs.Blob | None
     facts: dict[str, Any] = field(default_factory=dict)
+    unchanged: bool = False  # the object already holds what would be written: nothing to do
 
 
 def compare_and_swap(key: str, what: str, prepare: Callable[[], Draft], commit: Callable[[Draft, str], bool]) -> Draft:
     """Write ``prepare()``'s draft over exactly the object it read, then ``commit`` it (True: done;
-    False: the content epoch moved on, write again). Retried under the one policy."""
+    False: the content epoch moved on, write again). A draft marked ``unchanged`` is returned as it
+    is. Retried under the one policy."""
     for _ in attempts(what):
         draft = prepare()
+        if draft.unchanged:
+            return draft
         try:
             etag = blobs.put(key, draft.text, draft.metadata, if_match=draft.replaces.etag if draft.replaces else None)
         except PreconditionFailed:

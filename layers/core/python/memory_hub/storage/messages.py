@@ -172,11 +172,7 @@ def delete(
         removed += part
         recorded += chunk_events
         pending = pending[len(part) :]
-    by_user: dict[str, list[str]] = {}
-    for message in removed:
-        by_user.setdefault(message.pk, []).append(message.id)
-    for pk, ids in by_user.items():
-        postings.erase_items(pk, ids)
+    postings.erase_of((message.pk, message.id) for message in removed)
     return removed, recorded
 
 

@@ -7,7 +7,7 @@ the postings of its terms (strongly consistent: a local index). Terms appear onl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,8 +90,13 @@ def delete(rows: list[Any]) -> int:
 
 
 def erase_items(pk: str, item_ids: list[str]) -> int:
-    """Remove every posting of these items (whatever terms they held)."""
-    found = [row for rows in for_each(lambda i: of_item(pk, i), item_ids, width=READ_WIDTH) for row in rows]
+    """Remove every posting of these items of one partition (whatever terms they held)."""
+    return erase_of([(pk, item_id) for item_id in item_ids])
+
+
+def erase_of(items: Iterable[tuple[str, str]]) -> int:
+    """Remove every posting of these (partition, item id) pairs, read in parallel."""
+    found = [row for rows in for_each(lambda k: of_item(*k), list(items), width=READ_WIDTH) for row in rows]
     return delete(found)
 
 

@@ -235,11 +235,7 @@ def delete(
         removed += part
         recorded += chunk_events
         pending = pending[len(part) :]
-    by_partition: dict[str, list[str]] = {}
-    for record in removed:
-        by_partition.setdefault(record.pk, []).append(record.id)
-    for pk, ids in by_partition.items():
-        postings.erase_items(pk, ids)
+    postings.erase_of((record.pk, record.id) for record in removed)
     return removed, recorded
 
 

@@ -16,14 +16,14 @@ from ...observability import logger
 from ...storage import audit as stored_audit
 from ...storage import blobs, jobs, layout, messages, records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
+from ...storage.concurrency import parallel
 from ...storage.counters import Where
 from ...storage.errors import Cancelled, PreconditionFailed
 from ...storage.models import Asset, Job
-from ...storage.retry import attempts
 from .. import assets, meta, persona
 from ..atomic import natural_key, searchable
 from ..errors import Conflict, Invalid
-from ..files import number, visible
+from ..files import Draft, compare_and_swap, number, visible
 from ..principal import Principal
 from ..scope import Scope
 from ..search import term_counts
@@ -245,15 +245,15 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
     key = layout.scene_key(scope.team_id, scope.agent_id, path)
     keys, body = meta.split(text)
     epoch = int(asset.epoch)
-    for _ in attempts("import scene"):
-        entry, blob = scenes.get(scope.team_id, scope.agent_id, path), blobs.get(key)
+
+    def prepare() -> Draft:
+        entry, blob = parallel(lambda: scenes.get(scope.team_id, scope.agent_id, path), lambda: blobs.get(key))
         live = visible(blob, epoch)
         if live is not None and live.text is not None and _same_scene(live.text, keys, body):
-            return False
+            return Draft(text, {}, blob, unchanged=True)
         indexed = scenes.current(entry, epoch)
         gen = max(number(live, "gen"), int(indexed.gen) if indexed else 0) + 1
-        version = int(keys["version"])
-        stored = text
+        version, stored = int(keys["version"]), text
         if live is not None and version <= number(live, "version"):
             version = number(live, "version") + 1
             previous = {k: v for k, v in keys.items() if k not in ("version", "created_at", "updated_at", "summary")}
@@ -265,15 +265,10 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
                 previous=previous,
                 content=body,
             )
-        try:
-            etag = blobs.put(
-                key,
-                stored,
-                {"epoch": str(epoch), "gen": str(gen), "version": str(version)},
-                if_match=blob.etag if blob else None,
-            )
-        except PreconditionFailed:
-            continue
+        metadata = {"epoch": str(epoch), "gen": str(gen), "version": str(version)}
+        return Draft(stored, metadata, blob, {"gen": gen, "version": version})
+
+    def commit(draft: Draft, etag: str) -> bool:
         try:
             scenes.commit_write(
                 asset.memory_id,
@@ -281,20 +276,21 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
                 scope.agent_id,
                 epoch,
                 path,
-                gen=gen,
-                version=version,
+                gen=draft.facts["gen"],
+                version=draft.facts["version"],
                 summary=keys.get("summary") or None,
                 created_at=keys["created_at"],
                 updated_at=keys["updated_at"],
-                size=len(stored.encode("utf-8")),
+                size=len(draft.text.encode("utf-8")),
                 etag=etag,
                 event=None,
             )
         except Cancelled as exc:
             if "epoch" in exc.failed:
-                raise
+                raise  # cleared during the import: the import fails (and this file is put back)
         return True
-    raise AssertionError("unreachable")
+
+    return not compare_and_swap(key, "import scene", prepare, commit).unchanged
 
 
 def _same_scene(stored: str, keys: dict[str, str], body: str) -> bool:
@@ -309,13 +305,14 @@ def _persona(scope: Scope, asset: Asset, text: str, persona_meta: dict[str, Any]
     live persona it comes as the next version, the live one backed up first (§6)."""
     key = layout.persona_key(scope.team_id, scope.agent_id)
     epoch = int(asset.epoch)
-    stamp = format_ms(now_ms())
     given = persona_meta.get("version")
-    for _ in attempts("import persona"):
+
+    def prepare() -> Draft:
         blob = blobs.get(key)
         live = visible(blob, epoch)
         if live is not None and live.text == text:
-            return False
+            return Draft(text, {}, blob, unchanged=True)
+        stamp = format_ms(now_ms())
         version = given if isinstance(given, int) and given >= 1 else 1
         created = str(persona_meta.get("created_at") or stamp)
         if live is not None:
@@ -328,9 +325,6 @@ def _persona(scope: Scope, asset: Asset, text: str, persona_meta: dict[str, Any]
             "created-at": created,
             "updated-at": str(persona_meta.get("updated_at") or stamp),
         }
-        try:
-            blobs.put(key, text, metadata, if_match=blob.etag if blob else None)
-            return True
-        except PreconditionFailed:
-            continue
-    raise AssertionError("unreachable")
+        return Draft(text, metadata, blob)
+
+    return not compare_and_swap(key, "import persona", prepare, lambda draft, etag: True).unchanged
