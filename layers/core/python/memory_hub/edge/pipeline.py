@@ -26,7 +26,7 @@ from ..clock import request_id as new_request_id
 from ..domain.errors import Forbidden, Unauthenticated
 from ..domain.keys import INVALID_KEY
 from ..domain.principal import Principal
-from ..domain.rules import free_id_problem, is_blank, team_or_agent_problem
+from ..domain.rules import free_id_problem, is_blank, team_or_agent_problem, trim
 from ..domain.scope import Scope
 from ..observability import count_request, logger
 from ..settings import MAX_BODY_BYTES
@@ -50,6 +50,8 @@ ISOLATION_HEADERS = {
     "session_id": "x-tdai-session-id",
     "task_id": "x-tdai-task-id",
 }
+# Optional ids: blank (in the body or a header) means none (§3) — TencentDB's SDKs send "" for them.
+OPTIONAL_IDS = ("session_id", "task_id")
 # Deeper bodies would exhaust the recursion of the parser and of every walk over the body (a 500);
 # no route's schema nests more than a few levels.
 MAX_JSON_DEPTH = 100
@@ -224,7 +226,9 @@ def resolve_isolation(body: dict[str, Any], headers: dict[str, str]) -> Scope:
     values: dict[str, Any] = {}
     for name, header in ISOLATION_HEADERS.items():
         value = body.get(name)
-        values[name] = value if value is not None else headers.get(header)
+        value = value if value is not None else headers.get(header)
+        # a blank session or task id means none; a blank body value does not fall back to the header
+        values[name] = None if name in OPTIONAL_IDS and isinstance(value, str) and is_blank(value) else value
     # absent or blank is missing (422); a value of another type is a format error (400, below)
     missing = [
         n
@@ -243,11 +247,18 @@ def resolve_isolation(body: dict[str, Any], headers: dict[str, str]) -> Scope:
             continue
         check = team_or_agent_problem if name in ("team_id", "agent_id") else free_id_problem
         problem = check(value)
+        if not problem and name in OPTIONAL_IDS and trim(value) != value:
+            problem = "must not have leading or trailing white space"
         if problem:
             problems.append(f"{name}: {problem}")
     if problems:
         raise BadRequest("; ".join(problems))
     return Scope(**values)
+
+
+def without_blank_ids(body: dict[str, Any]) -> dict[str, Any]:
+    """The body without blank session/task ids: they mean none, so the route's model never sees them."""
+    return {k: v for k, v in body.items() if not (k in OPTIONAL_IDS and isinstance(v, str) and is_blank(v))}
 
 
 def dumps(payload: Any) -> str:
@@ -356,9 +367,10 @@ def _handle(
         raise MethodNotAllowed(f"method {method} not allowed on {request.path} (use POST)")
     raw = _decode(_raw_body(event), request.headers.get("content-encoding"), MAX_BODY_BYTES)
     body = drop_nulls(parse_object(raw), request.route.nullable)
-    request.body = body
     if request.route.isolated:
         request.scope = resolve_isolation(body, request.headers)
+        body = without_blank_ids(body)
+    request.body = body
     bad_numbers = overflows(body)
     if bad_numbers:
         raise BadRequest("; ".join(f"{p}: must be a finite number" for p in bad_numbers))
