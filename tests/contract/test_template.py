@@ -543,3 +543,130 @@ def test_the_api_writes_access_logs_without_bodies_keys_or_content(template):
     for leaked in ("requestBody", "responseBody", "Authorization", "authorizer", "apiKey", "header", "querystring"):
         assert leaked.lower() not in variables.lower(), leaked
     assert api["MethodSettings"][0]["ThrottlingRateLimit"] > 0, "the stage bounds concurrency when none is reserved"
+
+
+# ---------------------------------------------------------------- meaning (embeddings and vectors)
+
+# What each function does with meaning, and so the only S3 Vectors / Bedrock / SQS actions it holds.
+RECALL_ACTIONS = {
+    "MemoryFunction": {
+        "bedrock:InvokeModel",
+        "s3vectors:PutVectors",
+        "s3vectors:CreateIndex",
+        "s3vectors:DeleteVectors",
+        "s3vectors:QueryVectors",
+        "s3vectors:GetVectors",  # QueryVectors with a metadata filter needs it
+        "s3vectors:ListIndexes",
+        "sqs:SendMessage",
+    },
+    "DeleteFunction": {"s3vectors:DeleteVectors", "s3vectors:ListIndexes"},
+    "ClearFunction": {"s3vectors:DeleteIndex", "s3vectors:ListIndexes"},
+    "TransferFunction": {
+        "bedrock:InvokeModel",
+        "s3vectors:PutVectors",
+        "s3vectors:CreateIndex",
+        "s3vectors:DeleteVectors",
+        "s3vectors:ListIndexes",
+        "sqs:SendMessage",
+    },
+    "CleanupFunction": {
+        "bedrock:InvokeModel",
+        "s3vectors:PutVectors",
+        "s3vectors:CreateIndex",
+        "s3vectors:DeleteVectors",
+        "s3vectors:ListVectors",
+        "s3vectors:GetVectors",  # ListVectors with metadata needs it
+        "s3vectors:DeleteIndex",
+        "s3vectors:ListIndexes",
+    },
+    "EmbedFunction": {
+        "bedrock:InvokeModel",
+        "s3vectors:PutVectors",
+        "s3vectors:CreateIndex",
+        "s3vectors:DeleteVectors",
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:ChangeMessageVisibility",
+    },
+}
+VECTOR_BUCKETS = [f"VectorBucket{i}" for i in range(4)]
+
+
+def _inline_statements(function: dict[str, Any]) -> list[tuple[dict[str, Any], str | None]]:
+    """(statement, condition it depends on) of a function's inline statements."""
+    found = []
+    for policy in function["Properties"].get("Policies", []):
+        if isinstance(policy, dict) and "Statement" in policy:
+            for statement in policy["Statement"]:
+                if "Fn::If" in statement:
+                    condition, statement = statement["Fn::If"][0], statement["Fn::If"][1]
+                    found.append((statement, condition))
+                else:
+                    found.append((statement, None))
+    return found
+
+
+def _action_list(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return action if isinstance(action, list) else [action]
+
+
+def test_meaning_is_least_privilege_per_function(template):
+    for name, function in _functions(template).items():
+        held = {
+            a
+            for statement, _ in _inline_statements(function)
+            for a in _action_list(statement)
+            if a.split(":")[0] in ("bedrock", "s3vectors", "sqs")
+        }
+        assert held == RECALL_ACTIONS.get(name, set()), f"{name}: {sorted(held)}"
+
+
+def test_bedrock_is_the_configured_foundation_model_only_and_only_with_embeddings_on(template):
+    for name, function in _functions(template).items():
+        for statement, condition in _inline_statements(function):
+            if "bedrock:InvokeModel" not in _action_list(statement):
+                continue
+            assert condition == "EmbeddingsEnabled", f"{name}: Bedrock without the Embeddings condition"
+            assert _action_list(statement) == ["bedrock:InvokeModel"]
+            assert statement["Resource"] == {
+                "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${EmbeddingModel}"
+            }
+
+
+def test_vector_actions_name_only_the_stacks_vector_buckets_and_their_indexes(template):
+    buckets = [{"Fn::GetAtt": [b, "VectorBucketArn"]} for b in VECTOR_BUCKETS]
+    indexes = [{"Fn::Sub": f"${{{b}.VectorBucketArn}}/index/*"} for b in VECTOR_BUCKETS]
+    for name, function in _functions(template).items():
+        for statement, _ in _inline_statements(function):
+            actions = [a for a in _action_list(statement) if a.startswith("s3vectors:")]
+            if not actions:
+                continue
+            assert len(actions) == len(_action_list(statement)), f"{name}: mixed statement"
+            expected = buckets if actions == ["s3vectors:ListIndexes"] else indexes
+            assert statement["Resource"] == expected, f"{name}: {actions} on {statement['Resource']}"
+            assert "s3vectors:ListIndexes" not in actions or actions == ["s3vectors:ListIndexes"]
+        for statement, _ in _inline_statements(function):
+            if any(a.startswith("sqs:") for a in _action_list(statement)):
+                assert statement["Resource"] == {"Fn::GetAtt": ["EmbedQueue", "Arn"]}, name
+
+
+def test_meaning_parameters_buckets_and_queue(template):
+    params = template["Parameters"]
+    assert params["Embeddings"]["AllowedValues"] == ["Enabled", "Disabled"]
+    assert params["EmbeddingModel"]["Default"] == "amazon.titan-embed-text-v2:0"
+    assert params["EmbeddingDimensions"]["Default"] == 1024
+    assert template["Conditions"]["EmbeddingsEnabled"] == {"Fn::Equals": [{"Ref": "Embeddings"}, "Enabled"]}
+    assert sorted(_of_type(template, "AWS::S3Vectors::VectorBucket")) == VECTOR_BUCKETS
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["EMBEDDINGS"] == {"Ref": "Embeddings"}
+    assert env["EMBEDDING_MODEL"] == {"Ref": "EmbeddingModel"}
+    assert env["EMBEDDING_DIMENSIONS"] == {"Ref": "EmbeddingDimensions"}
+    assert env["EMBED_QUEUE_URL"] == {"Ref": "EmbedQueue"}
+    assert env["VECTOR_BUCKETS"]["Fn::Join"][1] == [{"Fn::GetAtt": [b, "VectorBucketArn"]} for b in VECTOR_BUCKETS]
+    queue = template["Resources"]["EmbedQueue"]["Properties"]
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["EmbedDeadLetterQueue", "Arn"]}
+    assert queue["VisibilityTimeout"] >= 6 * template["Resources"]["EmbedFunction"]["Properties"]["Timeout"]
+    [event] = template["Resources"]["EmbedFunction"]["Properties"]["Events"].values()
+    assert event["Type"] == "SQS" and event["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]

@@ -151,15 +151,22 @@ class Deployment:
         if name in self.cfn.get("Parameters", {}):
             return str(self.cfn["Parameters"][name].get("Default", ""))
         if name in self.names:
+            if self.cfn["Resources"].get(name, {}).get("Type") == "AWS::SQS::Queue":  # a queue's Ref is its URL
+                return f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT}/{self.names[name]}"
             return self.arns.get(name, self.names[name]) if self._ref_is_arn(name) else self.names[name]
         raise KeyError(f"cannot resolve Ref {name}")
 
     def _ref_is_arn(self, name: str) -> bool:
         kind = self.cfn["Resources"].get(name, {}).get("Type", "")
-        return kind in ("AWS::SecretsManager::Secret", "AWS::SNS::Topic", "AWS::Lambda::LayerVersion")
+        return kind in (
+            "AWS::SecretsManager::Secret",
+            "AWS::SNS::Topic",
+            "AWS::Lambda::LayerVersion",
+            "AWS::S3Vectors::VectorBucket",  # its Ref is its ARN
+        )
 
     def _get_att(self, name: str, attribute: str) -> str:
-        if attribute == "Arn":
+        if attribute in ("Arn", "VectorBucketArn"):
             return self.arns[name]
         if attribute in ("QueueName", "Name"):
             return self.names[name]
@@ -242,6 +249,9 @@ def local_names(region: str, secret_arns: dict[str, str]) -> tuple[dict[str, str
             arns[logical_id] = secret_arns.get(logical_id, f"{prefix}:secretsmanager:{region}:{ACCOUNT}:secret:{name}")
         elif kind == "AWS::Lambda::LayerVersion":
             arns[logical_id] = f"{prefix}:lambda:{region}:{ACCOUNT}:layer:{name}:1"
+        elif kind == "AWS::S3Vectors::VectorBucket":  # CloudFormation names them in lower case
+            name = f"{STACK_NAME}-{logical_id.lower()}"
+            arns[logical_id] = f"{prefix}:s3vectors:{region}:{ACCOUNT}:bucket/{name}"
         names[logical_id] = name
     return names, arns
 

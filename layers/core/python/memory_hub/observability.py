@@ -17,3 +17,10 @@ def count_request(route: str, status: int) -> None:
     metrics.add_dimension(name="status", value=f"{status // 100}xx")
     metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
     metrics.flush_metrics()
+
+
+def count_event(name: str, value: int = 1) -> None:
+    """A count of something that happened off the request path (embeddings queued or refused, …)."""
+    metrics = EphemeralMetrics(namespace="MemoryHub", service="memory-hub")
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+    metrics.flush_metrics()

@@ -33,6 +33,14 @@ class Settings(BaseModel):
     retention_min_l0: int = Field(50, ge=0)
     retention_min_l1: int = Field(20, ge=0)
     clear_budget_s: float = Field(24.0, ge=0, le=900)
+    # Meaning (embeddings and vectors). Off unless the environment turns it on; the vector buckets
+    # exist whenever the stack has them (erasure reaches vectors even while embeddings are off).
+    embeddings: bool = False
+    embedding_model: str = Field("amazon.titan-embed-text-v2:0", min_length=1)
+    embedding_dimensions: int = Field(1024, ge=1, le=4096)
+    vector_buckets: tuple[str, ...] = ()
+    embed_queue_url: str | None = None
+    embed_budget_s: float = Field(3.0, ge=0, le=20)
 
 
 # field → environment variable; the region comes from Lambda's own AWS_REGION.
@@ -52,6 +60,12 @@ ENVIRONMENT = {
     "retention_min_l0": "RETENTION_MIN_L0",
     "retention_min_l1": "RETENTION_MIN_L1",
     "clear_budget_s": "MEMORY_HUB_CLEAR_BUDGET_S",
+    "embeddings": "EMBEDDINGS",
+    "embedding_model": "EMBEDDING_MODEL",
+    "embedding_dimensions": "EMBEDDING_DIMENSIONS",
+    "vector_buckets": "VECTOR_BUCKETS",
+    "embed_queue_url": "EMBED_QUEUE_URL",
+    "embed_budget_s": "MEMORY_HUB_EMBED_BUDGET_S",
 }
 
 
@@ -60,7 +74,16 @@ class SettingsError(RuntimeError):
 
 
 def from_environment(environ: dict[str, str] | os._Environ[str]) -> Settings:
-    raw = {field: environ[name] for field, name in ENVIRONMENT.items() if environ.get(name, "") != ""}
+    raw: dict[str, object] = {
+        field: environ[name] for field, name in ENVIRONMENT.items() if environ.get(name, "") != ""
+    }
+    if "embeddings" in raw:  # the template's Enabled|Disabled
+        raw["embeddings"] = str(raw["embeddings"]).strip().lower() in ("enabled", "true", "1")
+    if "vector_buckets" in raw:  # comma-separated names
+        # names or ARNs (``arn:…:s3vectors:…:bucket/<name>``), comma-separated
+        raw["vector_buckets"] = tuple(
+            b.strip().rsplit("bucket/", 1)[-1] for b in str(raw["vector_buckets"]).split(",") if b.strip()
+        )
     if "region" not in raw and environ.get("AWS_DEFAULT_REGION"):
         raw["region"] = environ["AWS_DEFAULT_REGION"]
     try:

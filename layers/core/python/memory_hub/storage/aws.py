@@ -31,11 +31,14 @@ def client(service: str) -> Any:
 def _create(service: str) -> Any:
     from botocore.config import Config
 
+    # A write never waits long for meaning: Bedrock gets one retry and short timeouts (what is
+    # not embedded in time is queued and embedded later).
+    quick = service == "bedrock-runtime"
     config = Config(
-        retries=RETRIES,
+        retries={"mode": "standard", "max_attempts": 2} if quick else RETRIES,
         max_pool_connections=32,
-        connect_timeout=3,
-        read_timeout=60 if service == "lambda" else 20,
+        connect_timeout=2 if quick else 3,
+        read_timeout=60 if service == "lambda" else 5 if quick else 20,
         tcp_keepalive=True,
         # DynamoDB requests are built by PynamoDB and by this package, not by hand: botocore's
         # client-side parameter check would only repeat what the service checks anyway.

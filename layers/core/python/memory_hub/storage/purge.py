@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import blobs, counters, layout, scenes
+from . import blobs, counters, layout, scenes, vectors
 from .concurrency import for_each, in_batches
 from .counters import Where
 from .errors import Cancelled
@@ -197,6 +197,8 @@ def run(target: Target, deadline: Deadline) -> Result:
         and scene_entries(target, result, deadline)
         and items(target, result, deadline)
     )
+    if finished:  # the epoch's vectors go with it: its indexes are dropped whole
+        vectors.drop_epoch(target.team_id, target.agent_id, target.epoch)
     if finished:
         counters.drop(target.where)
     result.done = finished

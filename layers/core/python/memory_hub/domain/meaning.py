@@ -1,0 +1,372 @@
+"""Meaning: an embedding per L0 message (its ``content``) and L1 record (its ``background`` and
+``content``), kept as a vector keyed by the item's id in the memory's own vector index.
+
+- Writing never depends on meaning: ``embed_after_write`` embeds within the request's time budget
+  and queues the rest (by id); Bedrock throttling or failing never fails or loses a write — the
+  item is found by words at once, its embedding is retried from the queue and, failing that,
+  backfilled by the scheduled cleanup, oldest first. A 4xx other than throttling is final: logged
+  (without content) and counted, never retried.
+- A vector written after its item was erased is removed again: every writer of vectors reads its
+  items back after the put and deletes the vectors of those that are gone.
+- Every erasure removes the vectors of what it erased before it answers (``erase``); a clear or a
+  memory delete drops its old epoch's indexes whole (``drop_epoch``).
+- Vectors record the model id and vector size; a search uses only vectors of the current model,
+  and the cleanup re-embeds the others (also after embeddings go from Disabled to Enabled).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..observability import count_event, logger
+from ..settings import get_settings
+from ..storage import counters, embed_queue, embeddings, messages, records, vectors
+from ..storage.counters import Where
+from ..storage.messages import NewMessage
+from ..storage.models import Message, Record
+
+L0 = "L0"
+L1 = "L1"
+BACKFILL_BATCH = 32
+QUERY_BUDGET_S = 3.0
+
+
+def enabled() -> bool:
+    settings = get_settings()
+    return bool(settings.embeddings and settings.vector_buckets)
+
+
+def model() -> str:
+    settings = get_settings()
+    return embeddings.describe(settings.embedding_model, settings.embedding_dimensions)
+
+
+def text_of(item: Message | Record) -> str:
+    """The text that is embedded: L0 ``content``; L1 ``background`` and ``content``."""
+    if isinstance(item, Record):
+        background = item.background or ""
+        return f"{background}\n{item.content}" if background else item.content
+    return item.content
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One item as meaning sees it: ids, time and the text to embed."""
+
+    id: str
+    layer: str
+    user_id: str
+    session_id: str | None
+    task_id: str | None
+    type: str | None
+    at: int
+    text: str
+
+
+def piece(item: Message | Record) -> Piece:
+    if isinstance(item, Record):
+        return Piece(
+            item.id, L1, item.user_id, item.session_id, item.task_id, item.type, int(item.updated_at), text_of(item)
+        )
+    return Piece(item.id, L0, item.user_id, item.session_id, item.task_id, None, int(item.timestamp), item.content)
+
+
+def new_messages(user_id: str, session_id: str | None, task_id: str | None, new: Sequence[NewMessage]) -> list[Piece]:
+    """Pieces of messages just added (as ``messages.add`` stored them)."""
+    return [Piece(m.id, L0, user_id, session_id, task_id, None, int(m.timestamp), m.content) for m in new]
+
+
+def _index(where: Where, dimensions: int | None = None) -> vectors.Index:
+    dims = dimensions if dimensions is not None else get_settings().embedding_dimensions
+    return vectors.index_of(where.team_id, where.agent_id, where.epoch, dims)
+
+
+def _vector(item: Piece, data: list[float], described: str) -> vectors.Vector:
+    return vectors.Vector(
+        item.id,
+        data,
+        vectors.metadata(
+            layer=item.layer,
+            user_id=item.user_id,
+            session_id=item.session_id,
+            task_id=item.task_id,
+            type_=item.type,
+            at_ms=item.at,
+            model=described,
+        ),
+    )
+
+
+@dataclass
+class Outcome:
+    """What happened to the items of one call (counts only)."""
+
+    embedded: int = 0
+    queued: int = 0
+    refused: int = 0
+    reaped: int = 0
+
+
+def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
+    grouped: dict[tuple[str, str], list[Piece]] = {}
+    for item in items:
+        grouped.setdefault((item.layer, item.user_id), []).append(item)
+    return grouped
+
+
+def _live(where: Where, layer: str, user_id: str, ids: list[str]) -> dict[str, Message | Record]:
+    found: dict[str, Any] = (
+        messages.get_many(where, user_id, ids) if layer == L0 else records.get_many(where, user_id, ids)
+    )
+    return found
+
+
+def _embed(where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome) -> list[str]:
+    """Embed and store vectors for ``items``: the ids worth retrying later."""
+    settings = get_settings()
+    described = model()
+    index = _index(where)
+    results = embeddings.embed_many(
+        settings.embedding_model, settings.embedding_dimensions, [i.text for i in items], budget_s
+    )
+    ready = [_vector(i, r, described) for i, r in zip(items, results, strict=True) if isinstance(r, list)]
+    retry = [i.id for i, r in zip(items, results, strict=True) if r == embeddings.RETRY]
+    refused = sum(1 for r in results if r == embeddings.FINAL)
+    if refused:
+        outcome.refused += refused
+        logger.warning("embedding refused by the model (final, not retried)", extra={"items": refused})
+        count_event("EmbeddingsRefused", refused)
+    if ready:
+        try:
+            vectors.put(index, settings.embedding_dimensions, ready)
+            outcome.embedded += len(ready)
+        except Exception:
+            logger.exception("vectors not written; queued for later")
+            return retry + [v.key for v in ready]
+        outcome.reaped += _reap(where, index, items, [v.key for v in ready])
+    return retry
+
+
+def _reap(where: Where, index: vectors.Index, items: Sequence[Piece], keys: list[str]) -> int:
+    """Delete the vectors just written whose items are gone meanwhile (an erasure overtook us)."""
+    gone: list[str] = []
+    wanted = set(keys)
+    for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
+        ids = [i.id for i in group]
+        live = _live(where, layer, user_id, ids)
+        gone += [i for i in ids if i not in live]
+    if gone:
+        vectors.delete(index, gone)
+    return len(gone)
+
+
+def _queue(where: Where, layer: str, user_id: str, ids: list[str]) -> bool:
+    try:
+        for start in range(0, len(ids), embed_queue.MAX_IDS):
+            body = {
+                "team_id": where.team_id,
+                "agent_id": where.agent_id,
+                "epoch": int(where.epoch),
+                "memory_id": where.memory_id,
+                "layer": layer,
+                "user_id": user_id,
+                "ids": ids[start : start + embed_queue.MAX_IDS],
+            }
+            if not embed_queue.send(body):
+                return False
+        count_event("EmbeddingsQueued", len(ids))
+        return True
+    except Exception:
+        logger.exception("embeddings not queued; the scheduled cleanup backfills them")
+        return False
+
+
+def embed_after_write(where: Where, items: Sequence[Piece], budget_s: float | None = None) -> Outcome:
+    """Give just-written items their vectors within ``budget_s`` (the settings' budget by default)
+    and queue the rest. Never raises: a write's answer never depends on meaning."""
+    outcome = Outcome()
+    if not items or not enabled():
+        return outcome
+    budget = get_settings().embed_budget_s if budget_s is None else budget_s
+    try:
+        retry = _embed(where, items, budget, outcome)
+    except Exception:
+        logger.exception("embedding after a write failed; queued")
+        retry = [i.id for i in items]
+    if retry:
+        wanted = set(retry)
+        for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
+            ids = [i.id for i in group]
+            if _queue(where, layer, user_id, ids):
+                outcome.queued += len(ids)
+    return outcome
+
+
+def text_changed(before: Record | None, content: str, background: str) -> bool:
+    """Whether an update changes the embedded text of a record."""
+    return before is None or text_of(before) != (f"{background}\n{content}" if background else content)
+
+
+def after_update(where: Where, after: Record | None) -> None:
+    """An L1 update that changed the embedded text: re-embed; should that fail, the old vector is
+    removed now (the old text is never found by meaning) and the new one queued. A record deleted
+    meanwhile has nothing to embed (its delete erased its vector)."""
+    if after is None:
+        return
+    if not enabled():
+        erase(where, [after.id])
+        return
+    outcome = Outcome()
+    try:
+        retry = _embed(where, [piece(after)], get_settings().embed_budget_s, outcome)
+    except Exception:
+        logger.exception("re-embedding an updated record failed")
+        retry = [after.id]
+    if outcome.embedded:
+        return
+    erase(where, [after.id])
+    if retry:
+        _queue(where, L1, after.user_id, [after.id])
+
+
+def erase(where: Where, ids: Sequence[str]) -> int:
+    """Remove the vectors of erased items from every index of the epoch (any vector size). Never
+    raises (the items are gone already; a leftover vector is reaped by the cleanup's sweep)."""
+    if not ids or not get_settings().vector_buckets:
+        return 0
+    try:
+        bucket = vectors.bucket_of(where.team_id, where.agent_id)
+        names = vectors.indexes(bucket, vectors.epoch_prefix(where.team_id, where.agent_id, where.epoch))
+        for name in names:
+            vectors.delete(vectors.Index(bucket, name), ids)
+        return len(ids) if names else 0
+    except Exception:
+        logger.exception("vectors of erased items not deleted; the cleanup sweeps them")
+        count_event("VectorEraseFailures", 1)
+        return 0
+
+
+def drop_epoch(team_id: str, agent_id: str, epoch: int) -> int:
+    """Drop every index of a retired content epoch (a clear, a memory delete): the indexes dropped."""
+    return vectors.drop_epoch(team_id, agent_id, epoch)
+
+
+def semantic(
+    where: Where,
+    layer: str,
+    user_id: str,
+    text: str,
+    limit: int,
+    *,
+    session_id: str | None = None,
+    task_id: str | None = None,
+    type_: str | None = None,
+) -> list[tuple[str, float]] | None:
+    """The meaning half of a search: ids best first with their cosine similarity, from one vector
+    query over this memory's current index, hard-filtered to the user (and the task, the session
+    for L0 and the type for L1 where the request names one) and to the current model. None when the
+    query cannot be embedded or the vector query fails: the caller answers by words."""
+    if not enabled():
+        return None
+    settings = get_settings()
+    started = time.monotonic()
+    [vector] = embeddings.embed_many(settings.embedding_model, settings.embedding_dimensions, [text], QUERY_BUDGET_S)
+    if not isinstance(vector, list):
+        count_event("QueryEmbeddingFailures", 1)
+        return None
+    where_filter = vectors.search_filter(
+        layer=layer,
+        user_id=user_id,
+        model=model(),
+        session_id=session_id if layer == L0 else None,
+        task_id=task_id,
+        type_=type_ if layer == L1 else None,
+    )
+    try:
+        hits = vectors.query(_index(where), vector, min(vectors.MAX_TOP_K, max(20, 4 * limit)), where_filter)
+    except Exception:
+        logger.exception("vector query failed; answering by words")
+        count_event("VectorQueryFailures", 1)
+        return None
+    logger.debug("semantic half", extra={"hits": len(hits), "ms": int((time.monotonic() - started) * 1000)})
+    return [(key, 1.0 - distance) for key, distance in hits]
+
+
+# --- the queue's consumer and the cleanup's backfill ---------------------------------------------
+
+
+def consume(bodies: Sequence[tuple[str, dict[str, Any]]], current_epoch: Callable[[str], int | None]) -> list[str]:
+    """Embed the items named by queued messages (``(message id, body)``); the message ids to deliver
+    again (a retryable failure). A message of a retired epoch or of items since erased does nothing."""
+    again: list[str] = []
+    for message_id, body in bodies:
+        try:
+            where = Where(str(body["team_id"]), str(body["agent_id"]), int(body["epoch"]), str(body["memory_id"]))
+            layer, user_id, ids = str(body["layer"]), str(body["user_id"]), [str(i) for i in body["ids"]]
+        except (KeyError, TypeError, ValueError):
+            logger.warning("malformed embedding message dropped", extra={"message_id": message_id})
+            continue
+        if not enabled() or current_epoch(where.memory_id) != where.epoch:
+            continue
+        try:
+            live = _live(where, layer, user_id, ids)
+            outcome = Outcome()
+            retry = _embed(where, [piece(live[i]) for i in ids if i in live], get_settings().embed_budget_s, outcome)
+        except Exception:
+            logger.exception("queued embeddings failed; delivered again")
+            retry = ids
+        if retry:
+            again.append(message_id)
+    return again
+
+
+@dataclass
+class Backfill:
+    embedded: int = 0
+    swept: int = 0
+    indexes_dropped: int = 0
+    remaining: int = 0
+
+
+def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
+    """The cleanup's pass over one memory: drop indexes of retired epochs and old vector sizes,
+    delete vectors whose items are gone, and embed items without a vector of the current model,
+    oldest first, until the deadline."""
+    report = Backfill()
+    settings = get_settings()
+    if not settings.vector_buckets:
+        return report
+    bucket = vectors.bucket_of(where.team_id, where.agent_id)
+    current = _index(where)
+    for name in vectors.indexes(bucket, vectors.prefix(where.team_id, where.agent_id)):
+        parsed = vectors.parse_name(name)
+        if parsed is None or name == current.name:
+            continue
+        _, epoch, _dims = parsed
+        if epoch <= where.epoch and vectors.drop(vectors.Index(bucket, name)):
+            report.indexes_dropped += 1
+    stored = dict(vectors.keys(current))
+    items: list[Message | Record] = []
+    for user_id in counters.users(where):
+        items += messages.of_user(where, user_id)
+        items += records.of_user(where, user_id)
+    live = {i.id for i in items}
+    orphans = [key for key in stored if key not in live]
+    if orphans:
+        vectors.delete(current, orphans)
+        report.swept = len(orphans)
+    if not settings.embeddings:
+        return report
+    described = model()
+    missing = sorted((piece(i) for i in items if stored.get(i.id, {}).get("model") != described), key=lambda p: p.at)
+    for start in range(0, len(missing), BACKFILL_BATCH):
+        if deadline_passed():
+            report.remaining = len(missing) - start
+            break
+        outcome = Outcome()
+        _embed(where, missing[start : start + BACKFILL_BATCH], settings.embed_budget_s, outcome)
+        report.embedded += outcome.embedded
+    return report

@@ -1,0 +1,292 @@
+"""Vectors in Amazon S3 Vectors: one vector index per memory, content epoch and vector size.
+
+Layout. The stack has a few vector buckets (``Settings.vector_buckets``). A memory (team + agent)
+lives in one of them, chosen by a digest of the pair, and each of its content epochs has its own
+index there, named ``m<32 hex of sha256(team:agent)>-<epoch in base 36>-<dimensions>`` (3–63 of
+``[a-z0-9-]``, starting and ending with a letter or digit, as S3 Vectors requires; at most 52
+characters for any epoch below 2^64). So:
+
+- a search queries only its own memory's index: no other tenant's vector can appear in the
+  answer, and its cost and recall do not depend on what other memories store;
+- a clear or memory delete drops its old epoch's index whole; every index of a memory is found by
+  one ``ListIndexes`` with the memory's prefix (stale epochs, an old vector size);
+- a change of vector size starts a new index (an index has one dimension for life).
+
+A vector's key is its item's id (``msg-…``/``atom-…``). Its metadata holds ids and digests only,
+never content, and all of it is filterable (well under S3 Vectors' 2 KB): ``layer`` (L0/L1),
+``user``/``session``/``task`` (32-hex digests; ``-`` for none), ``type`` (L1), ``at`` (item time,
+epoch ms) and ``model`` (``<model id>/<dimensions>``).
+
+Limits honoured here (S3 Vectors): ≤ 500 vectors per ``PutVectors`` and keys per
+``DeleteVectors``, ``topK`` ≤ 100, ≤ 1,000 vectors per ``ListVectors`` page, ≤ 500 indexes per
+``ListIndexes`` page, 10,000 indexes per vector bucket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..settings import get_settings
+from . import aws, layout
+from .concurrency import in_batches, parallel
+
+PUT_BATCH = 500
+DELETE_BATCH = 500
+MAX_TOP_K = 100
+LIST_PAGE = 1_000
+NONE = "-"  # the digest field of an absent session or task
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True)
+class Index:
+    bucket: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Vector:
+    key: str
+    data: list[float]
+    metadata: dict[str, Any]
+
+
+def _base36(number: int) -> str:
+    number = int(number)
+    if number < 0:
+        raise ValueError("an epoch is never negative")
+    out = ""
+    while True:
+        number, rest = divmod(number, 36)
+        out = _DIGITS[rest] + out
+        if number == 0:
+            return out
+
+
+def prefix(team_id: str, agent_id: str) -> str:
+    """Every index name of one memory starts with this."""
+    return "m" + hashlib.sha256(layout.pair(team_id, agent_id).encode("utf-8")).hexdigest()[:32] + "-"
+
+
+def epoch_prefix(team_id: str, agent_id: str, epoch: int) -> str:
+    return f"{prefix(team_id, agent_id)}{_base36(epoch)}-"
+
+
+def index_name(team_id: str, agent_id: str, epoch: int, dimensions: int) -> str:
+    return f"{epoch_prefix(team_id, agent_id, epoch)}{int(dimensions)}"
+
+
+def bucket_of(team_id: str, agent_id: str, buckets: Sequence[str] | None = None) -> str:
+    """The vector bucket of a memory ('' when the stack has none)."""
+    names = list(buckets if buckets is not None else get_settings().vector_buckets)
+    if not names:
+        return ""
+    digest = hashlib.sha256(layout.pair(team_id, agent_id).encode("utf-8")).hexdigest()
+    return names[int(digest[:8], 16) % len(names)]
+
+
+def index_of(team_id: str, agent_id: str, epoch: int, dimensions: int) -> Index:
+    return Index(bucket_of(team_id, agent_id), index_name(team_id, agent_id, epoch, dimensions))
+
+
+def parse_name(name: str) -> tuple[str, int, int] | None:
+    """(memory prefix, epoch, dimensions) of an index name of this layout, else None."""
+    parts = name.split("-")
+    if len(parts) != 3 or not parts[0].startswith("m"):
+        return None
+    try:
+        return parts[0] + "-", int(parts[1], 36), int(parts[2])
+    except ValueError:
+        return None
+
+
+def metadata(
+    *,
+    layer: str,
+    user_id: str,
+    session_id: str | None,
+    task_id: str | None,
+    type_: str | None,
+    at_ms: int,
+    model: str,
+) -> dict[str, Any]:
+    """A vector's metadata: ids as digests, never content."""
+    return {
+        "layer": layer,
+        "user": layout.digest(user_id),
+        "session": layout.digest(session_id) if session_id is not None else NONE,
+        "task": layout.digest(task_id) if task_id is not None else NONE,
+        "type": type_ or NONE,
+        "at": int(at_ms),
+        "model": model,
+    }
+
+
+def search_filter(
+    *,
+    layer: str,
+    user_id: str,
+    model: str,
+    session_id: str | None = None,
+    task_id: str | None = None,
+    type_: str | None = None,
+) -> dict[str, Any]:
+    """The hard filter of a search: this layer, user and model — narrowed to a session, task or
+    type when the request names one."""
+    terms: list[dict[str, Any]] = [
+        {"layer": {"$eq": layer}},
+        {"user": {"$eq": layout.digest(user_id)}},
+        {"model": {"$eq": model}},
+    ]
+    if session_id is not None:
+        terms.append({"session": {"$eq": layout.digest(session_id)}})
+    if task_id is not None:
+        terms.append({"task": {"$eq": layout.digest(task_id)}})
+    if type_ is not None:
+        terms.append({"type": {"$eq": type_}})
+    return {"$and": terms}
+
+
+def _client() -> Any:
+    return aws.client("s3vectors")
+
+
+def _missing(exc: BaseException) -> bool:
+    return aws.error_code(exc) == "NotFoundException"
+
+
+def create_index(index: Index, dimensions: int) -> None:
+    """Create the index (cosine, float32); an index that exists already — a racing creator — is fine."""
+    try:
+        _client().create_index(
+            vectorBucketName=index.bucket,
+            indexName=index.name,
+            dataType="float32",
+            dimension=int(dimensions),
+            distanceMetric="cosine",
+        )
+    except Exception as exc:
+        if aws.error_code(exc) != "ConflictException":
+            raise
+
+
+def put(index: Index, dimensions: int, vectors: Sequence[Vector]) -> None:
+    """Write (or overwrite) vectors, creating the index on its first write."""
+
+    def one(chunk: list[Vector]) -> None:
+        body = [{"key": v.key, "data": {"float32": v.data}, "metadata": v.metadata} for v in chunk]
+        try:
+            _client().put_vectors(vectorBucketName=index.bucket, indexName=index.name, vectors=body)
+        except Exception as exc:
+            if not _missing(exc):
+                raise
+            create_index(index, dimensions)
+            _client().put_vectors(vectorBucketName=index.bucket, indexName=index.name, vectors=body)
+
+    if index.bucket and vectors:
+        parallel(*[lambda chunk=chunk: one(chunk) for chunk in in_batches(list(vectors), PUT_BATCH)])
+
+
+def delete(index: Index, keys: Sequence[str]) -> int:
+    """Delete vectors by key (absent keys and a missing index are fine); the number of calls made."""
+    if not index.bucket or not keys:
+        return 0
+
+    def one(chunk: list[str]) -> None:
+        try:
+            _client().delete_vectors(vectorBucketName=index.bucket, indexName=index.name, keys=chunk)
+        except Exception as exc:
+            if not _missing(exc):
+                raise
+
+    chunks = in_batches(list(dict.fromkeys(keys)), DELETE_BATCH)
+    parallel(*[lambda chunk=chunk: one(chunk) for chunk in chunks])
+    return len(chunks)
+
+
+def query(index: Index, vector: list[float], top_k: int, where: dict[str, Any]) -> list[tuple[str, float]]:
+    """The nearest vectors that pass ``where``: (key, cosine distance), nearest first. A memory
+    without an index yet has no vectors: []."""
+    if not index.bucket:
+        return []
+    try:
+        answer = _client().query_vectors(
+            vectorBucketName=index.bucket,
+            indexName=index.name,
+            topK=max(1, min(MAX_TOP_K, int(top_k))),
+            queryVector={"float32": vector},
+            filter=where,
+            returnDistance=True,
+        )
+    except Exception as exc:
+        if _missing(exc):
+            return []
+        raise
+    found = [(str(v["key"]), float(v.get("distance", 0.0))) for v in answer.get("vectors", [])]
+    return sorted(found, key=lambda pair: pair[1])
+
+
+def drop(index: Index) -> bool:
+    """Delete a whole index (its vectors with it); False when there was none."""
+    if not index.bucket:
+        return False
+    try:
+        _client().delete_index(vectorBucketName=index.bucket, indexName=index.name)
+        return True
+    except Exception as exc:
+        if _missing(exc):
+            return False
+        raise
+
+
+def indexes(bucket: str, name_prefix: str) -> list[str]:
+    """Names of the bucket's indexes that start with ``name_prefix``."""
+    if not bucket:
+        return []
+    names: list[str] = []
+    token: str | None = None
+    while True:
+        extra = {"nextToken": token} if token else {}
+        answer = _client().list_indexes(vectorBucketName=bucket, prefix=name_prefix, maxResults=500, **extra)
+        names += [str(i["indexName"]) for i in answer.get("indexes", [])]
+        token = answer.get("nextToken")
+        if not token:
+            return names
+
+
+def keys(index: Index) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every vector of the index: (key, metadata), page by page (nothing when there is no index)."""
+    if not index.bucket:
+        return
+    token: str | None = None
+    while True:
+        extra = {"nextToken": token} if token else {}
+        try:
+            answer = _client().list_vectors(
+                vectorBucketName=index.bucket, indexName=index.name, maxResults=LIST_PAGE, returnMetadata=True, **extra
+            )
+        except Exception as exc:
+            if _missing(exc):
+                return
+            raise
+        for v in answer.get("vectors", []):
+            yield str(v["key"]), dict(v.get("metadata") or {})
+        token = answer.get("nextToken")
+        if not token:
+            return
+
+
+def drop_epoch(team_id: str, agent_id: str, epoch: int) -> int:
+    """Drop every index of one content epoch of a memory (any vector size): the number dropped. A
+    stack without vector buckets — or a bucket that does not exist — has nothing to drop."""
+    bucket = bucket_of(team_id, agent_id)
+    try:
+        names = indexes(bucket, epoch_prefix(team_id, agent_id, epoch))
+    except Exception as exc:
+        if _missing(exc):
+            return 0
+        raise
+    return sum(1 for name in names if drop(Index(bucket, name)))

@@ -1,0 +1,227 @@
+"""Meaning's storage side: the vector index layout (names within S3 Vectors' rules at every valid
+input), metadata without content, the search filters, Bedrock error classes and the short retry
+budget, and the vector calls themselves over moto in process (with the local stack's S3 Vectors
+patch, which adds QueryVectors)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memory_hub.storage import embeddings, layout, vectors
+
+TEAM_OR_AGENT = st.text(alphabet="ABCXYZabcxyz0189._@-", min_size=1, max_size=64)
+# S3 Vectors: 3-63 characters of lower-case letters, digits, hyphens and dots, starting and ending
+# with a letter or a digit (this layout uses no dots).
+INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+@given(team=TEAM_OR_AGENT, agent=TEAM_OR_AGENT, epoch=st.integers(0, 2**64 - 1), dims=st.sampled_from([1, 256, 4096]))
+@settings(max_examples=300, deadline=None)
+def test_every_valid_memory_epoch_and_size_names_a_valid_index(team, agent, epoch, dims):
+    name = vectors.index_name(team, agent, epoch, dims)
+    assert INDEX_NAME.fullmatch(name) and len(name) <= 63, name
+    assert name.startswith(vectors.epoch_prefix(team, agent, epoch))
+    assert name.startswith(vectors.prefix(team, agent))
+    assert vectors.parse_name(name) == (vectors.prefix(team, agent), epoch, dims)
+
+
+@given(a=st.tuples(TEAM_OR_AGENT, TEAM_OR_AGENT), b=st.tuples(TEAM_OR_AGENT, TEAM_OR_AGENT))
+def test_memories_never_share_an_index_prefix(a, b):
+    if a != b:
+        assert vectors.prefix(*a) != vectors.prefix(*b)
+    # one epoch's prefix never covers another epoch's indexes
+    assert not vectors.index_name(*a, 12, 1024).startswith(vectors.epoch_prefix(*a, 1))
+
+
+def test_a_memory_lives_in_one_bucket_and_memories_spread_over_all():
+    buckets = ["b0", "b1", "b2", "b3"]
+    chosen = {vectors.bucket_of(f"team{i}", "agent", buckets) for i in range(200)}
+    assert chosen == set(buckets)
+    assert vectors.bucket_of("t", "a", buckets) == vectors.bucket_of("t", "a", buckets)
+    assert vectors.bucket_of("t", "a", []) == ""
+
+
+def test_metadata_holds_digests_never_content_and_fits_the_filterable_limit():
+    longest = "u" * 1024
+    meta = vectors.metadata(
+        layer="L1",
+        user_id=longest,
+        session_id=longest,
+        task_id=None,
+        type_="t" * 64,
+        at_ms=1_700_000_000_000,
+        model=embeddings.describe("amazon.titan-embed-text-v2:0", 1024),
+    )
+    assert meta["user"] == meta["session"] == layout.digest(longest)
+    assert meta["task"] == vectors.NONE
+    assert longest not in json.dumps(meta)
+    assert len(json.dumps(meta).encode()) < 2048  # S3 Vectors: filterable metadata ≤ 2 KB
+
+
+def test_search_filters_are_hard_filters_on_user_model_and_what_the_request_names():
+    model = "m/1024"
+    base = vectors.search_filter(layer="L0", user_id="alice", model=model)
+    assert base == {
+        "$and": [
+            {"layer": {"$eq": "L0"}},
+            {"user": {"$eq": layout.digest("alice")}},
+            {"model": {"$eq": model}},
+        ]
+    }
+    narrowed = vectors.search_filter(layer="L1", user_id="alice", model=model, task_id="t1", type_="persona")
+    assert {"task": {"$eq": layout.digest("t1")}} in narrowed["$and"]
+    assert {"type": {"$eq": "persona"}} in narrowed["$and"]
+    assert vectors.search_filter(layer="L0", user_id="a", model=model, session_id="s")["$and"][-1] == {
+        "session": {"$eq": layout.digest("s")}
+    }
+
+
+def _error(code: str, status: int, message: str = "") -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}}, "InvokeModel"
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [
+        (_error("ThrottlingException", 429), embeddings.RETRY),
+        (_error("ServiceUnavailableException", 503), embeddings.RETRY),
+        (_error("InternalServerException", 500), embeddings.RETRY),
+        (_error("ModelTimeoutException", 408), embeddings.RETRY),
+        (_error("ModelNotReadyException", 429), embeddings.RETRY),
+        (EndpointConnectionError(endpoint_url="https://bedrock-runtime"), embeddings.RETRY),
+        (_error("ValidationException", 400, "Malformed input request"), embeddings.FINAL),
+        (_error("AccessDeniedException", 403), embeddings.FINAL),
+        (_error("ResourceNotFoundException", 404), embeddings.FINAL),
+    ],
+)
+def test_error_classes(error, kind):
+    assert embeddings.classify(error) == kind
+
+
+@pytest.fixture
+def invoked(monkeypatch):
+    """Replace the Bedrock call: each test sets ``answers`` (a vector, or an exception to raise)."""
+    calls: list[str] = []
+    state: dict[str, object] = {"answer": [0.5, 0.5]}
+    lock = threading.Lock()
+
+    def fake(model_id: str, dimensions: int, text: str) -> list[float]:
+        with lock:
+            calls.append(text)
+        answer = state["answer"]
+        if callable(answer):
+            answer = answer(text)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer  # type: ignore[return-value]
+
+    monkeypatch.setattr(embeddings, "_invoke", fake)
+    return calls, state
+
+
+def test_a_final_error_is_not_retried(invoked):
+    calls, state = invoked
+    state["answer"] = _error("AccessDeniedException", 403)
+    assert embeddings.embed_many("m", 2, ["one", "two"], 5.0) == [embeddings.FINAL, embeddings.FINAL]
+    assert len(calls) == 2  # one call each: no retry loop
+
+
+def test_throttling_is_retry_later_not_now(invoked):
+    calls, state = invoked
+    state["answer"] = _error("ThrottlingException", 429)
+    assert embeddings.embed_many("m", 2, ["x"] * 5, 5.0) == [embeddings.RETRY] * 5
+    assert len(calls) == 5
+
+
+def test_too_long_input_is_sent_once_more_at_half_length(invoked):
+    calls, state = invoked
+    state["answer"] = lambda text: (
+        _error("ValidationException", 400, "Too many input tokens") if len(text) > 100 else [1.0, 0.0]
+    )
+    assert embeddings.embed_many("m", 2, ["a" * 150], 5.0) == [[1.0, 0.0]]
+    assert [len(c) for c in calls] == [150, 75]
+
+
+def test_texts_are_cut_to_the_input_limit_and_a_passed_deadline_calls_nothing(invoked):
+    calls, _ = invoked
+    embeddings.embed_many("m", 2, ["z" * 20_000], 5.0)
+    assert len(calls[0]) == embeddings.MAX_INPUT_CHARS
+    calls.clear()
+    assert embeddings.embed_many("m", 2, ["a", "b"], 0.0) == [embeddings.RETRY, embeddings.RETRY]
+    assert calls == []
+
+
+def test_a_wrong_sized_answer_is_final(invoked):
+    _, state = invoked
+    state["answer"] = [1.0, 0.0, 0.0]
+    assert embeddings.embed_many("m", 2, ["a"], 5.0) == [embeddings.FINAL]
+
+
+# ---------------------------------------------------------------- the vector calls (moto in process)
+
+
+@pytest.fixture
+def index(aws):
+    bucket = "memory-hub-vectorbucket0"
+    name = vectors.index_name("team", "agent", 7, 3)
+    yield vectors.Index(bucket, name)
+    vectors.drop(vectors.Index(bucket, name))
+
+
+def _v(key: str, data: list[float], user: str = "u", layer: str = "L0") -> vectors.Vector:
+    meta = vectors.metadata(layer=layer, user_id=user, session_id="s", task_id=None, type_=None, at_ms=1, model="m/3")
+    return vectors.Vector(key, data, meta)
+
+
+def test_first_write_creates_the_index_and_racing_creators_are_fine(index):
+    vectors.create_index(index, 3)
+    vectors.create_index(index, 3)  # exists already: fine
+    vectors.drop(index)
+    threads = [
+        threading.Thread(target=vectors.put, args=(index, 3, [_v(f"msg-{i}", [1.0, float(i), 0.0])])) for i in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(k for k, _ in vectors.keys(index)) == [f"msg-{i}" for i in range(4)]
+
+
+def test_query_is_hard_filtered_and_delete_by_key(index):
+    vectors.put(index, 3, [_v("msg-a", [1.0, 0.0, 0.0]), _v("msg-b", [0.9, 0.1, 0.0], user="other")])
+    mine = vectors.search_filter(layer="L0", user_id="u", model="m/3")
+    assert [k for k, _ in vectors.query(index, [1.0, 0.0, 0.0], 10, mine)] == ["msg-a"]
+    assert vectors.delete(index, ["msg-a", "msg-unknown"]) == 1
+    assert vectors.query(index, [1.0, 0.0, 0.0], 10, mine) == []
+    # a memory without an index has no vectors
+    missing = vectors.Index(index.bucket, vectors.index_name("nobody", "here", 1, 3))
+    assert vectors.query(missing, [1.0, 0.0, 0.0], 10, mine) == []
+    assert vectors.delete(missing, ["msg-a"]) == 1
+
+
+@pytest.fixture
+def stack_buckets(aws, monkeypatch):
+    from memory_hub.settings import get_settings
+
+    monkeypatch.setenv("VECTOR_BUCKETS", ",".join(f"memory-hub-vectorbucket{i}" for i in range(4)))
+    get_settings.cache_clear()
+    yield
+    monkeypatch.delenv("VECTOR_BUCKETS")
+    get_settings.cache_clear()
+
+
+def test_drop_epoch_removes_every_index_of_that_epoch_only(stack_buckets):
+    bucket = vectors.bucket_of("t9", "a9")
+    for epoch, dims in ((1, 3), (1, 4), (2, 3)):
+        vectors.create_index(vectors.Index(bucket, vectors.index_name("t9", "a9", epoch, dims)), dims)
+    assert vectors.drop_epoch("t9", "a9", 1) == 2
+    assert vectors.indexes(bucket, vectors.prefix("t9", "a9")) == [vectors.index_name("t9", "a9", 2, 3)]
+    vectors.drop(vectors.Index(bucket, vectors.index_name("t9", "a9", 2, 3)))
