@@ -157,16 +157,21 @@ def test_transactions_over_4_mb(stack, plain):
 def test_a_function_may_do_only_what_its_policy_allows(stack):
     """Each function signs with its own key: AdminFunction's policy reads scene objects but never
     writes them; a write with its credentials is refused as AWS refuses it."""
-    from memory_hub_local.identity import SECRET, access_key_of
 
-    admin = boto3.client(
-        "s3", region_name=REGION, aws_access_key_id=access_key_of("AdminFunction"), aws_secret_access_key=SECRET
-    )
+    def client_of(function: str):
+        own = stack.credentials.function(function)
+        return boto3.client(
+            "s3",
+            region_name=REGION,
+            aws_access_key_id=own.access_key,
+            aws_secret_access_key=own.secret,
+            aws_session_token=own.token,
+        )
+
+    admin = client_of("AdminFunction")
     key = "profiles/iam/x.md"
     assert code_of(lambda: admin.put_object(Bucket=BUCKET, Key=key, Body=b"x")) == "AccessDenied"
-    scenario = boto3.client(
-        "s3", region_name=REGION, aws_access_key_id=access_key_of("ScenarioFunction"), aws_secret_access_key=SECRET
-    )
+    scenario = client_of("ScenarioFunction")
     assert code_of(lambda: scenario.put_object(Bucket=BUCKET, Key=key, Body=b"x")) == "accepted"
     assert code_of(lambda: scenario.put_object(Bucket=BUCKET, Key="outside/x.md", Body=b"x")) == "AccessDenied"
     assert os.environ["AWS_ENDPOINT_URL"] == stack.aws_url  # these clients did talk to the stack

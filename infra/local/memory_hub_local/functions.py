@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
-from .identity import SECRET, access_key_of, session_token_of
+from .identity import Credentials
 from .template import Deployment, Function
 
 RUNTIME = Path(__file__).with_name("lambda_runtime.py")
@@ -42,6 +42,7 @@ RUNTIME_DISTRIBUTIONS = (
     "typing-extensions",
     "typing-inspection",
     "annotated-types",
+    "snowballstemmer",
 )
 MAX_ENVIRONMENTS = 16
 SYNC_RESPONSE_LIMIT = 6 * 1024 * 1024  # Lambda's limit for a synchronous response
@@ -205,8 +206,10 @@ class FunctionPool:
         lambda_endpoint: str,
         overrides: dict[str, dict[str, str]] | None = None,
         log: IO[bytes] | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self.deployment = deployment
+        self.credentials = credentials or Credentials.create(None)
         self.aws_endpoint, self.lambda_endpoint = aws_endpoint, lambda_endpoint
         self.overrides = overrides or {}
         self.log = log
@@ -228,6 +231,7 @@ class FunctionPool:
 
     def environment_of(self, function: Function) -> dict[str, str]:
         region = self.deployment.region
+        own = self.credentials.function(function.logical_id)
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "LANG": "en_US.UTF-8",
@@ -244,9 +248,9 @@ class FunctionPool:
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             "AWS_REGION": region,
             "AWS_DEFAULT_REGION": region,
-            "AWS_ACCESS_KEY_ID": access_key_of(function.logical_id),
-            "AWS_SECRET_ACCESS_KEY": SECRET,
-            "AWS_SESSION_TOKEN": session_token_of(function.logical_id),
+            "AWS_ACCESS_KEY_ID": own.access_key,
+            "AWS_SECRET_ACCESS_KEY": own.secret,
+            "AWS_SESSION_TOKEN": own.token or "",
             # the one thing Lambda would not set: where the emulated AWS answers
             "AWS_ENDPOINT_URL": self.aws_endpoint,
             "AWS_ENDPOINT_URL_LAMBDA": self.lambda_endpoint,

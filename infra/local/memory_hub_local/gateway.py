@@ -4,7 +4,18 @@ Routes come from the template: an exact path first, then ``/{proxy+}``. Each HTT
 a REST API (payload v1) proxy event, its body base64-encoded as the deployed API does with
 ``BinaryMediaTypes: */*``. What API Gateway answers itself (no route, a body over 10 MiB, a function
 that failed) uses the envelope and carries an ``x-request-id``, as the template's gateway responses
-do. A request whose framing is broken is answered 400 before anything else and reaches no function."""
+do. A request whose framing is broken is answered 400 before anything else and reaches no function;
+so is a request the HTTP layer cannot take (headers too large: 431, a request line too long: 414),
+as an envelope too, never an HTML page.
+
+The path is percent-decoded segment by segment: an encoded slash (``%2F``) is part of a segment, not a
+separator, so ``/v3/conversation%2Fquery`` is no route (the function answers 404), as on API Gateway.
+
+The Lambda Invoke API takes unsigned requests, as ``sam local start-lambda`` does, but only from a
+local program: the ``Host`` must be loopback or ``localhost`` (a web page that rebinds its name to
+127.0.0.1 sends its own), no ``Origin`` header may be present (a browser adds it to a cross-origin
+request) and the body must be JSON or absent (a form a web page posts cross-origin is not): 403
+otherwise, before any function runs."""
 
 from __future__ import annotations
 
@@ -19,12 +30,21 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import http
+from .aws.signing import loopback_host
 from .functions import FunctionPool
 from .identity import access_key_of
 
 GATEWAY_MAX_BODY = 10 * 1024 * 1024  # API Gateway's payload limit
 ASYNC_PAYLOAD_LIMIT = 256 * 1024
 SYNC_PAYLOAD_LIMIT = 6 * 1024 * 1024
+
+
+_ENCODED_SLASH = re.compile(r"(%2[Ff])")
+
+
+def decoded_path(raw: str) -> str:
+    """The request path percent-decoded, except ``%2F``: an encoded slash stays ``%2F``."""
+    return "".join("%2F" if i % 2 else unquote(part) for i, part in enumerate(_ENCODED_SLASH.split(raw))) or "/"
 
 
 def _request_id() -> str:
@@ -101,6 +121,28 @@ class ApiHandler(http.Handler):
         headers, body = _envelope(status, message, **extra)
         self.send(status, headers, body, close=close)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What the HTTP layer refuses before a request is whole (headers too large, a request line
+        too long, a malformed request line): the envelope, and the connection is closed."""
+        reason = {431: "request headers: too large", 414: "request line: too long"}.get(code)
+        if reason:
+            self._skip_headers()
+        self._refuse(code, reason or f"malformed request: {message or 'bad request line'}", close=True)
+
+    def _skip_headers(self, limit: int = 1 << 20) -> None:
+        """Read what is left of the headers (up to ``limit`` bytes) so that closing the connection
+        does not reset it before the client has read the answer."""
+        left = limit
+        try:
+            self.connection.settimeout(1.0)
+            while left > 0:
+                line = self.rfile.readline(min(left, 1 << 16))
+                if line in (b"", b"\r\n", b"\n"):
+                    return
+                left -= len(line)
+        except OSError:
+            return
+
     def _serve(self) -> None:
         try:
             body = self.read_body()
@@ -111,7 +153,7 @@ class ApiHandler(http.Handler):
             self._refuse(413, f"body: larger than {GATEWAY_MAX_BODY} bytes", close=not exc.drained)
             return
         url = urlsplit(self.path)
-        path = unquote(url.path) or "/"
+        path = decoded_path(url.path)
         target = self.router.match(path)
         if target is None:
             self._refuse(404, f"no route {path}")
@@ -151,7 +193,34 @@ class InvokeHandler(http.Handler):
     def _json(self, status: int, payload: Any, **headers: str) -> None:
         self.send(status, {"Content-Type": "application/json", **headers}, json.dumps(payload).encode())
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What the HTTP layer refuses before a request is whole: a JSON error, never HTML."""
+        self.close_connection = True
+        self.send(
+            code,
+            {"Content-Type": "application/json"},
+            json.dumps({"Type": "User", "message": message or "bad request"}).encode(),
+            close=True,
+        )
+
+    def _foreign(self) -> str | None:
+        """Why this request may come from a web page rather than a local program (or None)."""
+        host = self.headers.get("Host")
+        if not loopback_host(host):
+            return f"Host {host!r} is not served here: only a loopback address or localhost"
+        if self.headers.get("Origin") is not None:
+            return "a request with an Origin header (from a web page) is not served here"
+        content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+            return f"Content-Type {content_type!r}: the payload must be JSON"
+        return None
+
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        foreign = self._foreign()
+        if foreign is not None:
+            self._json(403, {"Type": "User", "message": foreign}, **{"x-amzn-ErrorType": "AccessDeniedException"})
+            self.close_connection = True
+            return
         try:
             body = self.read_body()
         except (http.Malformed, http.TooLarge) as exc:
@@ -191,11 +260,11 @@ class InvokeHandler(http.Handler):
                 return
         try:
             event = json.loads(body or b"{}")
-        except ValueError:
+        except ValueError:  # not a local program's JSON event (a web page's form, say): refused
             self._json(
-                400,
-                {"Type": "User", "message": "Could not parse request body into json"},
-                **{"x-amzn-ErrorType": "InvalidRequestContentException"},
+                403,
+                {"Type": "User", "message": "Could not parse request body into json: the payload must be JSON"},
+                **{"x-amzn-ErrorType": "AccessDeniedException"},
             )
             return
         if (self.headers.get("X-Amz-Invocation-Type") or "").lower() == "event":

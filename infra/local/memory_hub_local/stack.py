@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from . import http
+from . import event_sources, http
 from .functions import FunctionPool
 from .gateway import make_servers
+from .identity import Credentials
 from .template import ROOT, Deployment, deploy
 
 DEFAULT_DATA_DIR = ROOT / ".memory-hub"
@@ -43,6 +44,7 @@ class Stack:
     parameters: dict[str, str] = field(default_factory=dict)
     admin_key: str = ""
     deployment: Deployment | None = None
+    credentials: Credentials | None = None
     pool: FunctionPool | None = None
     _aws: subprocess.Popen[bytes] | None = None
     _servers: list[http.Server] = field(default_factory=list)
@@ -63,13 +65,18 @@ class Stack:
         for name in ("port", "lambda_port", "aws_port"):
             if getattr(self, name) == 0:
                 setattr(self, name, free_port())
+        self.credentials = Credentials.create(self.data_dir)
         ready = self._start_aws()
         self.admin_key = ready.get("admin_key") or ""
         self.deployment = deploy(self.region, ready["secrets"], self.parameters)
-        self.pool = FunctionPool(self.deployment, self.aws_url, self.lambda_url, self.overrides, self.log)
+        self.pool = FunctionPool(
+            self.deployment, self.aws_url, self.lambda_url, self.overrides, self.log, self.credentials
+        )
         self._servers = make_servers(self.pool, self.port, self.lambda_port)
         for server in self._servers:
             http.serve(server)
+        # SQS event sources, polled as Lambda polls them
+        self._pollers = event_sources.start(self.deployment, self.pool, self.aws_url, self.pool.credentials)
         if self.warm:
             threading.Thread(target=self.pool.warm, daemon=True, name="warm").start()
         return self
@@ -88,7 +95,8 @@ class Stack:
         ]
         if self.test_hooks:
             args.append("--test-hooks")
-        env = dict(os.environ)
+        assert self.credentials is not None
+        env = {**os.environ, **self.credentials.environment()}
         env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
         self._aws = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=self.log)
         assert self._aws.stdout is not None
@@ -116,6 +124,7 @@ class Stack:
         self.pool.restart(overrides)
 
     def stop(self) -> None:
+        event_sources.stop(getattr(self, "_pollers", []))
         for server in self._servers:
             server.shutdown()
             server.server_close()
@@ -130,12 +139,15 @@ class Stack:
         self._aws = None
 
     def aws_environment(self) -> dict[str, str]:
-        """What the AWS CLI or boto3 need to look at the emulated account."""
+        """What the AWS CLI or boto3 need to look at the emulated account: the operator's
+        credentials, which open everything in it (every table, object and secret)."""
+        assert self.credentials is not None  # start() made them
+        operator = self.credentials.operator
         return {
             "AWS_ENDPOINT_URL": self.aws_url,
             "AWS_DEFAULT_REGION": self.region,
-            "AWS_ACCESS_KEY_ID": "local",
-            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_ACCESS_KEY_ID": operator.access_key,
+            "AWS_SECRET_ACCESS_KEY": operator.secret,
         }
 
 

@@ -1,6 +1,8 @@
 """The emulated AWS endpoint: moto behind a server that behaves like AWS where moto does not.
 
-Per request, in order: identify the caller by the access key it signed with (each function has its
+Per request, in order: refuse a ``Host`` that is not loopback and a request not signed by a known
+key (``signing``: the signature is verified, as AWS verifies it); identify the caller by the access
+key it signed with (each function has its
 own, as each Lambda function has its own role); refuse what the caller's IAM policy (from the
 template, SAM-expanded) does not allow, with AWS's AccessDenied; run any test hook (pause, fault);
 then, holding the one lock that makes every emulated call atomic, refuse what AWS would refuse
@@ -18,7 +20,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote_to_bytes, urlsplit
 
 from .. import http
-from . import calls, faithful
+from ..identity import Credentials
+from . import calls, faithful, signing
 from .hooks import Hooks
 from .state import State, dynamodb_backend, s3_backend
 
@@ -98,10 +101,20 @@ def _items_read(call: calls.Call, status: int, body: bytes) -> int:
 
 
 class AwsSide:
-    def __init__(self, state: State, region: str, identities: dict[str, Identity], hooks: Hooks | None) -> None:
+    def __init__(
+        self,
+        state: State,
+        region: str,
+        identities: dict[str, Identity],
+        hooks: Hooks | None,
+        credentials: Credentials | None = None,
+    ) -> None:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
         self.state, self.region, self.identities, self.hooks = state, region, identities, hooks
+        credentials = credentials or Credentials.from_environment()
+        functions = [identity.name for identity in identities.values() if identity.name]
+        self.verifier = signing.Verifier(credentials.principals(functions), region)
         self.app = DomainDispatcherApplication(create_backend_app)
         # moto's dispatcher works out the service of every request anew (a walk over all its
         # modules, ~1 ms); the service is known here, so each one's app is made once and called.
@@ -113,8 +126,17 @@ class AwsSide:
         self, method: str, raw_path: str, headers: dict[str, str], body: bytes, server_name: str, port: int
     ) -> tuple[int, dict[str, str], bytes]:
         lowered = {k.lower(): v for k, v in headers.items()}
+        try:
+            signed = self.verifier.verify(method, raw_path, lowered, body)
+        except signing.Rejected as rejected:
+            answer = signing.refusal(rejected, lowered, urlsplit(raw_path).query)
+            return answer.status, {"Content-Type": answer.content_type, **answer.headers}, answer.body
         call = calls.parse(method, raw_path, lowered, body, self.region)
-        identity = self.identities.get(call.access_key or "", OPERATOR)
+        if signing.SIGNING_NAMES.get(call.service, call.service) != signed.service:
+            wrong = signing.Rejected("signature", f"Credential should be scoped to correct service: '{call.service}'.")
+            answer = signing.refusal(wrong, lowered, urlsplit(raw_path).query)
+            return answer.status, {"Content-Type": answer.content_type, **answer.headers}, answer.body
+        identity = self.identities.get(signed.principal.access_key, OPERATOR)
         refused, spent = None, 0.0
         try:
             for action, resource in call.actions:
@@ -282,7 +304,17 @@ class AwsHandler(http.Handler):
             self.send(400, {"Content-Type": "text/plain"}, str(exc).encode(), close=True)
             return
         url = urlsplit(self.path)
+        asked = self.headers.get("Host")
+        if not signing.loopback_host(asked):
+            lowered = {k.lower(): v for k, v in self.header_values().items()}
+            message = f"Host {asked!r} is not served here: only a loopback address or localhost"
+            answer = signing.refusal(signing.Rejected("host", message), lowered, url.query)
+            self.send(answer.status, {"Content-Type": answer.content_type, **answer.headers}, answer.body)
+            return
         if url.path.startswith("/_local/"):
+            if self.headers.get("Origin") is not None:  # a web page's request: never the operator's
+                self.send(403, {"Content-Type": "application/json"}, b'{"message": "no Origin header allowed"}')
+                return
             status, payload = self.side.control(self.command, url.path, parse_qs(url.query), body)
             self.send(status, {"Content-Type": "application/json"}, json.dumps(payload).encode())
             return

@@ -14,7 +14,7 @@ from ..storage.counters import Where
 from ..storage.errors import Cancelled
 from ..storage.models import AuditEvent, Record
 from ..storage.retry import attempts
-from . import assets, retrieval
+from . import assets, meaning, retrieval
 from .conversation import time_window
 from .errors import Conflict, Invalid, NotFound
 from .principal import Authorize
@@ -97,6 +97,7 @@ def add(
         )
         try:
             records.create(where, record, counts)
+            meaning.embed_after_write(where, [meaning.piece(record)])  # only a new record: reinforcing never re-embeds
             return {"id": record.id, "version": 1, "created": True, "reinforced_count": 1}
         except Cancelled as exc:
             if "epoch" in exc.failed:  # a clear moved the memory on: add into the new epoch
@@ -179,6 +180,8 @@ def update(
                 raise Conflict("content: another record already has this content, type and background") from None
             # the record changed (or vanished) between our read and our write: read again
     _reindex(scope, where, atom_id)
+    if meaning.text_changed(record, content, background):  # re-embed only when the embedded text changed
+        meaning.after_update(where, records.get(where, scope.user_id, atom_id))
     return {"id": atom_id, "version": f"v{version + 1}", "updated_at": iso(now)}
 
 
@@ -310,6 +313,7 @@ def delete(
         ) from None
     gone = {r.id for r in removed}
     if gone:
+        meaning.erase(where, list(gone))
         assets.forget_exports(asset)
     return {
         "deleted_count": len(gone),

@@ -22,13 +22,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..clock import format_ms, iso, now_ms, parse_ms
+from ..observability import logger
 from ..settings import get_settings
 from ..storage import assets as stored_assets
 from ..storage import blobs, counters, idempotency, jobs, layout, leases, messages, purge, records, scenes
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
 from ..storage.models import Asset
-from . import clear, persona
+from . import clear, meaning, persona
 from .audit import SYSTEM_CLEANUP
 
 DAY_MS = 86_400_000
@@ -50,6 +51,8 @@ class Report:
     orphans_deleted: int = 0
     exports_deleted: int = 0
     tombstones_dropped: int = 0
+    vectors_embedded: int = 0
+    vectors_swept: int = 0
     idempotency_deleted: int = 0
     run_started_at: str | None = None
     skipped: str | None = None
@@ -149,6 +152,7 @@ def _retention(report: Report, asset: Asset, now: int) -> None:
     removed_l1, recorded_l1 = records.delete(
         where, old_l1, events("L1"), at_version={r.id for r in old_l1}, skip_changed=True
     )
+    meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
     report.l0_deleted += len(removed_l0)
     report.l1_deleted += len(removed_l1)
     report.audit_ids += [e.event_id for e in recorded_l0 + recorded_l1]
@@ -189,3 +193,18 @@ def _one(report: Report, asset: Asset, now: int, deadline: purge.Deadline) -> No
     report.exports_deleted += _exports(asset, now)
     stale = scenes.old_tombstones(asset.team_id, asset.agent_id, format_ms(now - TOMBSTONE_LIFETIME_MS))
     report.tombstones_dropped += scenes.drop_tombstones(stale)
+    _meaning(report, asset, deadline)
+
+
+def _meaning(report: Report, asset: Asset, deadline: purge.Deadline) -> None:
+    """Vectors: indexes of retired epochs and old vector sizes dropped, vectors of erased items
+    swept, and items without a vector of the current model embedded, oldest first (a failure is
+    logged and left for the next run: it never stops the cleanup)."""
+    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    try:
+        done = meaning.backfill(where, deadline.passed)
+    except Exception:
+        logger.exception("vector backfill of one memory failed; the next run tries again")
+        return
+    report.vectors_embedded += done.embedded
+    report.vectors_swept += done.swept

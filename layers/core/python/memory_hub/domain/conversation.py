@@ -12,7 +12,7 @@ from ..storage.counters import Where
 from ..storage.errors import Cancelled
 from ..storage.models import AuditEvent, Message
 from ..storage.retry import attempts
-from . import assets, retrieval
+from . import assets, meaning, retrieval
 from .errors import Invalid
 from .principal import Authorize
 from .rules import MAX_ID_CHARS, clean_ids
@@ -70,6 +70,7 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> dict
             if "epoch" not in exc.failed:
                 raise
             raw = assets.get(scope.memory_id)  # a clear moved the memory on: write into the new epoch
+    meaning.embed_after_write(_where(asset), meaning.new_messages(scope.user_id, scope.session_id, scope.task_id, new))
     ids = [m.id for m in new]
     return {"accepted_ids": ids, "accepted_versions": ["v1"] * len(ids), "total_count": len(ids)}
 
@@ -179,6 +180,7 @@ def delete(
     removed, recorded = messages.delete(where, list(doomed.values()), events)
     gone = {m.id for m in removed}
     if gone:
+        meaning.erase(where, list(gone))
         assets.forget_exports(asset)
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]

@@ -14,7 +14,7 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.models import AuditEvent
-from . import assets
+from . import assets, meaning
 from .audit import user_target
 from .principal import Principal
 
@@ -39,6 +39,7 @@ def delete(
         removed_l1, events_l1 = records.delete(where, found_l1, events("L1"))
         recorded = events_l0 + events_l1 + _nothing_deleted(removed_l0, removed_l1, target, context)
         counters.forget_user(where, user_id)
+        meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
         assets.forget_exports(asset)
         return {
             "memory_id": memory_id,
@@ -56,6 +57,7 @@ def delete(
         found_records = records.get_many(where, user_id, [content_id])
         removed, recorded = records.delete(where, list(found_records.values()), events("L1"))
     if removed:
+        meaning.erase(where, [item.id for item in removed])
         assets.forget_exports(asset)
     return {
         "memory_id": memory_id,

@@ -358,6 +358,8 @@ def _handle(
         answer = public(request.path)
         if answer is not None:
             return answer
+        # an asset the console or docs do not have: 404, with no auth, as their assets
+        return error_response(request, RouteNotFound(f"no route {request.path}"))
     request.principal_future = auth.start(request.headers)
     if request.route is None:
         if is_public(request.path):  # a known path, so another method is 405, not 404 (§1)

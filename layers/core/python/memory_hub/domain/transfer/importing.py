@@ -20,7 +20,7 @@ from ...storage.concurrency import parallel
 from ...storage.counters import Where
 from ...storage.errors import Cancelled, PreconditionFailed
 from ...storage.models import Asset, Job
-from .. import assets, meta, persona
+from .. import assets, meaning, meta, persona
 from ..atomic import natural_key, searchable
 from ..errors import Conflict, Invalid
 from ..files import Draft, compare_and_swap, number, visible
@@ -143,8 +143,9 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
     written = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     skipped = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
-    _messages(where, parsed, written, skipped)
-    _records(where, parsed, written, skipped)
+    made: list[meaning.Piece] = []  # imported items get their vectors as new items do, once all is written
+    _messages(where, parsed, written, skipped, made)
+    _records(where, parsed, written, skipped, made)
     for path, text in parsed.files.items():
         written_or_skipped = written if _scene(scope, asset, path, text) else skipped
         written_or_skipped["l2"] += 1
@@ -158,10 +159,13 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
             pass  # that backup is there already
     if parsed.backups or written["l3"]:
         persona.prune_backups(scope.team_id, scope.agent_id)  # the newest 3 stay (§6)
+    meaning.embed_after_write(where, made)
     return written, skipped
 
 
-def _messages(where: Where, parsed: tree.Tree, written: dict[str, int], skipped: dict[str, int]) -> None:
+def _messages(
+    where: Where, parsed: tree.Tree, written: dict[str, int], skipped: dict[str, int], made: list[meaning.Piece]
+) -> None:
     groups: dict[tuple[str, str, str | None], list[tree.Message]] = defaultdict(list)
     for message in parsed.messages:
         groups[(message.user_id, message.session_id, message.task_id)].append(message)
@@ -198,10 +202,13 @@ def _messages(where: Where, parsed: tree.Tree, written: dict[str, int], skipped:
             )
         for start in range(0, len(new), messages.PER_ADD):
             messages.add(where, user, session, task, new[start : start + messages.PER_ADD], now_ms())
+        made += meaning.new_messages(user, session, task, new)
         written["l0"] += len(new)
 
 
-def _records(where: Where, parsed: tree.Tree, written: dict[str, int], skipped: dict[str, int]) -> None:
+def _records(
+    where: Where, parsed: tree.Tree, written: dict[str, int], skipped: dict[str, int], made: list[meaning.Piece]
+) -> None:
     for item in parsed.records:
         atom_id = _id_for("atom-", item.source_id, item.created_at, f"{item.created_at}:{item.content}")
         there = records.get(where, item.user_id, atom_id)
@@ -233,6 +240,7 @@ def _records(where: Where, parsed: tree.Tree, written: dict[str, int], skipped: 
         try:
             records.create(where, record, counts)
             written["l1"] += 1
+            made.append(meaning.piece(record))
         except Cancelled as exc:
             if "guard" not in exc.failed:
                 raise
