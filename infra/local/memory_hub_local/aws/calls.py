@@ -1,7 +1,8 @@
 """What an AWS request is: its service, operation, caller and the IAM actions it needs on which
 resources (as AWS evaluates them: a TransactWriteItems needs PutItem/UpdateItem/DeleteItem/
 ConditionCheckItem on each table it touches; a DeleteObjects needs s3:DeleteObject on each key;
-a CopyObject needs s3:GetObject on its source and s3:PutObject on its target)."""
+a CopyObject needs s3:GetObject on its source and s3:PutObject on its target). Requests signed
+for ``s3vectors`` and ``bedrock`` are described in ``vector_calls``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from xml.etree import ElementTree
 
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
+_SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/[^/]+/([^/]+)/aws4_request")
 
 
 @dataclass
@@ -65,7 +67,20 @@ def parse(method: str, raw_path: str, headers: dict[str, str], body: bytes, regi
             [(f"secretsmanager:{target.split('.', 1)[1]}", secret)],
             payload,
         )
+    service = signing_service(headers, query)
+    if service in ("s3vectors", "bedrock"):
+        from . import vector_calls
+
+        return vector_calls.parse(service, method, raw_path, who, body, region)
     return _s3(method, url.path, query, headers, body, who)
+
+
+def signing_service(headers: dict[str, str], query: dict[str, list[str]]) -> str | None:
+    """The service a request was signed for (its SigV4 credential scope)."""
+    match = _SCOPE.search(headers.get("authorization", "")) or _SCOPE.search(
+        "Credential=" + (query.get("X-Amz-Credential") or [""])[0]
+    )
+    return match.group(1) if match else None
 
 
 def _table_arn(region: str, table: str, index: str | None = None) -> str:

@@ -48,6 +48,9 @@ def install() -> None:
     fast_reads()
     sorted_partitions()
     index_key_sizes()
+    from . import s3vectors  # S3 Vectors' QueryVectors and limits (documented and tested there)
+
+    s3vectors.install()
 
 
 def _once(owner: Any, flag: str) -> bool:

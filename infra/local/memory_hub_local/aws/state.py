@@ -20,6 +20,8 @@ from typing import Any
 
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
+from . import s3vectors
+
 SNAPSHOT = "state.json.gz"
 FORMAT = 1
 
@@ -81,6 +83,7 @@ class State:
                 {} if self.region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": self.region}}
             )
             s3.create_bucket(Bucket=self.names[logical_id], **extra)
+        s3vectors.create_from_template(self.cfn, self.names, self.region)
         manager = boto3.client("secretsmanager", region_name=self.region)
         saved_secrets = saved.get("secrets", {}) if saved else {}
         for logical_id in self._resources("AWS::SecretsManager::Secret"):
@@ -113,6 +116,7 @@ class State:
         return data if data.get("format") == FORMAT else None
 
     def _restore(self, saved: dict[str, Any]) -> None:
+        s3vectors.load_state(saved.get("s3vectors", {}))
         dynamodb = dynamodb_backend(self.region)
         for table_name, items in saved.get("dynamodb", {}).items():
             if table_name in dynamodb.tables:
@@ -147,7 +151,13 @@ class State:
                 for key in bucket.keys.values()
                 if hasattr(key, "value")
             ]
-        return {"format": FORMAT, "dynamodb": tables, "s3": objects, "secrets": dict(self.secret_values)}
+        return {
+            "format": FORMAT,
+            "dynamodb": tables,
+            "s3": objects,
+            "secrets": dict(self.secret_values),
+            "s3vectors": s3vectors.dump_state(),
+        }
 
     def save(self, data: dict[str, Any]) -> None:
         if self.path is None:

@@ -1,0 +1,340 @@
+"""The S3 Vectors patches of the local stack (infra/local/memory_hub_local/aws/s3vectors.py) are
+claims about moto 5.2.5 and about AWS: moto ALONE lacks each one (so a patch can go the day moto
+gains it), and the patched moto answers as S3 Vectors does. Each scenario runs in a fresh
+interpreter, so unpatched and patched moto never share a process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SETUP = textwrap.dedent("""
+    import json, os
+    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
+    import boto3
+    from moto import mock_aws
+    if PATCHED:
+        from memory_hub_local.aws import moto_patches
+        moto_patches.install()
+    mock = mock_aws(); mock.start()
+    vectors = boto3.client("s3vectors", region_name="us-east-1")
+    vectors.create_vector_bucket(vectorBucketName="memory-vectors")
+    vectors.create_index(vectorBucketName="memory-vectors", indexName="m1.e1", dataType="float32", dimension=3,
+        distanceMetric="cosine", metadataConfiguration={"nonFilterableMetadataKeys": ["note"]})
+    AT = {"vectorBucketName": "memory-vectors", "indexName": "m1.e1"}
+    def outcome(call):
+        try:
+            call()
+            return "accepted"
+        except Exception as exc:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            return code or type(exc).__name__
+""")
+
+
+def run(patched: bool, body: str) -> dict:
+    code = f"PATCHED = {patched}\n" + SETUP + textwrap.dedent(body)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+QUERY = """
+    rows = [("a", [1, 0, 0], {"user": "u1", "kind": "msg", "at": 10}),
+            ("b", [0.9, 0.1, 0], {"user": "u1", "kind": "rec", "at": 20, "tags": ["x", "y"]}),
+            ("c", [0, 1, 0], {"user": "u2", "kind": "msg", "at": 30}),
+            ("d", [-1, 0, 0], {"user": "u1", "kind": "msg", "note": "n"})]
+    vectors.put_vectors(**AT, vectors=[{"key": k, "data": {"float32": v}, "metadata": m} for k, v, m in rows])
+    def keys(**kwargs):
+        answer = vectors.query_vectors(**AT, queryVector={"float32": [1, 0, 0]}, **kwargs)
+        return [v["key"] for v in answer["vectors"]]
+    try:
+        plain = vectors.query_vectors(**AT, topK=2, queryVector={"float32": [1, 0, 0]}, returnDistance=True,
+                                      returnMetadata=True)
+    except Exception as exc:
+        print(json.dumps({"query": type(exc).__name__}))
+        raise SystemExit(0)
+    found = {
+        "query": "answered",
+        "metric": plain["distanceMetric"],
+        "first": [(v["key"], round(v["distance"], 4), v["metadata"]["user"]) for v in plain["vectors"]],
+        "all": keys(topK=10),
+        "bare_key_only": sorted(vectors.query_vectors(**AT, topK=1, queryVector={"float32": [1, 0, 0]})["vectors"][0]),
+        "eq": keys(topK=10, filter={"user": "u1"}),
+        "and_implicit": keys(topK=10, filter={"user": "u1", "kind": "msg"}),
+        "ne": keys(topK=10, filter={"kind": {"$ne": "msg"}}),
+        "range": keys(topK=10, filter={"at": {"$gte": 20, "$lt": 30}}),
+        "in": keys(topK=10, filter={"user": {"$in": ["u2", "u9"]}}),
+        "nin": keys(topK=10, filter={"user": {"$nin": ["u1"]}}),
+        "exists": keys(topK=10, filter={"at": {"$exists": False}}),
+        "list_eq": keys(topK=10, filter={"tags": "y"}),
+        "or": keys(topK=10, filter={"$or": [{"user": "u2"}, {"at": {"$lte": 10}}]}),
+        "and": keys(topK=10, filter={"$and": [{"user": "u1"}, {"kind": {"$in": ["rec"]}}]}),
+        "top_k_101": outcome(lambda: keys(topK=101)),
+        "top_k_0": outcome(lambda: vectors.query_vectors(**AT, topK=0, queryVector={"float32": [1, 0, 0]})),
+        "wrong_dimension": outcome(lambda: vectors.query_vectors(**AT, topK=1, queryVector={"float32": [1, 0]})),
+        "non_filterable": outcome(lambda: keys(topK=1, filter={"note": "n"})),
+        "bad_operator": outcome(lambda: keys(topK=1, filter={"user": {"$regex": "u"}})),
+        "empty_or": outcome(lambda: keys(topK=1, filter={"$or": []})),
+        "missing_index": outcome(lambda: vectors.query_vectors(vectorBucketName="memory-vectors", indexName="nope",
+                                                                topK=1, queryVector={"float32": [1, 0, 0]})),
+    }
+    vectors.create_index(vectorBucketName="memory-vectors", indexName="euclid", dataType="float32", dimension=2,
+                         distanceMetric="euclidean")
+    vectors.put_vectors(vectorBucketName="memory-vectors", indexName="euclid",
+                        vectors=[{"key": "p", "data": {"float32": [3, 4]}}, {"key": "q", "data": {"float32": [1, 1]}}])
+    answer = vectors.query_vectors(vectorBucketName="memory-vectors", indexName="euclid", topK=2,
+                                   queryVector={"float32": [0, 0]}, returnDistance=True)
+    found["euclidean"] = [(v["key"], round(v["distance"], 4)) for v in answer["vectors"]]
+    found["euclidean_metric"] = answer["distanceMetric"]
+    print(json.dumps(found))
+"""
+
+
+def test_moto_alone_has_no_query_vectors():
+    assert run(False, QUERY) == {"query": "EndpointConnectionError"}
+
+
+def test_patched_moto_answers_query_vectors_exactly_with_the_filter_grammar():
+    found = run(True, QUERY)
+    assert found["metric"] == "cosine"
+    assert found["first"] == [["a", 0.0, "u1"], ["b", round(1 - 0.9 / (0.82**0.5), 4), "u1"]]
+    assert found["all"] == ["a", "b", "c", "d"]  # nearest first
+    assert found["bare_key_only"] == ["key"]  # no distance or metadata unless asked
+    assert found["eq"] == ["a", "b", "d"]
+    assert found["and_implicit"] == ["a", "d"]
+    assert found["ne"] == ["b"]
+    assert found["range"] == ["b"]
+    assert found["in"] == ["c"]
+    assert found["nin"] == ["c"]
+    assert found["exists"] == ["d"]
+    assert found["list_eq"] == ["b"]  # $eq on a list matches any element
+    assert found["or"] == ["a", "c"]
+    assert found["and"] == ["b"]
+    assert found["top_k_101"] == "ValidationException"
+    assert found["top_k_0"] == "ParamValidationError"  # botocore refuses topK < 1 before sending
+    assert found["wrong_dimension"] == "ValidationException"
+    assert found["non_filterable"] == "ValidationException"
+    assert found["bad_operator"] == "ValidationException"
+    assert found["empty_or"] == "ValidationException"
+    assert found["missing_index"] == "NotFoundException"
+    assert found["euclidean"] == [["q", round(2**0.5, 4)], ["p", 5.0]]
+    assert found["euclidean_metric"] == "euclidean"
+
+
+LIMITS = """
+    many = [{"key": f"k{i}", "data": {"float32": [1, 0, 0]}} for i in range(501)]
+    found = {
+        "put_501": outcome(lambda: vectors.put_vectors(**AT, vectors=many)),
+        "get_101": outcome(lambda: vectors.get_vectors(**AT, keys=[f"k{i}" for i in range(101)])),
+        "delete_501": outcome(lambda: vectors.delete_vectors(**AT, keys=[f"k{i}" for i in range(501)])),
+        "key_1025": outcome(lambda: vectors.put_vectors(**AT, vectors=[{"key": "k" * 1025,
+                                                                       "data": {"float32": [1, 0, 0]}}])),
+        "filterable_over_2kb": outcome(lambda: vectors.put_vectors(**AT, vectors=[{"key": "f",
+            "data": {"float32": [1, 0, 0]}, "metadata": {"digest": "x" * 2100}}])),
+        "non_filterable_2kb_ok": outcome(lambda: vectors.put_vectors(**AT, vectors=[{"key": "g",
+            "data": {"float32": [1, 0, 0]}, "metadata": {"note": "x" * 5000, "user": "u"}}])),
+        "metadata_over_40kb": outcome(lambda: vectors.put_vectors(**AT, vectors=[{"key": "h",
+            "data": {"float32": [1, 0, 0]}, "metadata": {"note": "x" * 41000}}])),
+        "metadata_51_keys": outcome(lambda: vectors.put_vectors(**AT, vectors=[{"key": "i",
+            "data": {"float32": [1, 0, 0]}, "metadata": {f"m{j}": j for j in range(51)}}])),
+        "same_index_twice": outcome(lambda: vectors.create_index(**AT, dataType="float32", dimension=3,
+                                                                 distanceMetric="cosine")),
+        "index_name_upper": outcome(lambda: vectors.create_index(vectorBucketName="memory-vectors",
+            indexName="Bad_Name", dataType="float32", dimension=3, distanceMetric="cosine")),
+        "index_name_64": outcome(lambda: vectors.create_index(vectorBucketName="memory-vectors",
+            indexName="a" * 64, dataType="float32", dimension=3, distanceMetric="cosine")),
+        "non_filterable_11": outcome(lambda: vectors.create_index(vectorBucketName="memory-vectors",
+            indexName="eleven", dataType="float32", dimension=3, distanceMetric="cosine",
+            metadataConfiguration={"nonFilterableMetadataKeys": [f"n{j}" for j in range(11)]})),
+        "wrong_dimension": outcome(lambda: vectors.put_vectors(**AT, vectors=[{"key": "w",
+                                                                               "data": {"float32": [1, 0]}}])),
+        "delete_missing_vector": outcome(lambda: vectors.delete_vectors(**AT, keys=["never-there"])),
+    }
+    print(json.dumps(found))
+"""
+
+
+def test_moto_alone_accepts_what_s3_vectors_refuses():
+    found = run(False, LIMITS)
+    assert found == {
+        "put_501": "accepted",
+        "get_101": "accepted",
+        "delete_501": "accepted",
+        "key_1025": "accepted",
+        "filterable_over_2kb": "accepted",
+        "non_filterable_2kb_ok": "accepted",
+        "metadata_over_40kb": "accepted",
+        "metadata_51_keys": "accepted",
+        "same_index_twice": "accepted",
+        "index_name_upper": "accepted",
+        "index_name_64": "accepted",
+        "non_filterable_11": "accepted",
+        "wrong_dimension": "ValidationException",  # moto does check this one
+        "delete_missing_vector": "accepted",
+    }
+
+
+def test_patched_moto_refuses_it_with_s3_vectors_error_codes():
+    found = run(True, LIMITS)
+    assert found == {
+        "put_501": "ValidationException",
+        "get_101": "ValidationException",
+        "delete_501": "ValidationException",
+        "key_1025": "ValidationException",
+        "filterable_over_2kb": "ValidationException",
+        "non_filterable_2kb_ok": "accepted",  # only filterable metadata has the 2 KB limit
+        "metadata_over_40kb": "ValidationException",
+        "metadata_51_keys": "ValidationException",
+        "same_index_twice": "ConflictException",
+        "index_name_upper": "ValidationException",
+        "index_name_64": "ValidationException",
+        "non_filterable_11": "ValidationException",
+        "wrong_dimension": "ValidationException",
+        "delete_missing_vector": "accepted",  # deleting a key that is not there succeeds
+    }
+
+
+INDEX_QUOTA = """
+    if PATCHED:
+        from memory_hub_local.aws import s3vectors
+        s3vectors.MAX_INDEXES = 3  # the rule, at a size a test can reach (AWS: 10,000)
+    made = [outcome(lambda i=i: vectors.create_index(vectorBucketName="memory-vectors", indexName=f"quota{i}",
+                                                    dataType="float32", dimension=3, distanceMetric="cosine"))
+            for i in range(3)]
+    print(json.dumps({"made": made}))
+"""
+
+
+def test_indexes_per_bucket_are_capped_only_when_patched():
+    assert run(False, INDEX_QUOTA) == {"made": ["accepted"] * 3}
+    # one index exists already: two more fit, the third is over the quota
+    assert run(True, INDEX_QUOTA) == {"made": ["accepted", "accepted", "ServiceQuotaExceededException"]}
+
+
+SHAPES = """
+    created = vectors.create_index(vectorBucketName="memory-vectors", indexName="m2.e1", dataType="float32",
+                                   dimension=3, distanceMetric="cosine")
+    index = vectors.get_index(**AT)["index"]
+    bucket = vectors.get_vector_bucket(vectorBucketName="memory-vectors")["vectorBucket"]
+    for i in range(5):
+        vectors.create_index(vectorBucketName="memory-vectors", indexName=f"m3.e{i}", dataType="float32",
+                             dimension=3, distanceMetric="cosine")
+    first = vectors.list_indexes(vectorBucketName="memory-vectors", prefix="m3.", maxResults=2)
+    more = {"nextToken": first["nextToken"]} if first.get("nextToken") else {}
+    rest = vectors.list_indexes(vectorBucketName="memory-vectors", prefix="m3.", maxResults=10, **more)
+    vectors.put_vectors(**AT, vectors=[{"key": f"v{i:02d}", "data": {"float32": [1, i, 0]}} for i in range(7)])
+    page = vectors.list_vectors(**AT, maxResults=3)
+    seen = [v["key"] for v in page["vectors"]]
+    while page.get("nextToken"):
+        page = vectors.list_vectors(**AT, maxResults=3, nextToken=page["nextToken"])
+        seen += [v["key"] for v in page["vectors"]]
+    print(json.dumps({
+        "create_answer": sorted(k for k in created if k != "ResponseMetadata"),
+        "index_fields": sorted(index),
+        "non_filterable": index.get("metadataConfiguration", {}).get("nonFilterableMetadataKeys"),
+        "bucket_created": "creationTime" in bucket,
+        "first_page": [i["indexName"] for i in first["indexes"]],
+        "rest": [i["indexName"] for i in rest["indexes"]],
+        "listed": seen,
+    }))
+"""
+
+
+def test_moto_alone_leaves_out_fields_and_pages():
+    found = run(False, SHAPES)
+    assert found["create_answer"] == []  # CreateIndex answers nothing, AWS answers indexArn
+    assert "creationTime" not in found["index_fields"] and "metadataConfiguration" not in found["index_fields"]
+    assert found["bucket_created"] is False
+    assert len(found["first_page"]) > 2  # neither prefix nor maxResults honoured
+
+
+def test_patched_moto_answers_the_fields_and_pages_as_aws():
+    found = run(True, SHAPES)
+    assert found["create_answer"] == ["indexArn"]
+    assert {"creationTime", "metadataConfiguration", "dimension", "distanceMetric"} <= set(found["index_fields"])
+    assert found["non_filterable"] == ["note"]
+    assert found["bucket_created"] is True
+    assert found["first_page"] == ["m3.e0", "m3.e1"]
+    assert found["rest"] == ["m3.e2", "m3.e3", "m3.e4"]
+    assert found["listed"] == [f"v{i:02d}" for i in range(7)]  # every vector once, across pages
+
+
+SNAPSHOT = """
+    from memory_hub_local.aws import s3vectors
+    vectors.put_vectors(**AT, vectors=[{"key": "a", "data": {"float32": [0.25, -1.5, 3.0]},
+                                        "metadata": {"user": "u1", "note": "kept"}}])
+    saved = json.loads(json.dumps(s3vectors.dump_state()))
+    mock.stop()
+    mock = mock_aws(); mock.start()  # a fresh account: what a restart of the local stack starts from
+    vectors = boto3.client("s3vectors", region_name="us-east-1")
+    empty = vectors.list_vector_buckets()["vectorBuckets"]
+    s3vectors.load_state(saved)
+    got = vectors.get_vectors(**AT, keys=["a"], returnData=True, returnMetadata=True)["vectors"][0]
+    index = vectors.get_index(**AT)["index"]
+    hit = vectors.query_vectors(**AT, topK=1, queryVector={"float32": [0.25, -1.5, 3.0]}, filter={"user": "u1"})
+    print(json.dumps({"empty": empty, "data": got["data"]["float32"], "metadata": got["metadata"],
+                      "non_filterable": index["metadataConfiguration"]["nonFilterableMetadataKeys"],
+                      "hit": [v["key"] for v in hit["vectors"]]}))
+"""
+
+
+def test_vector_buckets_indexes_and_vectors_survive_a_snapshot():
+    found = run(True, SNAPSHOT)
+    assert found == {
+        "empty": [],
+        "data": [0.25, -1.5, 3.0],
+        "metadata": {"user": "u1", "note": "kept"},
+        "non_filterable": ["note"],
+        "hit": ["a"],
+    }
+
+
+TEMPLATE = """
+    from memory_hub_local.aws import s3vectors
+    cfn = {"Resources": {
+        "Vectors": {"Type": "AWS::S3Vectors::VectorBucket", "Properties": {}},
+        "Named": {"Type": "AWS::S3Vectors::VectorBucket", "Properties": {"VectorBucketName": "named-vectors"}},
+        "Fixed": {"Type": "AWS::S3Vectors::Index", "Properties": {
+            "VectorBucketName": {"Ref": "Named"}, "IndexName": "fixed", "DataType": "float32", "Dimension": 1024,
+            "DistanceMetric": "cosine",
+            "MetadataConfiguration": {"NonFilterableMetadataKeys": ["model"]}}},
+        "Table": {"Type": "AWS::DynamoDB::Table", "Properties": {}},
+    }}
+    s3vectors.create_from_template(cfn, {"Vectors": "local-vectors", "Named": "Named", "Fixed": "Fixed"}, "us-east-1")
+    names = sorted(b["vectorBucketName"] for b in vectors.list_vector_buckets()["vectorBuckets"])
+    index = vectors.get_index(vectorBucketName="named-vectors", indexName="fixed")["index"]
+    print(json.dumps({"buckets": names, "dimension": index["dimension"],
+                      "non_filterable": index["metadataConfiguration"]["nonFilterableMetadataKeys"]}))
+"""
+
+
+def test_the_templates_vector_buckets_and_indexes_are_made_at_start():
+    assert run(True, TEMPLATE) == {
+        "buckets": ["local-vectors", "memory-vectors", "named-vectors"],
+        "dimension": 1024,
+        "non_filterable": ["model"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("where", "metadata", "expected"),
+    [
+        ({"n": {"$gt": 1, "$lt": 3}}, {"n": 2}, True),
+        ({"n": {"$gt": 1, "$lt": 3}}, {"n": 3}, False),
+        ({"n": {"$gte": 1}}, {"n": "2"}, False),  # a string is not a number
+        ({"flag": True}, {"flag": 1}, False),  # a boolean is not a number
+        ({"flag": {"$ne": True}}, {}, True),  # absent is not equal
+        ({"k": {"$exists": True}}, {"k": None}, True),
+        ({"$or": [{"a": 1}, {"$and": [{"b": 2}, {"c": {"$in": [3, 4]}}]}]}, {"b": 2, "c": 4}, True),
+    ],
+)
+def test_filter_semantics(where, metadata, expected):
+    from memory_hub_local.aws import s3vectors
+
+    s3vectors.validate_filter(where, set())
+    assert s3vectors.matches(where, metadata) is expected
