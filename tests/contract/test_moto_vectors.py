@@ -338,3 +338,13 @@ def test_filter_semantics(where, metadata, expected):
 
     s3vectors.validate_filter(where, set())
     assert s3vectors.matches(where, metadata) is expected
+
+
+def test_the_served_model_ids_come_from_the_template_or_the_environment():
+    from memory_hub_local.aws import bedrock
+
+    template = {"Parameters": {"EmbeddingModel": {"Type": "String", "Default": "amazon.titan-embed-text-v2:0"}}}
+    assert bedrock.served_models(template, {}) == {"amazon.titan-embed-text-v2:0"}
+    assert bedrock.served_models({"Parameters": {}}, {}) == {"amazon.titan-embed-text-v2:0"}
+    listed = {"MEMORY_HUB_EMBEDDING_MODELS": "amazon.titan-embed-text-v2:0, my.model-v1:0"}
+    assert bedrock.served_models(template, listed) == {"amazon.titan-embed-text-v2:0", "my.model-v1:0"}

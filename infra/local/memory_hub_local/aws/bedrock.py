@@ -14,19 +14,23 @@ The vectors are all-MiniLM-L6-v2's (``embedding_model``): 384 dimensions zero-pa
 1024 (every cosine unchanged) or projected to 256 by a fixed seeded orthonormal projection. Token
 counts are the model's word pieces, which approximate Titan's. The served model ids are the
 template's parameter ``EmbeddingModel`` (its default and allowed values that name a Titan Text
-Embeddings V2 model) or, without that parameter, ``amazon.titan-embed-text-v2:0``; a model id may
-also be given as its foundation-model ARN."""
+Embeddings V2 model) or, without that parameter, ``amazon.titan-embed-text-v2:0`` — or, when the
+environment of the emulated AWS side sets ``MEMORY_HUB_EMBEDDING_MODELS``, the comma-separated ids it
+lists (all answered with Titan V2's shapes). A model id may also be given as its foundation-model ARN."""
 
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from . import embedding_model
 from .faithful import Refusal
 
 DEFAULT_MODEL = "amazon.titan-embed-text-v2:0"
+MODELS_VARIABLE = "MEMORY_HUB_EMBEDDING_MODELS"
 DIMENSIONS = (256, 512, 1024)
 MAX_CHARACTERS = 50_000
 MAX_TOKENS = 8_192
@@ -41,8 +45,12 @@ def error(code: str, message: str, status: int = 400) -> Refusal:
     return Refusal(status, body, "application/json", headers, code)
 
 
-def served_models(cfn: dict[str, Any]) -> set[str]:
-    """The model ids this emulated Bedrock answers for, from the template's ``EmbeddingModel``."""
+def served_models(cfn: dict[str, Any], environ: Mapping[str, str] | None = None) -> set[str]:
+    """The model ids this emulated Bedrock answers for: those of ``MEMORY_HUB_EMBEDDING_MODELS``
+    (comma-separated) when set, else the template's ``EmbeddingModel``."""
+    listed = (os.environ if environ is None else environ).get(MODELS_VARIABLE, "")
+    if listed.strip():
+        return {m.strip() for m in listed.split(",") if m.strip()}
     parameter = cfn.get("Parameters", {}).get("EmbeddingModel")
     if not parameter:
         return {DEFAULT_MODEL}
