@@ -348,3 +348,25 @@ def test_the_served_model_ids_come_from_the_template_or_the_environment():
     assert bedrock.served_models({"Parameters": {}}, {}) == {"amazon.titan-embed-text-v2:0"}
     listed = {"MEMORY_HUB_EMBEDDING_MODELS": "amazon.titan-embed-text-v2:0, my.model-v1:0"}
     assert bedrock.served_models(template, listed) == {"amazon.titan-embed-text-v2:0", "my.model-v1:0"}
+
+
+CHANGES = """
+    def nearest():
+        answer = vectors.query_vectors(**AT, topK=1, queryVector={"float32": [0, 0, 1]}, returnDistance=True)
+        return [(v["key"], round(v["distance"], 4)) for v in answer["vectors"]]
+    vectors.put_vectors(**AT, vectors=[{"key": "far", "data": {"float32": [1, 0, 0]}}])
+    seen = [nearest()]
+    vectors.put_vectors(**AT, vectors=[{"key": "near", "data": {"float32": [0, 0.1, 1]}}])
+    seen.append(nearest())
+    vectors.put_vectors(**AT, vectors=[{"key": "far", "data": {"float32": [0, 0, 1]}}])  # overwritten
+    seen.append(nearest())
+    vectors.delete_vectors(**AT, keys=["far"])
+    seen.append(nearest())
+    print(json.dumps({"seen": seen}))
+"""
+
+
+def test_a_query_sees_every_put_overwrite_and_delete_before_it():
+    assert run(True, CHANGES) == {
+        "seen": [[["far", 1.0]], [["near", round(1 - 1 / 1.01**0.5, 4)]], [["far", 0.0]], [["near", 0.005]]]
+    }

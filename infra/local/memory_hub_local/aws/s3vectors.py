@@ -203,23 +203,41 @@ def matches(node: dict[str, Any], metadata: dict[str, Any]) -> bool:
 # ---------------------------------------------------------------- queries
 
 
+def _matrix(index: Any) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    """The index's vectors as one float32 matrix with their norms, kept until the index changes."""
+    version = getattr(index, "_memory_hub_version", 0)
+    cached = getattr(index, "_memory_hub_matrix", None)
+    if cached is None or cached[0] != version:
+        rows = list(index.vectors.values())
+        data = np.asarray([v.data["float32"] for v in rows], dtype=np.float32).reshape(len(rows), index.dimension)
+        cached = (version, rows, data, np.linalg.norm(data, axis=1))
+        index._memory_hub_matrix = cached
+    return cached[1], cached[2], cached[3]
+
+
+def changed(index: Any) -> None:
+    index._memory_hub_version = getattr(index, "_memory_hub_version", 0) + 1
+
+
 def query(index: Any, vector: list[float], top_k: int, where: dict[str, Any] | None) -> list[tuple[Any, float]]:
     """The ``top_k`` nearest vectors of the index (exactly), nearest first, with their distances."""
-    candidates = [
-        v for v in index.vectors.values() if where is None or matches(where, v.metadata if v.metadata else {})
-    ]
-    if not candidates:
+    rows, data, norms = _matrix(index)
+    if not rows:
         return []
-    data = np.asarray([v.data["float32"] for v in candidates], dtype=np.float32)
     probe = np.asarray(vector, dtype=np.float32)
     distances: np.ndarray
     if index.distance_metric == "cosine":
-        norms = np.linalg.norm(data, axis=1) * np.linalg.norm(probe)
-        distances = 1.0 - (data @ probe) / np.maximum(norms, np.float32(1e-30))
+        distances = 1.0 - (data @ probe) / np.maximum(norms * np.linalg.norm(probe), np.float32(1e-30))
     else:
         distances = np.linalg.norm(data - probe, axis=1)
-    order = sorted(range(len(candidates)), key=lambda i: (float(distances[i]), candidates[i].key))[:top_k]
-    return [(candidates[i], float(distances[i])) for i in order]
+    found: list[tuple[Any, float]] = []
+    for at in np.argsort(distances, kind="stable"):  # nearest first; a filter is checked as rows come
+        row = rows[int(at)]
+        if where is None or matches(where, row.metadata if row.metadata else {}):
+            found.append((row, float(distances[at])))
+            if len(found) == top_k:
+                break
+    return found
 
 
 # ---------------------------------------------------------------- the patches
@@ -326,6 +344,19 @@ def install() -> None:
         if token:
             result["nextToken"] = token
         return ActionResult(result)
+
+    backend_put, backend_delete = S3VectorsBackend.put_vectors, S3VectorsBackend.delete_vectors
+
+    def put_into(self: Any, vector_bucket_name: str, index_name: str, index_arn: str, vectors: Any) -> None:
+        backend_put(self, vector_bucket_name, index_name, index_arn, vectors)
+        changed(self.get_index(vector_bucket_name, index_name, index_arn))
+
+    def delete_from(self: Any, vector_bucket_name: str, index_name: str, index_arn: str, keys: Any) -> None:
+        backend_delete(self, vector_bucket_name, index_name, index_arn, keys)
+        changed(self.get_index(vector_bucket_name, index_name, index_arn))
+
+    S3VectorsBackend.put_vectors = put_into  # type: ignore[method-assign]
+    S3VectorsBackend.delete_vectors = delete_from  # type: ignore[method-assign]
 
     original_put = S3VectorsResponse.put_vectors
 
@@ -459,7 +490,7 @@ def install() -> None:
     S3VectorsResponse.delete_vectors = delete_vectors  # type: ignore[method-assign]
     S3VectorsResponse.list_vectors = list_vectors  # type: ignore[method-assign]
     S3VectorsResponse.query_vectors = query_vectors  # type: ignore[attr-defined]
-    _ = (EmptyResult, S3VectorsBackend)
+    _ = EmptyResult
 
 
 # ---------------------------------------------------------------- snapshot
