@@ -67,11 +67,11 @@ def conversation_query(req: Annotated[ConversationQuery, Body(embed=False)]):
     )
 
 
-@app.post("/v3/conversation/search", summary="Messages by relevance (BM25 over an index)", tags=L0)
+@app.post("/v3/conversation/search", summary="Messages by relevance (words and meaning, fused)", tags=L0)
 def conversation_search(req: Annotated[ConversationSearch, Body(embed=False)]):
     r = current()
     return envelope(
-        conversation.search(r.isolated_scope, req.query, req.limit, req.time_start, req.time_end, r.authorize)
+        conversation.search(r.isolated_scope, req.query, req.limit, req.time_start, req.time_end, r.authorize, req.mode)
     )
 
 
@@ -97,11 +97,13 @@ def atomic_query(req: Annotated[AtomicQuery, Body(embed=False)]):
     )
 
 
-@app.post("/v3/atomic/search", summary="Records by relevance (BM25 over an index)", tags=L1)
+@app.post("/v3/atomic/search", summary="Records by relevance (words and meaning, fused)", tags=L1)
 def atomic_search(req: Annotated[AtomicSearch, Body(embed=False)]):
     r = current()
     return envelope(
-        atomic.search(r.isolated_scope, req.query, req.type, req.limit, req.time_start, req.time_end, r.authorize)
+        atomic.search(
+            r.isolated_scope, req.query, req.type, req.limit, req.time_start, req.time_end, r.authorize, req.mode
+        )
     )
 
 

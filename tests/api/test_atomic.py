@@ -61,8 +61,11 @@ def count(api, scope, **fields):
 
 
 def search(api, scope, text, **fields):
+    """Search by words unless a test asks for another mode (meaning has tests of its own)."""
+    fields.setdefault("mode", "keyword")
     answer = api.post("/v3/atomic/search", scope.body(query=text, **fields))
     assert answer.status == 200, answer.body
+    assert answer.data["mode_used"] == fields["mode"] or fields["mode"] is None
     return answer.data["items"]
 
 
@@ -384,9 +387,28 @@ def test_search_scores_best_first(api, scope):
     assert len(search(api, scope, "alice hiking", limit=1)) == 1
     assert [i["id"] for i in search(api, scope, "喜欢")] == [cjk["id"]]
     assert search(api, scope, "zebra") == []
-    for fields in ({"query": ""}, {"query": "q" * 2049}, {"limit": 0}, {"limit": 101}, {"type": "X"}):
+    for fields in (
+        {"query": ""},
+        {"query": "q" * 2049},
+        {"limit": 0},
+        {"limit": 101},
+        {"type": "X"},
+        {"mode": "fuzzy"},
+        {"mode": 1},
+    ):
         answer = api.post("/v3/atomic/search", scope.body(**{"query": "alice", **fields}))
         assert answer.status == 400 and answer.message.startswith(next(iter(fields))), answer.body
+
+
+def test_search_by_stems_and_an_updated_record_by_its_new_words_only(api, scope):
+    made = add(api, scope, "Allergic to peanuts", background="food allergies")
+    assert [i["id"] for i in search(api, scope, "allergy")] == [made["id"]]
+    assert [i["id"] for i in search(api, scope, "peanut")] == [made["id"]]
+    assert search(api, scope, "what is it") == []
+    answer = update(api, scope, made["id"], content="Loves running marathons", background="sport")
+    assert answer.status == 200, answer.body
+    assert search(api, scope, "peanut") == []
+    assert [i["id"] for i in search(api, scope, "marathon runs")] == [made["id"]]
 
 
 # ---- update ---------------------------------------------------------------------------------------

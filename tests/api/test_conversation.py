@@ -47,8 +47,11 @@ def count(api, scope, **fields):
 
 
 def search(api, scope, text, **fields):
+    """Search by words unless a test asks for another mode (meaning has tests of its own)."""
+    fields.setdefault("mode", "keyword")
     answer = api.post("/v3/conversation/search", scope.body(query=text, **fields))
     assert answer.status == 200, answer.body
+    assert answer.data["mode_used"] == fields["mode"] or fields["mode"] is None
     return answer.data["messages"]
 
 
@@ -353,6 +356,29 @@ def test_search_words_case_insensitive_and_coverage_ranks(api, scope):
     assert search(api, scope, "zebra") == []
     assert [m["id"] for m in search(api, scope, "Lazy")] == [lazy]
     assert search(api, scope, "!!! ???") == []
+
+
+def test_search_matches_stems_and_ignores_stop_words(api, scope):
+    seats, running, paris = add(
+        api, scope, msgs("Prefers aisle seats", "I was running late to the gym", "I fly to Paris on Monday")
+    )
+    assert [m["id"] for m in search(api, scope, "seat preference")] == [seats]
+    assert [m["id"] for m in search(api, scope, "run")] == [running]
+    assert [m["id"] for m in search(api, scope, "Flying to PARIS")] == [paris]
+    # Stop words weigh nothing: a question finds what its content words find, and a query of only
+    # stop words finds nothing rather than everything — in every mode.
+    assert [m["id"] for m in search(api, scope, "When was I running?")] == [running]
+    assert search(api, scope, "to the on I was") == []
+    answer = api.post("/v3/conversation/search", scope.body(query="to the on I was"))
+    assert answer.status == 200 and answer.data["messages"] == [], answer.body
+
+
+def test_search_finds_a_deleted_message_never_again(api, scope):
+    keep, gone = add(api, scope, msgs("green tea in the morning", "green tea at night"))
+    assert {m["id"] for m in search(api, scope, "green tea")} == {keep, gone}
+    delete(api, scope, message_ids=[gone])
+    for mode in ("keyword", None):
+        assert [m["id"] for m in search(api, scope, "green tea", mode=mode)] == [keep]
 
 
 def test_search_chinese_by_character_pairs(api, scope):

@@ -21,7 +21,10 @@ import bisect
 import copy
 import inspect
 import json
+import threading
 from typing import Any
+
+_QUERY_LOCK = threading.RLock()
 
 TESTED_MOTO = ("5.2.5",)
 MAX_PARTITION_KEY, MAX_SORT_KEY = 2048, 1024
@@ -333,6 +336,12 @@ def sorted_partitions() -> None:
         if index_name:
             index = next(i for i in self.indexes if i.name == index_name)
             attribute = next(k["AttributeName"] for k in index.schema if k["KeyType"] == "RANGE")
+        with _QUERY_LOCK:  # in-process moto (the unit tier) serves calls from several threads
+            return _partition_query(self, hash_value, attribute, arguments, args, kwargs)
+
+    def _partition_query(
+        self: Any, hash_value: Any, attribute: str, arguments: Any, args: Any, kwargs: Any
+    ) -> Any:
         views = _sorted_views(self)
         view = views.get((hash_value, attribute))
         if view is None:

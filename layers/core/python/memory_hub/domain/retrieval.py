@@ -1,30 +1,198 @@
-"""Search over the index (§7, §8): read the postings of the query's terms, rank with BM25, then
-fetch the best items — verified against the items themselves, so nothing deleted, edited away or
-filtered out is ever returned."""
+"""Search by words over the index: the best ``limit`` items by BM25, reading postings best impact
+first and stopping as soon as nothing unread can enter the answer (a threshold algorithm with
+random access, as in Fagin's TA / max-score), then fetching those items and checking them.
+
+Cost: each query term's postings are read a page at a time, highest impact first; an item seen in
+one term's list gets its other terms by key (``postings.get_many``), so its exact score is known;
+reading stops when the ``limit``-th exact score reaches the most any unseen item could still score
+(the sum over terms of their idf times the bound of their next unread posting). So a search reads
+an amount bounded by ``limit`` and the number of query terms, not by the memory's size nor by how
+common a term is — a word in every item costs a page, not the partition. ``MAX_ROUNDS`` caps the
+pages per term (a pathological query answers with the best found so far).
+
+This module also fuses the word ranking with the meaning ranking (``fuse``): reciprocal-rank
+fusion, the scale TencentDB's hybrid recall answers with.
+"""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from ..storage import postings
-from ..storage.concurrency import parallel
-from .search import Hit, Stats, rank_hits, term_counts
+from ..storage import layout, postings
+from ..storage.concurrency import for_each, parallel
+from .errors import Invalid
+from .search import Stats, idf, query_terms, saturation, term_counts
 
 T = TypeVar("T")
 FETCH = 100  # BatchGetItem's limit
+MAX_ROUNDS = 6  # pages read per term at most
+RRF_K = 60  # reciprocal-rank fusion's constant (the usual one)
+
+
+@dataclass
+class _Term:
+    term: str
+    digest: str
+    weight: float = 0.0  # idf
+    next: dict[str, Any] | None = None
+    exhausted: bool = False
+    last_impact: float = postings.MAX_IMPACT
+    read: int = 0
+    rounds: int = 0
+
+
+@dataclass
+class _Candidate:
+    found: dict[str, tuple[int, int]] = field(default_factory=dict)  # term → (frequency, length)
+    resolved: set[str] = field(default_factory=set)  # terms known present or absent
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The word ranking of one search: item ids best first with their BM25 scores, and how many
+    postings it read."""
+
+    order: list[tuple[str, float]]
+    postings_read: int
 
 
 def ranked(
-    pk: str, terms: list[str], filters: postings.Filters, stats: Callable[[], tuple[int, int]]
-) -> list[tuple[str, float]]:
-    """Item ids holding any of ``terms``, best first (with scores). Reads only their postings."""
-    (items, tokens), found = parallel(stats, lambda: postings.lookup(pk, terms, filters))
-    hits: dict[str, list[Hit]] = {}
-    for term, rows in found.items():
-        for row in rows:
-            hits.setdefault(postings.item_of(row), []).append(Hit(term, int(row.tf), int(row.dl)))
-    return rank_hits(terms, hits, Stats(items, tokens), {item_id: item_id for item_id in hits})
+    pk: str,
+    terms: list[str],
+    limit: int,
+    filters: postings.Filters,
+    stats: Callable[[], tuple[int, int]],
+    depth: int | None = None,
+) -> Ranked:
+    """The ``depth`` (default ``limit``) best items holding any of ``terms`` that pass
+    ``filters``, by exact BM25 over this partition."""
+    want = max(depth or limit, 1)
+    page = max(want, 10)
+    lists = [_Term(t, layout.term_digest(t)) for t in terms]
+    if not lists:
+        return Ranked([], 0)
+    (items, tokens), first = parallel(
+        stats, lambda: for_each(lambda t: postings.term_page(pk, t.digest, page), lists, width=postings.READ_WIDTH)
+    )
+    collection = Stats(items, tokens)
+    average = collection.average_length
+    candidates: dict[str, _Candidate] = {}
+    excluded: set[str] = set()
+
+    def take(term: _Term, result: postings.Page) -> None:
+        term.rounds += 1
+        term.read += len(result.rows)
+        for row in result.rows:
+            item = postings.item_of(row)
+            term.last_impact = postings.impact(int(row.tf), int(row.dl))
+            if item in excluded:
+                continue
+            if not filters.admit(row):
+                excluded.add(item)
+                candidates.pop(item, None)
+                continue
+            candidate = candidates.setdefault(item, _Candidate())
+            candidate.found[term.term] = (int(row.tf), int(row.dl))
+            candidate.resolved.add(term.term)
+        term.next = result.next
+        term.exhausted = result.next is None or len(result.rows) < page
+
+    for term, result in zip(lists, first, strict=True):
+        frequency = max(result.frequency or 0, len(result.rows))
+        term.weight = idf(max(collection.items, frequency), frequency)
+        take(term, result)
+    lists = [t for t in lists if t.read]
+    read = sum(t.read for t in lists)
+
+    def score(candidate: _Candidate) -> float:
+        return sum(
+            term.weight * saturation(*candidate.found[term.term], average)
+            for term in lists
+            if term.term in candidate.found
+        )
+
+    def unseen(term: _Term) -> float:
+        """The most an unread posting of ``term`` can add."""
+        return 0.0 if term.exhausted else term.weight * postings.bound(term.last_impact, average)
+
+    def ceiling(candidate: _Candidate) -> float:
+        return score(candidate) + sum(unseen(t) for t in lists if t.term not in candidate.resolved)
+
+    while True:
+        read += _resolve(pk, lists, candidates, excluded, filters, score, ceiling, want)
+        scores = sorted((score(c) for c in candidates.values()), reverse=True)
+        floor = scores[want - 1] if len(scores) >= want else 0.0
+        threshold = sum(unseen(t) for t in lists)
+        open_terms = [t for t in lists if not t.exhausted and t.rounds < MAX_ROUNDS]
+        if (len(scores) >= want and floor >= threshold) or not open_terms:
+            break
+        # Read on where an unseen item could still gain most.
+        gap = threshold - floor
+        open_terms.sort(key=unseen, reverse=True)
+        chosen, covered = [], 0.0
+        for term in open_terms:
+            chosen.append(term)
+            covered += unseen(term)
+            if covered >= gap:
+                break
+        pages = for_each(lambda t: postings.term_page(pk, t.digest, page, t.next), chosen, width=postings.READ_WIDTH)
+        for term, result in zip(chosen, pages, strict=True):
+            take(term, result)
+            read += len(result.rows)
+    best = heapq.nlargest(
+        len(candidates), ((score(c), item) for item, c in candidates.items()), key=lambda pair: (pair[0], pair[1])
+    )
+    return Ranked([(item, round(value, 6)) for value, item in best if value > 0], read)
+
+
+def _resolve(
+    pk: str,
+    lists: list[_Term],
+    candidates: dict[str, _Candidate],
+    excluded: set[str],
+    filters: postings.Filters,
+    score: Callable[[_Candidate], float],
+    ceiling: Callable[[_Candidate], float],
+    want: int,
+) -> int:
+    """Look up, by key, the missing terms of the candidates that could still reach the answer
+    (exhausted terms are known absent). Returns the postings found."""
+    for candidate in candidates.values():
+        candidate.resolved |= {t.term for t in lists if t.exhausted}
+    pending = [(item, c) for item, c in candidates.items() if len(c.resolved) < len(lists)]
+    if not pending:
+        return 0
+    known = sorted((score(c) for c in candidates.values()), reverse=True)
+    floor = known[want - 1] if len(known) >= want else 0.0
+    keys, asked = [], []
+    for item, candidate in pending:
+        if ceiling(candidate) < floor:
+            continue
+        for term in lists:
+            if term.term not in candidate.resolved:
+                keys.append((pk, layout.posting_sk(item, term.digest)))
+                asked.append((item, term.term))
+    if not keys:
+        return 0
+    found = {(row.sk): row for row in postings.get_many(keys)}
+    by_digest = {t.digest: t.term for t in lists}
+    for item, term_name in asked:
+        if item in candidates:
+            candidates[item].resolved.add(term_name)
+    for row in found.values():
+        item = row.sk.split(layout.SEP)[1]
+        if item in excluded:
+            continue
+        if not filters.admit(row):
+            excluded.add(item)
+            candidates.pop(item, None)
+            continue
+        if item in candidates:
+            candidates[item].found[by_digest[postings.digest_of(row)]] = (int(row.tf), int(row.dl))
+    return len(found)
 
 
 def best(
@@ -34,10 +202,13 @@ def best(
     text: Callable[[T], str],
     terms: list[str],
     keep: Callable[[T], bool] = lambda item: True,
+    needs_term: Callable[[str], bool] = lambda item_id: True,
 ) -> list[tuple[T, float]]:
-    """The first ``limit`` items of ``order`` that exist, still hold a query term, and pass ``keep``."""
+    """The first ``limit`` items of ``order`` that exist, pass ``keep`` and — when found by words
+    only (``needs_term``) — still hold a query term (an item edited since it was indexed)."""
     chosen: list[tuple[T, float]] = []
     position = 0
+    wanted = set(terms)
     while len(chosen) < limit and position < len(order):
         batch = order[position : position + max(FETCH if chosen else limit, 1)][:FETCH]
         position += len(batch)
@@ -46,10 +217,95 @@ def best(
             item = items.get(item_id)
             if item is None or not keep(item):
                 continue
-            counts = term_counts(text(item))
-            if not any(t in counts for t in terms):
+            if wanted and needs_term(item_id) and not wanted.intersection(term_counts(text(item))):
                 continue
             chosen.append((item, score))
             if len(chosen) == limit:
                 break
     return chosen
+
+
+def fuse(rankings: list[list[str]], limit: int) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion of several rankings (ids best first): each id scores the sum of
+    1 / (60 + rank) over the rankings that hold it (rank from 1); best first, ties to the id that
+    ranked higher in an earlier ranking."""
+    scores: dict[str, float] = {}
+    first_seen: dict[str, tuple[int, int]] = {}
+    for which, ranking in enumerate(rankings):
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (RRF_K + rank)
+            first_seen.setdefault(item, (rank, which))
+    ordered = sorted(scores, key=lambda item: (-scores[item], first_seen[item]))
+    return [(item, round(scores[item], 6)) for item in ordered[:limit]]
+
+
+MODES = ("hybrid", "keyword", "semantic")
+
+
+def resolve_mode(requested: str | None, meaning_available: bool) -> str:
+    """The mode a search runs in: as asked, else hybrid where meaning is available and keyword
+    where it is not; asking for meaning where the deployment has none is an error."""
+    if requested is None:
+        return "hybrid" if meaning_available else "keyword"
+    if requested not in MODES:
+        raise Invalid(f"mode: must be one of {', '.join(MODES)}")
+    if requested == "semantic" and not meaning_available:
+        raise Invalid("mode: semantic search needs embeddings, which this deployment has turned off")
+    return requested
+
+
+Semantic = Callable[[int], "list[tuple[str, float]] | None"]
+"""The meaning half of a search: given how many to return, item ids best first with their
+similarity, or None when the query could not be embedded."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a search answers: items best first with their scores, and the mode that ran."""
+
+    items: list[tuple[Any, float]]
+    mode_used: str
+
+
+def search(
+    *,
+    pk: str,
+    text: str,
+    limit: int,
+    mode: str,
+    filters: postings.Filters,
+    stats: Callable[[], tuple[int, int]],
+    fetch: Callable[[list[str]], dict[str, Any]],
+    text_of: Callable[[Any], str],
+    keep: Callable[[Any], bool],
+    semantic: Semantic | None,
+) -> Found:
+    """One search in ``mode`` (``keyword``, ``hybrid`` or ``semantic``; the caller has checked that
+    meaning is available for the latter two). Words and meaning run side by side; when the query
+    cannot be embedded the answer is by words (``mode_used`` says so). A query without a word that
+    counts (only stop words or punctuation) finds nothing by words, and so nothing in ``hybrid``."""
+    terms = query_terms(text)
+    if mode != "semantic" and not terms:
+        return Found([], mode)
+    depth = min(max(2 * limit, 20), 100)
+    words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth=depth)  # noqa: E731
+    if mode == "keyword" or semantic is None:
+        order = words_half().order if terms else []
+        return Found(best(order, limit, fetch, text_of, terms, keep), "keyword")
+    search_meaning = semantic
+
+    def meaning_half() -> list[tuple[str, float]] | None:
+        return search_meaning(depth)
+
+    if mode == "semantic":
+        by_meaning = meaning_half()
+        if by_meaning is None:
+            order = words_half().order if terms else []
+            return Found(best(order, limit, fetch, text_of, terms, keep), "keyword")
+        return Found(best(by_meaning, limit, fetch, text_of, [], keep), "semantic")
+    by_words, by_meaning = parallel(words_half, meaning_half)
+    if by_meaning is None:
+        return Found(best(by_words.order, limit, fetch, text_of, terms, keep), "keyword")
+    fused = fuse([[i for i, _ in by_words.order], [i for i, _ in by_meaning]], depth)
+    meant = {i for i, _ in by_meaning}
+    return Found(best(fused, limit, fetch, text_of, terms, keep, needs_term=lambda i: i not in meant), "hybrid")

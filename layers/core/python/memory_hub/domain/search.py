@@ -1,14 +1,20 @@
-"""Word-based relevance for L0/L1 search (§7): tokens and BM25.
+"""Word analysis and BM25 for L0/L1 search.
 
-Tokens: words and numbers (with their combining marks), NFKC-normalised and lower-cased; CJK runs
-as overlapping character pairs (a lone CJK character is its own token). An item matching no query
-token is never returned, and an item holding more of the query's distinct tokens always ranks above
-one holding fewer (then BM25, then newer).
+One analyzer, used when an item is indexed and when a query is asked:
 
-The index (``storage.postings``) keeps, per item, each of its distinct tokens with its frequency
-and the item's length; a search reads only the postings of the query's tokens, so its cost follows
-the matches, not the size of the memory. Collection statistics (number of items and their total
-length) are exact counters kept with the items.
+- NFKC normalisation and case folding (full-width forms and composed accents fold together);
+- words and numbers are tokens (a word keeps its combining marks); CJK runs become overlapping
+  character pairs (a lone CJK character is its own token);
+- English stop words ("the", "did", "to", contraction remnants such as the "s" of "Caroline's")
+  are dropped: they weigh nothing, and a query made only of them has no terms, so it finds nothing;
+- Latin-script words are reduced to their English Snowball stem (``seats`` and ``seat`` are one
+  term, so are ``running`` and ``run``); words of other scripts, digits and CJK pairs are kept as
+  they are. English is the only stemming language; the README lists it.
+
+Ranking is Okapi BM25 (k1 = 1.2, b = 0.75) over exact statistics: the number of items and their
+total length are counters kept with the items, and a term's document frequency is a counter kept
+with its postings (``storage.postings``). Only the first ``MAX_QUERY_TERMS`` distinct terms of a
+query count.
 """
 
 from __future__ import annotations
@@ -17,12 +23,17 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from functools import lru_cache
+from typing import Any, TypeVar
+
+import snowballstemmer
 
 T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
+
+K1, B = 1.2, 0.75
+MAX_QUERY_TERMS = 64
 
 _CJK = (
     r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -36,13 +47,47 @@ _MARKS = (
 )
 _TOKEN = re.compile(rf"[{_CJK}]+|(?:[^\W_{_CJK}]|[{_MARKS}])+", re.UNICODE)
 _IS_CJK = re.compile(rf"[{_CJK}]")
-K1, B = 1.2, 0.75
+# Latin letters (basic, supplement, extended A/B, IPA, extended additional) with their marks: a word
+# made only of these (and digits) is stemmed as English.
+_LATIN_WORD = re.compile(r"[a-z0-9\u00c0-\u024f\u1e00-\u1eff\u0300-\u036f]+")
+
+# English function words: articles, pronouns, auxiliaries, prepositions, conjunctions, and what
+# the tokenizer leaves of contractions ("don't" → "don", "t"). Content words (nouns, names, most
+# verbs and adjectives) are never here. Compared before stemming, on the folded word.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been before being
+    below between both but by can cannot could couldn d did didn do does doesn doing don down during
+    each few for from further had hadn has hasn have haven having he her here hers herself him
+    himself his how i if in into is isn it its itself just ll m me more most my myself no nor not
+    now o of off on once only or other ought our ours ourselves out over own re s same shan she
+    should shouldn so some such t than that the their theirs them themselves then there these they
+    this those through to too under until up ve very was wasn we were weren what when where which
+    while who whom why will with won would wouldn y you your yours yourself yourselves
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
 
 
-def tokenize(text: str) -> list[str]:
-    """Tokens of ``text`` after NFKC normalisation (composed accents, full-width forms folded)."""
+@lru_cache(maxsize=1)
+def _english() -> Any:
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _term(word: str) -> str | None:
+    """The index term of one folded word: None for a stop word, its English stem for a Latin word."""
+    if word in STOP_WORDS:
+        return None
+    if word.isdigit() or not _LATIN_WORD.fullmatch(word):
+        return word
+    stem: str = _english().stemWord(word)
+    return stem or word
+
+
+def words(text: str) -> list[str]:
+    """The raw tokens of ``text`` (normalised and folded, stop words included, nothing stemmed)."""
     tokens: list[str] = []
-    for run in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
+    for run in _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold()):
         if _IS_CJK.match(run):
             tokens.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
         else:
@@ -50,73 +95,57 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def tokenize(text: str) -> list[str]:
+    """The index terms of ``text``, in order, repeats kept: what is indexed and what is asked."""
+    return [term for term in map(_term, words(text)) if term is not None]
+
+
 def term_counts(text: str) -> Counter[str]:
-    """Each distinct token of ``text`` with its frequency."""
+    """Each distinct term of ``text`` with its frequency."""
     return Counter(tokenize(text))
 
 
 def query_terms(query: str) -> list[str]:
-    return list(dict.fromkeys(tokenize(query)))
+    """The distinct terms of a query, first-seen order, at most ``MAX_QUERY_TERMS``."""
+    return list(dict.fromkeys(tokenize(query)))[:MAX_QUERY_TERMS]
 
 
 @dataclass(frozen=True)
 class Stats:
-    """The searched collection: how many items, and how many tokens they hold together."""
+    """The searched collection: how many items, and how many terms they hold together."""
 
     items: int
     tokens: int
 
     @property
     def average_length(self) -> float:
-        return (self.tokens / self.items) if self.items else 1.0
+        return (self.tokens / self.items) if self.items and self.tokens else 1.0
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One term of one item, as the index stores it."""
-
-    term: str
-    frequency: int
-    length: int
+def idf(items: int, document_frequency: int) -> float:
+    """BM25's inverse document frequency (never negative)."""
+    n = max(items, document_frequency, 1)
+    return math.log(1 + (n - document_frequency + 0.5) / (document_frequency + 0.5))
 
 
-def rank_hits(terms: list[str], hits: dict[K, list[Hit]], stats: Stats, order: dict[K, str]) -> list[tuple[K, float]]:
-    """Candidates (item → its hits among ``terms``), best first: more distinct query terms first,
-    then BM25, then the later ``order`` key (newer ids sort higher)."""
-    if not terms or not hits:
-        return []
-    document_frequency: Counter[str] = Counter(hit.term for found in hits.values() for hit in found)
-    n = max(stats.items, max((document_frequency[t] for t in terms), default=0), 1)
-    average = stats.average_length or 1.0
-    idf = {t: math.log(1 + (n - document_frequency[t] + 0.5) / (document_frequency[t] + 0.5)) for t in terms}
-    scored = []
-    for key, found in hits.items():
-        matched = {hit.term: hit for hit in found}
-        if not matched:
-            continue
-        score = 0.0
-        for term, hit in matched.items():
-            tf = hit.frequency
-            score += idf[term] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * hit.length / average))
-        scored.append((len(matched), score, order.get(key, ""), key))
-    scored.sort(key=lambda row: (row[0], row[1], row[2]), reverse=True)
-    # The answered score keeps the order: the number of matched terms, plus BM25 squashed into
-    # [0, 1) — so one more matched term always outweighs any BM25 difference.
-    return [(key, round(matched + score / (score + 1), 6)) for matched, score, _, key in scored]
+def saturation(frequency: int, length: int, average_length: float) -> float:
+    """BM25's term-frequency part: grows with ``frequency``, shrinks with the item's length."""
+    return frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * length / max(average_length, 1e-9)))
 
 
 def rank(query: str, docs: Sequence[tuple[T, str]], limit: int) -> list[tuple[T, float]]:
-    """Rank in-memory documents (the same ranking as the index, for a handful of texts)."""
+    """Rank a handful of in-memory documents with the same analysis and BM25 as the index
+    (best first; ties keep the documents' order)."""
     terms = query_terms(query)
-    hits: dict[int, list[Hit]] = {}
-    lengths = []
-    for index, (_, text) in enumerate(docs):
-        counts = term_counts(text)
+    counted = [term_counts(text) for _, text in docs]
+    stats = Stats(len(docs), sum(sum(c.values()) for c in counted))
+    frequency = Counter(t for c in counted for t in terms if t in c)
+    weights = {t: idf(stats.items, frequency[t]) for t in terms}
+    scored = []
+    for index, counts in enumerate(counted):
         length = sum(counts.values())
-        lengths.append(length)
-        found = [Hit(t, counts[t], length) for t in terms if t in counts]
-        if found:
-            hits[index] = found
-    stats = Stats(len(docs), sum(lengths))
-    order = {index: f"{len(docs) - index:012d}" for index in hits}  # earlier docs first on ties
-    return [(docs[index][0], score) for index, score in rank_hits(terms, hits, stats, order)[:limit]]
+        score = sum(weights[t] * saturation(counts[t], length, stats.average_length) for t in terms if t in counts)
+        if any(t in counts for t in terms):
+            scored.append((score, -index))
+    scored.sort(reverse=True)
+    return [(docs[-index][0], round(score, 6)) for score, index in scored[:limit]]

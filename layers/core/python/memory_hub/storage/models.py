@@ -291,11 +291,13 @@ class PostingsByTerm(LocalSecondaryIndex["Posting"]):  # type: ignore[no-untyped
 
 class Posting(_Items):
     """One search term of one item: term frequency and the item's length, plus what filters need
-    (``ts``/``sd`` for messages: time and session digest; ``ty`` for records; ``tk``: task digest)."""
+    (``ts``/``sd`` for messages: time and session digest; ``ty`` for records; ``tk``: task digest).
+    A term's document-frequency row (``df␟<term>``) shares the model: it holds only ``n``."""
 
     lsi3 = UnicodeAttribute()
-    tf = NumberAttribute()
-    dl = NumberAttribute()
+    tf = NumberAttribute(null=True)
+    dl = NumberAttribute(null=True)
+    n = NumberAttribute(null=True)
     ts = NumberAttribute(null=True)
     sd = UnicodeAttribute(null=True)
     ty = UnicodeAttribute(null=True)

@@ -1,22 +1,76 @@
-"""The search index: one posting per (item, distinct term), in the partition of the item itself.
+"""The search index: impact-ordered postings and per-term document frequencies, in the partition of
+the items they index.
 
-A posting's sort key starts with its item (``p␟<id>␟<term>``), so an item's postings are one
-prefix to read or erase; its ``by-term`` index key starts with the term, so a search reads exactly
-the postings of its terms (strongly consistent: a local index). Terms appear only as digests.
+A posting is one distinct term of one item: its sort key starts with the item
+(``p␟<id>␟<term>``), so an item's postings are one prefix to read or erase; its ``by-term`` index key
+starts with the term and then its *impact* (``<term>␟2<impact>␟<id>``), so the postings of a term
+are read best first and a search can stop reading a term once nothing unread could enter its
+answer. The impact is BM25's term-frequency part computed with a fixed reference length
+(``REFERENCE_LENGTH``): the order is static, and the true BM25 part of an unread posting is bounded
+by ``bound(impact, average length)`` (see ``domain.retrieval``).
+
+Beside the postings of a term sits its document frequency (``df␟<term>``, index key ``<term>␟2!``,
+which sorts before every posting of the term): the first page of a term's postings carries it at
+no extra call. It counts the term's postings and changes with them (written and erased by the same
+calls, in transactions of its own), so it is exact unless a process dies between the two; the
+re-index (``domain.reindex``) recounts it.
+
+Postings written before impact ordering (index key ``<term>␟<id>``) are not read by searches;
+``domain.reindex`` replaces them. Terms appear in keys only as digests.
 """
 
 from __future__ import annotations
 
+from collections import Counter as Tally
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pynamodb.exceptions import DeleteError
+
 from . import layout
 from .concurrency import for_each, in_batches
 from .models import Posting
+from .transactions import MAX_ACTIONS, Transaction
 
 WRITE_CHUNK = 100  # postings per batch_write context (PynamoDB sends them 25 at a time)
-READ_WIDTH = 16  # terms looked up at once
+READ_WIDTH = 16  # terms or items looked up at once
+FORMAT = "2"  # the index key format of impact-ordered postings
+REFERENCE_LENGTH = 16.0  # the item length the static impact is computed with
+K1, B = 1.2, 0.75
+_IMPACT_DIGITS = 7
+_IMPACT_SCALE = 10**_IMPACT_DIGITS - 1
+MAX_IMPACT = K1 + 1
+
+
+def impact(frequency: int, length: int) -> float:
+    """BM25's term-frequency part at the reference length (0 < impact < k1 + 1)."""
+    return float(frequency * (K1 + 1) / (frequency + K1 * (1 - B + B * length / REFERENCE_LENGTH)))
+
+
+def bound(impact_value: float, average_length: float) -> float:
+    """The largest BM25 term-frequency part (at ``average_length``) of a posting whose static
+    impact is at most ``impact_value``: stretching the average length by a factor stretches the
+    length penalty by at most that factor."""
+    quantum = MAX_IMPACT / _IMPACT_SCALE
+    return float((impact_value + quantum) * max(1.0, average_length / REFERENCE_LENGTH))
+
+
+def _impact_key(value: float) -> str:
+    """Fixed-width, highest impact first in ascending order."""
+    return f"{round((1 - value / MAX_IMPACT) * _IMPACT_SCALE):0{_IMPACT_DIGITS}d}"
+
+
+def term_key(digest: str, value: float, item_id: str) -> str:
+    return f"{digest}{layout.SEP}{FORMAT}{_impact_key(value)}{layout.SEP}{item_id}"
+
+
+def frequency_key(digest: str) -> str:
+    return f"{digest}{layout.SEP}{FORMAT}!"  # '!' sorts before every digit
+
+
+def frequency_sk(digest: str) -> str:
+    return f"df{layout.SEP}{digest}"
 
 
 @dataclass(frozen=True)
@@ -28,6 +82,18 @@ class Filters:
     type: str | None = None
     start_ms: int | None = None
     end_ms: int | None = None
+
+    def admit(self, row: Posting) -> bool:
+        """Whether the item behind ``row`` passes (every posting of an item carries its filters)."""
+        if self.session_id is not None and row.sd != layout.digest(self.session_id):
+            return False
+        if self.task_id is not None and row.tk != layout.digest(self.task_id):
+            return False
+        if self.type is not None and row.ty != self.type:
+            return False
+        if self.start_ms is not None and (row.ts is None or int(row.ts) < self.start_ms):
+            return False
+        return not (self.end_ms is not None and (row.ts is None or int(row.ts) > self.end_ms))
 
 
 def build(
@@ -50,7 +116,7 @@ def build(
             Posting(
                 pk,
                 layout.posting_sk(item_id, digest),
-                lsi3=layout.posting_term_key(digest, item_id),
+                lsi3=term_key(digest, impact(frequency, length), item_id),
                 tf=frequency,
                 dl=length,
                 ts=timestamp,
@@ -62,30 +128,76 @@ def build(
     return rows
 
 
+def _current(row: Any) -> bool:
+    """Whether a posting is impact-ordered (counted in its term's document frequency)."""
+    key = getattr(row, "lsi3", None) or ""
+    parts = key.split(layout.SEP)
+    return len(parts) == 3 and parts[1].startswith(FORMAT) and row.sk.startswith(f"p{layout.SEP}")
+
+
+def _frequencies(rows: Iterable[Any], sign: int) -> None:
+    """Move the document frequency of each (partition, term) by ``sign`` per posting, in
+    transactions of independent updates (one per term), side by side."""
+    deltas: Tally[tuple[str, str]] = Tally()
+    for row in rows:
+        if _current(row):
+            deltas[(row.pk, digest_of(row))] += sign
+    changes = [(key, n) for key, n in deltas.items() if n]
+
+    def one(chunk: list[tuple[tuple[str, str], int]]) -> None:
+        transaction = Transaction()
+        for (pk, digest), n in chunk:
+            row = Posting(pk, frequency_sk(digest))
+            transaction.update(f"df:{digest}", row, [Posting.n.add(n), Posting.lsi3.set(frequency_key(digest))])
+        transaction.commit()
+
+    for_each(one, in_batches(changes, MAX_ACTIONS))
+    if sign < 0:  # a term no item holds any more leaves no trace of itself
+        for_each(_drop_if_unused, [key for key, n in changes if n < 0], width=READ_WIDTH)
+
+
+def _drop_if_unused(key: tuple[str, str]) -> None:
+    pk, digest = key
+    try:
+        Posting(pk, frequency_sk(digest)).delete(condition=Posting.n <= 0)
+    except DeleteError as exc:
+        if exc.cause_response_code != "ConditionalCheckFailedException":
+            raise
+
+
 def put(rows: list[Posting]) -> None:
+    """Write new postings (none of them may exist yet) and count them in their terms' frequencies."""
+
     def one(chunk: list[Posting]) -> None:
         with Posting.batch_write() as batch:  # retries unprocessed items itself
             for row in chunk:
                 batch.save(row)
 
     for_each(one, in_batches(rows, WRITE_CHUNK))
+    _frequencies(rows, +1)
 
 
 def of_item(pk: str, item_id: str) -> list[Posting]:
     return list(
         Posting.query(
-            pk, Posting.sk.startswith(layout.postings_of(item_id)), consistent_read=True, attributes_to_get=["pk", "sk"]
+            pk,
+            Posting.sk.startswith(layout.postings_of(item_id)),
+            consistent_read=True,
+            attributes_to_get=["pk", "sk", "lsi3"],
         )
     )
 
 
 def delete(rows: list[Any]) -> int:
+    """Erase postings (as read by ``of_item``) and uncount them from their terms' frequencies."""
+
     def one(chunk: list[Any]) -> None:
         with Posting.batch_write() as batch:
             for row in chunk:
                 batch.delete(Posting(row.pk, row.sk))
 
     for_each(one, in_batches(rows, WRITE_CHUNK))
+    _frequencies(rows, -1)
     return len(rows)
 
 
@@ -100,46 +212,46 @@ def erase_of(items: Iterable[tuple[str, str]]) -> int:
     return delete(found)
 
 
-def digest_of(row: Posting) -> str:
+def digest_of(row: Any) -> str:
     """The term digest of a posting."""
-    return row.sk.rsplit(layout.SEP, 1)[1]
+    return str(row.sk).rsplit(layout.SEP, 1)[1]
 
 
 def item_of(row: Posting) -> str:
-    return row.lsi3.split(layout.SEP, 1)[1]
+    return row.lsi3.rsplit(layout.SEP, 1)[1]
 
 
-def _condition(filters: Filters) -> Any:
-    parts = []
-    if filters.session_id is not None:
-        parts.append(Posting.sd == layout.digest(filters.session_id))
-    if filters.task_id is not None:
-        parts.append(Posting.tk == layout.digest(filters.task_id))
-    if filters.type is not None:
-        parts.append(Posting.ty == filters.type)
-    if filters.start_ms is not None:
-        parts.append(Posting.ts >= filters.start_ms)
-    if filters.end_ms is not None:
-        parts.append(Posting.ts <= filters.end_ms)
-    condition = None
-    for part in parts:
-        condition = part if condition is None else condition & part
-    return condition
+@dataclass
+class Page:
+    """One page of a term's postings, best impact first."""
+
+    frequency: int | None  # the term's document frequency (first page only)
+    rows: list[Posting]
+    next: dict[str, Any] | None  # where the next page starts; None when the term is exhausted
 
 
-def lookup(pk: str, terms: list[str], filters: Filters) -> dict[str, list[Posting]]:
-    """The postings of each term (filtered), read side by side."""
-    condition = _condition(filters)
+def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = None) -> Page:
+    """Up to ``limit`` postings of one term after ``start`` (the first page also carries the term's
+    document frequency, which does not count toward ``limit``)."""
+    first = start is None
+    result = Posting.by_term.query(
+        pk,
+        Posting.lsi3.startswith(f"{digest}{layout.SEP}{FORMAT}"),
+        consistent_read=True,
+        limit=limit + (1 if first else 0),
+        last_evaluated_key=start,
+    )
+    rows = list(result)
+    frequency = None
+    if first:
+        frequency = int(rows.pop(0).n or 0) if rows and rows[0].sk == frequency_sk(digest) else 0
+    return Page(frequency, rows, result.last_evaluated_key)
 
-    def one(term: str) -> list[Posting]:
-        digest = layout.term_digest(term)
-        return list(
-            Posting.by_term.query(
-                pk,
-                Posting.lsi3.startswith(layout.term_prefix(digest)),
-                filter_condition=condition,
-                consistent_read=True,
-            )
-        )
 
-    return dict(zip(terms, for_each(one, terms, width=READ_WIDTH), strict=True))
+def get_many(keys: list[tuple[str, str]]) -> list[Posting]:
+    """Postings by (partition, sort key); missing ones are simply absent (100 keys per call)."""
+    return [row for rows in for_each(_get_batch, in_batches(keys, 100), width=READ_WIDTH) for row in rows]
+
+
+def _get_batch(keys: list[tuple[str, str]]) -> list[Posting]:
+    return list(Posting.batch_get(keys, consistent_read=True))

@@ -55,7 +55,7 @@ def create(where: Where, record: Record, counts: Tally[str]) -> None:
     rows = index(record, counts)
     postings.put(rows)
     transaction = Transaction()
-    assets.guard_epoch(transaction, where.memory_id, where.epoch)
+    assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.put(
         "guard",
         Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id),
@@ -75,7 +75,7 @@ def reinforce(where: Where, record: Record, now_ms: int) -> int:
     Cancelled: 'epoch' (cleared meanwhile), 'record' (edited, deleted or reinforced meanwhile)."""
     count = int(record.reinforced_count)
     transaction = Transaction()
-    assets.guard_epoch(transaction, where.memory_id, where.epoch)
+    assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.update(
         "record",
         record,
@@ -106,7 +106,7 @@ def update(
     ]
     actions += [getattr(Record, name).set(value) for name, value in fields.items()]
     transaction = Transaction()
-    assets.guard_epoch(transaction, where.memory_id, where.epoch)
+    assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.update("record", record, actions, condition=Record.version == version)
     if natural_key != record.natural_key:
         transaction.put(
@@ -127,10 +127,11 @@ def update(
 def sync_postings(record: Record, counts: Tally[str]) -> None:
     """Make the record's postings exactly those of ``counts`` (after an update)."""
     wanted = {row.sk: row for row in index(record, counts)}
-    present = postings.of_item(record.pk, record.id)
-    have = {row.sk for row in present}
-    postings.put([row for sk, row in wanted.items() if sk not in have])
-    postings.delete([row for row in present if row.sk not in wanted])
+    present = {row.sk: row for row in postings.of_item(record.pk, record.id)}
+    # A kept term whose impact moved (the record's length changed) is rewritten: erased, then put.
+    stale = [row for sk, row in present.items() if sk not in wanted or row.lsi3 != wanted[sk].lsi3]
+    postings.delete(stale)
+    postings.put([row for sk, row in wanted.items() if sk not in present or present[sk].lsi3 != row.lsi3])
 
 
 def _filters(type_: str | None, task_id: str | None) -> Any:

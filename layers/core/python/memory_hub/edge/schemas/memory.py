@@ -13,6 +13,13 @@ Content = Annotated[str, Field(min_length=1, max_length=8192)]
 AtomType = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z_]+$")]
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 Background = Annotated[str, Field(max_length=2048)]
+SearchMode = Annotated[
+    Literal["hybrid", "keyword", "semantic"],
+    Field(
+        description="hybrid (words and meaning fused; the default where embeddings are on), keyword (words only; "
+        "the default otherwise) or semantic (meaning only; 400 where embeddings are off). data.mode_used says what ran."
+    ),
+]
 
 
 class Message(Strict):
@@ -37,6 +44,7 @@ class ConversationQuery(Isolated, TimeRange):
 class ConversationSearch(Isolated, TimeRange):
     query: Query
     limit: Limit = 5
+    mode: SearchMode | None = None
 
 
 class ConversationCount(Isolated, TimeRange):
@@ -81,6 +89,7 @@ class AtomicSearch(Isolated, TimeRange):
     query: Query
     type: AtomType | None = None
     limit: Limit = 5
+    mode: SearchMode | None = None
 
 
 class AtomicCount(Isolated, TimeRange):
