@@ -8,6 +8,7 @@ Each invocation:
      the same conditional, counter-keeping deletes as the API (each transaction with its audit
      event); prunes persona backups beyond 3; removes objects a write left under a retired epoch
      around a recent clear, exports older than a day, and tombstones older than a day;
+     brings items indexed by an older analysis to the current one (``reindex``);
   4. removes idempotency records past their expiry (DynamoDB's TTL does this on AWS, late);
   5. saves the cursor and answers ``done: false`` when its time runs short, so the next invocation
      continues the same run (same clock) where this one stopped.
@@ -29,7 +30,7 @@ from ..storage import blobs, counters, idempotency, jobs, layout, leases, messag
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
 from ..storage.models import Asset
-from . import clear, meaning, persona
+from . import clear, meaning, persona, reindex
 from .audit import SYSTEM_CLEANUP
 
 DAY_MS = 86_400_000
@@ -51,6 +52,7 @@ class Report:
     orphans_deleted: int = 0
     exports_deleted: int = 0
     tombstones_dropped: int = 0
+    items_reindexed: int = 0
     vectors_embedded: int = 0
     vectors_swept: int = 0
     idempotency_deleted: int = 0
@@ -103,11 +105,19 @@ def _run(report: Report, deadline: purge.Deadline, now_override: int | None) -> 
 
 def _abandoned_imports(now: int) -> int:
     """Uploads of imports never started, older than a day — also into a pair whose memory does not
-    exist (so no memory's listing finds them)."""
+    exist (so no memory's listing finds them); anything put at the upload key of an import that
+    started (an upload URL is good for one import); and what imports that failed or stopped midway
+    (a killed process, a timeout) wrote, taken back by their journals."""
+    from .transfer import importing  # the transfer package imports this module's neighbours
+
     gone = 0
     for job in jobs.waiting("import", now - EXPORT_LIFETIME_MS):
         gone += int(blobs.delete(layout.import_upload_key(job.team_id, job.agent_id, job.sk)))
         jobs.settle(job, "failed", error="nothing was ingested within a day; the upload was deleted")
+    importing.recover(now)
+    for job in jobs.started("import"):
+        if job.state != "running":
+            gone += int(blobs.delete(layout.import_upload_key(job.team_id, job.agent_id, job.sk)))
     return gone
 
 
@@ -193,6 +203,8 @@ def _one(report: Report, asset: Asset, now: int, deadline: purge.Deadline) -> No
     report.exports_deleted += _exports(asset, now)
     stale = scenes.old_tombstones(asset.team_id, asset.agent_id, format_ms(now - TOMBSTONE_LIFETIME_MS))
     report.tombstones_dropped += scenes.drop_tombstones(stale)
+    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    report.items_reindexed += reindex.memory(where, deadline.passed).items
     _meaning(report, asset, deadline)
 
 

@@ -14,7 +14,7 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.models import AuditEvent
-from . import assets, meaning
+from . import assets, meaning, reindex
 from .audit import user_target
 from .principal import Principal
 
@@ -22,9 +22,10 @@ ACTION = "user_memory_delete"
 
 
 def delete(
-    principal: Principal, memory_id: str, user_id: str, content_id: str | None, request_id: str
+    principal: Principal, name: assets.Named, user_id: str, content_id: str | None, request_id: str
 ) -> dict[str, Any]:
-    asset = assets.authorized(principal, memory_id, assets.get(memory_id))
+    asset = assets.resolve(principal, name)
+    memory_id = asset.memory_id
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
     target = user_target(user_id)
     context = EventContext(asset.team_id, principal.key_id, request_id, asset.agent_id, memory_id)
@@ -39,6 +40,7 @@ def delete(
         removed_l1, events_l1 = records.delete(where, found_l1, events("L1"))
         recorded = events_l0 + events_l1 + _nothing_deleted(removed_l0, removed_l1, target, context)
         counters.forget_user(where, user_id)
+        reindex.forget(where, user_id)
         meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
         assets.forget_exports(asset)
         return {
