@@ -203,17 +203,28 @@ class Messages(Doc):
     total: int = Field(description="all messages matching the filters")
 
 
+SCORE = (
+    "relevance, higher is better: BM25 by words (mode keyword), the reciprocal-rank fusion of the word and "
+    "meaning rankings (hybrid: the sum of 1/(60 + rank) over both), the cosine similarity (semantic)"
+)
+ModeUsed = Annotated[
+    Literal["hybrid", "keyword", "semantic"],
+    Field(description="what ran: keyword when the query could not be embedded or the deployment has no embeddings"),
+]
+
+
 class MessageHit(Doc):
     id: MessageId
     session_id: str
     role: Literal["user", "assistant"]
     content: str
     timestamp: Stamp
-    score: float = Field(description="relevance; higher is better")
+    score: float = Field(description=SCORE)
 
 
 class MessageHits(Doc):
     messages: list[MessageHit] = Field(description="best first")
+    mode_used: ModeUsed
 
 
 class Total(Doc):
@@ -247,7 +258,7 @@ class RecordItem(Doc):
 
 
 class RecordHit(RecordItem):
-    score: float = Field(description="relevance; higher is better")
+    score: float = Field(description=SCORE)
 
 
 class RecordAdded(Doc):
@@ -264,6 +275,7 @@ class Records(Doc):
 
 class RecordHits(Doc):
     items: list[RecordHit] = Field(description="best first")
+    mode_used: ModeUsed
 
 
 class RecordUpdated(Doc):
