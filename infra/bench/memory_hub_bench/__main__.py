@@ -10,7 +10,10 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
 3. throughput: scenario write+read pairs per second with 1 and with 8 clients;
 4. cold start per function vs ``import boto3``, and the layer's size;
 5. with ``--compare URL --compare-key KEY``: the v3 routes side by side with that endpoint,
-   request by request alternately, with ratios (and its throughput).
+   request by request alternately, with ratios (and its throughput);
+6. recall on public data with labelled evidence (LoCoMo, LongMemEval): hit@1/5/10 of L0 and L1
+   search beside a textbook BM25 reference, latency, and items read at 1x and 10x memory
+   (``--recall-only`` runs just this; ``--mode`` sends a search mode; see ``recall``).
 
 ``--quick`` runs it all in under two minutes with fewer requests and smaller memories. Results also
 go to ``bench-results.json``. Nothing here is a test: it measures and reports."""
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from . import coldstart, measure
+from . import coldstart, measure, recall
 from .cases import FileMaker, Scope, cases
 from .client import Hooks, Target
 
@@ -106,7 +109,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--skip", action="append", default=[], choices=SECTIONS, help="leave a section out (repeatable)"
     )
-    return parser.parse_args(argv)
+    parser.add_argument("--recall-only", action="store_true", help="run only the recall section")
+    parser.add_argument(
+        "--mode",
+        action="append",
+        default=[],
+        choices=recall.MODES,
+        help="recall: send this search mode (repeatable; default: none, the server's default)",
+    )
+    args = parser.parse_args(argv)
+    if args.recall_only:
+        args.skip = [name for name in SECTIONS if name != "recall"]
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,6 +238,12 @@ def cold_section(run: Run) -> None:
     _say(f"\nLayer: {layer}")
 
 
+def recall_section(run: Run) -> None:
+    config = recall.settings(run.args.quick, run.args.mode)
+    _progress("recall: public data with labelled evidence, over HTTP")
+    run.results["recall"] = recall.run(run.ours, run.log, run.theirs, config, _say, _progress)
+
+
 def _pair_with_files(make_files: FileMaker) -> Callable[[Target, Scope, int], None]:
     def pair(target: Target, scope: Scope, i: int) -> None:
         if i < 0:
@@ -239,6 +259,7 @@ SECTION_RUNNERS: dict[str, Callable[[Run], None]] = {
     "throughput": throughput_section,
     "compare": compare_section,
     "cold": cold_section,
+    "recall": recall_section,
 }
 SECTIONS = list(SECTION_RUNNERS)
 

@@ -1,0 +1,558 @@
+"""Recall: how often search finds the turns that answer a question, on public data with labelled
+evidence (``datasets``), measured over the HTTP API only, so it runs against any v3 endpoint.
+
+Method. Each run uses one fresh team + agent; each corpus (a LoCoMo conversation, a group of
+LongMemEval instances) is one user. Its turns go in through ``/v3/conversation/add`` session by
+session (batches of at most 100, each message with its own time), and the returned
+``accepted_ids`` are mapped back to the data set's turn ids. LoCoMo's own session observations
+(each names the turns it comes from) go in through ``/v3/atomic/add`` as L1 records. Then every
+question is asked through ``/v3/conversation/search`` and ``/v3/atomic/search`` with ``limit`` 10.
+A question is a hit@k when any of its evidence turns is among the first k results (for L1: a record
+whose source turns include an evidence turn). Questions without evidence are skipped and counted.
+Latency is measured at the client; on the local stack, the DynamoDB items each search read come
+from the emulated AWS side's call log.
+
+Memory size: the first LoCoMo conversation's questions are asked again after the same user
+received nine times its turns (and records) more, taken in order from the other conversations with
+their two speakers' names replaced by this conversation's (so the distractors talk about the same
+people); items read and latency at 1x and 10x, and their ratio.
+
+Reference: textbook BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) over the
+same turns of the same user, in this process: once with English Snowball stems and an English
+stop-word list, once on plain lower-cased words.
+
+``mode``: each mode asked (``keyword``, ``hybrid``, ``semantic``) is sent as the request's ``mode``
+and ``data.mode_used`` is recorded; a server that answers 400 to ``mode`` is asked without it (and
+the table says so)."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import snowballstemmer
+
+from .cases import Scope
+from .client import BenchError, Target
+from .datasets import Corpus, Dataset, Record, Turn, load_locomo, load_longmemeval
+from .measure import CallLog
+
+KS = (1, 5, 10)
+LIMIT = 10
+BATCH = 100
+GROWTH = 10  # the larger memory holds GROWTH times the turns of the base conversation
+MODES = ("keyword", "hybrid", "semantic")
+WRITERS = 4  # concurrent atomic/add requests while loading (not measured)
+QUICK_GROWTH_QUESTIONS = 60  # --quick asks only this many of the base's questions at 1x and 10x
+
+# English function words: they carry no topic, so the stemmed reference gives them no weight.
+_STOP_WORDS = """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can cannot could d did do does doing done down during each either else
+    ever every few for from further had has have having he her here hers herself him himself his how
+    however i if in into is it its itself just ll m me might more most much must my myself neither no
+    nor not now of off on once only or other otherwise our ours ourselves out over own per quite re
+    rather s same shall she should since so some such t than that the their theirs them themselves
+    then there therefore these they this those though through thus to too under until up upon us ve
+    very was we were what whatever when whenever where whether which while who whom whose why will
+    with within without would yet you your yours yourself yourselves
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+WORD = re.compile(r"[^\W_]+")
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased NFKC words (letters and digits; punctuation and ``_`` split them)."""
+    return WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def stemmed(text: str) -> list[str]:
+    """Words without English stop words, each reduced to its English Snowball stem."""
+    kept = [w for w in words(text) if w not in STOP_WORDS]
+    return list(_STEMMER.stemWords(kept)) if kept else []
+
+
+Analyzer = Callable[[str], list[str]]
+
+
+class BM25:
+    """Textbook Okapi BM25 over a fixed list of documents."""
+
+    def __init__(self, documents: Sequence[str], analyze: Analyzer, k1: float = 1.2, b: float = 0.75) -> None:
+        self.analyze, self.k1, self.b = analyze, k1, b
+        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.lengths: list[int] = []
+        for index, document in enumerate(documents):
+            terms = analyze(document)
+            self.lengths.append(len(terms))
+            for term, count in Counter(terms).items():
+                self.postings[term].append((index, count))
+        self.count = len(self.lengths)
+        self.average = (sum(self.lengths) / self.count) if self.count else 0.0
+
+    def idf(self, term: str) -> float:
+        df = len(self.postings.get(term, ()))
+        return math.log(1.0 + (self.count - df + 0.5) / (df + 0.5))
+
+    def scores(self, query: str) -> dict[int, float]:
+        scores: dict[int, float] = defaultdict(float)
+        for term in dict.fromkeys(self.analyze(query)):  # each distinct query term once
+            idf = self.idf(term)
+            for index, tf in self.postings.get(term, ()):
+                norm = self.k1 * (1.0 - self.b + self.b * self.lengths[index] / self.average)
+                scores[index] += idf * tf * (self.k1 + 1.0) / (tf + norm)
+        return scores
+
+    def rank(self, query: str, limit: int) -> list[int]:
+        """The best ``limit`` documents sharing a term with the query, best first (ties: earlier)."""
+        scored = self.scores(query)
+        return sorted(scored, key=lambda index: (-scored[index], index))[:limit]
+
+
+# ---------------------------------------------------------------- hits
+
+
+def first_hit(results: Sequence[Iterable[str]], evidence: frozenset[str]) -> int | None:
+    """The 1-based rank of the first result naming an evidence turn (None: no result does)."""
+    for rank, keys in enumerate(results, start=1):
+        if evidence.intersection(keys):
+            return rank
+    return None
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile (NaN for no values)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+@dataclass
+class Tally:
+    """hit@k, latency and items read of one system over one set of questions."""
+
+    dataset: str
+    level: str  # "L0 messages" or "L1 records"
+    system: str
+    mode: str = "–"
+    questions: int = 0
+    hits: dict[int, int] = field(default_factory=lambda: dict.fromkeys(KS, 0))
+    latencies: list[float] = field(default_factory=list)
+    reads: list[float] = field(default_factory=list)
+    modes_used: Counter[str] = field(default_factory=Counter)
+
+    def add(
+        self, rank: int | None, ms: float | None = None, read: float | None = None, used: str | None = None
+    ) -> None:
+        self.questions += 1
+        for k in KS:
+            if rank is not None and rank <= k:
+                self.hits[k] += 1
+        if ms is not None:
+            self.latencies.append(ms)
+        if read is not None:
+            self.reads.append(read)
+        if used is not None:
+            self.modes_used[used] += 1
+
+    def rate(self, k: int) -> float:
+        return self.hits[k] / self.questions if self.questions else math.nan
+
+    @property
+    def mode_used(self) -> str:
+        return ", ".join(f"{m} {n}" if len(self.modes_used) > 1 else m for m, n in self.modes_used.most_common())
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "level": self.level,
+            "system": self.system,
+            "mode": self.mode,
+            "mode_used": self.mode_used,
+            "questions": self.questions,
+            **{f"hit@{k}": round(self.rate(k), 4) for k in KS},
+            "p50_ms": round(percentile(self.latencies, 0.5), 1),
+            "p95_ms": round(percentile(self.latencies, 0.95), 1),
+            "items_read_p50": percentile(self.reads, 0.5),
+            "items_read_p95": percentile(self.reads, 0.95),
+        }
+
+
+# ---------------------------------------------------------------- reference
+
+
+def reference(dataset: Dataset) -> list[Tally]:
+    """Textbook BM25 (stemmed + stop words, and plain words) over each corpus's turns and records."""
+    tallies = []
+    for name, analyze in (("BM25 stemmed, stop words", stemmed), ("BM25 plain words", words)):
+        l0 = Tally(dataset.name, "L0 messages", f"reference {name}")
+        l1 = Tally(dataset.name, "L1 records", f"reference {name}")
+        for corpus in dataset.corpora:
+            index = BM25([t.content for t in corpus.turns], analyze)
+            for question in corpus.questions:
+                found = [{corpus.turns[i].key} for i in index.rank(question.text, LIMIT)]
+                l0.add(first_hit(found, question.evidence))
+            if corpus.records:
+                records = BM25([r.content for r in corpus.records], analyze)
+                for question in corpus.questions:
+                    found_records = [corpus.records[i].sources for i in records.rank(question.text, LIMIT)]
+                    l1.add(first_hit(found_records, question.evidence))
+        tallies += [t for t in (l0, l1) if t.questions]
+    return tallies
+
+
+# ---------------------------------------------------------------- over HTTP
+
+
+@dataclass
+class Loaded:
+    """One corpus as stored on one endpoint: its user, and ids mapped back to turn ids."""
+
+    corpus: Corpus
+    scope: Scope
+    messages: dict[str, frozenset[str]] = field(default_factory=dict)
+    records: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Endpoint:
+    """A v3 endpoint under test, what it lacks, and (ours) its AWS call log."""
+
+    target: Target
+    log: CallLog | None
+    team: str
+    notes: list[str] = field(default_factory=list)
+    no_mode: bool = False  # answered 400 to ``mode``: asked without it
+    no_timestamps: bool = False
+    no_records: bool = False
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+def batches(turns: Sequence[Turn]) -> Iterable[list[Turn]]:
+    """Consecutive turns of one session, at most BATCH at a time."""
+    batch: list[Turn] = []
+    for turn in turns:
+        if batch and (turn.session != batch[0].session or len(batch) == BATCH):
+            yield batch
+            batch = []
+        batch.append(turn)
+    if batch:
+        yield batch
+
+
+def add_turns(endpoint: Endpoint, loaded: Loaded, turns: Sequence[Turn], prefix: str = "") -> None:
+    for batch in batches(turns):
+        messages = [{"role": t.role, "content": t.content, "timestamp": t.timestamp} for t in batch]
+        if endpoint.no_timestamps:
+            messages = [{k: v for k, v in m.items() if k != "timestamp"} for m in messages]
+        body = loaded.scope.body(session_id=prefix + batch[0].session, messages=messages)
+        try:
+            _, data = endpoint.target.post("/v3/conversation/add", body)
+        except BenchError as error:
+            if endpoint.no_timestamps or "HTTP 400" not in str(error):
+                raise
+            endpoint.no_timestamps = True
+            endpoint.note(f"{endpoint.target.name}: message timestamps refused (400); added without them")
+            add_turns(endpoint, loaded, batch, prefix)
+            continue
+        for turn, message_id in zip(batch, data["accepted_ids"], strict=True):
+            loaded.messages[message_id] = frozenset({turn.key})
+
+
+def add_records(endpoint: Endpoint, loaded: Loaded, records: Sequence[Record], prefix: str = "") -> None:
+    """One ``atomic/add`` per record, WRITERS at a time (records are independent)."""
+
+    def add(record: Record) -> str | None:
+        if endpoint.no_records:
+            return None
+        body = loaded.scope.body(
+            content=record.content,
+            session_id=prefix + record.session,
+            metadata={"source_turns": sorted(record.sources)},
+        )
+        try:
+            _, data = endpoint.target.post("/v3/atomic/add", body)
+        except BenchError as error:
+            endpoint.no_records = True
+            endpoint.note(f"{endpoint.target.name}: atomic/add failed ({str(error)[:120]}); no L1 recall there")
+            return None
+        return str(data["id"])
+
+    with ThreadPoolExecutor(WRITERS) as pool:
+        for record, record_id in zip(records, pool.map(add, records), strict=True):
+            if record_id is not None:
+                # The same content again is the same record (natural key): it stands for both sources.
+                loaded.records[record_id] = loaded.records.get(record_id, frozenset()) | record.sources
+
+
+def load(endpoint: Endpoint, dataset: Dataset, corpus: Corpus) -> Loaded:
+    scope = Scope(endpoint.team, "recall", f"{dataset.name.lower()}-{corpus.name}")
+    loaded = Loaded(corpus, scope)
+    add_turns(endpoint, loaded, corpus.turns)
+    add_records(endpoint, loaded, corpus.records)
+    return loaded
+
+
+def ask(
+    endpoint: Endpoint, route: str, scope: Scope, query: str, mode: str | None
+) -> tuple[float, list[str], str | None]:
+    """(ms, result ids best first, mode_used) of one search with limit 10."""
+    body = scope.body(query=query, limit=LIMIT)
+    if mode is not None and not endpoint.no_mode:
+        body["mode"] = mode
+    try:
+        ms, data = endpoint.target.post(route, body)
+    except BenchError as error:
+        if "mode" not in body or "HTTP 400" not in str(error):
+            raise
+        endpoint.no_mode = True
+        endpoint.note(f"{endpoint.target.name}: `mode` refused (400); asked without it")
+        return ask(endpoint, route, scope, query, None)
+    items = data.get("messages") if route.startswith("/v3/conversation") else data.get("items")
+    used = data.get("mode_used")
+    return ms, [str(item["id"]) for item in items or []], str(used) if used is not None else None
+
+
+def questions_pass(endpoint: Endpoint, loaded: Iterable[Loaded], level: str, dataset: str, mode: str | None) -> Tally:
+    """Every question of ``loaded`` asked once at ``level`` (L0 or L1)."""
+    route = "/v3/conversation/search" if level.startswith("L0") else "/v3/atomic/search"
+    tally = Tally(dataset, level, endpoint.target.name, mode or "–")
+    for memory in loaded:
+        sources = memory.messages if level.startswith("L0") else memory.records
+        if not sources:
+            continue
+        ask(endpoint, route, memory.scope, "warm up", mode)
+        for question in memory.corpus.questions:
+            if endpoint.log is not None:
+                endpoint.log.take()
+            ms, ids, used = ask(endpoint, route, memory.scope, question.text, mode)
+            read = sum(c["read"] for c in endpoint.log.take()) if endpoint.log is not None else None
+            found = [sources.get(i, frozenset()) for i in ids]
+            tally.add(first_hit(found, question.evidence), ms, read, used)
+    if endpoint.no_mode and mode is not None:
+        tally.mode = f"{mode} (refused: none sent)"
+    return tally
+
+
+# ---------------------------------------------------------------- memory size
+
+
+def rename(text: str, names: dict[str, str]) -> str:
+    if not names:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
+    return pattern.sub(lambda m: names[m.group(1)], text)
+
+
+def distractors(base: Corpus, others: Sequence[Corpus], factor: int) -> tuple[list[Turn], list[Record]]:
+    """``factor`` times the base's turns (and records) from ``others`` in order, their speakers
+    renamed to the base's speakers and their sessions and turn ids kept apart."""
+    turns: list[Turn] = []
+    records: list[Record] = []
+    want_turns, want_records = factor * len(base.turns), factor * len(base.records)
+    for other in others:
+        names = dict(zip(other.speakers, base.speakers, strict=True)) if all(other.speakers) else {}
+        tag = f"x-{other.name}-"
+        for turn in other.turns:
+            if len(turns) < want_turns:
+                content = rename(turn.content, names)
+                turns.append(Turn(tag + turn.key, tag + turn.session, turn.role, content, turn.timestamp))
+        for record in other.records:
+            if len(records) < want_records:
+                sources = frozenset(tag + s for s in record.sources)
+                records.append(Record(rename(record.content, names), sources, tag + record.session))
+    return turns, records
+
+
+# ---------------------------------------------------------------- the section
+
+
+@dataclass
+class Settings:
+    quick: bool
+    modes: list[str | None]
+    locomo_conversations: int | None  # None: all
+    longmemeval_groups: int | None
+
+
+def settings(quick: bool, modes: Sequence[str]) -> Settings:
+    return Settings(quick, list(modes) or [None], 2 if quick else None, 2 if quick else None)
+
+
+def fmt(value: float, digits: int = 1) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def pct(value: float) -> str:
+    return "–" if math.isnan(value) else f"{100 * value:.1f}%"
+
+
+def run(
+    ours: Target,
+    log: CallLog | None,
+    theirs: Target | None,
+    config: Settings,
+    say: Callable[[str], None],
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    began = time.perf_counter()
+    every = load_locomo()
+    locomo = Dataset("LoCoMo", every.corpora[: config.locomo_conversations])
+    lme = load_longmemeval(limit=config.longmemeval_groups)
+    datasets = [locomo, lme]
+    summary = {
+        d.name: {
+            "corpora": len(d.corpora),
+            "turns": sum(len(c.turns) for c in d.corpora),
+            "questions": sum(len(c.questions) for c in d.corpora),
+            "skipped_without_evidence": d.skipped,
+            "records": sum(len(c.records) for c in d.corpora),
+        }
+        for d in datasets
+    }
+    tallies: list[Tally] = []
+    for dataset in datasets:
+        tallies += reference(dataset)
+    endpoints = [Endpoint(ours, log, Scope.fresh("recall").team)]
+    if theirs is not None:
+        endpoints.append(Endpoint(theirs, None, Scope.fresh("recall").team))
+    size_rows: list[dict[str, Any]] = []
+    for endpoint in endpoints:
+        name = endpoint.target.name
+        for dataset in datasets:
+            loaded = []
+            for corpus in dataset.corpora:
+                progress(f"recall: {name}: loading {dataset.name} {corpus.name} ({len(corpus.turns)} turns)")
+                loaded.append(load(endpoint, dataset, corpus))
+            for mode in config.modes:
+                progress(f"recall: {name}: asking {summary[dataset.name]['questions']} questions (mode {mode})")
+                for level in ("L0 messages", "L1 records"):
+                    tally = questions_pass(endpoint, loaded, level, dataset.name, mode)
+                    if tally.questions:
+                        tallies.append(tally)
+            if dataset is locomo and loaded:
+                size_rows += grow(endpoint, loaded[0], every, config, progress)
+    seconds = round(time.perf_counter() - began, 1)
+    notes = [n for e in endpoints for n in e.notes]
+    print_tables(summary, tallies, size_rows, notes, config, say)
+    return {
+        "datasets": summary,
+        "rows": [t.row() for t in tallies],
+        "size": size_rows,
+        "notes": notes,
+        "seconds": seconds,
+    }
+
+
+def grow(
+    endpoint: Endpoint, base: Loaded, every: Dataset, config: Settings, progress: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """The base conversation's questions at 1x, then with GROWTH x its turns (and records)."""
+    if config.quick:
+        base = replace(base, corpus=replace(base.corpus, questions=base.corpus.questions[:QUICK_GROWTH_QUESTIONS]))
+    others = [c for c in every.corpora if c.name != base.corpus.name]
+    turns, records = distractors(base.corpus, others, GROWTH - 1)
+    levels = ("L0 messages", "L1 records")
+    before = {
+        mode: {lvl: questions_pass(endpoint, [base], lvl, "LoCoMo", mode) for lvl in levels} for mode in config.modes
+    }
+    progress(
+        f"recall: {endpoint.target.name}: growing {base.corpus.name} by {len(turns)} turns, {len(records)} records"
+    )
+    add_turns(endpoint, base, turns)
+    add_records(endpoint, base, records)
+    rows = []
+    for mode in config.modes:
+        for level in levels:
+            small = before[mode][level]
+            if not small.questions:
+                continue
+            large = questions_pass(endpoint, [base], level, "LoCoMo", mode)
+            rows.append(size_row(endpoint.target.name, small, large, base.corpus, turns, records))
+    if endpoint.log is not None:  # the in-process reference, once
+        grown = replace(base.corpus, turns=base.corpus.turns + turns, records=base.corpus.records + records)
+        pairs = zip(reference(Dataset("LoCoMo", [base.corpus])), reference(Dataset("LoCoMo", [grown])), strict=True)
+        rows += [size_row(small.system, small, large, base.corpus, turns, records) for small, large in pairs]
+    return rows
+
+
+def size_row(
+    system: str, small: Tally, large: Tally, base: Corpus, turns: list[Turn], records: list[Record]
+) -> dict[str, Any]:
+    count = len(base.turns) if small.level.startswith("L0") else len(base.records)
+    extra = len(turns) if small.level.startswith("L0") else len(records)
+    return {
+        "system": system,
+        "mode": small.mode,
+        "level": small.level,
+        "corpus": base.name,
+        "items_1x": count,
+        "items_10x": count + extra,
+        "questions": small.questions,
+        "1x": small.row(),
+        "10x": large.row(),
+    }
+
+
+def print_tables(
+    summary: dict[str, dict[str, int]],
+    tallies: list[Tally],
+    size_rows: list[dict[str, Any]],
+    notes: list[str],
+    config: Settings,
+    say: Callable[[str], None],
+) -> None:
+    say("\n### Recall on public data (hit@k: an evidence turn among the first k results, limit 10)\n")
+    for name, s in summary.items():
+        say(
+            f"- {name}: {s['corpora']} memories (users), {s['turns']} turns, {s['records']} L1 records, "
+            f"{s['questions']} questions with evidence ({s['skipped_without_evidence']} without: skipped)"
+        )
+    say("")
+    say(
+        "| data set | level | system | mode → used | questions | hit@1 | hit@5 | hit@10 "
+        "| p50 ms | p95 ms | items read p50 |"
+    )
+    say("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    order = {"LoCoMo": 0, "LongMemEval": 1}
+    for t in sorted(tallies, key=lambda t: (order.get(t.dataset, 9), t.level, t.system.startswith("reference"))):
+        row = t.row()
+        mode = "–" if t.system.startswith("reference") else f"{t.mode} → {t.mode_used or 'not reported'}"
+        say(
+            f"| {t.dataset} | {t.level} | {t.system} | {mode} | {t.questions} | {pct(t.rate(1))} | {pct(t.rate(5))} | "
+            f"{pct(t.rate(10))} | {fmt(row['p50_ms'])} | {fmt(row['p95_ms'])} | {fmt(row['items_read_p50'], 0)} |"
+        )
+    if size_rows:
+        say("\n### Recall at 1x and 10x memory (LoCoMo, the same questions; 10x: other conversations, renamed)\n")
+        say("| system | level | mode | measure | 1x | 10x | 10x ÷ 1x |")
+        say("|---|---|---|---|---:|---:|---:|")
+        for r in size_rows:
+            one, ten = r["1x"], r["10x"]
+            size = f"{r['items_1x']} → {r['items_10x']} items, {r['questions']} questions"
+            label = f"| {r['system']} | {r['level']} ({size}) | {r['mode']} |"
+            for measure, key, digits in (
+                ("items read p50", "items_read_p50", 0),
+                ("items read p95", "items_read_p95", 0),
+                ("p50 ms", "p50_ms", 1),
+                ("p95 ms", "p95_ms", 1),
+                ("hit@10", "hit@10", 3),
+            ):
+                a, b = float(one[key]), float(ten[key])
+                if math.isnan(a) and math.isnan(b):
+                    continue
+                ratio = b / a if a and not math.isnan(a) else math.nan
+                say(f"{label} {measure} | {fmt(a, digits)} | {fmt(b, digits)} | {fmt(ratio, 2)} |")
+    for note in notes:
+        say(f"\nNote: {note}")
