@@ -217,6 +217,8 @@ class FakeTarget(Target):
         self.bodies.append(body)
         if "mode" in body and self.refuse_mode:
             raise BenchError("fake /v3/conversation/search: HTTP 400: mode")
+        if "boom" in body["query"]:
+            raise BenchError("fake /v3/conversation/search: HTTP 504: timeout")
         ids = ["msg-b", "msg-a"] if "pet" in body["query"] else []
         data: dict[str, Any] = {"messages": [{"id": i} for i in ids]}
         if "mode" in body:
@@ -243,3 +245,15 @@ def test_questions_map_ids_back_to_turns_and_mode_falls_back(refuse: bool) -> No
         assert endpoint.notes == ["fake: `mode` refused (400); asked without it"]
     else:
         assert target.bodies[-1]["mode"] == "hybrid" and tally.mode_used == "keyword"
+
+
+def test_a_search_that_keeps_failing_is_retried_then_counted_as_a_miss(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recall, "RETRY_SECONDS", 0.0)
+    target = FakeTarget(refuse_mode=False)
+    endpoint = recall.Endpoint(target, None, "team")
+    questions = [Question("q1", "boom", frozenset({"D1:1"}), "k"), Question("q2", "pet", frozenset({"D1:1"}), "k")]
+    loaded = recall.Loaded(Corpus("c", [], questions), Scope("team", "recall", "u"), {"msg-a": frozenset({"D1:1"})})
+    tally = recall.questions_pass(endpoint, [loaded], "L0 messages", "d", None)
+    assert (tally.questions, tally.failed, tally.hits[5], len(tally.latencies)) == (2, 1, 1, 1)
+    assert sum(1 for b in target.bodies if b["query"] == "boom") == 1 + recall.RETRIES
+    assert endpoint.retries == recall.RETRIES

@@ -50,6 +50,8 @@ BATCH = 100
 GROWTH = 10  # the larger memory holds GROWTH times the turns of the base conversation
 MODES = ("keyword", "hybrid", "semantic")
 WRITERS = 4  # concurrent atomic/add requests while loading (not measured)
+RETRIES = 2  # a request answered 429 or 5xx is sent again, this many times, after RETRY_SECONDS x attempt
+RETRY_SECONDS = 1.0
 QUICK_GROWTH_QUESTIONS = 60  # --quick asks only this many of the base's questions at 1x and 10x
 
 # English function words: they carry no topic, so the stemmed reference gives them no weight.
@@ -149,6 +151,7 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     reads: list[float] = field(default_factory=list)
     modes_used: Counter[str] = field(default_factory=Counter)
+    failed: int = 0  # searches that failed after retries: counted as misses
 
     def add(
         self, rank: int | None, ms: float | None = None, read: float | None = None, used: str | None = None
@@ -179,6 +182,7 @@ class Tally:
             "mode": self.mode,
             "mode_used": self.mode_used,
             "questions": self.questions,
+            "failed": self.failed,
             **{f"hit@{k}": round(self.rate(k), 4) for k in KS},
             "p50_ms": round(percentile(self.latencies, 0.5), 1),
             "p95_ms": round(percentile(self.latencies, 0.95), 1),
@@ -234,6 +238,19 @@ class Endpoint:
     no_mode: bool = False  # answered 400 to ``mode``: asked without it
     no_timestamps: bool = False
     no_records: bool = False
+    retries: int = 0
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[float, Any]:
+        """The target's answer, a 429 or 5xx sent again up to RETRIES times."""
+        for attempt in range(RETRIES + 1):
+            try:
+                return self.target.post(path, body)
+            except BenchError as error:
+                if attempt == RETRIES or not re.search(r"HTTP (429|5\d\d)", str(error)):
+                    raise
+                self.retries += 1
+                time.sleep(RETRY_SECONDS * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -259,7 +276,7 @@ def add_turns(endpoint: Endpoint, loaded: Loaded, turns: Sequence[Turn], prefix:
             messages = [{k: v for k, v in m.items() if k != "timestamp"} for m in messages]
         body = loaded.scope.body(session_id=prefix + batch[0].session, messages=messages)
         try:
-            _, data = endpoint.target.post("/v3/conversation/add", body)
+            _, data = endpoint.post("/v3/conversation/add", body)
         except BenchError as error:
             if endpoint.no_timestamps or "HTTP 400" not in str(error):
                 raise
@@ -283,7 +300,7 @@ def add_records(endpoint: Endpoint, loaded: Loaded, records: Sequence[Record], p
             metadata={"source_turns": sorted(record.sources)},
         )
         try:
-            _, data = endpoint.target.post("/v3/atomic/add", body)
+            _, data = endpoint.post("/v3/atomic/add", body)
         except BenchError as error:
             endpoint.no_records = True
             endpoint.note(f"{endpoint.target.name}: atomic/add failed ({str(error)[:120]}); no L1 recall there")
@@ -313,7 +330,7 @@ def ask(
     if mode is not None and not endpoint.no_mode:
         body["mode"] = mode
     try:
-        ms, data = endpoint.target.post(route, body)
+        ms, data = endpoint.post(route, body)
     except BenchError as error:
         if "mode" not in body or "HTTP 400" not in str(error):
             raise
@@ -325,7 +342,14 @@ def ask(
     return ms, [str(item["id"]) for item in items or []], str(used) if used is not None else None
 
 
-def questions_pass(endpoint: Endpoint, loaded: Iterable[Loaded], level: str, dataset: str, mode: str | None) -> Tally:
+def questions_pass(
+    endpoint: Endpoint,
+    loaded: Iterable[Loaded],
+    level: str,
+    dataset: str,
+    mode: str | None,
+    progress: Callable[[str], None] = lambda text: None,
+) -> Tally:
     """Every question of ``loaded`` asked once at ``level`` (L0 or L1)."""
     route = "/v3/conversation/search" if level.startswith("L0") else "/v3/atomic/search"
     tally = Tally(dataset, level, endpoint.target.name, mode or "–")
@@ -333,14 +357,32 @@ def questions_pass(endpoint: Endpoint, loaded: Iterable[Loaded], level: str, dat
         sources = memory.messages if level.startswith("L0") else memory.records
         if not sources:
             continue
-        ask(endpoint, route, memory.scope, "warm up", mode)
+        try:
+            ask(endpoint, route, memory.scope, "warm up", mode)
+        except BenchError:
+            pass  # counted when a question fails
         for question in memory.corpus.questions:
             if endpoint.log is not None:
                 endpoint.log.take()
-            ms, ids, used = ask(endpoint, route, memory.scope, question.text, mode)
+            try:
+                ms, ids, used = ask(endpoint, route, memory.scope, question.text, mode)
+            except BenchError as error:
+                tally.failed += 1
+                tally.add(None)
+                if tally.failed == 1:
+                    endpoint.note(f"{endpoint.target.name}: first failed search: {str(error)[:160]}")
+                continue
             read = sum(c["read"] for c in endpoint.log.take()) if endpoint.log is not None else None
             found = [sources.get(i, frozenset()) for i in ids]
             tally.add(first_hit(found, question.evidence), ms, read, used)
+    row = tally.row()
+    progress(
+        f"recall: {endpoint.target.name}: {dataset} {level} ({tally.questions} questions, mode {tally.mode}): "
+        f"hit@1/5/10 {row['hit@1']}/{row['hit@5']}/{row['hit@10']}, p50/p95 {row['p50_ms']}/{row['p95_ms']} ms, "
+        f"items read p50 {row['items_read_p50']}"
+    )
+    if tally.failed:
+        endpoint.note(f"{endpoint.target.name}: {dataset} {level}: {tally.failed} searches failed, counted as misses")
     if endpoint.no_mode and mode is not None:
         tally.mode = f"{mode} (refused: none sent)"
     return tally
@@ -431,7 +473,7 @@ def run(
     size_rows: list[dict[str, Any]] = []
     for endpoint in endpoints:
         name = endpoint.target.name
-        for dataset in datasets:
+        for dataset in sorted(datasets, key=lambda d: d is locomo):  # the small one first
             loaded = []
             for corpus in dataset.corpora:
                 progress(f"recall: {name}: loading {dataset.name} {corpus.name} ({len(corpus.turns)} turns)")
@@ -439,12 +481,15 @@ def run(
             for mode in config.modes:
                 progress(f"recall: {name}: asking {summary[dataset.name]['questions']} questions (mode {mode})")
                 for level in ("L0 messages", "L1 records"):
-                    tally = questions_pass(endpoint, loaded, level, dataset.name, mode)
+                    tally = questions_pass(endpoint, loaded, level, dataset.name, mode, progress)
                     if tally.questions:
                         tallies.append(tally)
             if dataset is locomo and loaded:
                 size_rows += grow(endpoint, loaded[0], every, config, progress)
     seconds = round(time.perf_counter() - began, 1)
+    for endpoint in endpoints:
+        if endpoint.retries:
+            endpoint.note(f"{endpoint.target.name}: {endpoint.retries} requests answered 429/5xx and were sent again")
     notes = [n for e in endpoints for n in e.notes]
     print_tables(summary, tallies, size_rows, notes, config, say)
     return {
@@ -466,7 +511,8 @@ def grow(
     turns, records = distractors(base.corpus, others, GROWTH - 1)
     levels = ("L0 messages", "L1 records")
     before = {
-        mode: {lvl: questions_pass(endpoint, [base], lvl, "LoCoMo", mode) for lvl in levels} for mode in config.modes
+        mode: {lvl: questions_pass(endpoint, [base], lvl, "LoCoMo", mode, progress) for lvl in levels}
+        for mode in config.modes
     }
     progress(
         f"recall: {endpoint.target.name}: growing {base.corpus.name} by {len(turns)} turns, {len(records)} records"
@@ -479,7 +525,7 @@ def grow(
             small = before[mode][level]
             if not small.questions:
                 continue
-            large = questions_pass(endpoint, [base], level, "LoCoMo", mode)
+            large = questions_pass(endpoint, [base], level, "LoCoMo", mode, progress)
             rows.append(size_row(endpoint.target.name, small, large, base.corpus, turns, records))
     if endpoint.log is not None:  # the in-process reference, once
         grown = replace(base.corpus, turns=base.corpus.turns + turns, records=base.corpus.records + records)
