@@ -219,19 +219,29 @@ def test_s3_vectors_faults_are_injected_by_the_test_hooks(stack, hooks, index):
 
 def test_each_function_is_held_to_its_policy_for_vectors_and_models(stack, hooks, index):
     """AdminFunction's policy grants neither Bedrock nor S3 Vectors: both refuse it as AWS does (403
-    AccessDeniedException), and the call log names the action and the resource ARN."""
+    AccessDeniedException), and the call log names the action and the resource ARN. (The resources
+    are named ``outside/…`` in the log, the mark of a refusal on purpose that the session's IAM
+    sufficiency check leaves out.)"""
     own = stack.credentials.function("AdminFunction")
     keys = {"aws_access_key_id": own.access_key, "aws_secret_access_key": own.secret, "aws_session_token": own.token}
     seq = hooks.last_seq()
     body = json.dumps({"inputText": "x"})
-    assert failure(lambda: bedrock(**keys).invoke_model(modelId=MODEL, body=body))[:2] == (
+    outside_model = "outside/amazon.titan-embed-text-v2:0"
+    assert failure(lambda: bedrock(**keys).invoke_model(modelId=outside_model, body=body))[:2] == (
         "AccessDeniedException",
         403,
     )
     probe = {"float32": [0.1] * 256}
-    denied = failure(lambda: vectors(**keys).query_vectors(**index, topK=1, queryVector=probe, filter={"user": "u1"}))
+    outside = {"vectorBucketName": "outside", "indexName": "memory-1.epoch-1"}
+    denied = failure(lambda: vectors(**keys).query_vectors(**outside, topK=1, queryVector=probe, filter={"user": "u1"}))
     assert denied[:2] == ("AccessDeniedException", 403)
     logged = [c for c in hooks.calls(seq) if c["function"] == "AdminFunction"]
     assert [c["refused"] for c in logged] == ["AccessDeniedException", "AccessDeniedException"]
-    index_arn = f"arn:aws:s3vectors:{REGION}:123456789012:bucket/api-test-vectors/index/memory-1.epoch-1"
+    assert [c["key"] for c in logged] == [outside_model, "outside/memory-1.epoch-1"]
+    assert logged[0]["actions"] == [
+        ["bedrock:InvokeModel", f"arn:aws:bedrock:{REGION}::foundation-model/{outside_model}"]
+    ]
+    index_arn = f"arn:aws:s3vectors:{REGION}:123456789012:bucket/outside/index/memory-1.epoch-1"
     assert logged[1]["actions"] == [["s3vectors:QueryVectors", index_arn], ["s3vectors:GetVectors", index_arn]]
+    # the operator's key opens everything, as an account administrator's would
+    assert failure(lambda: vectors().list_vector_buckets())[0] == "accepted"

@@ -6,7 +6,8 @@ index's ARN ``arn:aws:s3vectors:REGION:ACCOUNT:bucket/NAME/index/INDEX`` (Create
 DeleteIndex and the vector operations) or the vector bucket's ``…:bucket/NAME`` (the bucket
 operations and ListIndexes); ListVectorBuckets needs ``*``. A QueryVectors with a ``filter`` or
 ``returnMetadata`` also needs ``s3vectors:GetVectors`` on the index. The call log names the vector
-bucket as ``bucket`` and the index as ``key`` (so a test hook's ``key_contains`` selects an index).
+bucket as ``bucket`` and ``BUCKET/INDEX`` as ``key`` (the bucket alone for bucket operations), so a
+test hook's ``key_contains`` selects an index.
 
 Bedrock: InvokeModel needs ``bedrock:InvokeModel`` on the model's ARN,
 ``arn:aws:bedrock:REGION::foundation-model/MODEL`` (or the ARN the request names)."""
@@ -69,7 +70,8 @@ def vectors_call(method: str, raw_path: str, who: str | None, body: bytes, regio
         bucket = the_bucket_arn.split(":bucket/", 1)[1]
     bucket = str(bucket) if bucket else None
     index = str(index) if index else None
-    call = Call("s3vectors", operation, who, body=payload, bucket=bucket, key=index)
+    key = f"{bucket}/{index}" if bucket and index else bucket
+    call = Call("s3vectors", operation, who, body=payload, bucket=bucket, key=key)
     if operation == "ListVectorBuckets":
         call.actions.append(("s3vectors:ListVectorBuckets", "*"))
         return call
@@ -92,6 +94,6 @@ def bedrock_call(raw_path: str, who: str | None, body: bytes, region: str) -> Ca
     model = unquote("/".join(segments[1:-1])) if len(segments) >= 3 and segments[0] == "model" else ""
     operation = "InvokeModel" if segments[-1:] == ["invoke"] else "InvokeModelWithResponseStream"
     call = Call("bedrock", operation, who, [("bedrock:InvokeModel", model_arn(region, model))])
-    call.key = model  # the call log's ``key``: the model id
+    call.key = model  # the call log's ``key``: the model id (or ARN) as the request names it
     call.body = {"modelId": model, **_json(body)}  # what a test hook's ``body_contains`` looks at
     return call
