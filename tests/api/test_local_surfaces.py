@@ -337,3 +337,20 @@ def test_an_encoded_slash_is_not_a_separator(stack, path):
         stack.api_url + "/v3/conversation/query", data=json.dumps(scope.body()), headers=AUTH, timeout=30
     )
     assert plain.status_code == 200, plain.text
+
+
+def test_bedrock_and_s3_vectors_refuse_as_rest_json_services_do(stack):
+    """Bedrock and S3 Vectors (REST JSON protocols) answer 403 with the same codes as the others."""
+    unsigned = requests.post(
+        f"{stack.aws_url}/model/amazon.titan-embed-text-v2%3A0/invoke", data=b'{"inputText": "x"}', timeout=30
+    )
+    assert unsigned.status_code == 403 and ADMIN_KEY not in unsigned.text
+    forger = {"key": stack.credentials.operator.access_key, "secret": "not-the-secret"}
+    bedrock = client(stack, "bedrock-runtime", **forger)
+    invoke = lambda: bedrock.invoke_model(modelId="amazon.titan-embed-text-v2:0", body=b'{"inputText": "x"}')  # noqa: E731
+    assert error_of(invoke) == (403, "InvalidSignatureException")
+    assert error_of(lambda: client(stack, "s3vectors", **forger).list_vector_buckets()) == (
+        403,
+        "InvalidSignatureException",
+    )
+    assert "vectorBuckets" in client(stack, "s3vectors").list_vector_buckets()

@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -224,9 +225,17 @@ def _pairs(query: str) -> list[tuple[str, str]]:
     return pairs
 
 
+_ISO_BASIC = re.compile(r"([0-9]{4})([0-9]{2})([0-9]{2})T([0-9]{2})([0-9]{2})([0-9]{2})Z")
+
+
 def _timestamp(value: str) -> float | None:
+    """Seconds since the epoch of an ISO 8601 basic timestamp (``20260101T080000Z``), or None."""
+    match = _ISO_BASIC.fullmatch(value)
+    if match is None:
+        return None
     try:
-        return datetime.strptime(value, _TIMESTAMP).replace(tzinfo=UTC).timestamp()
+        year, month, day, hour, minute, second = map(int, match.groups())
+        return datetime(year, month, day, hour, minute, second, tzinfo=UTC).timestamp()
     except ValueError:
         return None
 
