@@ -245,3 +245,70 @@ def test_each_function_is_held_to_its_policy_for_vectors_and_models(stack, hooks
     assert logged[1]["actions"] == [["s3vectors:QueryVectors", index_arn], ["s3vectors:GetVectors", index_arn]]
     # the operator's key opens everything, as an account administrator's would
     assert failure(lambda: vectors().list_vector_buckets())[0] == "accepted"
+
+
+# ---------------------------------------------------------------- kept across a restart
+
+
+def _emulated_side(data_dir, credentials):
+    """The emulated AWS side alone (no functions), on a free port, keeping its state in data_dir."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    local = Path(__file__).resolve().parents[2] / "infra" / "local"
+    env = {**os.environ, **credentials.environment(), "PYTHONPATH": str(local)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memory_hub_local.aws", "--port", "0", "--data-dir", str(data_dir)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith(b"READY "):
+            return process, f"http://127.0.0.1:{json.loads(line[6:])['port']}"
+    raise AssertionError(f"the emulated AWS side exited ({process.wait()})")
+
+
+def test_vector_buckets_indexes_and_vectors_survive_a_restart(tmp_path):
+    import signal
+
+    from memory_hub_local.identity import Credentials
+
+    credentials = Credentials.create(tmp_path)
+    operator = credentials.operator
+    keys = {"aws_access_key_id": operator.access_key, "aws_secret_access_key": operator.secret}
+    process, url = _emulated_side(tmp_path, credentials)
+    try:
+        client = vectors(endpoint_url=url, **keys)
+        made = {b["vectorBucketName"] for b in client.list_vector_buckets()["vectorBuckets"]}
+        assert made, "the template's vector buckets are made at start"
+        bucket = sorted(made)[0]
+        at = {"vectorBucketName": bucket, "indexName": "restart-probe"}
+        client.create_index(
+            **at,
+            dataType="float32",
+            dimension=2,
+            distanceMetric="euclidean",
+            metadataConfiguration={"nonFilterableMetadataKeys": ["note"]},
+        )
+        client.put_vectors(**at, vectors=[{"key": "k", "data": {"float32": [0.5, -2.0]}, "metadata": {"u": "1"}}])
+    finally:
+        process.send_signal(signal.SIGTERM)  # a stop saves a last snapshot
+        process.wait(timeout=60)
+    process, url = _emulated_side(tmp_path, credentials)
+    try:
+        client = vectors(endpoint_url=url, **keys)
+        assert {b["vectorBucketName"] for b in client.list_vector_buckets()["vectorBuckets"]} == made
+        index = client.get_index(**at)["index"]
+        assert (index["dimension"], index["distanceMetric"]) == (2, "euclidean")
+        assert index["metadataConfiguration"]["nonFilterableMetadataKeys"] == ["note"]
+        got = client.get_vectors(**at, keys=["k"], returnData=True, returnMetadata=True)["vectors"]
+        assert got == [{"key": "k", "data": {"float32": [0.5, -2.0]}, "metadata": {"u": "1"}}]
+        hit = client.query_vectors(**at, topK=1, queryVector={"float32": [0.5, -2.0]}, filter={"u": "1"})
+        assert [v["key"] for v in hit["vectors"]] == ["k"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
