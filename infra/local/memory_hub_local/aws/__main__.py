@@ -2,7 +2,8 @@
 
 It starts moto (in this process, patched), makes the template's resources (or restores them from
 the data directory), serves them on the port, and prints one line ``READY {json}`` with the
-secrets' ARNs. On SIGTERM or SIGINT it saves a last snapshot and exits."""
+secrets' ARNs. Every change is on disk before it is answered (``journal``); on SIGTERM or SIGINT it
+ends a compaction under way and exits. ``--compact-upto N`` runs a compaction child instead."""
 
 from __future__ import annotations
 
@@ -27,7 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default="")
     parser.add_argument("--test-hooks", action="store_true")
     parser.add_argument("--no-iam", action="store_true", help="do not enforce the functions' IAM policies")
+    parser.add_argument("--compact-upto", type=int, help="(internal) write the snapshot of journal segments below N")
+    parser.add_argument("--parent", type=int, default=0, help="(internal) the stack a compaction child belongs to")
     args = parser.parse_args(argv)
+    if args.compact_upto is not None:
+        from .journal import die_with_parent
+
+        die_with_parent(args.parent)
+        os.nice(10)
     os.environ["AWS_DEFAULT_REGION"] = args.region
 
     from moto import mock_aws
@@ -58,13 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         for f in deployment.functions.values()
     }
     side = AwsSide(state, args.region, identities, Hooks() if args.test_hooks else None)
+    if args.compact_upto is not None:
+        return side.compact_child(args.compact_upto)
+    try:
+        side.recover()
+    except RuntimeError as exc:
+        print(f"the emulated AWS side cannot start: {exc}", file=sys.stderr)
+        return 1
     try:
         server = make_server(side, args.port)
     except OSError as exc:
         print(f"the emulated AWS side cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1
     stop = threading.Event()
-    saver = threading.Thread(target=side.keep_saving, args=(stop,), daemon=True)
+    saver = threading.Thread(target=side.keep_compacting, args=(stop,), daemon=True)
     saver.start()
 
     def finish(*_: object) -> None:
@@ -86,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     server.serve_forever()
-    side.snapshot()
+    side.close()
     return 0
 
 

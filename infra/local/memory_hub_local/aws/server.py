@@ -6,12 +6,16 @@ key it signed with (each function has its
 own, as each Lambda function has its own role); refuse what the caller's IAM policy (from the
 template, SAM-expanded) does not allow, with AWS's AccessDenied; run any test hook (pause, fault);
 then, holding the one lock that makes every emulated call atomic, refuse what AWS would refuse
-(``faithful``) and let moto answer. Changes mark the state for the next snapshot."""
+(``faithful``) and let moto answer. A change is appended to the journal under that lock, and every
+answer waits until the journal is on disk up to it (``journal``)."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -23,6 +27,7 @@ from .. import http
 from ..identity import Credentials
 from . import bedrock, calls, faithful, s3vectors, signing
 from .hooks import Hooks
+from .journal import KEPT_SERVICES, Journal, Record, encode, lock_data_dir, pause_point, replay, segment_path, segments
 from .state import State, dynamodb_backend, s3_backend
 
 LOCK = threading.RLock()
@@ -135,6 +140,11 @@ class AwsSide:
         }
         self.bedrock_models = bedrock.served_models(state.cfn)
         self.schemas = faithful.Schemas(dynamodb_backend(region))
+        self.journal: Journal | None = None
+        self._compacting = threading.Lock()
+        self._child: subprocess.Popen[bytes] | None = None
+        self._data_lock = -1  # the data directory's lock, held while the process lives
+        self._closing = False
 
     # ---------------------------------------------------------------- one request
     def handle(
@@ -172,8 +182,9 @@ class AwsSide:
                         call, method, raw_path, headers, lowered, body, server_name, port
                     )
                     spent = (time.perf_counter() - started) * 1000
-                    if status < 300 and call.operation not in _READ_ONLY:
-                        self.state.dirty.set()
+                    if status < 300 and self.journal is not None and _kept(call):
+                        meta = {"m": method, "p": raw_path, "h": headers, "n": server_name, "o": port}
+                        self.journal.append(encode({**meta, "x": _made_up(call)}, body))
         except faithful.Refusal as refusal:
             refused = refusal.code
             status, out_headers, out_body = (
@@ -181,6 +192,8 @@ class AwsSide:
                 {"Content-Type": refusal.content_type, **refusal.headers},
                 refusal.body,
             )
+        if self.journal is not None:  # nothing is answered before what it may have seen is on disk
+            self.journal.sync()
         if self.hooks is not None:
             self.hooks.record(call, identity.name, status, refused, spent, _items_read(call, status, out_body))
         return status, out_headers, out_body
@@ -268,8 +281,7 @@ class AwsSide:
         if parts == ["health"]:
             return 200, {"status": "ok"}
         if parts == ["snapshot"] and method == "POST":
-            self.snapshot()
-            return 200, {"saved": self.state.path is not None}
+            return 200, {"saved": self.compact()}
         if self.hooks is None:
             return 404, {"message": "test hooks are off (start the stack with --test-hooks)"}
         if parts == ["hooks"] and method == "POST":
@@ -295,22 +307,149 @@ class AwsSide:
             return 200, {"calls": self.hooks.since(int((query.get("since") or ["0"])[0]))}
         return 404, {"message": "no such control route"}
 
-    def snapshot(self) -> None:
-        if self.state.path is None:
+    # ---------------------------------------------------------------- persistence
+    def recover(self) -> None:
+        """At a start, after the snapshot is loaded: replay the journal on top of it, cut off a
+        record a crash left torn, and open a new segment for what comes."""
+        directory = self.state.data_dir
+        if directory is None:
             return
-        with LOCK:
-            self.state.dirty.clear()
-            data = self.state.capture()
-        self.state.save(data)
+        self._data_lock = lock_data_dir(directory)
+        first = self.state.journal_start
+        for number in segments(directory):
+            if number < first:  # the snapshot holds it (a compaction ended before deleting it)
+                segment_path(directory, number).unlink(missing_ok=True)
+        started, replayed = time.perf_counter(), []
+        for number, records, kept, dropped in replay(directory, first, None, self.replay_one, repair=True):
+            replayed.append((number, records, kept))
+            if dropped:
+                print(
+                    f"journal.{number:08d}: dropped {dropped} bytes of a record cut short by a crash",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        self.journal = Journal(directory, max([first] + [n + 1 for n, _, _ in replayed]))
+        for number, records, kept in replayed:
+            self.journal.count_replayed(number, records, kept)
+        if replayed:
+            print(
+                f"journal: replayed {sum(r for _, r, _ in replayed)} changes in {time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+        if not self.state.snapshot_found:  # a first start: the generated secrets go to disk now
+            self.state.save(self.state.capture(), self.journal.number)
+            self.journal.forget_below(self.journal.number)
 
-    def keep_saving(self, stop: threading.Event, every_s: float = 2.0) -> None:
-        """Save a snapshot a little after changes stop arriving, until ``stop``."""
-        while not stop.is_set():
-            if self.state.dirty.wait(timeout=0.5) and not stop.wait(every_s):
-                try:
-                    self.snapshot()
-                except Exception:  # noqa: BLE001 - a failed save is retried at the next change
-                    traceback.print_exc()
+    def replay_one(self, record: Record) -> None:
+        """Apply one journalled request as it was applied when it was received."""
+        meta, body = record.meta, record.body
+        headers: dict[str, str] = meta["h"]
+        lowered = {k.lower(): v for k, v in headers.items()}
+        call = calls.parse(meta["m"], meta["p"], lowered, body, self.region)
+        status, _, _ = self._moto(call, meta["m"], meta["p"], headers, lowered, body, meta["n"], int(meta["o"]))
+        if status >= 300:
+            print(f"journal: a {call.operation} did not apply again ({status})", file=sys.stderr, flush=True)
+            return
+        _put_back(call, meta.get("x") or {})
+
+    def compact(self) -> bool:
+        """Fold the journal into a new snapshot without holding up requests: under the lock only
+        the segment is switched; a child process replays the closed segments on the last snapshot."""
+        directory = self.state.data_dir
+        if directory is None or self.journal is None:
+            return False
+        with self._compacting:
+            with LOCK:
+                upto = self.journal.rotate()
+            command = [sys.executable, "-m", "memory_hub_local.aws", "--port", "0", "--region", self.region]
+            command += ["--data-dir", str(directory), "--compact-upto", str(upto), "--parent", str(os.getpid())]
+            self._child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+            code = self._child.wait()
+            self._child = None
+            if code != 0:
+                if self._closing:
+                    return False  # ended by close(): the journal still holds its part
+                print(f"journal: a compaction failed (exit {code}); the journal is kept", file=sys.stderr, flush=True)
+                return False
+            self.journal.forget_below(upto)
+            return True
+
+    def compact_child(self, upto: int) -> int:
+        """In the compaction child: the snapshot is loaded; replay segments below ``upto``, save."""
+        directory = self.state.data_dir
+        assert directory is not None
+        for _ in replay(directory, self.state.journal_start, upto, self.replay_one, repair=False):
+            pass
+        pause_point(directory, "replayed")
+        self.state.save(self.state.capture(), upto)
+        pause_point(directory, "saved")
+        return 0
+
+    def keep_compacting(self, stop: threading.Event) -> None:
+        """Compact whenever the journal has grown past its threshold, until ``stop``."""
+        while not stop.wait(0.5):
+            if self.journal is None or not self.journal.wants_compaction():
+                continue
+            try:
+                if not self.compact():
+                    stop.wait(5)
+            except Exception:  # noqa: BLE001 - the journal is kept; the next attempt may succeed
+                traceback.print_exc()
+                stop.wait(5)
+
+    def close(self) -> None:
+        """At a stop: end a compaction under way (the journal still holds its part) and close the
+        journal (it is on disk already)."""
+        self._closing = True
+        child = self._child
+        if child is not None and child.poll() is None:
+            child.kill()
+            child.wait()
+        if self.journal is not None:
+            self.journal.close()
+
+
+def _kept(call: calls.Call) -> bool:
+    return call.service in KEPT_SERVICES and call.operation not in _READ_ONLY
+
+
+def _vector_resource(call: calls.Call) -> Any:
+    buckets = [b for b in s3vectors.backend().vector_buckets.values() if b.vector_bucket_name == call.bucket]
+    if not buckets or call.operation == "CreateVectorBucket":
+        return buckets[0] if buckets else None
+    return next((i for i in buckets[0].indexes.values() if i.index_name == call.key), None)
+
+
+_NEW_OBJECT = ("PutObject", "CopyObject", "ObjectPost")  # ObjectPost: CompleteMultipartUpload
+
+
+def _made_up(call: calls.Call) -> dict[str, str]:
+    """What moto made up for a change that a replay would make up differently: the time."""
+    if call.service == "s3" and call.bucket and call.key and call.operation in _NEW_OBJECT:
+        bucket = s3_backend().buckets.get(call.bucket)
+        key = bucket.keys.get(call.key) if bucket is not None else None
+        if key is not None and hasattr(key, "last_modified"):
+            return {"last_modified": key.last_modified.isoformat()}
+    if call.service == "s3vectors" and call.operation in ("CreateVectorBucket", "CreateIndex"):
+        made = _vector_resource(call)
+        if getattr(made, "creation_time", None) is not None:
+            return {"creation_time": made.creation_time.isoformat()}
+    return {}
+
+
+def _put_back(call: calls.Call, made_up: dict[str, str]) -> None:
+    from datetime import datetime
+
+    if "last_modified" in made_up and call.bucket and call.key:
+        bucket = s3_backend().buckets.get(call.bucket)
+        key = bucket.keys.get(call.key) if bucket is not None else None
+        if key is not None:
+            key.last_modified = datetime.fromisoformat(made_up["last_modified"])
+    if "creation_time" in made_up:
+        made = _vector_resource(call)
+        if made is not None:
+            made.creation_time = datetime.fromisoformat(made_up["creation_time"])
 
 
 class AwsHandler(http.Handler):

@@ -1,9 +1,11 @@
 """The emulated account's resources: made from the template (tables, bucket, secrets) and kept in
-a data directory, so keys and memory survive a stop and a restart of the local stack.
+a data directory, so keys and memory survive a stop, a crash and a restart of the local stack.
 
 A snapshot is one gzip'd JSON file (``state.json.gz``): every item of every table in DynamoDB
-JSON, every object with its metadata, and every secret's value. It is written atomically (a
-temporary file renamed over the old one) at a stop and a few seconds after any change."""
+JSON, every object with its metadata, every secret's value, every vector, and the number of the
+first journal segment it does not hold (``journal``). It is written atomically and durably (a
+temporary file, fsync'd, renamed over the old one, the directory fsync'd) by a compaction, never
+while requests wait; the journal (``journal.py``) holds every change since."""
 
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ import json
 import os
 import secrets
 import tempfile
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from . import s3vectors
 
 SNAPSHOT = "state.json.gz"
-FORMAT = 1
+FORMAT = 2
+FORMATS = (1, 2)  # a format 1 snapshot (before the journal) holds no journal segment
 
 
 def dynamodb_backend(region: str) -> Any:
@@ -54,7 +56,8 @@ class State:
         self.admin_key = admin_key
         self.secret_arns: dict[str, str] = {}
         self.secret_values: dict[str, str] = {}
-        self.dirty = threading.Event()
+        self.journal_start = 0  # the first journal segment the loaded snapshot does not hold
+        self.snapshot_found = False
 
     # ---------------------------------------------------------------- creation
     def _resources(self, kind: str) -> dict[str, Any]:
@@ -101,7 +104,6 @@ class State:
             self.secret_values[logical_id] = value
         if saved:
             self._restore(saved)
-        self.dirty.set()  # the secrets (and a restored state) belong in the next snapshot
 
     # ---------------------------------------------------------------- persistence
     @property
@@ -112,17 +114,19 @@ class State:
         if self.path is None or not self.path.exists():
             return None
         with gzip.open(self.path, "rt", encoding="utf-8") as handle:
-            data = json.load(handle)
-        return data if data.get("format") == FORMAT else None
+            data: dict[str, Any] = json.load(handle)
+        if data.get("format") not in FORMATS:
+            return None
+        self.snapshot_found = True
+        self.journal_start = int(data.get("journal", 0))
+        return data
 
     def _restore(self, saved: dict[str, Any]) -> None:
         s3vectors.load_state(saved.get("s3vectors", {}))
         dynamodb = dynamodb_backend(self.region)
         for table_name, items in saved.get("dynamodb", {}).items():
             if table_name in dynamodb.tables:
-                table = dynamodb.get_table(table_name)
-                for item in items:
-                    table.put_item(item)
+                _fill(dynamodb.get_table(table_name), items)
         s3 = s3_backend()
         for bucket, objects in saved.get("s3", {}).items():
             if bucket not in s3.buckets:
@@ -159,15 +163,47 @@ class State:
             "s3vectors": s3vectors.dump_state(),
         }
 
-    def save(self, data: dict[str, Any]) -> None:
+    def save(self, data: dict[str, Any], journal: int) -> None:
+        """Write a snapshot that holds every journal segment below ``journal``, durably."""
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in self.path.parent.glob(".state-*.tmp"):  # left by a compaction that was killed
+            stale.unlink(missing_ok=True)
         handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".state-", suffix=".tmp")
         try:
-            with os.fdopen(handle, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as out:
-                json.dump(data, out, separators=(",", ":"))
+            with os.fdopen(handle, "wb") as raw:
+                with gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as out:
+                    json.dump({**data, "journal": journal}, out, separators=(",", ":"))
+                raw.flush()
+                os.fsync(raw.fileno())
             os.replace(temporary, self.path)
+            directory = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+def _fill(table: Any, items: list[dict[str, Any]]) -> None:
+    """Put saved items into a moto table as moto holds them, without re-checking each (they were
+    checked when written; moto's per-attribute size check makes a put quadratic in its size)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+
+    hash_attr, range_attr = table.hash_key_attr, table.range_key_attr
+    for attrs in items:
+        item: Any = Item.__new__(Item)
+        converted = LimitedSizeDict()
+        dict.update(converted, {name: DynamoType(value) for name, value in attrs.items()})
+        item.hash_key = converted[hash_attr]
+        item.range_key = converted[range_attr] if range_attr else None
+        item.attrs = converted
+        if range_attr:
+            table.items[item.hash_key][item.range_key] = item
+        else:
+            table.items[item.hash_key] = item
+    if hasattr(table, "_memory_hub_sorted"):  # sorted views of partitions are made again on use
+        table._memory_hub_sorted.clear()

@@ -1,0 +1,275 @@
+"""The journal that keeps every acknowledged change of the emulated account on disk.
+
+Each successful mutating request to a service the snapshot holds (DynamoDB, S3, Secrets Manager,
+S3 Vectors) is appended as it was received — method, path, headers and body — with the values
+moto made up for it (an object's LastModified, a vector bucket's or index's creation time), and
+the journal is fsync'd before the answer goes out. Requests that arrive while an fsync is under
+way share the next one (group commit), so a write costs one append plus at most one fsync,
+whatever the account holds. Any answer — a read too — waits until everything journalled before
+it is on disk, so nothing a client saw can be lost by a crash.
+
+On disk, in the data directory: ``state.json.gz`` (the snapshot, which names the first segment it
+does not contain) and segments ``journal.<n>``. A record is ``length (u32) | crc32 (u32) |
+payload``, the payload ``meta length (u32) | meta (JSON) | body``. At a start the snapshot is
+loaded and the segments from the one it names on are replayed in order through the same moto
+path the requests took (with the recorded made-up values put back), so replay reproduces the
+account byte for byte; a record cut short by a crash (short, or a checksum that does not match)
+is dropped with everything after it in that segment, and the start goes on.
+
+Compaction runs off the request path: under the lock only the current segment is closed and a new
+one opened; a child process (``python -m memory_hub_local.aws --compact-upto N``) loads the last
+snapshot, replays the closed segments, and writes the new snapshot (temporary file, fsync,
+rename, fsync of the directory). Only then are the segments it holds deleted. A crash at any
+point leaves either the old snapshot and all segments, or the new snapshot (which names the
+segments it holds, so none is replayed twice)."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import re
+import struct
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# The services whose state the snapshot holds; the others (SQS, Bedrock) are not kept.
+KEPT_SERVICES = frozenset({"dynamodb", "s3", "secretsmanager", "s3vectors"})
+SEGMENT = re.compile(r"^journal\.(\d{8})$")
+LOCK_FILE = "lock"
+_HEADER = struct.Struct("<II")
+_META = struct.Struct("<I")
+
+# When the journal holds this many records or bytes beyond the snapshot, a compaction starts.
+COMPACT_RECORDS = int(os.environ.get("MEMORY_HUB_COMPACT_RECORDS") or 5000)
+COMPACT_BYTES = int(os.environ.get("MEMORY_HUB_COMPACT_BYTES") or 64 * 1024 * 1024)
+# Tests only: the compaction child stops at this point ("replayed" or "saved") and waits forever.
+PAUSE_VARIABLE = "MEMORY_HUB_TEST_COMPACT_PAUSE"
+PAUSED_MARKER = "compaction-paused"
+
+
+def segment_path(directory: Path, number: int) -> Path:
+    return directory / f"journal.{number:08d}"
+
+
+def segments(directory: Path) -> list[int]:
+    if not directory.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in directory.iterdir() if (m := SEGMENT.match(p.name)))
+
+
+def fsync_directory(directory: Path) -> None:
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def encode(meta: dict[str, Any], body: bytes) -> list[bytes]:
+    """One record as the buffers to write (the body is not copied)."""
+    head = json.dumps(meta, separators=(",", ":")).encode()
+    prefix = _META.pack(len(head)) + head
+    checksum = zlib.crc32(body, zlib.crc32(prefix))
+    return [_HEADER.pack(len(prefix) + len(body), checksum), prefix, body]
+
+
+@dataclass
+class Record:
+    meta: dict[str, Any]
+    body: bytes
+
+
+def read(path: Path) -> tuple[list[Record], int, int]:
+    """The whole records of a segment, the offset where they end and the file's size (more than
+    the offset when the last record was cut short by a crash or does not match its checksum)."""
+    data = path.read_bytes()
+    records: list[Record] = []
+    offset = 0
+    while offset + _HEADER.size <= len(data):
+        length, checksum = _HEADER.unpack_from(data, offset)
+        start, end = offset + _HEADER.size, offset + _HEADER.size + length
+        if end > len(data) or length < _META.size:
+            break
+        payload = memoryview(data)[start:end]
+        if zlib.crc32(payload) != checksum:
+            break
+        (meta_length,) = _META.unpack_from(payload)
+        if _META.size + meta_length > length:
+            break
+        try:
+            meta = json.loads(bytes(payload[_META.size : _META.size + meta_length]))
+        except ValueError:
+            break
+        records.append(Record(meta, bytes(payload[_META.size + meta_length :])))
+        offset = end
+    return records, offset, len(data)
+
+
+def replay(
+    directory: Path,
+    first: int,
+    upto: int | None,
+    apply: Callable[[Record], None],
+    repair: bool,
+) -> Iterator[tuple[int, int, int, int]]:
+    """Apply the records of segments ``first`` … ``upto - 1`` (all when ``upto`` is None) in order;
+    yields (segment, records, bytes kept, bytes dropped). ``repair`` cuts a torn tail off its file."""
+    for number in segments(directory):
+        if number < first or (upto is not None and number >= upto):
+            continue
+        path = segment_path(directory, number)
+        records, valid, size = read(path)
+        for record in records:
+            apply(record)
+        if repair and valid < size:
+            with open(path, "r+b") as handle:
+                handle.truncate(valid)
+                os.fsync(handle.fileno())
+        yield number, len(records), valid, size - valid
+
+
+class Journal:
+    """The open segment: appends (under the caller's lock, so the journal's order is the order the
+    changes were made in) and fsyncs shared by whoever waits (group commit)."""
+
+    def __init__(self, directory: Path, number: int) -> None:
+        self.directory = directory
+        self.number = number
+        self._fd = self._open(number)
+        self._cond = threading.Condition(threading.Lock())
+        self._syncing = False
+        self.written = 0  # bytes appended since the start (all segments)
+        self.durable = 0  # of which are known to be on disk
+        self.pending_records = 0  # beyond the snapshot
+        self.pending_bytes = 0
+        self._sizes: dict[int, tuple[int, int]] = {}  # closed segment -> (records, bytes)
+        self._segment_records = 0
+        self._segment_bytes = 0
+
+    def _open(self, number: int) -> int:
+        fd = os.open(segment_path(self.directory, number), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fsync_directory(self.directory)
+        return fd
+
+    def count_replayed(self, number: int, records: int, size: int) -> None:
+        """Segments kept from before this start count towards the next compaction."""
+        self._sizes[number] = (records, size)
+        self.pending_records += records
+        self.pending_bytes += size
+
+    def append(self, buffers: list[bytes]) -> None:
+        size = sum(len(b) for b in buffers)
+        with self._cond:
+            done = os.writev(self._fd, buffers)
+            if done != size:  # a short write (a full disk): finish it or fail loudly
+                rest = b"".join(buffers)[done:]
+                while rest:
+                    rest = rest[os.write(self._fd, rest) :]
+            self.written += size
+            self.pending_records += 1
+            self.pending_bytes += size
+            self._segment_records += 1
+            self._segment_bytes += size
+
+    def sync(self) -> None:
+        """Return once everything appended so far is on disk."""
+        with self._cond:
+            target = self.written
+            while self.durable < target:
+                if self._syncing:
+                    self._cond.wait()
+                    continue
+                self._syncing = True
+                upto, fd = self.written, self._fd
+                self._cond.release()
+                try:
+                    os.fdatasync(fd)
+                finally:
+                    self._cond.acquire()
+                    self._syncing = False
+                    self._cond.notify_all()
+                self.durable = max(self.durable, upto)
+
+    def wants_compaction(self) -> bool:
+        return self.pending_records >= COMPACT_RECORDS or self.pending_bytes >= COMPACT_BYTES
+
+    def rotate(self) -> int:
+        """Close the current segment (on disk) and open the next; returns the new one's number:
+        every segment below it is closed (call under the lock the appenders hold)."""
+        with self._cond:
+            while self._syncing:
+                self._cond.wait()
+            os.fdatasync(self._fd)
+            self.durable = self.written
+            os.close(self._fd)
+            self._sizes[self.number] = (self._segment_records, self._segment_bytes)
+            self.number += 1
+            self._segment_records = self._segment_bytes = 0
+            self._fd = self._open(self.number)
+            return self.number
+
+    def forget_below(self, number: int) -> None:
+        """A snapshot now holds every segment below ``number``: delete them."""
+        for old in segments(self.directory):
+            if old < number:
+                segment_path(self.directory, old).unlink(missing_ok=True)
+        with self._cond:
+            for old in [n for n in self._sizes if n < number]:
+                records, size = self._sizes.pop(old)
+                self.pending_records -= records
+                self.pending_bytes -= size
+        fsync_directory(self.directory)
+
+    def close(self) -> None:
+        with self._cond:
+            while self._syncing:
+                self._cond.wait()
+            if self._fd >= 0:
+                os.fdatasync(self._fd)
+                os.close(self._fd)
+                self._fd = -1
+
+
+def lock_data_dir(directory: Path, wait_s: float = 15.0) -> int:
+    """Hold the data directory for this process (two stacks on one directory would mix their
+    journals). A stack killed a moment ago may still be exiting: wait a little for it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                os.close(fd)
+                raise RuntimeError(f"the data directory {directory} is in use by another local stack") from exc
+            time.sleep(0.1)
+
+
+def die_with_parent(parent: int) -> None:
+    """A compaction child ends when the stack that started it ends (Linux; elsewhere it finishes)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def pause_point(directory: Path, point: str) -> None:
+    """Tests only: stop here forever when the environment asks for it."""
+    if os.environ.get(PAUSE_VARIABLE) == point:
+        (directory / PAUSED_MARKER).write_text(point)
+        while True:
+            time.sleep(3600)

@@ -1,0 +1,208 @@
+"""The local stack keeps what it acknowledged (§13): the stack is started as `make run` starts it
+(a data directory, its own process group), writes are answered, the whole group is killed with
+SIGKILL right after the last answer, and a start on the same directory has every one of them —
+also when the kill lands in the middle of a compaction (nothing lost, nothing applied twice), and
+when the journal's last record was cut short (that record alone is dropped; the stack starts)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from memory_hub_local.aws import journal
+
+ROOT = Path(__file__).resolve().parents[2]
+START_S = 180
+
+
+class Running:
+    def __init__(self, process: subprocess.Popen[str], port: int, lines: list[str]) -> None:
+        self.process, self.port, self.lines = process, port, lines
+        self.url = f"http://127.0.0.1:{port}"
+        banner = "".join(lines)
+        self.admin_key = re.search(r"admin key\s+(\S+)", banner).group(1)
+        self.aws = dict(re.findall(r"export (AWS_[A-Z_]+)=(\S+)", banner))
+
+    def post(self, path: str, body: dict, key: str | None = None) -> dict:
+        answer = requests.post(
+            self.url + path,
+            json=body,
+            timeout=120,
+            headers={"Authorization": f"Bearer {key or self.admin_key}", "x-tdai-service-id": "default"},
+        )
+        data = answer.json()
+        assert answer.status_code == 200 and data.get("code") == 0, data
+        return data["data"]
+
+    def kill(self) -> str:
+        """SIGKILL to the whole process group: the stack, the emulated AWS side, the functions and
+        any compaction child die at once, as in a crash."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        out, _ = self.process.communicate(timeout=60)
+        return out
+
+    def stop(self) -> str:
+        os.killpg(self.process.pid, signal.SIGTERM)
+        out, _ = self.process.communicate(timeout=120)
+        return out
+
+    def vectors(self) -> set[tuple[str, str, str]]:
+        """Every vector the emulated S3 Vectors holds (bucket, index, key), through its endpoint."""
+        import boto3
+
+        client = boto3.client(
+            "s3vectors",
+            endpoint_url=self.aws["AWS_ENDPOINT_URL"],
+            region_name=self.aws["AWS_DEFAULT_REGION"],
+            aws_access_key_id=self.aws["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.aws["AWS_SECRET_ACCESS_KEY"],
+        )
+        found = set()
+        for bucket in client.list_vector_buckets()["vectorBuckets"]:
+            name = bucket["vectorBucketName"]
+            for index in client.list_indexes(vectorBucketName=name)["indexes"]:
+                listed = client.list_vectors(vectorBucketName=name, indexName=index["indexName"], maxResults=1000)
+                found |= {(name, index["indexName"], v["key"]) for v in listed["vectors"]}
+        return found
+
+
+def ports() -> tuple[int, int, int]:
+    from memory_hub_local.stack import free_port
+
+    return free_port(), free_port(), free_port()
+
+
+def start(data: Path, **environment: str) -> Running:
+    api, lam, aws = ports()
+    command = [str(ROOT / ".venv" / "bin" / "memory-hub"), "local", "--data-dir", str(data)]
+    command += ["--port", str(api), "--lambda-port", str(lam), "--aws-port", str(aws)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MEMORY_HUB_"))}
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={**env, **environment},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    deadline = time.monotonic() + START_S
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"the stack exited: {''.join(lines)}")
+        lines.append(line)
+        if line.strip() == "" and any("admin key" in x for x in lines):
+            return Running(process, api, lines)
+    os.killpg(process.pid, signal.SIGKILL)
+    raise AssertionError("the stack did not start")
+
+
+SCOPE = {"team_id": "kept", "agent_id": "agent", "user_id": "u"}
+
+
+def write_everything(stack: Running, round_: str, n: int) -> dict:
+    """n acknowledged writes of each kind; returns what must be there after a crash."""
+    for i in range(n):
+        messages = [{"role": "user", "content": f"round {round_} call {i} message {j}"} for j in range(5)]
+        stack.post("/v3/conversation/add", {**SCOPE, "session_id": f"s-{round_}", "messages": messages})
+        stack.post("/v3/scenario/write", {**SCOPE, "path": f"{round_}/{i}.md", "content": f"file {round_} {i}"})
+        stack.post("/v3/atomic/add", {**SCOPE, "content": f"fact {round_} {i}"})
+    key = stack.post("/v3/admin/keys/create", {"role": "reader", "team_ids": [SCOPE["team_id"]]})["api_key"]
+    return {"round": round_, "n": n, "messages": 5 * n, "key": key}
+
+
+def check_everything(stack: Running, written: dict) -> None:
+    round_, n = written["round"], written["n"]
+    assert stack.post("/v3/conversation/count", {**SCOPE, "session_id": f"s-{round_}"})["total"] == written["messages"]
+    for i in range(n):
+        read = stack.post("/v3/scenario/read", {**SCOPE, "path": f"{round_}/{i}.md"}, key=written["key"])
+        assert read["content"].endswith(f"file {round_} {i}"), read
+        assert read["version"] == 1  # written once, applied once
+    facts = stack.post("/v3/atomic/query", {**SCOPE, "limit": 100})["items"]
+    contents = [f["content"] for f in facts if f["content"].startswith(f"fact {round_} ")]
+    assert sorted(contents) == sorted(f"fact {round_} {i}" for i in range(n))
+
+
+def test_every_acknowledged_write_survives_a_sigkill(tmp_path):
+    data = tmp_path / "state"
+    first = start(data)
+    try:
+        written = write_everything(first, "a", 4)
+        vectors = first.vectors()
+    finally:
+        first.kill()  # right after the last answer
+    second = start(data)
+    try:
+        assert second.admin_key == first.admin_key, "the generated admin key was on disk before the first answer"
+        check_everything(second, written)
+        assert vectors <= second.vectors()
+    finally:
+        second.stop()
+
+
+@pytest.mark.parametrize("pause", ["replayed", "saved"])
+def test_a_crash_during_a_compaction_loses_nothing_and_applies_nothing_twice(tmp_path, pause):
+    """A compaction starts after the first change (a threshold of one record) and stops either
+    before it writes the new snapshot or after it (when the old segments are not deleted yet)."""
+    data = tmp_path / "state"
+    first = start(data, MEMORY_HUB_COMPACT_RECORDS="1", MEMORY_HUB_TEST_COMPACT_PAUSE=pause)
+    try:
+        before = write_everything(first, "before", 3)
+        deadline = time.monotonic() + 120
+        while not (data / journal.PAUSED_MARKER).exists():
+            assert time.monotonic() < deadline, "the compaction did not reach its pause point"
+            time.sleep(0.2)
+        during = write_everything(first, "during", 3)  # answered while the compaction is under way
+    finally:
+        first.kill()
+    (data / journal.PAUSED_MARKER).unlink()
+    second = start(data)
+    try:
+        check_everything(second, before)
+        check_everything(second, during)
+        second.post("/v3/scenario/write", {**SCOPE, "path": "after.md", "content": "after"})
+    finally:
+        second.stop()
+    third = start(data)  # the journal the second run wrote on top of the recovered state is kept too
+    try:
+        check_everything(third, before)
+        check_everything(third, during)
+        assert third.post("/v3/scenario/read", {**SCOPE, "path": "after.md"})["content"].endswith("after")
+    finally:
+        third.stop()
+
+
+def test_a_torn_last_record_is_dropped_and_the_stack_starts(tmp_path):
+    data = tmp_path / "state"
+    first = start(data)
+    try:
+        written = write_everything(first, "t", 2)
+    finally:
+        first.kill()
+    last = max(journal.segments(data))
+    path = journal.segment_path(data, last)
+    records, end, size = journal.read(path)
+    assert records and end == size, "every answered write is whole on disk"
+    with open(path, "r+b") as handle:  # the crash cut the last record short
+        handle.truncate(size - 3)
+    second = start(data)
+    try:
+        kept, end, size = journal.read(path)
+        assert len(kept) == len(records) - 1 and end == size, "that record alone was dropped"
+        assert kept == records[:-1]
+        second.post("/v3/scenario/write", {**SCOPE, "path": "next.md", "content": "next"})
+        assert second.post("/v3/scenario/read", {**SCOPE, "path": "next.md"})["content"].endswith("next")
+        # the last request of the last key creation may be gone; everything before it is there
+        assert second.post("/v3/conversation/count", {**SCOPE, "session_id": "s-t"})["total"] == written["messages"]
+    finally:
+        out = "".join(second.lines) + second.stop()
+    assert "cut short by a crash" in out, out
