@@ -232,16 +232,16 @@ def test_each_function_is_held_to_its_policy_for_vectors_and_models(stack, hooks
         403,
     )
     probe = {"float32": [0.1] * 256}
-    outside = {"vectorBucketName": "outside", "indexName": "memory-1.epoch-1"}
-    denied = failure(lambda: vectors(**keys).query_vectors(**outside, topK=1, queryVector=probe, filter={"user": "u1"}))
+    index_arn = f"arn:aws:s3vectors:{REGION}:123456789012:bucket/api-test-vectors/index/outside/probe"
+    client = vectors(**keys)
+    denied = failure(lambda: client.query_vectors(indexArn=index_arn, topK=1, queryVector=probe, filter={"user": "u1"}))
     assert denied[:2] == ("AccessDeniedException", 403)
     logged = [c for c in hooks.calls(seq) if c["function"] == "AdminFunction"]
     assert [c["refused"] for c in logged] == ["AccessDeniedException", "AccessDeniedException"]
-    assert [c["key"] for c in logged] == [outside_model, "outside/memory-1.epoch-1"]
+    assert [c["key"] for c in logged] == [outside_model, "outside/probe"]
     assert logged[0]["actions"] == [
         ["bedrock:InvokeModel", f"arn:aws:bedrock:{REGION}::foundation-model/{outside_model}"]
     ]
-    index_arn = f"arn:aws:s3vectors:{REGION}:123456789012:bucket/outside/index/memory-1.epoch-1"
     assert logged[1]["actions"] == [["s3vectors:QueryVectors", index_arn], ["s3vectors:GetVectors", index_arn]]
     # the operator's key opens everything, as an account administrator's would
     assert failure(lambda: vectors().list_vector_buckets())[0] == "accepted"

@@ -6,8 +6,7 @@ index's ARN ``arn:aws:s3vectors:REGION:ACCOUNT:bucket/NAME/index/INDEX`` (Create
 DeleteIndex and the vector operations) or the vector bucket's ``…:bucket/NAME`` (the bucket
 operations and ListIndexes); ListVectorBuckets needs ``*``. A QueryVectors with a ``filter`` or
 ``returnMetadata`` also needs ``s3vectors:GetVectors`` on the index. The call log names the vector
-bucket as ``bucket`` and ``BUCKET/INDEX`` as ``key`` (the bucket alone for bucket operations), so a
-test hook's ``key_contains`` selects an index.
+bucket as ``bucket`` and the index as ``key`` (so a test hook's ``key_contains`` selects an index).
 
 Bedrock: InvokeModel needs ``bedrock:InvokeModel`` on the model's ARN,
 ``arn:aws:bedrock:REGION::foundation-model/MODEL`` (or the ARN the request names)."""
@@ -70,8 +69,7 @@ def vectors_call(method: str, raw_path: str, who: str | None, body: bytes, regio
         bucket = the_bucket_arn.split(":bucket/", 1)[1]
     bucket = str(bucket) if bucket else None
     index = str(index) if index else None
-    key = f"{bucket}/{index}" if bucket and index else bucket
-    call = Call("s3vectors", operation, who, body=payload, bucket=bucket, key=key)
+    call = Call("s3vectors", operation, who, body=payload, bucket=bucket, key=index)
     if operation == "ListVectorBuckets":
         call.actions.append(("s3vectors:ListVectorBuckets", "*"))
         return call
