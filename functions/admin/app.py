@@ -54,7 +54,7 @@ def memory_create(req: Annotated[MemoryCreate, Body(embed=False)]):
 
 @app.post("/v3/memory/get", summary="An asset with its per-layer counts", tags=["assets"])
 def memory_get(req: Annotated[MemoryGet, Body(embed=False)]):
-    return envelope(assets.describe(current().authorize(), req.memory_id))
+    return envelope(assets.describe(current().authorize(), req.named))
 
 
 @app.post("/v3/memory/list", summary="Assets by memory_id, paged", tags=["assets"])
@@ -69,7 +69,7 @@ def memory_update(req: Annotated[MemoryUpdate, Body(embed=False)]):
     changes = req.model_dump(include=fields, exclude_none=True)  # null counts as absent (§1), inside lists too
     if "retention_days" in fields and req.retention_days is None:
         changes["retention_days"] = None  # the one meaningful null: back to the deployment default
-    return envelope(assets.update(r.authorize(), req.memory_id, changes, r.request_id))
+    return envelope(assets.update(r.authorize(), req.named, changes, r.request_id))
 
 
 lambda_handler = lambda_handler_for(app, public.answer)

@@ -23,7 +23,9 @@ def _remaining_ms() -> int:
 def chat_memory_clear(req: Annotated[ChatMemoryClear, Body(embed=False)]):
     r = current()
     principal = r.authorize()
-    checked = clear.checked(principal, clear.memory_ids(req.memory_ids))  # 403/404 before the Idempotency-Key
+    targets = [(t.memory_id, t.team_id, t.agent_id) for t in req.targets or []]
+    named = clear.named(clear.memory_ids(req.memory_ids), targets)
+    checked = clear.checked(principal, named)  # 403/404/409 ambiguous before the Idempotency-Key
     return envelope(
         idempotent(
             r,
@@ -37,7 +39,7 @@ def chat_memory_clear(req: Annotated[ChatMemoryClear, Body(embed=False)]):
 @app.post("/v3/memory/delete", summary="Erase all content of a memory, then the asset", tags=["assets"])
 def memory_delete(req: Annotated[MemoryDelete, Body(embed=False)]):
     r = current()
-    return envelope(clear.delete_memory(r.authorize(), req.memory_id, r.request_id, _remaining_ms))
+    return envelope(clear.delete_memory(r.authorize(), req.named, r.request_id, _remaining_ms))
 
 
 _api_handler = lambda_handler_for(app)

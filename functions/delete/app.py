@@ -11,8 +11,10 @@ from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
 from memory_hub.edge.schemas.admin import DeleteUserMemory, UserMemoryDelete
 from memory_hub.edge.schemas.memory import AtomicDelete, ConversationDelete
 from memory_hub.settings import get_settings
+from memory_hub.storage import assets as stored_assets
 
 get_settings()  # a missing setting fails the cold start, naming the variable
+stored_assets.read_only()  # this function's role only reads AssetsTable
 app = make_app()
 ALIAS_PATH = "/v2/memory"
 
@@ -34,7 +36,7 @@ def atomic_delete(req: Annotated[AtomicDelete, Body(embed=False)]):
 @app.post("/v3/user-memory/delete", summary="Erase a user's L0/L1 in a memory, or one item of theirs", tags=["erasure"])
 def user_memory_delete(req: Annotated[UserMemoryDelete, Body(embed=False)]):
     r = current()
-    return envelope(user_memory.delete(r.authorize(), req.memory_id, req.user_id, req.content_id, r.request_id))
+    return envelope(user_memory.delete(r.authorize(), req.named, req.user_id, req.content_id, r.request_id))
 
 
 @app.post(
@@ -47,7 +49,7 @@ def delete_user_memory(
     action: Annotated[Literal["DeleteUserMemory"], Query(alias="Action")],
 ):
     r = current()
-    return envelope(user_memory.delete(r.authorize(), req.appId, req.userMemoryId, req.content_id, r.request_id))
+    return envelope(user_memory.delete(r.authorize(), req.named, req.userMemoryId, req.content_id, r.request_id))
 
 
 _api_handler = lambda_handler_for(app)

@@ -22,7 +22,7 @@ app = make_app()
 )
 def memory_export(req: Annotated[ExportStart, Body(embed=False)]):
     r = current()
-    return envelope(exporting.start(r.authorize(), req.memory_id, req.user_id, req.shared, r.request_id))
+    return envelope(exporting.start(r.authorize(), req.named, req.user_id, req.shared, r.request_id))
 
 
 @app.post(

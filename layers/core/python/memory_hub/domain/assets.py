@@ -1,8 +1,15 @@
-"""Memory assets (§4): one per (team, agent), created by the first write, never by a read."""
+"""Memory assets (§4): one per (team, agent), created by the first write, never by a read.
+
+Two pairs that spell the same memory_id (team ``a-b`` + agent ``c``; team ``a`` + agent ``b-c``)
+are two memories: each has its own asset and content, and neither blocks the other. A route that
+names a memory_id acts on the pairs that spell it, have an asset and lie within the key's teams:
+exactly one → that one; none → 403 (404 for a ``*`` key); several → 409 ``memory_id ambiguous``
+with the candidates, unless the body names ``team_id`` and ``agent_id`` too."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..clock import format_ms, now_ms
@@ -12,11 +19,11 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.models import Asset
 from . import tokens
-from .errors import Conflict, Forbidden, NotFound
+from .errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from .principal import Principal
 from .scope import Scope
 
-COLLISION = "memory_id collision"
+AMBIGUOUS = "memory_id ambiguous"
 UNKNOWN = "memory_id: unknown memory"
 OUTSIDE = "memory_id: outside this key's teams"
 
@@ -27,19 +34,20 @@ def new_epoch(previous: int) -> int:
     return max(int(previous) + 1, time.time_ns() // 1000)
 
 
-def get(memory_id: str) -> Asset | None:
-    return stored.get(memory_id)
-
-
-def owned_by(asset: Asset | None, team_id: str, agent_id: str) -> Asset | None:
-    """The asset if it belongs to this pair; another pair spelling the same id sees none (§4)."""
-    if asset is not None and asset.team_id == team_id and asset.agent_id == agent_id:
-        return asset
-    return None
+def of_pair(team_id: str, agent_id: str) -> Asset | None:
+    """The pair's asset. Another pair that spells the same memory_id has its own (§4)."""
+    return stored.get_pair(team_id, agent_id)
 
 
 def of_scope(scope: Scope) -> Asset | None:
-    return owned_by(stored.get(scope.memory_id), scope.team_id, scope.agent_id)
+    return stored.get_pair(scope.team_id, scope.agent_id)
+
+
+def owned_by(asset: Asset | None, team_id: str, agent_id: str) -> Asset | None:
+    """The asset if it belongs to this pair."""
+    if asset is not None and asset.team_id == team_id and asset.agent_id == agent_id:
+        return asset
+    return None
 
 
 def forget_exports(asset: Asset) -> int:
@@ -50,9 +58,11 @@ def forget_exports(asset: Asset) -> int:
 
 
 def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **fields: Any) -> Asset:
-    """The pair's asset, creating it when ``asset`` (as just read) is None. A conditional create
-    decides a race; another pair that spells the same memory_id gets 409 (§4)."""
+    """The pair's asset, creating it when ``asset`` (the pair's, as just read) is None. A
+    conditional create decides a race between creators of the same pair; another pair that spells
+    the same memory_id never stands in the way (§4)."""
     memory_id = layout.memory_id_of(team_id, agent_id)
+    asset = owned_by(asset, team_id, agent_id)
     while asset is None:
         stamp = format_ms(now_ms())
         candidate = stored.new(
@@ -67,22 +77,69 @@ def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **field
         )
         if stored.create(candidate):
             return candidate
-        asset = stored.get(memory_id)  # someone else created it (or created and deleted it) meanwhile
-    if asset.team_id != team_id or asset.agent_id != agent_id:
-        raise Conflict(COLLISION)
+        asset = stored.get_pair(team_id, agent_id)  # someone else created it (or created and deleted it) meanwhile
     return asset
 
 
-def authorized(principal: Principal, memory_id: str, asset: Asset | None) -> Asset:
-    """The named asset if the key's teams cover it: unknown → 404 for a ``*`` key and 403 for a
-    team key, so a team admin cannot probe other teams' ids (§2)."""
-    if asset is None:
-        if principal.all_teams:
-            raise NotFound(UNKNOWN)
-        raise Forbidden(OUTSIDE)
-    if not principal.covers_team(asset.team_id):
-        raise Forbidden(OUTSIDE)
-    return asset
+@dataclass(frozen=True)
+class Named:
+    """A memory as a request names it: its memory_id, and the pair when the body gives one."""
+
+    memory_id: str
+    team_id: str | None = None
+    agent_id: str | None = None
+
+    @property
+    def pair(self) -> tuple[str, str] | None:
+        return None if self.team_id is None or self.agent_id is None else (self.team_id, self.agent_id)
+
+
+def _unknown(principal: Principal) -> DomainError:
+    """Unknown → 404 for a ``*`` key and 403 for a team key, so a team admin cannot probe other
+    teams' ids (§2)."""
+    return NotFound(UNKNOWN) if principal.all_teams else Forbidden(OUTSIDE)
+
+
+def candidates(principal: Principal, named: Named) -> list[Asset]:
+    """The assets ``named`` may mean for this key: those of the pairs that spell its memory_id,
+    exist, and lie within the key's teams — only the named pair's when the body names one."""
+    if named.pair is not None:
+        team_id, agent_id = named.pair
+        if layout.memory_id_of(team_id, agent_id) != named.memory_id or not principal.covers_team(team_id):
+            return []
+        asset = stored.get_pair(team_id, agent_id)
+        return [] if asset is None else [asset]
+    return [a for a in stored.spelling(named.memory_id) if principal.covers_team(a.team_id)]
+
+
+def pick(principal: Principal, named: Named, found: list[Asset]) -> Asset:
+    """Exactly one → that one; none → 403 (404 for a ``*`` key); several → 409 ambiguous, with the
+    candidates, unless the body named the pair (§4)."""
+    if not found:
+        raise _unknown(principal)
+    if len(found) > 1:
+        raise Conflict(
+            AMBIGUOUS,
+            {
+                "memory_id": named.memory_id,
+                "candidates": [{"team_id": a.team_id, "agent_id": a.agent_id} for a in found],
+            },
+        )
+    return found[0]
+
+
+def resolve(principal: Principal, named: Named) -> Asset:
+    """The one asset a route that names a memory_id acts on (§4)."""
+    return pick(principal, named, candidates(principal, named))
+
+
+def resolve_all(principal: Principal, names: list[Named]) -> list[Asset]:
+    """Every named memory, read at once and checked in order before anything is done: the first
+    one outside the key's teams or unknown answers (403/404), then the first ambiguous one (409)."""
+    found = parallel(*[lambda n=n: candidates(principal, n) for n in names]) if names else []
+    if any(not assets for assets in found):
+        raise _unknown(principal)
+    return [pick(principal, named, assets) for named, assets in zip(names, found, strict=True)]
 
 
 def as_dict(asset: Asset) -> dict[str, Any]:
@@ -116,43 +173,78 @@ def counts(asset: Asset) -> dict[str, int]:
 
 def create(principal: Principal, team_id: str, agent_id: str, fields: dict[str, Any]) -> dict[str, Any]:
     principal.require_team(team_id)
-    asset = ensure(stored.get(layout.memory_id_of(team_id, agent_id)), team_id, agent_id, principal.key_id, **fields)
+    asset = ensure(stored.get_pair(team_id, agent_id), team_id, agent_id, principal.key_id, **fields)
     return as_dict(asset)
 
 
-def describe(principal: Principal, memory_id: str) -> dict[str, Any]:
-    asset = authorized(principal, memory_id, stored.get(memory_id))
+def describe(principal: Principal, named: Named) -> dict[str, Any]:
+    asset = resolve(principal, named)
     return dict(as_dict(asset), counts=counts(asset))
 
 
+# memory/list order: memory_id, then team_id, then agent_id. Within one team a memory_id names one
+# pair, so a position is (memory_id, team_id).
+Position = tuple[str, str]
+
+
 def list_assets(principal: Principal, team_id: str | None, limit: int, next_token: str | None) -> dict[str, Any]:
-    filters = {"route": "memory/list", "team": team_id, "teams": sorted(principal.team_ids)}
-    after = tokens.decode(next_token, filters) if next_token is not None else None
+    filters: dict[str, Any] = {"route": "memory/list", "order": "memory_id,team_id,agent_id", "team": team_id}
+    filters["teams"] = sorted(principal.team_ids)
+    after = _position(tokens.decode(next_token, filters)) if next_token is not None else None
+    want = limit + 1
     if team_id is not None:
         principal.require_team(team_id)
-        ids = stored.of_team(team_id, after, limit + 1)
+        found = _of_teams([team_id], after, want)
     elif principal.all_teams:
-        ids = _all_ids(after, limit + 1)
+        found = _all(after, want)
     else:
-        ids = sorted({m for team in principal.team_ids for m in stored.of_team(team, after, limit + 1)})[: limit + 1]
-    page = stored.get_many(ids[:limit])
-    answer: dict[str, Any] = {"items": [as_dict(a) for a in page]}
-    if len(ids) > limit:
-        answer["next_token"] = tokens.encode(ids[limit - 1], filters)
+        found = _of_teams(list(principal.team_ids), after, want)
+    page = found[:limit]
+    stored_assets = stored.of_pairs([(t, a) for _, t, a in page])
+    items = [stored_assets[(t, a)] for _, t, a in page if (t, a) in stored_assets]
+    answer: dict[str, Any] = {"items": [as_dict(a) for a in items]}
+    if len(found) > limit:
+        last = page[-1]
+        answer["next_token"] = tokens.encode([last[0], last[1]], filters)
     return answer
 
 
-def _all_ids(after: str | None, want: int) -> list[str]:
-    """Memory ids of every asset in order (a '*' key without a team: a scan, sorted)."""
-    ids = sorted(a.memory_id for a in stored.everything() if after is None or a.memory_id > after)
-    return ids[:want]
+def _position(value: Any) -> Position:
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+        raise Invalid(tokens.INVALID)
+    return value[0], value[1]
 
 
-def update(principal: Principal, memory_id: str, changes: dict[str, Any], request_id: str) -> dict[str, Any]:
-    asset = authorized(principal, memory_id, stored.get(memory_id))
-    context = EventContext(asset.team_id, principal.key_id, request_id, asset.agent_id, memory_id)
-    events = event_items([NewEvent("memory_update", "asset", memory_id, len(changes))], context)
+def _after(entry: tuple[str, str, str], after: Position | None) -> bool:
+    return after is None or (entry[0], entry[1]) > after
+
+
+def _of_teams(team_ids: list[str], after: Position | None, want: int) -> list[tuple[str, str, str]]:
+    """(memory_id, team, agent) of the teams' memories in list order, after ``after``."""
+    listed = parallel(*[lambda t=t: stored.of_team(t, after[0] if after else None, want + 1) for t in team_ids])
+    entries = [
+        (memory_id, team, _agent_of(memory_id, team))
+        for team, ids in zip(team_ids, listed, strict=True)
+        for memory_id in ids
+    ]
+    return sorted(e for e in entries if _after(e, after))[:want]
+
+
+def _agent_of(memory_id: str, team_id: str) -> str:
+    return memory_id[len(layout.memory_id_of(team_id, "")) :]
+
+
+def _all(after: Position | None, want: int) -> list[tuple[str, str, str]]:
+    """Every asset in list order (a '*' key without a team: a scan, sorted)."""
+    entries = sorted({(a.memory_id, a.team_id, a.agent_id) for a in stored.everything()})
+    return [e for e in entries if _after(e, after)][:want]
+
+
+def update(principal: Principal, named: Named, changes: dict[str, Any], request_id: str) -> dict[str, Any]:
+    asset = resolve(principal, named)
+    context = EventContext(asset.team_id, principal.key_id, request_id, asset.agent_id, asset.memory_id)
+    events = event_items([NewEvent("memory_update", "asset", asset.memory_id, len(changes))], context)
     updated = stored.update(asset, changes, format_ms(now_ms()), events)
     if updated is None:
-        raise NotFound(UNKNOWN)
+        raise NotFound(UNKNOWN) if principal.all_teams else Forbidden(OUTSIDE)
     return as_dict(updated)

@@ -69,7 +69,7 @@ def add(
     metadata: dict[str, Any],
     authorize: Authorize,
 ) -> dict[str, Any]:
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     principal = authorize()
     asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
     key = natural_key(scope.task_id, type_, background, content)
@@ -101,7 +101,7 @@ def add(
             return {"id": record.id, "version": 1, "created": True, "reinforced_count": 1}
         except Cancelled as exc:
             if "epoch" in exc.failed:  # a clear moved the memory on: add into the new epoch
-                asset = assets.ensure(assets.get(scope.memory_id), scope.team_id, scope.agent_id, principal.key_id)
+                asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, principal.key_id)
                 continue
         holder = records.holder(where, scope.user_id, key)  # the natural key is taken: reinforce its record
         if holder is None:
@@ -110,7 +110,7 @@ def add(
             count = records.reinforce(where, holder, now_ms())
         except Cancelled as exc:
             if "epoch" in exc.failed:  # cleared after the guard was read: add into the new epoch
-                asset = assets.ensure(assets.get(scope.memory_id), scope.team_id, scope.agent_id, principal.key_id)
+                asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, principal.key_id)
             continue
         return {"id": holder.id, "version": int(holder.version), "created": False, "reinforced_count": count}
     raise AssertionError("unreachable")
@@ -134,11 +134,9 @@ def update(
     authorize: Authorize,
     request_id: str,
 ) -> dict[str, Any]:
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     principal = authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
-    if raw is not None and asset is None:
-        raise Conflict(assets.COLLISION)  # another pair spells this memory_id: an update is a write (§4)
     if asset is None:
         raise NotFound(NOT_FOUND)
     where = _where(asset)
@@ -200,7 +198,7 @@ def _reindex(scope: Scope, where: Where, atom_id: str) -> None:
 
 
 def _asset(scope: Scope, authorize: Authorize) -> Any:
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     authorize()
     return assets.owned_by(raw, scope.team_id, scope.agent_id)
 
@@ -280,7 +278,7 @@ def delete(
     stray = [k for k in expected if k not in wanted]
     if stray:
         raise Invalid("expected_versions: keys must be in ids (" + ", ".join(stray[:5]) + ")")
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     principal = authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:

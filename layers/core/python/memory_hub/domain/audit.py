@@ -77,5 +77,5 @@ def query(
 
 
 def _exists(memory_id: str, pairs: list[tuple[str, str]]) -> bool:
-    asset = stored_assets.get(memory_id)
-    return asset is not None and (asset.team_id, asset.agent_id) in pairs
+    """Whether one of these splits of ``memory_id`` has an asset now (one read of its partition)."""
+    return any((asset.team_id, asset.agent_id) in pairs for asset in stored_assets.spelling(memory_id))

@@ -24,7 +24,7 @@ from ..settings import get_settings
 from ..storage import assets as stored
 from ..storage import invoke, purge
 from ..storage.audit import EventContext, NewEvent, event_items
-from ..storage.concurrency import parallel
+from ..storage.errors import Busy as StorageBusy
 from ..storage.errors import Cancelled
 from ..storage.models import Asset, AuditEvent
 from ..storage.retry import attempts
@@ -32,7 +32,7 @@ from . import assets
 from .audit import SYSTEM_CLEANUP
 from .errors import Busy, Invalid
 from .principal import Principal
-from .rules import clean_ids
+from .rules import clean_ids, trim
 
 PURGE_EVENT_KEY = "memory_hub_purge"
 LAYERS = ("L0", "L1", "L2", "L3")
@@ -46,10 +46,24 @@ def memory_ids(raw: list[str]) -> list[str]:
     return ids
 
 
-def checked(principal: Principal, ids: list[str]) -> list[Asset]:
+def named(ids: list[str], targets: list[tuple[str, str, str]] | None) -> list[assets.Named]:
+    """What a clear names, in request order: each id as is, or the pairs its targets give it
+    (``(memory_id, team_id, agent_id)``; several targets of one id clear each of its pairs)."""
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    for memory_id, team_id, agent_id in targets or []:
+        chosen = pairs.setdefault(trim(memory_id), [])
+        if (team_id, agent_id) not in chosen:
+            chosen.append((team_id, agent_id))
+    return [
+        assets.Named(memory_id, team_id, agent_id) if memory_id in pairs else assets.Named(memory_id)
+        for memory_id in ids
+        for team_id, agent_id in pairs.get(memory_id, [("", "")])
+    ]
+
+
+def checked(principal: Principal, names: list[assets.Named]) -> list[Asset]:
     """Every named memory, read at once and checked in order before anything is cleared (§9)."""
-    found = parallel(*[lambda m=m: assets.get(m) for m in ids])
-    return [assets.authorized(principal, m, asset) for m, asset in zip(ids, found, strict=True)]
+    return assets.resolve_all(principal, names)
 
 
 def budget(remaining_ms: Callable[[], int]) -> purge.Deadline:
@@ -92,8 +106,8 @@ def _retire(
             )
             return target, events
         except Cancelled:
-            fresh = assets.get(asset.memory_id)
-            if fresh is None or (fresh.team_id, fresh.agent_id) != (asset.team_id, asset.agent_id):
+            fresh = assets.of_pair(asset.team_id, asset.agent_id)
+            if fresh is None:
                 raise Busy("memory_id: the memory changed during the clear; retry") from None
             asset = fresh
     raise AssertionError("unreachable")
@@ -120,6 +134,8 @@ def erase(
         logger.exception("purge record not settled")
     answer: dict[str, Any] = {
         "memory_id": target.memory_id,
+        "team_id": target.team_id,
+        "agent_id": target.agent_id,
         **_counts(result),
         "audit_ids": [e.event_id for e in events],
     }
@@ -138,29 +154,43 @@ def clear(
             answer = erase(
                 asset, drop=False, action="clear", actor=principal.key_id, request_id=request_id, deadline=deadline
             )
-            answers.append(
-                {"memory_id": asset.memory_id, "cleared": True, **{k: v for k, v in answer.items() if k != "memory_id"}}
-            )
+            answers.append({"memory_id": asset.memory_id, "cleared": True, **_without(answer, "memory_id")})
         except Exception as exc:
             logger.exception("clear failed before it took effect")
-            reason = exc.message if isinstance(exc, Busy) else "storage error before anything was cleared"
             answers.append(
                 {
                     "memory_id": asset.memory_id,
+                    "team_id": asset.team_id,
+                    "agent_id": asset.agent_id,
                     "cleared": False,
                     **_counts(purge.Result()),
                     "audit_ids": [],
-                    "reason": reason,
+                    "reason": failure_reason(exc),
                     "retryable": True,
                 }
             )
     return {"items": answers, "all_cleared": all(a["cleared"] for a in answers)}
 
 
+def _without(answer: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in answer.items() if k != key}
+
+
+def failure_reason(exc: Exception) -> str:
+    """Why a clear did not take effect. Running out of retries against concurrent changes (the
+    domain's Busy, or storage's when its retry loop gave up) is said as such — the client may
+    retry; anything else is a storage error before anything was cleared."""
+    if isinstance(exc, Busy):
+        return exc.message
+    if isinstance(exc, StorageBusy):
+        return str(exc)
+    return "storage error before anything was cleared"
+
+
 def delete_memory(
-    principal: Principal, memory_id: str, request_id: str, remaining_ms: Callable[[], int]
+    principal: Principal, name: assets.Named, request_id: str, remaining_ms: Callable[[], int]
 ) -> dict[str, Any]:
-    asset = assets.authorized(principal, memory_id, assets.get(memory_id))
+    asset = assets.resolve(principal, name)
     answer = erase(
         asset,
         drop=True,
@@ -187,12 +217,8 @@ def continue_later(target: purge.Target) -> None:
 
 def _retired(target: purge.Target) -> bool:
     """A purge acts only on an epoch the asset has left behind (or on a deleted memory)."""
-    asset = assets.get(target.memory_id)
-    return (
-        asset is None
-        or (asset.team_id, asset.agent_id) != (target.team_id, target.agent_id)
-        or int(asset.epoch) > target.epoch
-    )
+    asset = assets.of_pair(target.team_id, target.agent_id)
+    return asset is None or int(asset.epoch) > target.epoch
 
 
 def run_continuation(event: dict[str, Any], remaining_ms: Callable[[], int]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def as_dict(scope: Scope, item: Message) -> dict[str, Any]:
 
 
 def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> dict[str, Any]:
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     principal = authorize()
     if not scope.session_id:
         raise Invalid("session_id: is required (body or x-tdai-session-id header)")
@@ -69,14 +69,14 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> dict
         except Cancelled as exc:
             if "epoch" not in exc.failed:
                 raise
-            raw = assets.get(scope.memory_id)  # a clear moved the memory on: write into the new epoch
+            raw = assets.of_scope(scope)  # a clear moved the memory on: write into the new epoch
     meaning.embed_after_write(_where(asset), meaning.new_messages(scope.user_id, scope.session_id, scope.task_id, new))
     ids = [m.id for m in new]
     return {"accepted_ids": ids, "accepted_versions": ["v1"] * len(ids), "total_count": len(ids)}
 
 
 def _asset(scope: Scope, authorize: Authorize) -> Any:
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     authorize()
     return assets.owned_by(raw, scope.team_id, scope.agent_id)
 
@@ -142,7 +142,7 @@ def delete(
     named, sessions = clean_ids(message_ids), clean_ids(session_ids)
     if not named and not sessions:
         raise Invalid("(root): give at least one non-blank id in message_ids or session_ids")
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     principal = authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:

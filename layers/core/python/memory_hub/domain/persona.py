@@ -40,7 +40,7 @@ def _empty(scope: Scope) -> dict[str, Any]:
 
 def _current(scope: Scope, authorize: Authorize, *, body: bool) -> blobs.Blob | None:
     key = layout.persona_key(scope.team_id, scope.agent_id)
-    raw, blob = parallel(lambda: assets.get(scope.memory_id), lambda: (blobs.get if body else blobs.head)(key))
+    raw, blob = parallel(lambda: assets.of_scope(scope), lambda: (blobs.get if body else blobs.head)(key))
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     return visible(blob, asset.epoch if asset else None)
@@ -70,7 +70,7 @@ def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> 
     backed_up: list[tuple[int, str]] = []  # (epoch, key) of the backups this write made
 
     def prepare() -> Draft:
-        raw, blob = parallel(lambda: assets.get(scope.memory_id), lambda: blobs.get(key))
+        raw, blob = parallel(lambda: assets.of_scope(scope), lambda: blobs.get(key))
         principal = authorize()
         asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
         epoch = int(asset.epoch)
@@ -106,7 +106,7 @@ def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> 
         events = event_items([NewEvent("core_write", "L3", layout.PERSONA, 1)], context)
         try:
             parallel(
-                lambda: stored_assets.record_in_epoch(scope.memory_id, facts["epoch"], events),
+                lambda: stored_assets.record_in_epoch(scope.team_id, scope.agent_id, facts["epoch"], events),
                 lambda: _prune_quietly(scope),
             )
         except Cancelled:

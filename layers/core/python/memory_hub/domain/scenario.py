@@ -40,7 +40,7 @@ def _missing(scope: Scope, path: str) -> dict[str, Any]:
 
 def read(scope: Scope, path: str, authorize: Authorize) -> dict[str, Any]:
     raw, blob = parallel(
-        lambda: assets.get(scope.memory_id), lambda: blobs.get(layout.scene_key(scope.team_id, scope.agent_id, path))
+        lambda: assets.of_scope(scope), lambda: blobs.get(layout.scene_key(scope.team_id, scope.agent_id, path))
     )
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
@@ -78,7 +78,7 @@ def write(
 
     def prepare() -> Draft:
         raw, entry, blob = parallel(
-            lambda: assets.get(scope.memory_id),
+            lambda: assets.of_scope(scope),
             lambda: scenes.get(scope.team_id, scope.agent_id, path),
             lambda: blobs.get(key),
         )
@@ -175,7 +175,7 @@ def _entry(scope: Scope, item: SceneEntry) -> dict[str, Any]:
 def ls(scope: Scope, prefix: str, limit: int, next_token: str | None, authorize: Authorize) -> dict[str, Any]:
     filters = {"route": "scenario/ls", "team": scope.team_id, "agent": scope.agent_id, "prefix": prefix}
     after = tokens.decode(next_token, filters) if next_token is not None else None
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:
@@ -193,7 +193,7 @@ def ls(scope: Scope, prefix: str, limit: int, next_token: str | None, authorize:
 
 
 def count(scope: Scope, prefix: str, authorize: Authorize) -> dict[str, Any]:
-    raw = assets.get(scope.memory_id)
+    raw = assets.of_scope(scope)
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     total = scenes.count(scope.team_id, scope.agent_id, int(asset.epoch), prefix) if asset else 0
@@ -207,11 +207,11 @@ def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> dict[s
     for _ in attempts("scenario/rm"):
         if path.endswith("/"):
             raw, found = parallel(
-                lambda: assets.get(scope.memory_id), lambda: scenes.under(scope.team_id, scope.agent_id, path)
+                lambda: assets.of_scope(scope), lambda: scenes.under(scope.team_id, scope.agent_id, path)
             )
         else:
             raw, found = parallel(
-                lambda: assets.get(scope.memory_id), lambda: [scenes.get(scope.team_id, scope.agent_id, path)]
+                lambda: assets.of_scope(scope), lambda: [scenes.get(scope.team_id, scope.agent_id, path)]
             )
         principal = principal or authorize()
         asset = assets.owned_by(raw, scope.team_id, scope.agent_id)

@@ -22,6 +22,11 @@ class Scope:
         return memory_id_of(self.team_id, self.agent_id)
 
 
+def spells(memory_id: str, team_id: str, agent_id: str) -> bool:
+    """Whether the pair's memory_id is ``memory_id`` (several pairs may spell one, §4)."""
+    return memory_id_of(team_id, agent_id) == memory_id
+
+
 def pairs_of(memory_id: str) -> list[tuple[str, str]]:
     """Every (team, agent) split that spells ``memory_id`` (§4: ``a-b`` + ``c`` and ``a`` + ``b-c``
     spell the same id), each part a valid team/agent id."""

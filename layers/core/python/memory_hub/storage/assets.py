@@ -1,38 +1,141 @@
-"""Memory assets and their teams' listings (AssetsTable)."""
+"""Memory assets and their teams' listings (AssetsTable).
+
+One asset per (team, agent). Its ``memory_id`` ("chat_memory-" + team + "-" + agent) does not name
+one pair: team ``a-b`` + agent ``c`` and team ``a`` + agent ``b-c`` spell the same string, and each
+is a memory of its own. So the asset is keyed by its pair, inside a partition per memory_id:
+
+    pk               sk                     what
+    <memory_id>      A#<team>:<agent>       the asset of that pair (its content epoch fences clears)
+    <memory_id>      asset                  an asset stored before assets were keyed by pair (legacy);
+                                            once moved to its pair's key it is marked ``moved_to``
+    team#<team>      <memory_id>            a team's listing (within one team a memory_id names one pair)
+
+Both questions are one round trip: a pair's asset (a write, a read) and the pairs that spell a
+memory_id (a route that names one) are the same strongly consistent Query of the memory_id's
+partition, which holds a handful of items at most. A legacy item met there is moved to its pair's
+key in one conditional transaction before it is used — the pair's item put, the legacy one marked
+``moved_to`` (the functions may put and update assets, only the clear may delete them); idempotent,
+a racing mover simply wins — by
+every function that may write AssetsTable; the functions that may only read it (``read_only``) use
+it where it is, which is enough for them: none writes under an asset's epoch fence. So everything
+stored before keeps working and is keyed by pair from its first use by a write-capable function on.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from . import layout
+from botocore.exceptions import ClientError
+
+from . import aws, layout
+from .concurrency import parallel
 from .errors import Cancelled
 from .models import ASSET_SK, Asset, AuditEvent, TeamEntry
+from .retry import attempts
 from .transactions import Transaction
 
 TEAM_PREFIX = "team#"
+PAIR_PREFIX = "A#"
+LEGACY_SK = ASSET_SK  # the one asset of a memory_id, as stored before assets were keyed by pair
+_may_migrate = [True]  # False once this function's role was refused a write to AssetsTable
 
 
-def get(memory_id: str) -> Asset | None:
-    """The asset, strongly consistent (its epoch fences clears); None for an id it cannot be."""
+def read_only() -> None:
+    """This function's role may read AssetsTable but not write it (deletes by id, the cleanup,
+    embeddings — none of them writes under an asset's epoch fence): legacy items are used where
+    they are, never moved from here."""
+    _may_migrate[0] = False
+
+
+def pair_sk(team_id: str, agent_id: str) -> str:
+    return PAIR_PREFIX + layout.pair(team_id, agent_id)
+
+
+def _is_asset(item: Asset) -> bool:
+    return item.sk.startswith(PAIR_PREFIX) or (item.sk == LEGACY_SK and item.moved_to is None)
+
+
+def spelling(memory_id: str) -> list[Asset]:
+    """Every asset whose memory_id is this string, by (team, agent) — strongly consistent, legacy
+    items moved to their pair's key first. None for an id no pair can spell."""
     if not memory_id or len(memory_id) > layout.MAX_MEMORY_ID_CHARS:
-        return None
+        return []
+    for _ in attempts("asset"):
+        found = [a for a in Asset.query(memory_id, consistent_read=True) if _is_asset(a)]
+        legacy = [a for a in found if a.sk == LEGACY_SK]
+        if not legacy or not _may_migrate[0]:
+            return _by_pair(found)
+        for item in legacy:
+            migrate(item)
+    raise AssertionError("unreachable")
+
+
+def _by_pair(found: list[Asset]) -> list[Asset]:
+    """One asset per pair, in (team, agent) order (a pair's own item wins over a legacy copy)."""
+    chosen: dict[tuple[str, str], Asset] = {}
+    for asset in sorted(found, key=lambda a: a.sk != LEGACY_SK):
+        chosen.setdefault((asset.team_id, asset.agent_id), asset)
+    return [chosen[p] for p in sorted(chosen)]
+
+
+def get_pair(team_id: str, agent_id: str) -> Asset | None:
+    """The pair's asset (one strongly consistent Query); another pair spelling the same memory_id
+    never answers for it."""
+    for asset in spelling(layout.memory_id_of(team_id, agent_id)):
+        if asset.team_id == team_id and asset.agent_id == agent_id:
+            return asset
+    return None
+
+
+def migrate(legacy: Asset) -> bool:
+    """Move an asset stored under its memory_id alone to its pair's key: put the pair's item unless
+    it exists, mark the legacy one ``moved_to`` only while unchanged — one transaction. False when
+    a racing mover (or a change of the legacy item) got there first: the caller reads again."""
+    target = pair_sk(legacy.team_id, legacy.agent_id)
+    moved = Asset(legacy.memory_id, target, **_fields(legacy, exclude=("pk", "sk", "moved_to")))
+    unchanged = (Asset.epoch == int(legacy.epoch)) & Asset.moved_to.does_not_exist()
+    transaction = Transaction()
+    transaction.put("pair", moved, condition=Asset.pk.does_not_exist())
+    transaction.update("legacy", legacy, [Asset.moved_to.set(target)], condition=unchanged)
     try:
-        return Asset.get(memory_id, ASSET_SK, consistent_read=True)
-    except Asset.DoesNotExist:
-        return None
+        transaction.commit()
+        return True
+    except ClientError as exc:
+        if aws.error_code(exc) != "AccessDeniedException":
+            raise
+        # A function that may only read assets (deletes by id, the cleanup, embeddings) reads the
+        # legacy item where it is: none of them writes under the asset's epoch fence. The next
+        # function that may write assets moves it.
+        _may_migrate[0] = False
+        return False
+    except Cancelled as cancelled:
+        if cancelled.failed == ["pair"]:
+            # The pair's item exists already (it is the asset): the legacy copy is stale. Marked,
+            # so it never shadows the pair again.
+            stale = Transaction()
+            stale.update("legacy", legacy, [Asset.moved_to.set(target)], condition=unchanged)
+            try:
+                stale.commit()
+            except Cancelled:
+                pass
+        return False
+
+
+def _fields(asset: Asset, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {name: getattr(asset, name) for name in asset.get_attributes() if name not in exclude}
 
 
 def new(**fields: Any) -> Asset:
-    return Asset(fields["memory_id"], ASSET_SK, **fields)
+    return Asset(fields["memory_id"], pair_sk(fields["team_id"], fields["agent_id"]), **fields)
 
 
 def create(asset: Asset) -> bool:
-    """Store a new asset and its team listing unless the asset exists (a conditional put decides
-    a race between creators)."""
+    """Store a new asset and its team listing unless the pair's asset exists (a conditional put
+    decides a race between creators)."""
     transaction = Transaction()
     transaction.put("asset", asset, condition=Asset.pk.does_not_exist())
-    transaction.put("team", TeamEntry(TEAM_PREFIX + asset.team_id, asset.memory_id))
+    transaction.put("team", team_entry(asset))
     try:
         transaction.commit()
         return True
@@ -59,35 +162,53 @@ def update(asset: Asset, changes: dict[str, Any], updated_at: str, events: list[
         transaction.commit()
     except Cancelled:
         return None
-    return get(asset.memory_id)
+    return get_pair(asset.team_id, asset.agent_id)
 
 
 def of_team(team_id: str, after: str | None, limit: int) -> list[str]:
-    """Memory ids of a team in order, after ``after`` (strongly consistent)."""
-    condition = TeamEntry.sk > after if after else None
+    """Memory ids of a team in order, from ``after`` on (inclusive; strongly consistent)."""
+    condition = TeamEntry.sk >= after if after else None
     return [entry.sk for entry in TeamEntry.query(TEAM_PREFIX + team_id, condition, limit=limit, consistent_read=True)]
 
 
-def get_many(memory_ids: list[str]) -> list[Asset]:
-    found = {a.memory_id: a for a in Asset.batch_get([(m, ASSET_SK) for m in memory_ids], consistent_read=True)}
-    return [found[m] for m in memory_ids if m in found]
+def of_pairs(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Asset]:
+    """The assets of these pairs that exist, by pair (one Query per memory_id, at once)."""
+    memory_ids = list(dict.fromkeys(layout.memory_id_of(t, a) for t, a in pairs))
+    wanted = set(pairs)
+    found = parallel(*[lambda m=m: spelling(m) for m in memory_ids]) if memory_ids else []
+    return {(a.team_id, a.agent_id): a for batch in found for a in batch if (a.team_id, a.agent_id) in wanted}
+
+
+def _scan_filter() -> Any:
+    return ((Asset.sk == LEGACY_SK) & Asset.moved_to.does_not_exist()) | Asset.sk.startswith(PAIR_PREFIX)
 
 
 def scan_page(position: dict[str, Any] | None, limit: int) -> tuple[list[Asset], dict[str, Any] | None]:
-    """One page of every asset from ``position``: (assets, next position or None)."""
-    result = Asset.scan(Asset.sk == ASSET_SK, last_evaluated_key=position, limit=limit, consistent_read=True)
-    page = list(result)
-    return page, result.last_evaluated_key
+    """One page of every asset from ``position``: (assets, next position or None). A legacy asset
+    met here is moved to its pair's key (the scheduled cleanup's walk migrates what no request
+    touched); the page holds it as moved."""
+    result = Asset.scan(_scan_filter(), last_evaluated_key=position, limit=limit, consistent_read=True)
+    page = [_current(a) if a.sk == LEGACY_SK else a for a in result]
+    return [a for a in page if a is not None], result.last_evaluated_key
+
+
+def _current(legacy: Asset) -> Asset | None:
+    if not _may_migrate[0]:
+        return legacy
+    migrate(legacy)
+    return legacy if not _may_migrate[0] else get_pair(legacy.team_id, legacy.agent_id)
 
 
 def everything() -> Iterator[Asset]:
-    return iter(Asset.scan(Asset.sk == ASSET_SK, consistent_read=True))
+    """Every asset (a scan; legacy items as they are stored)."""
+    return iter(Asset.scan(_scan_filter(), consistent_read=True))
 
 
-def guard_epoch(transaction: Transaction, memory_id: str, epoch: int) -> None:
-    """Make ``transaction`` fail (as 'epoch') if a clear moved the memory to another content epoch
-    since ``epoch`` was read: a write never lands in content that is already cleared."""
-    transaction.check("epoch", Asset, memory_id, ASSET_SK, condition=Asset.epoch == int(epoch))
+def guard_epoch(transaction: Transaction, team_id: str, agent_id: str, epoch: int) -> None:
+    """Make ``transaction`` fail (as 'epoch') if a clear moved the pair's memory to another content
+    epoch since ``epoch`` was read: a write never lands in content that is already cleared."""
+    memory_id = layout.memory_id_of(team_id, agent_id)
+    transaction.check("epoch", Asset, memory_id, pair_sk(team_id, agent_id), condition=Asset.epoch == int(epoch))
 
 
 def retire_epoch(
@@ -114,11 +235,11 @@ def retire_epoch(
     transaction.commit()
 
 
-def record_in_epoch(memory_id: str, epoch: int, events: list[AuditEvent]) -> None:
-    """Record audit events only while the memory is still at ``epoch`` (Cancelled 'epoch' else):
-    the commit of a change whose data lives outside DynamoDB (the persona)."""
+def record_in_epoch(team_id: str, agent_id: str, epoch: int, events: list[AuditEvent]) -> None:
+    """Record audit events only while the pair's memory is still at ``epoch`` (Cancelled 'epoch'
+    else): the commit of a change whose data lives outside DynamoDB (the persona)."""
     transaction = Transaction()
-    guard_epoch(transaction, memory_id, epoch)
+    guard_epoch(transaction, team_id, agent_id, epoch)
     for event in events:
         transaction.put("audit", event)
     transaction.commit()

@@ -68,7 +68,7 @@ def add(
     try:
         for part in in_batches(rows, PER_ADD):
             transaction = Transaction()
-            assets.guard_epoch(transaction, where.memory_id, where.epoch)
+            assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
             for row in part:
                 transaction.put("message", row)
             counters.change(transaction, where, LAYER, user_id, len(part), sum(int(r.terms) for r in part))

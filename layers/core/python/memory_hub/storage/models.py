@@ -63,8 +63,10 @@ ASSET_SK = "asset"
 
 
 class Asset(Bound):
-    """One memory asset per (team, agent): ``pk`` = memory_id, ``sk`` = "asset". ``epoch`` is the
-    content epoch that fences clears."""
+    """One memory asset per (team, agent): ``pk`` = memory_id, ``sk`` = "A#<team>:<agent>" (several
+    pairs may spell one memory_id; see ``assets``). ``epoch`` is the content epoch that fences
+    clears. An item of the earlier design has ``sk`` = "asset"; once moved to its pair's key it
+    keeps only the mark ``moved_to``."""
 
     class Meta(Bound.Meta):
         setting = "assets_table"
@@ -85,6 +87,7 @@ class Asset(Bound):
     updated_at = UnicodeAttribute()
     last_cleared_at = UnicodeAttribute(null=True)
     epoch = NumberAttribute()
+    moved_to = UnicodeAttribute(null=True)
 
 
 class TeamEntry(Bound):

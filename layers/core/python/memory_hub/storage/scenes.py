@@ -70,7 +70,7 @@ def commit_write(
         | ((SceneEntry.epoch == epoch) & (SceneEntry.gen < gen))
     )
     transaction = Transaction()
-    assets.guard_epoch(transaction, memory_id, epoch)
+    assets.guard_epoch(transaction, team_id, agent_id, epoch)
     transaction.update("entry", entry, actions, condition=newer)
     if event is not None:
         transaction.put("audit", event)
@@ -88,7 +88,8 @@ def remove(memory_id: str, epoch: int, entries: list[SceneEntry], stamp: str, ev
     'entry:<path>' when an entry moved on since it was read."""
     for index, part in enumerate(in_batches(entries, MAX_ACTIONS - 1 - len(events))):
         transaction = Transaction()
-        assets.guard_epoch(transaction, memory_id, epoch)
+        team_id, agent_id = part[0].scope.split(":", 1)  # the entries' scope is their pair
+        assets.guard_epoch(transaction, team_id, agent_id, epoch)
         for entry in part:
             unchanged = (SceneEntry.epoch == epoch) & (SceneEntry.gen == int(entry.gen)) & (SceneEntry.removed == False)  # noqa: E712
             transaction.update(

@@ -33,8 +33,11 @@ def _object_key(job: Job) -> str:
     return f"{layout.export_prefix(job.team_id, job.agent_id)}{name}.tar.gz"
 
 
-def start(principal: Principal, memory_id: str, user_id: str | None, shared: bool, request_id: str) -> dict[str, Any]:
-    asset = assets.authorized(principal, memory_id, assets.get(memory_id))
+def start(
+    principal: Principal, name: assets.Named, user_id: str | None, shared: bool, request_id: str
+) -> dict[str, Any]:
+    asset = assets.resolve(principal, name)  # §4: the one pair that spells the id (else 403/404/409)
+    memory_id = asset.memory_id
     spec = {"user_id": user_id, "shared": bool(shared or not user_id), "request_id": request_id}
     job = jobs.new(ordered_id("exp-"), "export", memory_id, asset.team_id, asset.agent_id, principal.key_id, spec)
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), memory_id)
@@ -77,8 +80,8 @@ def run(job: Job) -> None:
 def _run(job: Job) -> None:
     key = _object_key(job)
     for _ in range(ATTEMPTS):
-        asset = assets.get(job.memory_id)
-        if asset is None or (asset.team_id, asset.agent_id) != (job.team_id, job.agent_id):
+        asset = assets.of_pair(job.team_id, job.agent_id)
+        if asset is None:
             jobs.settle(job, "failed", error="the memory no longer exists")
             return
         # Erasures already recorded when the build begins (within the clocks' skew) are not news.
@@ -103,7 +106,7 @@ def _erased_meanwhile(asset: Asset, since: int, known: set[str]) -> bool:
     when the build began. An erasure that commits before this check is seen here; one that commits
     after it erases the stored archive itself (every erasure ends by erasing the memory's exports):
     either way no export outlives what it held."""
-    now = assets.get(asset.memory_id)
+    now = assets.of_pair(asset.team_id, asset.agent_id)
     if now is None or int(now.epoch) != int(asset.epoch):
         return True
     return bool(stored_audit.erasures_since(asset.team_id, asset.agent_id, since) - known)

@@ -50,9 +50,6 @@ def create(
 ) -> dict[str, Any]:
     principal.require_team(team_id)
     memory_id = layout.memory_id_of(team_id, agent_id)
-    existing = assets.get(memory_id)
-    if existing is not None and assets.owned_by(existing, team_id, agent_id) is None:
-        raise Conflict(assets.COLLISION)  # another pair spells the same memory_id (§4)
     spec = {"user_id": user_id, "from_team": from_team, "from_agent": from_agent, "request_id": request_id}
     job = jobs.new(ordered_id("imp-"), "import", memory_id, team_id, agent_id, principal.key_id, spec)
     url = blobs.presigned("put_object", _upload_key(job), URL_LIFETIME_S, ContentType="application/gzip")
@@ -139,7 +136,7 @@ def _id_for(prefix: str, source: str | None, ms: int, fallback: str) -> str:
 
 def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
     scope = Scope(job.team_id, job.agent_id, "")
-    asset = assets.ensure(assets.get(job.memory_id), job.team_id, job.agent_id, job.owner)
+    asset = assets.ensure(assets.of_pair(job.team_id, job.agent_id), job.team_id, job.agent_id, job.owner)
     written = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     skipped = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)

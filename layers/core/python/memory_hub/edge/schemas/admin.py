@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from ...domain.assets import Named
 from ...domain.principal import ALL_TEAMS
 from ...domain.rules import team_or_agent_problem, trim
+from ...domain.scope import spells
 from .common import TEAM_PATTERN, NoControl, NoControlDoc, Strict, TeamId, rule
 
 Role = Literal["reader", "writer", "admin"]
@@ -45,8 +47,43 @@ class MemoryCreate(Strict):
     bindings: list[Binding] | None = Field(None, max_length=100)
 
 
-class MemoryGet(Strict):
+PAIR_APART = "give team_id and agent_id together"
+NOT_SPELLED = "team_id and agent_id do not spell memory_id"
+
+
+def spelling_problem(memory_id: str, team_id: str | None, agent_id: str | None) -> str | None:
+    """Why a body's pair cannot narrow its memory_id (§4), or None."""
+    if team_id is None and agent_id is None:
+        return None
+    if team_id is None or agent_id is None:
+        return PAIR_APART
+    return None if spells(memory_id, team_id, agent_id) else NOT_SPELLED
+
+
+class NamesMemory(Strict):
+    """A route that names a memory_id: it acts on the pair that spells it, has an asset and lies
+    within the key's teams; when several do (team ``a-b`` + agent ``c``, team ``a`` + agent
+    ``b-c``), ``team_id`` and ``agent_id`` say which (else 409 ``memory_id ambiguous``). Only the
+    body narrows: the x-tdai-* headers never do."""
+
     memory_id: MemoryId
+    team_id: TeamId | None = Field(None, description="with agent_id: which pair, when several spell memory_id")
+    agent_id: TeamId | None = Field(None, description="with team_id: which pair, when several spell memory_id")
+
+    @model_validator(mode="after")
+    def _spells(self) -> NamesMemory:
+        problem = spelling_problem(self.memory_id, self.team_id, self.agent_id)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    @property
+    def named(self) -> Named:
+        return Named(self.memory_id, self.team_id, self.agent_id)
+
+
+class MemoryGet(NamesMemory):
+    pass
 
 
 class MemoryList(Strict):
@@ -55,8 +92,7 @@ class MemoryList(Strict):
     next_token: str | None = None
 
 
-class MemoryUpdate(Strict):
-    memory_id: MemoryId
+class MemoryUpdate(NamesMemory):
     name: Name | None = None
     visibility: Visibility | None = None
     acl: list[AclEntry] | None = Field(None, max_length=100)
@@ -66,14 +102,41 @@ class MemoryUpdate(Strict):
     )
 
 
-class MemoryDelete(Strict):
+class MemoryDelete(NamesMemory):
+    pass
+
+
+class ClearTarget(Strict):
     memory_id: MemoryId
+    team_id: TeamId
+    agent_id: TeamId
+
+    @model_validator(mode="after")
+    def _spells(self) -> ClearTarget:
+        problem = spelling_problem(self.memory_id, self.team_id, self.agent_id)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class ChatMemoryClear(Strict):
     memory_ids: list[str] = Field(
         min_length=1, max_length=100, description="trimmed, blanks dropped, duplicates removed; none left → 400"
     )
+    targets: list[ClearTarget] | None = Field(
+        None,
+        max_length=100,
+        description="which pair(s) an id of memory_ids means when several spell it (each target's id must be "
+        "one of memory_ids; several targets of one id clear each named pair)",
+    )
+
+    @model_validator(mode="after")
+    def _targets_named(self) -> ChatMemoryClear:
+        ids = {trim(m) for m in self.memory_ids}
+        strays = [str(i) for i, t in enumerate(self.targets or []) if trim(t.memory_id) not in ids]
+        if strays:
+            raise ValueError(f"targets {', '.join(strays)}: memory_id is not one of memory_ids")
+        return self
 
 
 class KeyCreate(Strict):
@@ -143,8 +206,7 @@ def _one_id(value: list[str] | None) -> list[str]:
     return [trim(value[0])]
 
 
-class UserMemoryDelete(Strict):
-    memory_id: MemoryId
+class UserMemoryDelete(NamesMemory):
     user_id: UserId
     content_ids: list[str] | None = Field(  # the pipeline keeps an explicit null here
         None,
@@ -170,8 +232,21 @@ class DeleteUserMemory(Strict):
         description="when present (even as null): exactly one non-blank message or record id",
         json_schema_extra=_ONE_ID,
     )
+    team_id: TeamId | None = Field(None, description="with agent_id: which pair, when several spell appId")
+    agent_id: TeamId | None = Field(None, description="with team_id: which pair, when several spell appId")
 
     _exactly_one = field_validator("memoryContentId")(_one_id)
+
+    @model_validator(mode="after")
+    def _spells(self) -> DeleteUserMemory:
+        problem = spelling_problem(self.appId, self.team_id, self.agent_id)
+        if problem:
+            raise ValueError(problem.replace("memory_id", "appId"))
+        return self
+
+    @property
+    def named(self) -> Named:
+        return Named(self.appId, self.team_id, self.agent_id)
 
     @property
     def content_id(self) -> str | None:

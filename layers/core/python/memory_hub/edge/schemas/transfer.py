@@ -6,14 +6,13 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .admin import MemoryId, UserId
+from .admin import NamesMemory, UserId
 from .common import FreeId, Strict, TeamId
 
 JobId = Annotated[str, Field(min_length=1, max_length=100)]
 
 
-class ExportStart(Strict):
-    memory_id: MemoryId
+class ExportStart(NamesMemory):
     user_id: UserId | None = Field(None, description="only this person's L0/L1 (their right of access)")
     shared: bool = Field(False, description="with user_id: add the agent's shared L2/L3 (they may describe others)")
 
