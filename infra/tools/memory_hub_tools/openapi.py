@@ -82,7 +82,8 @@ indices; `(root)` for a rule across fields), joined by `; `. The request id is a
 `x-request-id` header. An unknown path answers 404 and another method on a known path 405, both \
 with the error envelope. Checks run in this order, the first failing one answering: 401 → \
 404/405 → role 403 → 413 → 415 → 400 (JSON) → 422 (isolation) → 400 (isolation format) → team \
-403 → 400 (fields) → 403 (named memory) → 404 → 422/409 (Idempotency-Key) → 409.
+403 → 400 (fields) → 403 (named memory) → 404 → 409 (memory_id ambiguous) → 422/409 \
+(Idempotency-Key) → 409.
 
 **Isolation.** `team_id`, `agent_id`, `user_id`, `session_id`, `task_id` come from the body, else \
 from the headers `x-tdai-team-id`, `x-tdai-agent-id`, `x-tdai-user-id`, `x-tdai-session-id`, \
@@ -452,8 +453,8 @@ method on a known path 405, both as error envelopes.
 When several things are wrong, the first failing check answers, in this order: service id and key \
 (401), path (404) and method (405), role (403), size (413), encoding (415), JSON object (400), \
 missing isolation fields (422), their format (400), team outside the key (403), other fields \
-(400), a named memory outside the key (403), not found (404), `Idempotency-Key` (422, 409), other \
-conflicts (409).
+(400), a named memory outside the key (403), not found (404), a memory_id several pairs spell (409 \
+`memory_id ambiguous`), `Idempotency-Key` (422, 409), other conflicts (409).
 
 **Isolation.** The data-plane routes (`/v3/conversation/*`, `/v3/atomic/*`, `/v3/scenario/*`, \
 `/v3/core/*`) act inside one scope. Each isolation field comes from the body or, when the body has \

@@ -33,7 +33,9 @@ class ErrorEnvelope(Doc):
     )
     request_id: str = Field(pattern=REQUEST_ID, description="also sent as the x-request-id header")
     data: dict[str, Any] | None = Field(
-        None, description="details, e.g. current_version (409 on a version) or conflicts (409 on atomic/delete)"
+        None,
+        description="details, e.g. current_version (409 on a version), conflicts (409 on atomic/delete) or "
+        "candidates: [{team_id, agent_id}] (409 memory_id ambiguous)",
     )
     retryable: bool | None = Field(
         None,
@@ -57,7 +59,8 @@ ERRORS = {
     401: "x-tdai-service-id unknown, or the key missing, unknown or revoked",
     403: "the key's role or teams do not cover the request (or a named memory outside them)",
     404: "the named memory, key, record or job does not exist",
-    409: "a version or collision conflict (`data` tells which), or an Idempotency-Key still in flight",
+    409: "a version conflict (`data` tells which), a memory_id that several pairs spell (`memory_id ambiguous`, "
+    "`data.candidates`: name team_id and agent_id too), or an Idempotency-Key still in flight",
     413: "the body is larger than 1 MiB (as received or after gzip decoding)",
     415: "a Content-Encoding other than gzip or identity",
     422: "isolation fields missing (team_id, agent_id, user_id), or an Idempotency-Key reused with another body",
@@ -332,6 +335,8 @@ class AliasError(Doc):
 
 class ClearItem(Doc):
     memory_id: str
+    team_id: str = Field(description="the pair whose memory this is (several pairs may spell one memory_id)")
+    agent_id: str
     cleared: bool = Field(description="false: nothing of this memory was cleared (see reason); the call still succeeds")
     l0_deleted: int
     l1_deleted: int
@@ -393,13 +398,15 @@ class AssetWithCounts(Asset):
 
 
 class Assets(Doc):
-    items: list[Asset] = Field(description="by memory_id")
+    items: list[Asset] = Field(description="by memory_id, then team_id, then agent_id")
     next_token: str | None = Field(None, description="present only when more assets follow")
 
 
 class MemoryDeleted(Doc):
     deleted: Literal[True]
     memory_id: str
+    team_id: str = Field(description="the pair whose memory was deleted")
+    agent_id: str
     l0_deleted: int
     l1_deleted: int
     l2_deleted: int
@@ -506,6 +513,7 @@ ROUTES: dict[str, RouteDoc] = {
     "/v2/memory": RouteDoc(
         AliasResult,
         404,
+        409,
         503,
         description="`{requestId, result: true}`; every error is `{requestId, code, message}` with that HTTP status",
         envelope=False,
@@ -530,20 +538,20 @@ ROUTES: dict[str, RouteDoc] = {
     "/v3/core/count": RouteDoc(PersonaCount, ISOLATION),
     "/v3/core/read": RouteDoc(Persona, ISOLATION),
     "/v3/core/write": RouteDoc(PersonaWritten, ISOLATION, 409, 503),
-    "/v3/memory/create": RouteDoc(Asset, 409, 503),
-    "/v3/memory/delete": RouteDoc(MemoryDeleted, 404, 503),
-    "/v3/memory/export": RouteDoc(ExportJob, 404),
+    "/v3/memory/create": RouteDoc(Asset, 503),
+    "/v3/memory/delete": RouteDoc(MemoryDeleted, 404, 409, 503),
+    "/v3/memory/export": RouteDoc(ExportJob, 404, 409),
     "/v3/memory/export/status": RouteDoc(ExportJob, 404),
-    "/v3/memory/get": RouteDoc(AssetWithCounts, 404),
+    "/v3/memory/get": RouteDoc(AssetWithCounts, 404, 409),
     "/v3/memory/import": RouteDoc(ImportCreated, 409),
     "/v3/memory/import/start": RouteDoc(ImportJobState, 404),
     "/v3/memory/import/status": RouteDoc(ImportJobState, 404),
     "/v3/memory/list": RouteDoc(Assets),
-    "/v3/memory/update": RouteDoc(Asset, 404, 503),
+    "/v3/memory/update": RouteDoc(Asset, 404, 409, 503),
     "/v3/scenario/count": RouteDoc(ScenarioCounted, ISOLATION),
     "/v3/scenario/ls": RouteDoc(ScenarioList, ISOLATION),
     "/v3/scenario/read": RouteDoc(ScenarioFile, ISOLATION),
     "/v3/scenario/rm": RouteDoc(ScenarioRemoved, ISOLATION, 503),
     "/v3/scenario/write": RouteDoc(ScenarioWritten, ISOLATION, 409, 503),
-    "/v3/user-memory/delete": RouteDoc(UserMemoryDeleted, 404, 503),
+    "/v3/user-memory/delete": RouteDoc(UserMemoryDeleted, 404, 409, 503),
 }
