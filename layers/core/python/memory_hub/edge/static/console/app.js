@@ -96,6 +96,12 @@
     return s.team && s.agent ? `chat_memory-${s.team}-${s.agent}` : "";
   }
 
+  // The memory of the scope's pair, named with the pair itself: another pair may spell the same
+  // memory_id (team "a-b" + agent "c", team "a" + agent "b-c"), and the id alone is then ambiguous.
+  function named(s = scope()) {
+    return { memory_id: memoryId(s), team_id: s.team, agent_id: s.agent };
+  }
+
   function showScope() {
     const s = scope();
     const mid = memoryId(s);
@@ -727,7 +733,7 @@
     $("clear-go").disabled = true;
     say(`Clearing ${mid}…`, "busy");
     try {
-      const data = await call("v3/chat-memory/clear", { memory_ids: [mid] }, { scoped: false });
+      const data = await call("v3/chat-memory/clear", { memory_ids: [mid], targets: [named()] }, { scoped: false });
       const item = (data.items || [])[0] || {};
       const text = item.cleared
         ? `Cleared ${mid}: ${item.l0_deleted} L0 messages, ${item.l1_deleted} L1 records, ${item.l2_deleted} L2 files and ${item.l3_deleted} persona deleted.`
@@ -752,7 +758,7 @@
     $("userdel-go").disabled = true;
     say(`Deleting the memory of user ${user}…`, "busy");
     try {
-      const data = await call("v3/user-memory/delete", { memory_id: mid, user_id: user }, { scoped: false });
+      const data = await call("v3/user-memory/delete", { ...named(), user_id: user }, { scoped: false });
       const text = `Deleted user ${user}'s memory in ${mid}: ${data.l0_deleted} L0 messages and ${data.l1_deleted} L1 records.`;
       $("userdel-result").textContent = text;
       $("userdel-confirm").value = "";
@@ -779,7 +785,7 @@
     const mid = memoryId();
     if (!mid) { say("Error: set team and agent id first (Key and scope).", "error"); return; }
     const who = $("export-who").value;
-    const body = { memory_id: mid };
+    const body = named();
     if (who !== "memory") {
       if (!scope().user) { say("Error: set the user id first (Key and scope).", "error"); return; }
       Object.assign(body, { user_id: scope().user, shared: who === "user-shared" });
