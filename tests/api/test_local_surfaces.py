@@ -274,8 +274,8 @@ def test_the_invoke_api_runs_a_local_programs_json(stack):
     answer = invoke(stack, json.dumps(api_event("GET", "/health", {}, None)).encode())
     assert answer.status_code == 200 and answer.json()["statusCode"] == 200
     assert invoke(stack, None).status_code == 200  # no body: an empty event
-    typed = invoke(stack, b"{}", **{"Content-Type": "application/json"})
-    assert typed.status_code == 200
+    for content_type in ("application/json", "application/octet-stream", "binary/octet-stream"):
+        assert invoke(stack, b"{}", **{"Content-Type": content_type}).status_code == 200  # SDKs send these
 
 
 @pytest.mark.parametrize(
@@ -354,3 +354,14 @@ def test_bedrock_and_s3_vectors_refuse_as_rest_json_services_do(stack):
         "InvalidSignatureException",
     )
     assert "vectorBuckets" in client(stack, "s3vectors").list_vector_buckets()
+
+
+def test_the_printed_credentials_are_kept_with_the_state_and_readable_by_their_owner_only(tmp_path):
+    from memory_hub_local.identity import SEED_FILE
+    from memory_hub_local.identity import Credentials as Local
+
+    first, again = Local.create(tmp_path), Local.create(tmp_path)
+    assert first.operator == again.operator and first.function("AdminFunction") == again.function("AdminFunction")
+    assert (tmp_path / SEED_FILE).stat().st_mode & 0o077 == 0
+    assert Local.create(None).operator != Local.create(None).operator  # an ephemeral stack: fresh ones
+    assert first.operator.secret != first.function("AdminFunction").secret

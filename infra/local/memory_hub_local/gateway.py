@@ -180,6 +180,8 @@ class ApiHandler(http.Handler):
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve  # noqa: N815 - http.server
 
 
+# The content types a browser sends cross-origin without a preflight (a form's): never a local program's.
+_FORM_TYPES = frozenset({"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"})
 _INVOKE = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
 
@@ -211,7 +213,7 @@ class InvokeHandler(http.Handler):
         if self.headers.get("Origin") is not None:
             return "a request with an Origin header (from a web page) is not served here"
         content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+        if content_type in _FORM_TYPES:  # what a web page may post anywhere without asking first
             return f"Content-Type {content_type!r}: the payload must be JSON"
         return None
 

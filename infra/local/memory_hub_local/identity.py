@@ -58,6 +58,8 @@ class Credentials:
             return cls(bytes.fromhex(path.read_text().strip()))
         except FileNotFoundError:
             pass
+        except ValueError:
+            raise RuntimeError(f"{path} is damaged: remove it to get new local credentials") from None
         data_dir.mkdir(parents=True, exist_ok=True)
         seed = secrets.token_bytes(32)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

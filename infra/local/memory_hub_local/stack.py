@@ -152,7 +152,11 @@ class Stack:
 
 
 # Environment variables `make run` honours, as template parameters (like --parameter-overrides).
-PARAMETERS_FROM_ENVIRONMENT = {"MEMORY_HUB_SERVICE_ID": "ServiceId", "RETENTION_DAYS": "RetentionDays"}
+PARAMETERS_FROM_ENVIRONMENT = {
+    "MEMORY_HUB_SERVICE_ID": "ServiceId",
+    "RETENTION_DAYS": "RetentionDays",
+    "MEMORY_HUB_EMBEDDINGS": "Embeddings",
+}
 
 
 def run(port: int, lambda_port: int, aws_port: int, region: str, data_dir: Path | None) -> int:
@@ -177,9 +181,11 @@ def run(port: int, lambda_port: int, aws_port: int, region: str, data_dir: Path 
     print(f"  AWS endpoint {stack.aws_url}   (aws s3 ls --endpoint-url …)")
     print(f"  service id   {service}")
     print(f"  admin key    {stack.admin_key}")
-    print("For the AWS CLI against it:")
+    print("For the AWS CLI against it (these credentials open every table, object and secret of the local")
+    print("account, the admin key included: keep them to yourself):")
     for name, value in stack.aws_environment().items():
         print(f"  export {name}={value}")
+    print("  unset AWS_SESSION_TOKEN")
     print(flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
