@@ -295,6 +295,27 @@ def test_clear_yes_prints_counts_and_audit_ids(env, client, capsys):
     assert item["cleared"] is True and item["l1_deleted"] == 0
 
 
+def test_clear_and_user_memory_delete_name_the_pair_when_several_spell_the_id(env, client, capsys):
+    base = make_scope()
+    first = type(base)(base.team_id, "x-support", base.user_id)
+    second = type(base)(base.team_id + "-x", "support", base.user_id)
+    assert first.memory_id == second.memory_id
+    for s in (first, second):
+        client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello record")
+    code, _, err = run(capsys, "clear", first.memory_id, "--yes")
+    assert code == 1 and "memory_id ambiguous" in err and "--team and --agent" in err, err
+    assert ids_of(client, first) and ids_of(client, second)
+    code, out, err = run(capsys, "clear", first.memory_id, "--yes", "--team", first.team_id, "--agent", first.agent_id)
+    assert code == 0 and f"{first.memory_id}: cleared" in out, err
+    assert not ids_of(client, first) and ids_of(client, second)
+    pair = ["--team", second.team_id, "--agent", second.agent_id]
+    code, _, err = run(
+        capsys, "user-memory", "delete", "--memory-id", second.memory_id, "--user", second.user_id, "--yes", *pair
+    )
+    assert code == 0, err
+    assert not ids_of(client, second)
+
+
 def test_clear_on_terminal_needs_the_memory_id_retyped(env, client, capsys, monkeypatch):
     s = make_scope()
     client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello record")

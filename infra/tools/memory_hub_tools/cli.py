@@ -404,14 +404,30 @@ def _delete(args: argparse.Namespace) -> int:
     return EXIT_OK if record_id in (data.get("deleted_ids") or []) else EXIT_FAILED
 
 
+def _pair(args: argparse.Namespace) -> tuple[str, str] | None:
+    """--team and --agent: which pair a memory id means when several spell it (they go together)."""
+    team, agent = getattr(args, "team", None), getattr(args, "agent", None)
+    if team is None and agent is None:
+        return None
+    if team is None or agent is None:
+        raise UsageError("--team and --agent go together")
+    return team.strip(), agent.strip()
+
+
+def _add_pair(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--team", default=None, help="with --agent: the pair, when several spell the memory id")
+    parser.add_argument("--agent", default=None, help="with --team: the pair, when several spell the memory id")
+
+
 def _clear(args: argparse.Namespace) -> int:
     memory_id = args.memory_id.strip()
+    pair = _pair(args)
     client = _client(args)
     if not args.yes:
         if not _is_terminal():
             return _refuse_without_terminal("clear")
         try:
-            asset = client.memory_get(memory_id)
+            asset = client.memory_get(memory_id, pair)
             counts = asset.get("counts") or {}
             _say(
                 args,
@@ -429,7 +445,7 @@ def _clear(args: argparse.Namespace) -> int:
         if (_ask(args, "Type the memory id to confirm: ") or "").strip() != memory_id:
             _say(args, "aborted: the memory id was not retyped exactly; nothing was cleared")
             return EXIT_FAILED
-    data = client.chat_memory_clear([memory_id])
+    data = client.chat_memory_clear([memory_id], pair=pair)
     if args.json:
         _emit_json(data)
     else:
@@ -456,6 +472,7 @@ def _clear(args: argparse.Namespace) -> int:
 
 def _user_memory_delete(args: argparse.Namespace) -> int:
     memory_id, user_id = args.memory_id.strip(), args.user
+    pair = _pair(args)
     content_id = args.content_id.strip() if args.content_id is not None else None
     if content_id is not None:
         _kind(content_id)
@@ -465,7 +482,7 @@ def _user_memory_delete(args: argparse.Namespace) -> int:
             return _refuse_without_terminal("user-memory delete")
         asset = None
         try:
-            asset = client.memory_get(memory_id)
+            asset = client.memory_get(memory_id, pair)
         except MemoryHubError as exc:
             _say(args, f"(could not read {memory_id}: {exc})")
         if content_id is None:
@@ -490,7 +507,7 @@ def _user_memory_delete(args: argparse.Namespace) -> int:
             if (_ask(args, "Delete exactly this id? Type yes to confirm: ") or "").strip().lower() != "yes":
                 _say(args, "aborted: nothing was deleted")
                 return EXIT_FAILED
-    data = client.user_memory_delete(memory_id, user_id, content_id)
+    data = client.user_memory_delete(memory_id, user_id, content_id, pair)
     if args.json:
         _emit_json(data)
     elif content_id is None:
@@ -587,6 +604,7 @@ def _export(args: argparse.Namespace) -> int:
         user_id=args.user,
         shared=args.shared,
         progress=lambda text: print(text, file=sys.stderr),
+        pair=_pair(args),
     )
     if args.json:
         _emit_json({k: v for k, v in answer.items() if k != "url"})
@@ -830,6 +848,7 @@ def _add_operator_commands(sub: Any) -> None:
     )
     clear.add_argument("memory_id", help="chat_memory-<team>-<agent>")
     clear.add_argument("--yes", action="store_true")
+    _add_pair(clear)
     clear.set_defaults(run=_clear)
 
     user_memory = sub.add_parser("user-memory", help="erase one user's memory (admin)")
@@ -845,6 +864,7 @@ def _add_operator_commands(sub: Any) -> None:
     um_delete.add_argument("--user", required=True)
     um_delete.add_argument("--content-id", default=None, help="one msg-… or atom-… id of that user")
     um_delete.add_argument("--yes", action="store_true")
+    _add_pair(um_delete)
     um_delete.set_defaults(run=_user_memory_delete)
 
     keys = sub.add_parser("keys", help="API keys (admin)")
@@ -901,6 +921,7 @@ def _add_operator_commands(sub: Any) -> None:
     export.add_argument("--user", default=None, help="only this person's L0/L1 (their right of access)")
     export.add_argument("--shared", action="store_true", help="with --user: add the agent's shared L2/L3")
     export.add_argument("--out", required=True, help="directory to write the tree into")
+    _add_pair(export)
     export.set_defaults(run=_export)
 
     imported = sub.add_parser(
@@ -983,6 +1004,11 @@ def main(argv: list[str] | None = None) -> int:
     except ApiError as exc:
         details = f" (details: {json.dumps(exc.data, ensure_ascii=False)})" if exc.data is not None else ""
         print(f"error: {exc}{details}", file=sys.stderr)
+        if "memory_id ambiguous" in str(exc):
+            print(
+                "hint: several (team, agent) pairs spell this memory id: name one with --team and --agent",
+                file=sys.stderr,
+            )
         if getattr(args, "json", False):
             _emit_json({"error": exc.as_dict()})
         return EXIT_FAILED

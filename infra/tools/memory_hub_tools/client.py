@@ -341,18 +341,26 @@ class MemoryHubClient:
 
     # -- erasure and admin -----------------------------------------------------------------------
 
-    def chat_memory_clear(self, memory_ids: list[str], idempotency_key: str | None = None) -> dict[str, Any]:
+    def chat_memory_clear(
+        self, memory_ids: list[str], idempotency_key: str | None = None, pair: Pair | None = None
+    ) -> dict[str, Any]:
+        """``pair``: (team_id, agent_id) that each id means, when several pairs spell it."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return self._object("/v3/chat-memory/clear", {"memory_ids": list(memory_ids)}, headers)
+        body: dict[str, Any] = {"memory_ids": list(memory_ids)}
+        if pair is not None:
+            body["targets"] = [{"memory_id": m, "team_id": pair[0], "agent_id": pair[1]} for m in memory_ids]
+        return self._object("/v3/chat-memory/clear", body, headers)
 
-    def user_memory_delete(self, memory_id: str, user_id: str, content_id: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"memory_id": memory_id, "user_id": user_id}
+    def user_memory_delete(
+        self, memory_id: str, user_id: str, content_id: str | None = None, pair: Pair | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"memory_id": memory_id, "user_id": user_id, **pair_fields(pair)}
         if content_id is not None:
             body["content_ids"] = [content_id]
         return self._object("/v3/user-memory/delete", body)
 
-    def memory_get(self, memory_id: str) -> dict[str, Any]:
-        return self._object("/v3/memory/get", {"memory_id": memory_id})
+    def memory_get(self, memory_id: str, pair: Pair | None = None) -> dict[str, Any]:
+        return self._object("/v3/memory/get", {"memory_id": memory_id, **pair_fields(pair)})
 
     def keys_create(self, role: str, team_ids: list[str] | None = None, name: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"role": role}
@@ -381,6 +389,15 @@ class MemoryHubClient:
             if v is not None
         }
         return self._object("/v3/audit/query", body)
+
+
+# (team_id, agent_id): which of the pairs that spell a memory_id a request means (team "a-b" + agent
+# "c" and team "a" + agent "b-c" spell the same id; the id alone is then ambiguous, 409).
+Pair = tuple[str, str]
+
+
+def pair_fields(pair: Pair | None) -> dict[str, str]:
+    return {} if pair is None else {"team_id": pair[0], "agent_id": pair[1]}
 
 
 def memory_id_for(team_id: str, agent_id: str) -> str:

@@ -87,10 +87,13 @@ def export(
     user_id: str | None = None,
     shared: bool = False,
     progress: Callable[[str], None] = lambda _: None,
+    pair: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise TransferFailed(f"{out}: not an empty directory (an export would mix with what is there)")
     body: dict[str, Any] = {"memory_id": memory_id}
+    if pair is not None:  # which pair, when several spell memory_id
+        body.update(team_id=pair[0], agent_id=pair[1])
     if user_id is not None:
         body.update(user_id=user_id, shared=shared)
     answer = _wait(client, "/v3/memory/export/status", "export_id", client.call("/v3/memory/export", body), progress)
