@@ -362,6 +362,7 @@ class AwsSide:
         with self._compacting:
             with LOCK:
                 upto = self.journal.rotate()
+            started = time.perf_counter()
             command = [sys.executable, "-m", "memory_hub_local.aws", "--port", "0", "--region", self.region]
             command += ["--data-dir", str(directory), "--compact-upto", str(upto), "--parent", str(os.getpid())]
             self._child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
@@ -373,6 +374,11 @@ class AwsSide:
                 print(f"journal: a compaction failed (exit {code}); the journal is kept", file=sys.stderr, flush=True)
                 return False
             self.journal.forget_below(upto)
+            print(
+                f"journal: segments below {upto} compacted into the snapshot in {time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             return True
 
     def compact_child(self, upto: int) -> int:
