@@ -9,16 +9,13 @@ import json
 from typing import Any
 
 from memory_hub.clock import request_id
-from memory_hub.domain import assets, meaning
+from memory_hub.domain import meaning
 from memory_hub.observability import logger
 from memory_hub.settings import get_settings
 
+MARGIN_S = 5.0
+
 get_settings()  # a missing setting fails the cold start, naming the variable
-
-
-def _epoch(memory_id: str) -> int | None:
-    asset = assets.get(memory_id)
-    return int(asset.epoch) if asset is not None else None
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -33,6 +30,11 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             continue
         if isinstance(body, dict):
             bodies.append((message_id, body))
-    again = meaning.consume(bodies, _epoch)
+
+    def remaining_s() -> float:  # what is left of this invocation, less a margin for the answer
+        left: int = context.get_remaining_time_in_millis()
+        return max(0.0, left / 1000 - MARGIN_S)
+
+    again = meaning.consume(bodies, remaining_s)
     logger.info("embed", extra={"messages": len(bodies), "again": len(again)})
     return {"batchItemFailures": [{"itemIdentifier": m} for m in again]}

@@ -6,9 +6,10 @@ missing permission fails here — not in a deployment."""
 from __future__ import annotations
 
 from helpers import ok
+from test_vectors import THROTTLED, wait_for_vector
 
 
-def _drive_every_function(api, scope) -> None:
+def _drive_every_function(api, scope, hooks) -> None:
     """Whatever ran before in the session, every function and the kinds of calls it makes."""
     ok(api.post("/v3/scenario/write", scope.body(path="iam/a.md", content="iam check")))
     ok(api.post("/v3/scenario/ls", scope.body()))
@@ -20,6 +21,13 @@ def _drive_every_function(api, scope) -> None:
     )["accepted_ids"]
     atom = ok(api.post("/v3/atomic/add", scope.body(content="iam check")))["id"]
     ok(api.post("/v3/conversation/search", scope.body(query="iam")))
+    ok(api.post("/v3/atomic/update", scope.body(id=atom, content="iam check, changed")))
+    # meaning: a throttled embedding goes to the queue and EmbedFunction makes it
+    hook = hooks.add({"operation": "InvokeModel", "function": "MemoryFunction"}, "fail", None, THROTTLED)
+    queued = ok(api.post("/v3/atomic/add", scope.body(content="iam check queued")))["id"]
+    hooks.remove(hook)
+    wait_for_vector(scope, queued)
+    ok(api.post("/v3/user-memory/delete", {"memory_id": scope.memory_id, "user_id": scope.user_id}))
     ok(api.post("/v3/conversation/delete", scope.body(message_ids=ids)))
     ok(api.post("/v3/atomic/delete", scope.body(ids=[atom])))
     ok(api.post("/v3/scenario/rm", scope.body(path="iam/")))
@@ -29,23 +37,31 @@ def _drive_every_function(api, scope) -> None:
 
 
 def test_no_function_call_of_the_session_was_denied_by_its_iam_policy(api, scope, hooks):
-    _drive_every_function(api, scope)
+    _drive_every_function(api, scope, hooks)
     calls = hooks.calls()
     by_function = {c["function"] for c in calls if c["function"]}
-    assert {"ScenarioFunction", "MemoryFunction", "DeleteFunction", "ClearFunction", "AdminFunction"} <= by_function
+    assert {
+        "ScenarioFunction",
+        "MemoryFunction",
+        "DeleteFunction",
+        "ClearFunction",
+        "AdminFunction",
+        "EmbedFunction",
+        "CleanupFunction",
+    } <= by_function
     denied = [
         c
         for c in calls
         if c["function"]
         and c["refused"] in ("AccessDenied", "AccessDeniedException")
-        and not c.get("key", "").startswith("outside/")
+        and not str(c.get("key") or "").startswith("outside/")
         and not str(c.get("key")).startswith("profiles/iam/")
     ]
     assert denied == [], denied[:5]
 
 
 def test_every_kind_of_call_was_checked(api, scope, hooks):
-    _drive_every_function(api, scope)
+    _drive_every_function(api, scope, hooks)
     """The check above is not vacuous: the session's calls cover the actions the functions need."""
     actions = {action for c in hooks.calls() if c["function"] for action, _ in c["actions"]}
     assert {
@@ -62,4 +78,16 @@ def test_every_kind_of_call_was_checked(api, scope, hooks):
         "s3:DeleteObject",
         "s3:ListBucket",
         "secretsmanager:GetSecretValue",
+        "bedrock:InvokeModel",
+        "s3vectors:PutVectors",
+        "s3vectors:CreateIndex",
+        "s3vectors:QueryVectors",
+        "s3vectors:GetVectors",
+        "s3vectors:DeleteVectors",
+        "s3vectors:ListIndexes",
+        "s3vectors:ListVectors",
+        "s3vectors:DeleteIndex",
+        "sqs:SendMessage",
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
     } <= actions

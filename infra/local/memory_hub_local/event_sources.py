@@ -19,6 +19,7 @@ from .template import Deployment, load_raw
 
 log = logging.getLogger("memory_hub_local.event_sources")
 WAIT_S = 1  # long-poll wait of each receive (short: stopping the stack is quick)
+IDLE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ class Poller:
     def _run(self) -> None:
         while not self.stopping.is_set():
             try:
-                self.once()
+                if not self.once():
+                    self.stopping.wait(IDLE_S)  # an empty queue: ask again shortly, not in a tight loop
             except Exception:  # a poller outlives a failed receive, as Lambda's does
                 log.exception("SQS poll for %s failed", self.source.function)
                 self.stopping.wait(1.0)

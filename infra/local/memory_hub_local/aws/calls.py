@@ -67,6 +67,12 @@ def parse(method: str, raw_path: str, headers: dict[str, str], body: bytes, regi
             [(f"secretsmanager:{target.split('.', 1)[1]}", secret)],
             payload,
         )
+    if target.startswith("AmazonSQS."):  # SQS's JSON protocol: the queue is named by its URL
+        payload = json.loads(body or b"{}")
+        operation, queue = target.split(".", 1)[1], str(payload.get("QueueUrl") or payload.get("QueueName") or "")
+        arn = f"arn:aws:sqs:{region}:123456789012:{queue.rstrip('/').rsplit('/', 1)[-1]}"
+        action = operation.removesuffix("Batch")  # IAM has no *Batch actions: a batch needs the single one
+        return Call("sqs", operation, who, [(f"sqs:{action}", arn)], payload)
     service = signing_service(headers, query)
     if service in ("s3vectors", "bedrock"):
         from . import vector_calls

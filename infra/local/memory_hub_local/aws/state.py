@@ -87,6 +87,9 @@ class State:
             )
             s3.create_bucket(Bucket=self.names[logical_id], **extra)
         s3vectors.create_from_template(self.cfn, self.names, self.region)
+        sqs = boto3.client("sqs", region_name=self.region)
+        for logical_id in self._resources("AWS::SQS::Queue"):  # the embedding queue and the dead-letter queues
+            sqs.create_queue(QueueName=self.names[logical_id])
         manager = boto3.client("secretsmanager", region_name=self.region)
         saved_secrets = saved.get("secrets", {}) if saved else {}
         for logical_id in self._resources("AWS::SecretsManager::Secret"):

@@ -31,6 +31,7 @@ from ..storage.models import Message, Record
 L0 = "L0"
 L1 = "L1"
 BACKFILL_BATCH = 32
+BACKFILL_BATCH_BUDGET_S = 20.0  # the cleanup is not waited for by anyone: a batch may take its time
 QUERY_BUDGET_S = 3.0
 
 
@@ -298,9 +299,10 @@ def semantic(
 # --- the queue's consumer and the cleanup's backfill ---------------------------------------------
 
 
-def consume(bodies: Sequence[tuple[str, dict[str, Any]]], current_epoch: Callable[[str], int | None]) -> list[str]:
-    """Embed the items named by queued messages (``(message id, body)``); the message ids to deliver
-    again (a retryable failure). A message of a retired epoch or of items since erased does nothing."""
+def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[[], float]) -> list[str]:
+    """Embed the items named by queued messages (``(message id, body)``) within the invocation's
+    remaining time; the message ids to deliver again (a retryable failure, or time ran out). A
+    message of items since erased (or cleared) does nothing."""
     again: list[str] = []
     for message_id, body in bodies:
         try:
@@ -309,12 +311,14 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], current_epoch: Callabl
         except (KeyError, TypeError, ValueError):
             logger.warning("malformed embedding message dropped", extra={"message_id": message_id})
             continue
-        if not enabled() or current_epoch(where.memory_id) != where.epoch:
+        if not enabled():
             continue
+        # Items of a cleared epoch are gone (or going): nothing of them is read back below, and a
+        # vector put meanwhile is reaped at once or its index dropped by the purge or the cleanup.
         try:
             live = _live(where, layer, user_id, ids)
             outcome = Outcome()
-            retry = _embed(where, [piece(live[i]) for i in ids if i in live], get_settings().embed_budget_s, outcome)
+            retry = _embed(where, [piece(live[i]) for i in ids if i in live], remaining_s(), outcome)
         except Exception:
             logger.exception("queued embeddings failed; delivered again")
             retry = ids
@@ -367,6 +371,6 @@ def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
             report.remaining = len(missing) - start
             break
         outcome = Outcome()
-        _embed(where, missing[start : start + BACKFILL_BATCH], settings.embed_budget_s, outcome)
+        _embed(where, missing[start : start + BACKFILL_BATCH], BACKFILL_BATCH_BUDGET_S, outcome)
         report.embedded += outcome.embedded
     return report
