@@ -1,0 +1,108 @@
+"""The local stack's journal format: what is appended reads back whole and in order; a record a
+crash cut short at any byte, or one whose checksum does not match, ends the segment there and is
+cut off when repaired; appends from many threads all reach the disk before ``sync`` returns."""
+
+from __future__ import annotations
+
+import threading
+
+from memory_hub_local.aws import journal
+
+
+def records(n: int) -> list[tuple[dict, bytes]]:
+    return [({"m": "PUT", "p": f"/bucket/key{i}", "h": {"n": str(i)}}, bytes([i % 256]) * (i * 7)) for i in range(n)]
+
+
+def write(tmp_path, written) -> journal.Journal:
+    log = journal.Journal(tmp_path, 0)
+    for meta, body in written:
+        log.append(journal.encode(meta, body))
+    log.sync()
+    return log
+
+
+def test_what_is_appended_reads_back_whole_and_in_order(tmp_path):
+    written = records(20)
+    write(tmp_path, written).close()
+    read, end, size = journal.read(journal.segment_path(tmp_path, 0))
+    assert [(r.meta, r.body) for r in read] == written
+    assert end == size
+
+
+def test_a_record_cut_short_anywhere_is_dropped_alone(tmp_path):
+    written = records(3)
+    write(tmp_path, written).close()
+    path = journal.segment_path(tmp_path, 0)
+    whole = path.read_bytes()
+    for cut in range(1, len(whole)):
+        read, end, size = journal.read(_copy(tmp_path, whole, cut))
+        complete = sum(1 for boundary in _boundaries(whole) if boundary <= cut)
+        assert len(read) == complete and end <= cut == size
+        assert [(r.meta, r.body) for r in read] == written[:complete]
+
+
+def test_a_checksum_that_does_not_match_ends_the_segment_and_repair_cuts_it_off(tmp_path):
+    written = records(4)
+    write(tmp_path, written).close()
+    path = journal.segment_path(tmp_path, 0)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # the last record's body changed after its checksum was taken
+    path.write_bytes(bytes(data))
+    applied = []
+    ((number, count, kept, dropped),) = journal.replay(tmp_path, 0, None, applied.append, repair=True)
+    assert (number, count) == (0, 3) and [(r.meta, r.body) for r in applied] == written[:3]
+    assert dropped > 0 and path.stat().st_size == kept
+
+
+def test_replay_takes_the_segments_from_the_first_it_is_asked_for_up_to_a_bound(tmp_path):
+    log = journal.Journal(tmp_path, 3)
+    for meta, body in records(2):
+        log.append(journal.encode(meta, body))
+    assert log.rotate() == 4
+    log.append(journal.encode({"m": "later"}, b""))
+    log.close()
+    applied = []
+    list(journal.replay(tmp_path, 3, 4, applied.append, repair=False))
+    assert [r.meta["p"] for r in applied] == ["/bucket/key0", "/bucket/key1"]
+    applied.clear()
+    list(journal.replay(tmp_path, 4, None, applied.append, repair=False))
+    assert [r.meta["m"] for r in applied] == ["later"]
+
+
+def test_writers_on_many_threads_share_fsyncs_and_all_reach_the_disk(tmp_path):
+    log = journal.Journal(tmp_path, 0)
+    lock = threading.Lock()  # the emulated AWS side's lock: appends are ordered under it
+
+    def writer(n: int) -> None:
+        for i in range(50):
+            with lock:
+                log.append(journal.encode({"w": n, "i": i}, b"x" * i))
+                mine = log.written
+            log.sync()
+            assert log.durable >= mine
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    log.close()
+    read, end, size = journal.read(journal.segment_path(tmp_path, 0))
+    assert len(read) == 400 and end == size
+    for n in range(8):
+        assert [r.meta["i"] for r in read if r.meta["w"] == n] == list(range(50))
+
+
+def _copy(tmp_path, whole: bytes, length: int):
+    path = tmp_path / "copy"
+    path.write_bytes(whole[:length])
+    return path
+
+
+def _boundaries(whole: bytes) -> list[int]:
+    ends, offset = [], 0
+    while offset < len(whole):
+        length = int.from_bytes(whole[offset : offset + 4], "little")
+        offset += 8 + length
+        ends.append(offset)
+    return ends
