@@ -225,3 +225,34 @@ def test_drop_epoch_removes_every_index_of_that_epoch_only(stack_buckets):
     assert vectors.drop_epoch("t9", "a9", 1) == 2
     assert vectors.indexes(bucket, vectors.prefix("t9", "a9")) == [vectors.index_name("t9", "a9", 2, 3)]
     vectors.drop(vectors.Index(bucket, vectors.index_name("t9", "a9", 2, 3)))
+
+
+def test_settings_read_the_templates_meaning_variables():
+    from memory_hub.settings import from_environment
+
+    base = {
+        "AWS_REGION": "eu-west-1",
+        "MEMORY_HUB_BUCKET": "b",
+        "ASSETS_TABLE": "A",
+        "ITEMS_TABLE": "I",
+        "SCENES_TABLE": "S",
+        "KEYS_TABLE": "K",
+        "AUDIT_TABLE": "Au",
+        "IDEMPOTENCY_TABLE": "Id",
+        "MEMORY_HUB_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:1:secret:t",
+    }
+    off = from_environment(base)
+    assert (off.embeddings, off.vector_buckets, off.embed_queue_url) == (False, (), None)
+    on = from_environment(
+        {
+            **base,
+            "EMBEDDINGS": "Enabled",
+            "EMBEDDING_MODEL": "amazon.titan-embed-text-v2:0",
+            "EMBEDDING_DIMENSIONS": "512",
+            "VECTOR_BUCKETS": "arn:aws:s3vectors:eu-west-1:1:bucket/v-0,arn:aws:s3vectors:eu-west-1:1:bucket/v-1",
+            "EMBED_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/q",
+        }
+    )
+    assert on.embeddings is True and on.embedding_dimensions == 512
+    assert on.vector_buckets == ("v-0", "v-1")
+    assert from_environment({**base, "EMBEDDINGS": "Disabled"}).embeddings is False
