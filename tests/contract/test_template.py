@@ -566,6 +566,7 @@ RECALL_ACTIONS = {
         "s3vectors:PutVectors",
         "s3vectors:CreateIndex",
         "s3vectors:DeleteVectors",
+        "s3vectors:DeleteIndex",  # a failed import drops a memory it created, index and all
         "s3vectors:ListIndexes",
         "sqs:SendMessage",
     },
