@@ -78,7 +78,8 @@ def classify(exc: BaseException) -> str:
 
 
 def _too_long(exc: BaseException) -> bool:
-    message = str(getattr(exc, "response", {}).get("Error", {}).get("Message", "")).lower()
+    response = getattr(exc, "response", None) or {}  # a timeout or connection error has none
+    message = str(response.get("Error", {}).get("Message", "")).lower()
     return aws.error_code(exc) == "ValidationException" and ("too many" in message or "too long" in message)
 
 
