@@ -338,7 +338,8 @@ class Backfill:
 def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
     """The cleanup's pass over one memory: drop indexes of retired epochs and old vector sizes,
     delete vectors whose items are gone, and embed items without a vector of the current model,
-    oldest first, until the deadline."""
+    oldest first, until the deadline. A memory with exactly as many vectors of the current model as
+    items (its exact counters) is left after one ListVectors pass: its items are not read."""
     report = Backfill()
     settings = get_settings()
     if not settings.vector_buckets:
@@ -353,6 +354,12 @@ def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
         if epoch <= where.epoch and vectors.drop(vectors.Index(bucket, name)):
             report.indexes_dropped += 1
     stored = dict(vectors.keys(current))
+    described = model()
+    totals = counters.layer_totals(where)
+    if len(stored) == totals.get(L0, 0) + totals.get(L1, 0) and (
+        not settings.embeddings or all(meta.get("model") == described for meta in stored.values())
+    ):
+        return report  # as many vectors as items, all of the current model: nothing to read (the usual day)
     items: list[Message | Record] = []
     for user_id in counters.users(where):
         items += messages.of_user(where, user_id)
@@ -364,7 +371,6 @@ def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
         report.swept = len(orphans)
     if not settings.embeddings:
         return report
-    described = model()
     missing = sorted((piece(i) for i in items if stored.get(i.id, {}).get("model") != described), key=lambda p: p.at)
     for start in range(0, len(missing), BACKFILL_BATCH):
         if deadline_passed():
