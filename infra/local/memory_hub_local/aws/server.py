@@ -28,7 +28,7 @@ from ..identity import Credentials
 from . import bedrock, calls, embedding_model, faithful, s3vectors, signing
 from .hooks import Hooks
 from .journal import KEPT_SERVICES, Journal, Record, encode, lock_data_dir, pause_point, replay, segment_path, segments
-from .state import State, dynamodb_backend, s3_backend
+from .state import State, apply_writes, dynamodb_backend, s3_backend
 
 LOCK = threading.RLock()
 _READ_ONLY = {
@@ -349,6 +349,11 @@ class AwsSide:
         headers: dict[str, str] = meta["h"]
         lowered = {k.lower(): v for k, v in headers.items()}
         call = calls.parse(meta["m"], meta["p"], lowered, body, self.region)
+        writes = _plain_writes(call)
+        if writes is not None:  # a put or delete that succeeded once succeeds again: no need for moto
+            for table, (puts, deletes) in writes.items():
+                apply_writes(dynamodb_backend(self.region).get_table(table), puts, deletes)
+            return
         status, _, _ = self._moto(call, meta["m"], meta["p"], headers, lowered, body, meta["n"], int(meta["o"]))
         if status >= 300:
             print(f"journal: a {call.operation} did not apply again ({status})", file=sys.stderr, flush=True)
@@ -420,6 +425,36 @@ class AwsSide:
 
 def _kept(call: calls.Call) -> bool:
     return call.service in KEPT_SERVICES and call.operation not in _READ_ONLY
+
+
+def _plain_writes(call: calls.Call) -> dict[str, tuple[list[Any], list[Any]]] | None:
+    """The items a DynamoDB request put and the keys it deleted, by table, when that is all it did
+    (an UpdateItem needs moto to evaluate its expression: None)."""
+    if call.service != "dynamodb" or not isinstance(call.body, dict):
+        return None
+    body = call.body
+    writes: dict[str, tuple[list[Any], list[Any]]] = {}
+    if call.operation == "PutItem":
+        writes[body["TableName"]] = ([body["Item"]], [])
+    elif call.operation == "DeleteItem":
+        writes[body["TableName"]] = ([], [body["Key"]])
+    elif call.operation == "BatchWriteItem":
+        for table, requests in body.get("RequestItems", {}).items():
+            puts = [r["PutRequest"]["Item"] for r in requests if "PutRequest" in r]
+            writes[table] = (puts, [r["DeleteRequest"]["Key"] for r in requests if "DeleteRequest" in r])
+    elif call.operation == "TransactWriteItems":
+        for entry in body.get("TransactItems", []):
+            kind, action = next(iter(entry.items()))
+            if kind == "Update":
+                return None
+            puts, deletes = writes.setdefault(action["TableName"], ([], []))
+            if kind == "Put":
+                puts.append(action["Item"])
+            elif kind == "Delete":
+                deletes.append(action["Key"])
+    else:
+        return None
+    return writes
 
 
 def _vector_resource(call: calls.Call) -> Any:

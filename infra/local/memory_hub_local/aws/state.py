@@ -191,6 +191,21 @@ class State:
             raise
 
 
+def apply_writes(table: Any, puts: list[dict[str, Any]], deletes: list[dict[str, Any]]) -> None:
+    """Replay a successful write without moto's request path: what it put, what it deleted."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    _fill(table, puts)
+    for key in deletes:
+        hash_value = DynamoType(key[table.hash_key_attr])
+        if table.range_key_attr:
+            table.items[hash_value].pop(DynamoType(key[table.range_key_attr]), None)
+        else:
+            table.items.pop(hash_value, None)
+    if deletes and hasattr(table, "_memory_hub_sorted"):
+        table._memory_hub_sorted.clear()
+
+
 def _fill(table: Any, items: list[dict[str, Any]]) -> None:
     """Put saved items into a moto table as moto holds them, without re-checking each (they were
     checked when written; moto's per-attribute size check makes a put quadratic in its size)."""
@@ -208,5 +223,5 @@ def _fill(table: Any, items: list[dict[str, Any]]) -> None:
             table.items[item.hash_key][item.range_key] = item
         else:
             table.items[item.hash_key] = item
-    if hasattr(table, "_memory_hub_sorted"):  # sorted views of partitions are made again on use
+    if items and hasattr(table, "_memory_hub_sorted"):  # sorted views of partitions are made again on use
         table._memory_hub_sorted.clear()
