@@ -73,3 +73,21 @@ def waiting(kind: str, before_ms: int) -> list[Job]:
         for job in Job.query(layout.JOB_PK, consistent_read=True)
         if job.kind == kind and job.state == "created" and int(job.created_at) < before_ms
     ]
+
+
+def unfinished(kind: str, before_ms: int) -> list[Job]:
+    """Jobs of ``kind`` that began and did not end well: failed, or queued/running with no change
+    since ``before_ms`` (their process died or ran out of time)."""
+    return [
+        job
+        for job in Job.query(layout.JOB_PK, consistent_read=True)
+        if job.kind == kind
+        and (job.state == "failed" or (job.state in ("queued", "running") and int(job.updated_at) < before_ms))
+    ]
+
+
+def started(kind: str) -> list[Job]:
+    """Jobs of ``kind`` that left ``created`` (an import whose upload URL is used up)."""
+    return [
+        job for job in Job.query(layout.JOB_PK, consistent_read=True) if job.kind == kind and job.state != "created"
+    ]

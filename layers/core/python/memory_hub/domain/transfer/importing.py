@@ -8,18 +8,21 @@ changes nothing."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...clock import ISSUED_ID, format_ms, now_ms, ordered_id
 from ...observability import logger
+from ...storage import assets as stored_assets
 from ...storage import audit as stored_audit
-from ...storage import blobs, jobs, layout, messages, records, scenes
+from ...storage import blobs, jobs, layout, messages, purge, records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.concurrency import parallel
 from ...storage.counters import Where
 from ...storage.errors import Cancelled, PreconditionFailed
-from ...storage.models import Asset, Job
+from ...storage.models import Asset, Job, Record
 from .. import assets, meaning, meta, persona
 from ..atomic import natural_key, searchable
 from ..errors import Conflict, Invalid
@@ -28,15 +31,33 @@ from ..principal import Principal
 from ..scope import Scope
 from ..search import term_counts
 from . import tree
-from .common import URL_LIFETIME_S, continue_later, describe, job_of
+from .common import STALLED_MS, URL_LIFETIME_S, continue_later, describe, job_of
 
 SYNC_BYTES = 512 * 1024  # a larger upload is ingested by an asynchronous invocation
 SYNC_ITEMS = 2_000  # so is a tree of more items and files than this (it may compress very well)
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024  # compressed; unpacked, tree.MAX_TREE_BYTES
 
 
+USED = "import_id: its upload was used already (an upload URL is good for one import); create another import"
+UNDO_BUDGET_S = 120.0
+# Deleting the asset an undone import created needs dynamodb:DeleteItem on AssetsTable, which the
+# TransferFunction's role does not hold yet: until it does, such an import is undone item by item
+# and leaves the (empty) asset.
+DROP_CREATED_ASSETS = False  # a purge of what an import into a new memory wrote, before it is handed on
+
+
 def _upload_key(job: Job) -> str:
     return layout.import_upload_key(job.team_id, job.agent_id, job.sk)
+
+
+def journal_key(job: Job) -> str:
+    """Where an import notes, before it writes anything, what it is about to write."""
+    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.journal.json"
+
+
+def _saved_key(job: Job, name: str) -> str:
+    """Where an import keeps a copy of a live file it is about to overwrite."""
+    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.saved/{layout.digest(name)}"
 
 
 def create(
@@ -66,7 +87,7 @@ def create(
 def begin(principal: Principal, import_id: str) -> dict[str, Any]:
     job = job_of(principal, import_id, "import")
     if job.state != "created":
-        return describe(job)
+        raise Conflict(USED)
     upload = blobs.head(_upload_key(job))
     if upload is None:
         raise Invalid("import_id: nothing was uploaded to its upload_url yet")
@@ -83,14 +104,22 @@ def begin(principal: Principal, import_id: str) -> dict[str, Any]:
 
 
 def status(principal: Principal, import_id: str) -> dict[str, Any]:
-    return describe(job_of(principal, import_id, "import"))
+    """The job as it stands; an import that failed or stopped midway (a killed process) is undone
+    here first if its journal is still there (see ``undo``)."""
+    job = job_of(principal, import_id, "import")
+    stalled = job.state in ("queued", "running") and now_ms() - int(job.updated_at) > STALLED_MS
+    if (job.state == "failed" or stalled) and undo(job) and stalled:
+        jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
+    return describe(job)
 
 
 def run(job: Job, *, within_request: bool = False) -> None:
     """Ingest the upload (the job is claimed: running); delete it when the ingest ends, whatever
     its outcome. Within a request, a tree of more than SYNC_ITEMS items (a small upload may unpack
     to many lines) is handed on to an asynchronous invocation before anything is written. The job
-    tells how it went."""
+    tells how it went. All or nothing: the whole tree is checked before anything is written, and
+    what an import writes is noted first in its journal, so a failure undoes it (here, or — when the
+    process died — the scheduled cleanup, see ``undo``)."""
     key = _upload_key(job)
     handed_on = False
     try:
@@ -100,8 +129,10 @@ def run(job: Job, *, within_request: bool = False) -> None:
             return
         try:
             files = tree.untar(data)
+            del data  # the archive is unpacked: only the tree stays in memory
             selection = tree.Selection(job.spec.get("user_id"), job.spec.get("from_team"), job.spec.get("from_agent"))
             parsed = tree.read(files, selection)
+            del files
         except tree.Malformed as exc:
             jobs.settle(job, "failed", result={"problems": exc.problems[:100]}, error="the tree is malformed")
             return
@@ -109,18 +140,143 @@ def run(job: Job, *, within_request: bool = False) -> None:
             continue_later(job)
             handed_on = True
             return
-        written, skipped = write(parsed, job)
+        try:
+            written, skipped = write(parsed, job)
+        except BaseException:
+            undo(job)  # what was written goes again (a failure of the undo leaves it to the cleanup)
+            raise
         context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
         stored_audit.put(event_items([NewEvent("import", "asset", job.memory_id, sum(written.values()))], context))
         jobs.settle(job, "done", result={"counts": written, "skipped": skipped})
+        _forget(job)
+        if parsed.backups or written["l3"]:
+            persona.prune_backups(job.team_id, job.agent_id)  # the newest 3 stay (§6)
     except Conflict as exc:
         jobs.settle(job, "failed", error=exc.message)
     except Exception:
         logger.exception("import failed")
-        jobs.settle(job, "failed", error="the import failed; try again")
+        jobs.settle(job, "failed", error="the import failed; nothing of it was kept; try again")
     finally:
         if not handed_on:
             blobs.delete(key)
+
+
+# ---------------------------------------------------------------- the journal
+
+
+@dataclass
+class Journal:
+    """What an import is about to write, stored before it writes it: enough to take it all back."""
+
+    asset_created: bool
+    epoch: int | None = None
+    l0: dict[str, list[str]] = field(default_factory=dict)  # user → ids of messages it adds
+    l1: dict[str, list[str]] = field(default_factory=dict)  # user → ids of records it adds
+    scenes_new: list[str] = field(default_factory=list)  # paths it creates
+    scenes_over: dict[str, str] = field(default_factory=dict)  # path → copy of the live file it overwrites
+    persona: str | None = None  # "new", or the copy of the live persona it overwrites
+    backups_before: list[str] = field(default_factory=list)
+
+    def save(self, job: Job) -> None:
+        blobs.put_bytes(journal_key(job), json.dumps(self.__dict__).encode(), "application/json")
+
+    @classmethod
+    def load(cls, job: Job) -> Journal | None:
+        data = blobs.get_bytes(journal_key(job))
+        return None if data is None else cls(**json.loads(data))
+
+
+def _forget(job: Job) -> None:
+    """The import is done (or undone): its journal and saved copies go."""
+    prefix = f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}."
+    blobs.delete_many(blobs.keys_under(prefix))
+
+
+def undo(job: Job, *, drop_asset: bool = True) -> bool:
+    """Take back what the import of ``job`` wrote, by its journal (idempotent: a replay after a
+    partial undo finishes it). A memory the import created is deleted whole (its epoch retired and
+    purged, as a memory delete does); in a memory that was there, the messages and records it
+    added are deleted, the files it created removed, the files and persona it overwrote put back
+    (as their next version: versions never go back) and the backups it made deleted. A clear since
+    the import began has erased its content already. False when there was no journal.
+
+    Without ``drop_asset`` (the scheduled cleanup's role may not delete assets) a memory the import
+    created is emptied and its journal kept: the import's status route, run by this function, drops
+    the asset on the next poll."""
+    journal = Journal.load(job)
+    if journal is None:
+        return False
+    asset = assets.of_pair(job.team_id, job.agent_id)
+    if asset is not None and (asset.team_id, asset.agent_id) == (job.team_id, job.agent_id):
+        if journal.asset_created and drop_asset and DROP_CREATED_ASSETS:
+            _drop(asset, job)
+        elif journal.epoch is not None and int(asset.epoch) == journal.epoch:
+            _take_back(asset, journal, job)
+        if journal.asset_created and not drop_asset and DROP_CREATED_ASSETS:
+            return True
+    _forget(job)
+    return True
+
+
+def _drop(asset: Asset, job: Job) -> None:
+    stamp = now_ms()
+    target = purge.Target(
+        asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp, job.owner, job.spec.get("request_id")
+    )
+    try:
+        stored_assets.retire_epoch(
+            asset, new_epoch=None, stamp=format_ms(stamp), purge_record=purge.record(target), events=[]
+        )
+    except Cancelled:
+        return  # a clear or a delete moved it on: what the import wrote is being erased already
+    if purge.run(target, purge.Deadline.after(UNDO_BUDGET_S)).done:
+        purge.finish(target, [])  # else the purge record stays and the scheduled cleanup finishes it
+
+
+def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
+    scope = Scope(job.team_id, job.agent_id, "")
+    epoch = int(asset.epoch)
+    where = Where(asset.team_id, asset.agent_id, epoch, asset.memory_id)
+    for user, ids in journal.l0.items():
+        found = messages.get_many(where, user, ids)
+        if found:
+            messages.delete(where, list(found.values()), lambda part: [])
+    for user, ids in journal.l1.items():
+        held = records.get_many(where, user, ids)
+        if held:
+            records.delete(where, list(held.values()), lambda part: [])
+    meaning.erase(where, [i for ids in [*journal.l0.values(), *journal.l1.values()] for i in ids])
+    for path in journal.scenes_new:
+        entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
+        if entry is not None:
+            scenes.remove(asset.memory_id, epoch, [entry], format_ms(now_ms()), [])
+        blobs.delete(layout.scene_key(scope.team_id, scope.agent_id, path))
+    for path, saved in journal.scenes_over.items():
+        copy = blobs.get(saved)
+        if copy is not None and copy.text is not None:
+            _scene(scope, asset, path, copy.text)
+    if journal.persona == "new":
+        blobs.delete(layout.persona_key(scope.team_id, scope.agent_id))
+    elif journal.persona is not None:
+        copy = blobs.get(journal.persona)
+        if copy is not None and copy.text is not None:
+            times = {"created_at": copy.metadata.get("created-at"), "updated_at": copy.metadata.get("updated-at")}
+            _persona(scope, asset, copy.text, {k: v for k, v in times.items() if v})
+    before = set(journal.backups_before)
+    made = [k for k in blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)) if k not in before]
+    blobs.delete_many(made)
+
+
+def recover(now: int) -> int:
+    """For the scheduled cleanup: undo every import that failed or stopped (its process killed, a
+    timeout) with its journal still there; how many were undone."""
+    undone = 0
+    for job in jobs.unfinished("import", now - STALLED_MS):
+        if undo(job, drop_asset=False):
+            undone += 1
+        if job.state != "failed":
+            jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
+    return undone
 
 
 def _derived_id(prefix: str, ms: int, source: str) -> str:
@@ -135,14 +291,57 @@ def _id_for(prefix: str, source: str | None, ms: int, fallback: str) -> str:
 
 
 def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
+    """Plan, note the plan in the journal, then write: nothing is written before the journal
+    names it."""
     scope = Scope(job.team_id, job.agent_id, "")
-    asset = assets.ensure(assets.of_pair(job.team_id, job.agent_id), job.team_id, job.agent_id, job.owner)
+    existing = assets.of_pair(job.team_id, job.agent_id)
+    journal = Journal(asset_created=existing is None)
+    journal.save(job)  # before the asset: an import that dies right after creating it drops it again
+    asset = assets.ensure(existing, job.team_id, job.agent_id, job.owner)
+    journal.epoch = int(asset.epoch)
     written = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     skipped = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
-    made: list[meaning.Piece] = []  # imported items get their vectors as new items do, once all is written
-    _messages(where, parsed, written, skipped, made)
-    _records(where, parsed, written, skipped, made)
+    l0 = _plan_messages(where, parsed, skipped)
+    l1 = _plan_records(where, parsed, skipped)
+    for (user, _, _), group in l0:
+        journal.l0.setdefault(user, []).extend(m.id for m in group)
+    for item, atom_id in l1:
+        journal.l1.setdefault(item.user_id, []).append(atom_id)
+    copies: list[tuple[str, str, str]] = []  # (live key, copy key, etag)
+    epoch = int(asset.epoch)
+    for path in parsed.files:
+        key = layout.scene_key(scope.team_id, scope.agent_id, path)
+        live = visible(blobs.head(key), epoch)
+        if live is None:
+            journal.scenes_new.append(path)
+        else:
+            journal.scenes_over[path] = _saved_key(job, path)
+            copies.append((key, journal.scenes_over[path], live.etag))
+    if parsed.persona is not None:
+        key = layout.persona_key(scope.team_id, scope.agent_id)
+        live = visible(blobs.head(key), epoch)
+        journal.persona = "new" if live is None else _saved_key(job, "persona.md")
+        if live is not None:
+            copies.append((key, journal.persona, live.etag))
+    journal.backups_before = blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id))
+    journal.save(job)
+    for key, copy, etag in copies:
+        if not blobs.copy(key, copy, if_match=etag):
+            raise Conflict("the memory's files changed while the import began; try again")
+    pieces: list[meaning.Piece] = []
+    for (user, session, task), group in l0:
+        for start in range(0, len(group), messages.PER_ADD):
+            messages.add(where, user, session, task, group[start : start + messages.PER_ADD], now_ms())
+        written["l0"] += len(group)
+        pieces += meaning.new_messages(user, session, task, group)
+    for item, atom_id in l1:
+        record = _record(where, item, atom_id)
+        if record is not None:
+            written["l1"] += 1
+            pieces.append(meaning.piece(record))
+        else:
+            skipped["l1"] += 1  # the same (task, type, background, content) is there already
     for path, text in parsed.files.items():
         written_or_skipped = written if _scene(scope, asset, path, text) else skipped
         written_or_skipped["l2"] += 1
@@ -154,18 +353,19 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
             blobs.put(key, text, {"epoch": str(int(asset.epoch))}, if_match=None)
         except PreconditionFailed:
             pass  # that backup is there already
-    if parsed.backups or written["l3"]:
-        persona.prune_backups(scope.team_id, scope.agent_id)  # the newest 3 stay (§6)
-    meaning.embed_after_write(where, made)
+    meaning.embed_after_write(where, pieces)  # never raises; what does not fit its budget is queued
     return written, skipped
 
 
-def _messages(
-    where: Where, parsed: tree.Tree, written: dict[str, int], skipped: dict[str, int], made: list[meaning.Piece]
-) -> None:
+Group = tuple[tuple[str, str, str | None], list[messages.NewMessage]]
+
+
+def _plan_messages(where: Where, parsed: tree.Tree, skipped: dict[str, int]) -> list[Group]:
+    """The messages to add, grouped by (user, session, task), with their ids."""
     groups: dict[tuple[str, str, str | None], list[tree.Message]] = defaultdict(list)
     for message in parsed.messages:
         groups[(message.user_id, message.session_id, message.task_id)].append(message)
+    planned: list[Group] = []
     for (user, session, task), group in groups.items():
         wanted: dict[str, tree.Message] = {}
         for m in group:
@@ -197,15 +397,14 @@ def _messages(
                     message.recorded_at,
                 )
             )
-        for start in range(0, len(new), messages.PER_ADD):
-            messages.add(where, user, session, task, new[start : start + messages.PER_ADD], now_ms())
-        made += meaning.new_messages(user, session, task, new)
-        written["l0"] += len(new)
+        if new:
+            planned.append(((user, session, task), new))
+    return planned
 
 
-def _records(
-    where: Where, parsed: tree.Tree, written: dict[str, int], skipped: dict[str, int], made: list[meaning.Piece]
-) -> None:
+def _plan_records(where: Where, parsed: tree.Tree, skipped: dict[str, int]) -> list[tuple[tree.Record, str]]:
+    """The records to add, each with its id."""
+    planned = []
     for item in parsed.records:
         atom_id = _id_for("atom-", item.source_id, item.created_at, f"{item.created_at}:{item.content}")
         there = records.get(where, item.user_id, atom_id)
@@ -214,34 +413,39 @@ def _records(
             continue
         if there is not None:
             atom_id = ordered_id("atom-")
-        key = natural_key(item.task_id, item.type, item.background, item.content)
-        counts = term_counts(searchable(item.content, item.background))
-        record = records.new(
-            where,
-            id=atom_id,
-            user_id=item.user_id,
-            session_id=item.session_id,
-            task_id=item.task_id,
-            content=item.content,
-            type=item.type,
-            background=item.background,
-            tags=item.tags,
-            meta=item.metadata,
-            version=item.version,
-            reinforced_count=item.reinforced_count,
-            created_at=item.created_at,
-            updated_at=item.updated_at,
-            natural_key=key,
-            terms=sum(counts.values()),
-        )
-        try:
-            records.create(where, record, counts)
-            written["l1"] += 1
-            made.append(meaning.piece(record))
-        except Cancelled as exc:
-            if "guard" not in exc.failed:
-                raise
-            skipped["l1"] += 1  # the same (task, type, background, content) is there already
+        planned.append((item, atom_id))
+    return planned
+
+
+def _record(where: Where, item: tree.Record, atom_id: str) -> Record | None:
+    """Store one record; None when its natural key is taken (it is skipped, nothing reinforced)."""
+    key = natural_key(item.task_id, item.type, item.background, item.content)
+    counts = term_counts(searchable(item.content, item.background))
+    record = records.new(
+        where,
+        id=atom_id,
+        user_id=item.user_id,
+        session_id=item.session_id,
+        task_id=item.task_id,
+        content=item.content,
+        type=item.type,
+        background=item.background,
+        tags=item.tags,
+        meta=item.metadata,
+        version=item.version,
+        reinforced_count=item.reinforced_count,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        natural_key=key,
+        terms=sum(counts.values()),
+    )
+    try:
+        records.create(where, record, counts)
+    except Cancelled as exc:
+        if "guard" not in exc.failed:
+            raise
+        return None
+    return record
 
 
 def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:

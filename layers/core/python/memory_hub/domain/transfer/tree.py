@@ -20,20 +20,30 @@ import json
 import math
 import re
 import tarfile
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import unquote
 
-from ...clock import MAX_SECONDS, MIN_SECONDS, day_of, format_ms, lower_bound_ms, now_ms
-from .. import meta
-from ..rules import free_id_problem, has_control, path_problem
+from pydantic import Field
 
-MAX_TREE_BYTES = 192 * 1024 * 1024  # an uploaded tree, unpacked
-MAX_TEXT_CHARS = 1_000_000  # an L2 file's content, or the persona (§5, §6)
+from ...clock import MAX_SECONDS, MIN_SECONDS, day_of, format_ms, lower_bound_ms, now_ms
+from .. import fields, meta
+from ..fields import check
+from ..rules import is_blank, path_problem
+
+MAX_TEXT_CHARS = fields.TEXT_CHARS  # an L2 file's content, or the persona (§5, §6)
 BACKUP_NAME = re.compile(r"persona_\d{8}_\d{6}_\d{1,9}\.md", re.ASCII)
 TDAI_KEY = "tdai"  # what TencentDB keeps and Memory Hub has no field for, under metadata.tdai
 NEUTRAL_PRIORITY = 50
-TYPE = re.compile(r"[a-z_]{1,64}", re.ASCII)
+SourceId = Annotated[str, Field(min_length=1, max_length=1024), fields.Storable]
+# What TencentDB keeps beside a record and Memory Hub stores under metadata.tdai: room on top of
+# the 4096 bytes a request may give.
+RECORD_METADATA_BYTES = fields.METADATA_BYTES + 1024
+RecordMetadata = Annotated[dict[str, Any], fields.rule(lambda v: fields.metadata_problem(v, RECORD_METADATA_BYTES))]
+HEAT = re.compile(r"[0-9]{1,9}", re.ASCII)
+META_VERSION = re.compile(r"[0-9]{1,16}", re.ASCII)
 _PROFILE = re.compile(r"profiles/([^/]+)/(.+)")
 
 
@@ -124,7 +134,7 @@ def scene_index(entries: list[Any], heat: dict[str, int]) -> bytes:
 def heat_of(text: str) -> int:
     """The ``heat`` a file imported from TencentDB keeps in its META block (0 when none)."""
     value = meta.split(text)[0].get("heat", "0")
-    return int(value) if value.isdigit() else 0
+    return int(value) if HEAT.fullmatch(value) else 0  # never int() of what only looks like digits
 
 
 def tarball(files: dict[str, bytes], mtime: int) -> bytes:
@@ -138,30 +148,143 @@ def tarball(files: dict[str, bytes], mtime: int) -> bytes:
     return gzip.compress(raw.getvalue(), compresslevel=6, mtime=mtime)
 
 
+MAX_TREE_BYTES = 192 * 1024 * 1024  # an uploaded tree, unpacked: headers, long names and PAX records count
+MAX_MEMBERS = 100_000
+MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSONL line
+MAX_LINES = 200_000  # L0 and L1 lines of one tree: bounds the memory their parsed form takes
+MAX_HEADER_RECORD = 1024 * 1024  # one PAX or GNU long-name record (a name longer than any S3 key allows)
+_BLOCK = 512
+_CHUNK = 1024 * 1024
+_PIECE = 64 * 1024
+_LONG_RECORDS = (b"x", b"g", b"L", b"K")  # PAX extended/global headers, GNU long name/link
+
+
+def _octal(field: bytes) -> int:
+    """A tar header number: octal text, or base-256 when the first byte has its high bit set."""
+    if field and field[0] & 0x80:
+        value = int.from_bytes(field[1:], "big")
+        return -value if field[0] & 0x40 else value
+    text = field.split(b"\0", 1)[0].strip(b" \0")
+    return int(text or b"0", 8)
+
+
+def _stream(data: bytes) -> Iterator[bytes]:
+    """The tar stream of an upload, a bounded chunk at a time: gunzipped when gzip, else as it is."""
+    if data[:2] != b"\x1f\x8b":
+        for start in range(0, len(data), _CHUNK):
+            yield data[start : start + _CHUNK]
+        return
+    decoder = zlib.decompressobj(wbits=31)
+    for start in range(0, len(data), _PIECE):
+        pending = data[start : start + _PIECE]
+        while pending:
+            if decoder.eof:  # another gzip member follows (or padding)
+                if not pending.strip(b"\0"):
+                    break
+                decoder = zlib.decompressobj(wbits=31)
+            out = decoder.decompress(pending, _CHUNK)
+            pending = decoder.unconsumed_tail or (decoder.unused_data if decoder.eof else b"")
+            if out:
+                yield out
+            while len(out) == _CHUNK and not pending:
+                out = decoder.decompress(b"", _CHUNK)
+                if out:
+                    yield out
+    if not decoder.eof:
+        raise Malformed(["(upload): not a tar.gz archive (the gzip stream is cut short)"])
+
+
+def measure(data: bytes) -> None:
+    """Refuse, before anything is unpacked into memory, an archive whose tar stream — headers, PAX
+    and GNU long-name records, contents and padding — exceeds MAX_TREE_BYTES, that holds more than
+    MAX_MEMBERS members, or a long-name/PAX record beyond MAX_HEADER_RECORD. Reads the stream once,
+    a chunk at a time, keeping only the header in hand."""
+    buffer = bytearray()
+    total = 0
+    skip = 0  # bytes of member data still to pass over
+    members = 0
+    try:
+        for chunk in _stream(data):
+            total += len(chunk)
+            if total > MAX_TREE_BYTES + 2 * _BLOCK:
+                raise Malformed([f"(upload): the tree unpacks to more than {MAX_TREE_BYTES // 2**20} MiB"])
+            view = memoryview(chunk)
+            if skip:
+                passed = min(skip, len(view))
+                skip -= passed
+                view = view[passed:]
+            buffer += view
+            while len(buffer) >= _BLOCK and not skip:
+                header = bytes(buffer[:_BLOCK])
+                del buffer[:_BLOCK]
+                if header == b"\0" * _BLOCK:
+                    continue  # end-of-archive blocks (and any padding after them)
+                size = _octal(header[124:136])
+                if size < 0:
+                    raise Malformed(["(upload): not a tar.gz archive (a negative member size)"])
+                kind = header[156:157]
+                if kind in _LONG_RECORDS and size > MAX_HEADER_RECORD:
+                    raise Malformed(
+                        [f"(upload): a tar header record of {size} bytes (at most {MAX_HEADER_RECORD} are read)"]
+                    )
+                if kind not in _LONG_RECORDS:
+                    members += 1
+                    if members > MAX_MEMBERS:
+                        raise Malformed([f"(upload): more than {MAX_MEMBERS:,} members"])
+                padded = -(-size // _BLOCK) * _BLOCK
+                if total - len(buffer) + padded > MAX_TREE_BYTES + 2 * _BLOCK:
+                    raise Malformed([f"(upload): the tree unpacks to more than {MAX_TREE_BYTES // 2**20} MiB"])
+                passed = min(padded, len(buffer))
+                del buffer[:passed]
+                skip = padded - passed
+    except zlib.error as exc:
+        raise Malformed([f"(upload): not a tar.gz archive ({exc})"]) from None
+    except ValueError:
+        raise Malformed(["(upload): not a tar.gz archive (an unreadable header)"]) from None
+
+
+def member_name(name: str) -> str:
+    """A member's name as the tree holds it: ``./x`` is ``x`` (as ``tar -C dir -czf t.tgz .`` writes
+    names); ``""`` for the ``./`` entry itself."""
+    while name.startswith("./"):
+        name = name[2:]
+    return "" if name == "." else name
+
+
+def _outside(name: str) -> bool:
+    """A name that is absolute or whose segments leave the tree (``..``, ``.``, empty)."""
+    if name.startswith("/"):
+        return True
+    return any(segment in ("", ".", "..") for segment in name.rstrip("/").split("/"))
+
+
 def untar(data: bytes) -> dict[str, bytes]:
-    """The regular files of a .tar.gz (or plain .tar), refusing absolute or escaping paths."""
+    """The regular files of a .tar.gz (or plain .tar), sized up first (measure); names normalised
+    (member_name), and refused: a name leaving the tree, a link, a device or other special file, a
+    name given twice."""
+    measure(data)
     problems: list[str] = []
     files: dict[str, bytes] = {}
-    total = 0
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
             for member in archive:
-                name = member.name.lstrip("./") if member.name.startswith("./") else member.name
+                name = member_name(member.name)
+                if not name:
+                    continue
+                if _outside(name):
+                    problems.append(f"{member.name}: a path outside the tree")
+                    continue
                 if member.isdir():
                     continue
                 if not member.isfile():
-                    problems.append(f"{name}:1: not a regular file")
+                    problems.append(f"{name}: not a regular file (links, devices and fifos are refused)")
                     continue
-                if name.startswith("/") or ".." in name.split("/"):
-                    problems.append(f"{name}:1: a path outside the tree")
-                    continue
-                total += member.size
-                if total > MAX_TREE_BYTES:
-                    problems.append(f"{name}:1: the tree unpacks to more than {MAX_TREE_BYTES // 2**20} MiB")
+                if name in files:
+                    problems.append(f"{name}: the tree holds this name twice")
                     continue
                 handle = archive.extractfile(member)
                 files[name] = handle.read() if handle else b""
-    except (tarfile.TarError, OSError, EOFError) as exc:
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise Malformed([f"(upload): not a tar.gz archive ({exc})"]) from None
     if problems:
         raise Malformed(problems)
@@ -255,14 +378,24 @@ def _user(line: dict[str, Any], where: str, selection: Selection, problems: list
     user = line.get("user_id", line.get("userId"))
     if user is None or user == "default":
         user = selection.user_id
-    if not isinstance(user, str) or free_id_problem(user):
-        problems.append(
-            f"{where}: no user (the line names none or 'default', and no --user was given)"
-            if user is None
-            else f"{where}: userId {free_id_problem(str(user)) or 'must be a string'}"
-        )
+    if user is None:
+        problems.append(f"{where}: no user (the line names none or 'default', and no --user was given)")
         return None
-    return user
+    return user if check(fields.FreeId, user, where, "userId", problems) else None
+
+
+def _optional_id(value: Any, where: str, name: str, problems: list[str]) -> str | None:
+    """A session or task id; absent, null or blank (``""``) means none, as in requests (§3)."""
+    if value is None or (isinstance(value, str) and is_blank(value)):
+        return None
+    return value if check(fields.FreeId, value, where, name, problems) else None
+
+
+def _source(line: dict[str, Any], where: str, problems: list[str]) -> str | None:
+    source = line.get("id")
+    if source is None or source == "":
+        return None
+    return source if check(SourceId, source, where, "id", problems) else None
 
 
 DEFAULT = "default"  # TencentDB's team and agent when a line names none
@@ -326,6 +459,9 @@ def _jsonl(name: str, data: bytes, problems: list[str]) -> list[tuple[str, dict[
         if not raw.strip():
             continue
         where = f"{name}:{number}"
+        if len(raw) > MAX_LINE_BYTES // 4 and len(raw.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+            problems.append(f"{where}: a line longer than {MAX_LINE_BYTES // 2**20} MiB")
+            continue
         try:
             line = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
         except ValueError:
@@ -335,6 +471,9 @@ def _jsonl(name: str, data: bytes, problems: list[str]) -> list[tuple[str, dict[
             problems.append(f"{where}: not a JSON object")
             continue
         rows.append((where, line))
+        if len(rows) > MAX_LINES:
+            problems.append(f"{where}: more than {MAX_LINES:,} lines in one tree")
+            break
     return rows
 
 
@@ -343,41 +482,37 @@ def _message(where: str, line: dict[str, Any], selection: Selection, problems: l
     role, content = line.get("role"), line.get("content")
     if role not in ("user", "assistant"):
         problems.append(f"{where}: role must be user or assistant")
-    if not isinstance(content, str) or not 1 <= len(content) <= 8192:
-        problems.append(f"{where}: content must be 1-8192 characters")
-    session = line.get("sessionId") or line.get("sessionKey") or line.get("session_id")
-    if not isinstance(session, str) or free_id_problem(session):
+    check(fields.Content, content, where, "content", problems)
+    session = _optional_id(
+        line.get("sessionId") or line.get("sessionKey") or line.get("session_id"), where, "sessionId", problems
+    )
+    if session is None and len(problems) == count:
         problems.append(f"{where}: sessionId must be 1-256 characters without control characters")
-    task = line.get("taskId", line.get("task_id"))
-    if task is not None and (not isinstance(task, str) or free_id_problem(task)):
-        problems.append(f"{where}: taskId must be 1-256 characters without control characters")
+    task = _optional_id(line.get("taskId", line.get("task_id")), where, "taskId", problems)
     user = _user(line, where, selection, problems)
     timestamp = _time(line.get("timestamp"), where, problems, "timestamp")
     recorded = (
         _time(line["recordedAt"], where, problems, "recordedAt") if line.get("recordedAt") is not None else timestamp
     )
-    source = line.get("id")
-    if source is not None and not isinstance(source, str):
-        problems.append(f"{where}: id must be a string")
-    if len(problems) > count or user is None or timestamp is None or recorded is None:
+    source = _source(line, where, problems)
+    if len(problems) > count or user is None or session is None or timestamp is None or recorded is None:
         return None
-    return Message(source, user, str(session), task, str(role), str(content), timestamp, recorded)
+    return Message(source, user, session, task, str(role), str(content), timestamp, recorded)
 
 
 def _record(where: str, line: dict[str, Any], selection: Selection, problems: list[str]) -> Record | None:
     count = len(problems)
     content, kind = line.get("content"), line.get("type", "episodic")
-    if not isinstance(content, str) or not 1 <= len(content) <= 8192:
-        problems.append(f"{where}: content must be 1-8192 characters")
-    if not isinstance(kind, str) or not TYPE.fullmatch(kind):
-        problems.append(f"{where}: type must be 1-64 of [a-z_]")
+    check(fields.Content, content, where, "content", problems)
+    check(fields.AtomType, kind, where, "type", problems)
     background = line.get("scene_name", line.get("background", ""))
-    if not isinstance(background, str) or len(background) > 2048:
-        problems.append(f"{where}: scene_name must be at most 2048 characters")
+    background = "" if background is None else background
+    check(fields.Background, background, where, "scene_name", problems)
     tags = line.get("tags", [])
-    if not isinstance(tags, list) or len(tags) > 20 or not all(isinstance(t, str) and 1 <= len(t) <= 64 for t in tags):
-        problems.append(f"{where}: tags must be at most 20 strings of 1-64 characters")
+    tags = [] if tags is None else tags
+    check(fields.Tags, tags, where, "tags", problems)
     metadata = line.get("metadata", {})
+    metadata = {} if metadata is None else metadata
     if not isinstance(metadata, dict):
         problems.append(f"{where}: metadata must be an object")
         metadata = {}
@@ -391,23 +526,16 @@ def _record(where: str, line: dict[str, Any], selection: Selection, problems: li
     if tdai.get("source_message_ids") == []:
         del tdai["source_message_ids"]
     stored = dict(metadata, **({TDAI_KEY: tdai} if tdai else {}))
-    if len(json.dumps(stored, separators=(",", ":"), ensure_ascii=False).encode()) > 4096 + 1024:
-        problems.append(f"{where}: metadata must be at most 4096 bytes as compact JSON")
+    check(RecordMetadata, stored, where, "metadata", problems)
     version, reinforced = line.get("version", 1), line.get("reinforced_count", 1)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-        problems.append(f"{where}: version must be a whole number")
-    if isinstance(reinforced, bool) or not isinstance(reinforced, int) or reinforced < 1:
-        problems.append(f"{where}: reinforced_count must be at least 1")
-    session = line.get("sessionId") or line.get("sessionKey") or line.get("session_id") or None
-    if session is not None and (not isinstance(session, str) or free_id_problem(session)):
-        problems.append(f"{where}: sessionId must be 1-256 characters without control characters")
-    task = line.get("taskId", line.get("task_id"))
-    if task is not None and (not isinstance(task, str) or free_id_problem(task)):
-        problems.append(f"{where}: taskId must be 1-256 characters without control characters")
+    check(fields.Version, version, where, "version", problems)
+    check(fields.Count, reinforced, where, "reinforced_count", problems)
+    session = _optional_id(
+        line.get("sessionId") or line.get("sessionKey") or line.get("session_id"), where, "sessionId", problems
+    )
+    task = _optional_id(line.get("taskId", line.get("task_id")), where, "taskId", problems)
     user = _user(line, where, selection, problems)
-    source = line.get("id")
-    if source is not None and not isinstance(source, str):
-        problems.append(f"{where}: id must be a string")
+    source = _source(line, where, problems)
     if len(problems) > count or user is None or created is None or updated is None:
         return None
     return Record(
@@ -440,6 +568,23 @@ def _stamp(value: str | None, name: str) -> str | None:
         raise ValueError(f"META {name} must be an RFC 3339 time") from None
 
 
+def _check_meta(keys: dict[str, str]) -> None:
+    """A META block's keys by the rules a write would apply: the version a whole number 1-2^53 in
+    ASCII digits, the summary as a request's (at most 1,024 characters, no control characters), every
+    other key and value without control characters and at most 1,024 characters (they are written
+    back on export). ValueError names the first problem."""
+    version = keys.get("version")
+    if version is not None and not (META_VERSION.fullmatch(version) and 1 <= int(version) <= fields.MAX_VERSION):
+        raise ValueError("META version must be a whole number from 1 to 2^53")
+    for key, value in keys.items():
+        found = fields.problems_of(fields.MetaKey, key)
+        if found:
+            raise ValueError(f"META key {found[0]}")
+        found = fields.problems_of(fields.Summary, value)
+        if found:
+            raise ValueError(f"META {key} {found[0]}")
+
+
 def stored_scene(text: str) -> str:
     """A scene file as Memory Hub stores it: our META block kept as it is (times in another RFC
     3339 form written in ours); TencentDB's (created, updated, summary, heat) turned into ours, its
@@ -448,9 +593,8 @@ def stored_scene(text: str) -> str:
     if not keys:
         stamp = format_ms(now_ms())
         return meta.render(version=1, created_at=stamp, updated_at=stamp, summary=None, previous={}, content=text)
+    _check_meta(keys)
     if "version" in keys:
-        if not keys["version"].isdigit() or int(keys["version"]) < 1:
-            raise ValueError("META version must be a whole number of at least 1")
         created = _stamp(keys.get("created_at"), "created_at") or format_ms(now_ms())
         updated = _stamp(keys.get("updated_at"), "updated_at") or created
         if (created, updated) == (keys.get("created_at"), keys.get("updated_at")):
@@ -493,6 +637,35 @@ def _profile_files(files: dict[str, bytes], selection: Selection) -> tuple[str, 
     return next(iter(scoped.values())) if len(scoped) == 1 else ("", {})
 
 
+def _persona_meta(data: bytes, problems: list[str]) -> dict[str, Any]:
+    """The persona's version and times from ``.metadata/memory-hub.json``, checked as a write's
+    would be (times normalised to the response format, since they are stored as S3 metadata)."""
+    where = ".metadata/memory-hub.json"
+    try:
+        summary = json.loads(data.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, UnicodeDecodeError):
+        problems.append(f"{where}: not a JSON object")
+        return {}
+    persona = summary.get("persona") if isinstance(summary, dict) else None
+    if not isinstance(summary, dict):
+        problems.append(f"{where}: not a JSON object")
+    if persona is None:
+        return {}
+    if not isinstance(persona, dict):
+        problems.append(f"{where}: persona must be an object")
+        return {}
+    checked: dict[str, Any] = {}
+    if persona.get("version") is not None and check(
+        fields.Version, persona["version"], where, "persona.version", problems
+    ):
+        checked["version"] = persona["version"]
+    for name in ("created_at", "updated_at"):
+        value = persona.get(name)
+        if value is not None and check(fields.Time, value, where, f"persona.{name}", problems):
+            checked[name] = format_ms(lower_bound_ms(value))
+    return checked
+
+
 def read(files: dict[str, bytes], selection: Selection) -> Tree:
     """Parse and check a whole tree; Malformed (every problem) if anything is wrong."""
     problems: list[str] = []
@@ -527,6 +700,8 @@ def read(files: dict[str, bytes], selection: Selection) -> Tree:
                         else:
                             unnamed.append(record)
     tree.records = list(latest.values()) + unnamed
+    if len(tree.messages) + len(tree.records) > MAX_LINES:
+        raise Malformed([f"(tree): more than {MAX_LINES:,} messages and records"])
     folder, own = _profile_files(files, selection)
     for name, data in sorted(own.items()):
         shown = folder + name  # problems name the file as the tree holds it
@@ -546,26 +721,18 @@ def read(files: dict[str, bytes], selection: Selection) -> Tree:
             except ValueError as exc:
                 problems.append(f"{shown}:1: {exc}")
                 continue
-            if len(meta.split(tree.files[path])[1]) > MAX_TEXT_CHARS:
-                problems.append(f"{shown}:1: content must be at most {MAX_TEXT_CHARS:,} characters")
+            check(fields.Text, meta.split(tree.files[path])[1], f"{shown}:1", "content", problems)
         elif name == "persona.md":
-            if len(text) > MAX_TEXT_CHARS:
-                problems.append(f"{shown}:1: content must be at most {MAX_TEXT_CHARS:,} characters")
-            tree.persona = text
+            if check(fields.Text, text, f"{shown}:1", "content", problems):
+                tree.persona = text
         elif name.startswith(".backup/persona/") and "/" not in name[len(".backup/persona/") :]:
             backup = name[len(".backup/persona/") :]
-            if BACKUP_NAME.fullmatch(backup):  # Memory Hub's own backups; TencentDB's are not read
+            # Memory Hub's own backups; TencentDB's are not read
+            if BACKUP_NAME.fullmatch(backup) and check(fields.Text, text, f"{shown}:1", "content", problems):
                 tree.backups[backup] = text
     summary = files.get(".metadata/memory-hub.json")
     if summary is not None:
-        try:
-            persona = json.loads(summary).get("persona")
-            tree.persona_meta = persona if isinstance(persona, dict) else {}
-        except (ValueError, AttributeError):
-            problems.append(".metadata/memory-hub.json:1: not a JSON object")
-    for path in tree.files:
-        if has_control(path):
-            problems.append(f"scene_blocks/{path}:1: path must not contain control characters")
+        tree.persona_meta = _persona_meta(summary, problems)
     if problems:
         raise Malformed(problems)
     return tree

@@ -2,37 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from ...clock import TimeFormatError, parse_ns
-from ...domain.rules import has_control, path_problem, team_or_agent_problem
+from ...domain.fields import (
+    NO_CONTROL_PATTERN,
+    TEAM_PATTERN,
+    TIME_PATTERN,
+    FreeId,
+    NoControl,
+    NoControlDoc,
+    TeamId,
+    Time,
+    rule,
+)
+from ...domain.rules import path_problem
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
 
 
-def rule(check: Callable[[Any], str | None]) -> AfterValidator:
-    def validate(value: Any) -> Any:
-        problem = check(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    return AfterValidator(validate)
-
-
-NoControl = rule(lambda v: "must not contain control characters" if has_control(v) else None)
-
-# JSON Schema patterns for the OpenAPI description only (the rules above decide): each says exactly
-# what its rule accepts, except lengths counted in UTF-8 bytes, documented as maxLength in chars.
+# The field rules themselves (ids, times, no control characters) live in domain.fields, shared
+# with the import validator. JSON Schema patterns for the OpenAPI description only (the rules
+# decide): each says exactly what its rule accepts, except lengths counted in UTF-8 bytes,
+# documented as maxLength in chars.
 _CC = r"\u0000-\u001f\u007f-\u009f"  # Unicode category Cc
-NO_CONTROL_PATTERN = f"^[^{_CC}]*$"
-NoControlDoc = Field(json_schema_extra={"pattern": NO_CONTROL_PATTERN})
 _SEGMENT = rf"[^/\\.{_CC}][^/\\{_CC}]*"  # not empty, not starting with ".", no backslash
 _FILE = rf"[^/\\.{_CC}][^/\\{_CC}]*\.md"
 FILE_PATTERN = f"^({_SEGMENT}/)*{_FILE}$"
@@ -62,32 +60,18 @@ RmPath = Annotated[
         json_schema_extra={"pattern": RM_PATTERN, "maxLength": 512},
     ),
 ]
-TEAM_PATTERN = "^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"
-TeamId = Annotated[str, rule(team_or_agent_problem), Field(json_schema_extra={"pattern": TEAM_PATTERN})]
-FreeId = Annotated[str, Field(min_length=1, max_length=256), NoControl, NoControlDoc]
-
-
-_HM = "([01][0-9]|2[0-3]):[0-5][0-9]"
-TIME_PATTERN = rf"^[0-9]{{4}}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T{_HM}:[0-5][0-9](\.[0-9]{{1,9}})?(Z|[+-]{_HM})$"
-
-
-def _time(value: str) -> str:
-    try:
-        parse_ns(value)
-    except TimeFormatError as exc:
-        raise ValueError(str(exc)) from None
-    return value
-
-
-Time = Annotated[
-    str,
-    AfterValidator(_time),
-    Field(
-        description="RFC 3339: YYYY-MM-DDTHH:MM:SS[.f]Z or ±HH:MM offset, 1-9 fraction digits (impossible date → 400)",
-        examples=["2026-01-01T08:00:00+08:00"],
-        json_schema_extra={"pattern": TIME_PATTERN},
-    ),
+__all__ = [
+    "NO_CONTROL_PATTERN",
+    "TEAM_PATTERN",
+    "TIME_PATTERN",
+    "FreeId",
+    "NoControl",
+    "NoControlDoc",
+    "TeamId",
+    "Time",
+    "rule",
 ]
+
 Limit = Annotated[int, Field(ge=1, le=100)]
 Offset = Annotated[int, Field(ge=0, le=10_000)]
 Query = Annotated[str, Field(min_length=1, max_length=2048)]

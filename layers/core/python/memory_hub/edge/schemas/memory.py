@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
+from ...domain.fields import AtomType, Background, Content, Metadata, Tags
 from .common import Isolated, Limit, Offset, Query, Strict, Time, TimeRange
 
-Content = Annotated[str, Field(min_length=1, max_length=8192)]
-AtomType = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[a-z_]+$")]
-Tag = Annotated[str, Field(min_length=1, max_length=64)]
-Background = Annotated[str, Field(max_length=2048)]
 SearchMode = Annotated[
     Literal["hybrid", "keyword", "semantic"],
     Field(
@@ -62,20 +58,11 @@ class ConversationDelete(Isolated):
     )
 
 
-def _metadata_size(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    if value is not None and len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()) > 4096:
-        raise ValueError("must be at most 4096 bytes as compact JSON")
-    return value
-
-
-Metadata = Annotated[dict[str, Any], AfterValidator(_metadata_size)]
-
-
 class AtomicAdd(Isolated):
     content: Content = Field(description="the same content, type and background in the scope reinforces a record")
     type: AtomType = "episodic"
     background: Background = ""
-    tags: list[Tag] = Field(default_factory=list, max_length=20)
+    tags: Tags = Field(default_factory=list)
     metadata: Metadata = Field(default_factory=dict, description="any object, ≤ 4096 bytes as compact JSON")
 
 
@@ -102,7 +89,7 @@ class AtomicUpdate(Isolated):
     id: Annotated[str, Field(min_length=1, max_length=256)]
     content: Content | None = None
     background: Background | None = None
-    tags: list[Tag] | None = Field(None, max_length=20)
+    tags: Tags | None = None
     metadata: Metadata | None = None
     expected_version: int | None = Field(None, ge=0, description="the record's version must be this, else 409")
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import Field
 
-from .common import FilePath, Isolated, NoControl, NoControlDoc, PathPrefix, RmPath
+from ...domain.fields import Summary, Text
+from .common import FilePath, Isolated, PathPrefix, RmPath
 
 
 class ScenarioLs(Isolated):
@@ -25,10 +24,8 @@ class ScenarioRead(Isolated):
 
 class ScenarioWrite(Isolated):
     path: FilePath
-    content: str = Field(max_length=1_000_000)
-    summary: Annotated[str, Field(max_length=1024), NoControl, NoControlDoc] | None = Field(
-        None, description='persists until a write sets a new one; "" removes it'
-    )
+    content: Text
+    summary: Summary | None = Field(None, description='persists until a write sets a new one; "" removes it')
     expected_version: int | None = Field(None, ge=0, description="0 = the file must not exist")
 
 
@@ -41,4 +38,4 @@ class CoreRead(Isolated):
 
 
 class CoreWrite(Isolated):
-    content: str = Field(max_length=1_000_000)
+    content: Text
