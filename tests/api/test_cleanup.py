@@ -151,13 +151,20 @@ def put_object(key: str, body: bytes, **metadata: str) -> None:
 
 
 def asset_row(memory_id: str) -> dict[str, Any]:
-    key = {"pk": {"S": memory_id}, "sk": {"S": "asset"}}
-    return aws_client("dynamodb").get_item(TableName=TABLES["assets"], Key=key, ConsistentRead=True)["Item"]
+    """The one pair's asset under ``memory_id`` (keyed A#<team>:<agent> in the memory_id's partition)."""
+    (item,) = aws_client("dynamodb").query(
+        TableName=TABLES["assets"],
+        ConsistentRead=True,
+        KeyConditionExpression="pk = :m AND begins_with(sk, :a)",
+        ExpressionAttributeValues={":m": {"S": memory_id}, ":a": {"S": "A#"}},
+    )["Items"]
+    return item
 
 
 def asset_total() -> int:
     """How many memories the cleanup walks."""
-    return sum(1 for row in scan(TABLES["assets"]) if row["sk"]["S"] == "asset")
+    rows = scan(TABLES["assets"])  # an asset of the earlier design ("asset") counts until it is moved
+    return sum(1 for r in rows if r["sk"]["S"].startswith("A#") or (r["sk"]["S"] == "asset" and "moved_to" not in r))
 
 
 def partition(pk: str) -> list[dict[str, Any]]:

@@ -137,9 +137,14 @@ def wait_for_purge_complete(api, scope, timeout_s=60.0):
 
 
 def epoch_of(memory_id):
-    item = aws_client("dynamodb").get_item(
-        TableName=TABLES["assets"], ConsistentRead=True, Key={"pk": {"S": memory_id}, "sk": {"S": "asset"}}
-    )["Item"]
+    """The content epoch of the one pair's asset under ``memory_id`` (keyed A#<team>:<agent>)."""
+    items = aws_client("dynamodb").query(
+        TableName=TABLES["assets"],
+        ConsistentRead=True,
+        KeyConditionExpression="pk = :m AND begins_with(sk, :a)",
+        ExpressionAttributeValues={":m": {"S": memory_id}, ":a": {"S": "A#"}},
+    )["Items"]
+    (item,) = items
     return int(item["epoch"]["N"])
 
 

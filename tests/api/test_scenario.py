@@ -233,7 +233,8 @@ def test_expected_version_on_a_missing_file_writes_nothing(api, scope):
     assert read(api, scope, "y.md")["content"] is None
     assert keys_under(f"profiles/{scope.team_id}:") == []
     table = boto3.client("dynamodb", region_name="us-east-1")
-    item = table.get_item(TableName=TABLES["assets"], Key={"pk": {"S": scope.memory_id}, "sk": {"S": "asset"}})
+    key = {"pk": {"S": scope.memory_id}, "sk": {"S": f"A#{scope.team_id}:{scope.agent_id}"}}
+    item = table.get_item(TableName=TABLES["assets"], Key=key)
     assert "Item" not in item, "a refused write must not create the memory asset"
 
 
