@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     side = AwsSide(state, args.region, identities, Hooks() if args.test_hooks else None)
     if args.compact_upto is not None:
         return side.compact_child(args.compact_upto)
+    # Load the embedding model beside start-up, so the first write does not wait for it.
+    from . import embedding_model
+
+    threading.Thread(target=embedding_model.model, name="embedding-model", daemon=True).start()
     try:
         side.recover()
     except RuntimeError as exc:

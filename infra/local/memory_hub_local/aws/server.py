@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, unquote_to_bytes, urlsplit
 
 from .. import http
 from ..identity import Credentials
-from . import bedrock, calls, embedding_model, faithful, s3vectors, signing
+from . import bedrock, calls, faithful, s3vectors, signing
 from .hooks import Hooks
 from .journal import KEPT_SERVICES, Journal, Record, encode, lock_data_dir, pause_point, replay, segment_path, segments
 from .state import State, apply_writes, dynamodb_backend, s3_backend
@@ -140,8 +140,6 @@ class AwsSide:
             service: create_backend_app(service) for service in ("dynamodb", "s3", "secretsmanager", "s3vectors")
         }
         self.bedrock_models = bedrock.served_models(state.cfn)
-        # Load the embedding model now, beside start-up, so the first write does not wait for it.
-        threading.Thread(target=embedding_model.model, name="embedding-model", daemon=True).start()
         self.schemas = faithful.Schemas(dynamodb_backend(region))
         self.journal: Journal | None = None
         self._compacting = threading.Lock()
