@@ -527,7 +527,7 @@ def test_a_run_out_of_time_saves_a_cursor_and_the_next_one_resumes(api, hooks):
         set_retention(api, s, 30)
     assert cleanup(api, now=clock)["done"] is True  # settles whatever other tests left (pending purges)
     walked = asset_total()
-    assert walked >= 3
+    assert walked >= len(mine)  # at least these two: the second run has one left to resume with
 
     # every memory's walk lists its persona backups: hold the first such listing past the deadline
     with cleanup_held(api, hooks, {"operation": "ListObjectsV2"}, now=clock, budget_s=0) as run:

@@ -129,6 +129,19 @@ def test_fusion_is_reciprocal_rank():
     assert retrieval.fuse([[], []], 5) == []
 
 
+def test_hybrid_combines_relative_bm25_with_half_the_cosine():
+    words = [("a", 8.0), ("b", 4.0)]
+    meaning = [("c", 0.9), ("b", 0.8), ("a", 0.1)]
+    combined = retrieval.combine(words, meaning, 10)
+    assert [item for item, _ in combined] == ["a", "b", "c"]  # 1.05, 0.9, 0.45
+    scores = [score for _, score in combined]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] <= 2 / 61 and scores[-1] > 0  # on reciprocal-rank fusion's scale
+    assert retrieval.combine([], [("x", 0.5)], 5) == [("x", pytest.approx(0.5 * 0.5 * (2 / 61) / 1.5, abs=1e-6))]
+    assert retrieval.combine([("a", 1.0)], [], 5)[0][0] == "a"
+    assert len(retrieval.combine(words, meaning, 2)) == 2
+
+
 def test_modes():
     assert retrieval.resolve_mode(None, True) == "hybrid"
     assert retrieval.resolve_mode(None, False) == "keyword"

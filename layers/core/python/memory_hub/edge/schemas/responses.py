@@ -207,8 +207,9 @@ class Messages(Doc):
 
 
 SCORE = (
-    "relevance, higher is better: BM25 by words (mode keyword), the reciprocal-rank fusion of the word and "
-    "meaning rankings (hybrid: the sum of 1/(60 + rank) over both), the cosine similarity (semantic)"
+    "relevance, higher is better: BM25 by words (mode keyword); in hybrid, BM25 relative to the query's best "
+    "plus half the cosine similarity, on reciprocal-rank fusion's scale (at most 2/61); the cosine similarity "
+    "(semantic)"
 )
 ModeUsed = Annotated[
     Literal["hybrid", "keyword", "semantic"],
