@@ -111,6 +111,8 @@ Time = Annotated[
 # ---- numbers
 Version = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
 Count = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
+# An L1 record's version as a tree brings it: TencentDB's records start at 0 and keep it.
+RecordVersion = Annotated[int, Field(strict=True, ge=0, le=MAX_VERSION)]
 # ---- L0 / L1 (§7, §8)
 Content = Annotated[str, Field(min_length=1, max_length=MESSAGE_CHARS), Storable]
 AtomType = Annotated[str, Field(min_length=1, max_length=64, pattern=TYPE_PATTERN)]
@@ -195,8 +197,10 @@ def _said(error: ErrorDetails) -> str:
         return "must not be empty" if ctx.get("min_length") == 1 else f"must be at least {ctx['min_length']} characters"
     if kind == "too_long":
         return f"must have at most {ctx['max_length']} items"
-    if kind in ("greater_than_equal", "less_than_equal"):
-        return f"must be a whole number from 1 to 2^53 (not {error['input']!r})"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx['ge']}"
+    if kind == "less_than_equal":
+        return "must be at most 2^53" if ctx.get("le") == MAX_VERSION else f"must be at most {ctx['le']}"
     if kind == "string_pattern_mismatch":
         return f"must match {ctx['pattern']}"
     if kind == "value_error":
@@ -250,6 +254,7 @@ __all__ = [
     "Metadata",
     "NoControl",
     "NoControlDoc",
+    "RecordVersion",
     "Storable",
     "Summary",
     "Tag",

@@ -528,7 +528,7 @@ def _record(where: str, line: dict[str, Any], selection: Selection, problems: li
     stored = dict(metadata, **({TDAI_KEY: tdai} if tdai else {}))
     check(RecordMetadata, stored, where, "metadata", problems)
     version, reinforced = line.get("version", 1), line.get("reinforced_count", 1)
-    check(fields.Version, version, where, "version", problems)
+    check(fields.RecordVersion, version, where, "version", problems)
     check(fields.Count, reinforced, where, "reinforced_count", problems)
     session = _optional_id(
         line.get("sessionId") or line.get("sessionKey") or line.get("session_id"), where, "sessionId", problems
