@@ -7,13 +7,12 @@ a scheduled event's own ``time`` is not used, so a late retry prunes by the real
 from typing import Any
 
 from memory_hub.clock import parse_ms, request_id
-from memory_hub.domain import cleanup
+from memory_hub.domain import assets, cleanup
 from memory_hub.observability import logger
 from memory_hub.settings import get_settings
-from memory_hub.storage import assets as stored_assets
 
 get_settings()  # a missing setting fails the cold start, naming the variable
-stored_assets.read_only()  # this function's role only reads AssetsTable (legacy assets are read in place)
+assets.read_only()  # this function's role only reads AssetsTable (legacy assets are read in place)
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -5,16 +5,15 @@ import json
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from memory_hub.domain import atomic, conversation, user_memory
+from memory_hub.domain import assets, atomic, conversation, user_memory
 from memory_hub.edge.pipeline import current
 from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
 from memory_hub.edge.schemas.admin import DeleteUserMemory, UserMemoryDelete
 from memory_hub.edge.schemas.memory import AtomicDelete, ConversationDelete
 from memory_hub.settings import get_settings
-from memory_hub.storage import assets as stored_assets
 
 get_settings()  # a missing setting fails the cold start, naming the variable
-stored_assets.read_only()  # this function's role only reads AssetsTable
+assets.read_only()  # this function's role only reads AssetsTable
 app = make_app()
 ALIAS_PATH = "/v2/memory"
 

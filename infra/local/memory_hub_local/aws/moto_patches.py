@@ -339,9 +339,7 @@ def sorted_partitions() -> None:
         with _QUERY_LOCK:  # in-process moto (the unit tier) serves calls from several threads
             return _partition_query(self, hash_value, attribute, arguments, args, kwargs)
 
-    def _partition_query(
-        self: Any, hash_value: Any, attribute: str, arguments: Any, args: Any, kwargs: Any
-    ) -> Any:
+    def _partition_query(self: Any, hash_value: Any, attribute: str, arguments: Any, args: Any, kwargs: Any) -> Any:
         views = _sorted_views(self)
         view = views.get((hash_value, attribute))
         if view is None:

@@ -34,6 +34,12 @@ def new_epoch(previous: int) -> int:
     return max(int(previous) + 1, time.time_ns() // 1000)
 
 
+def read_only() -> None:
+    """Declare, at a function's cold start, that its role only reads AssetsTable: assets stored
+    by the earlier key design are used where they are, never moved from this function."""
+    stored.read_only()
+
+
 def of_pair(team_id: str, agent_id: str) -> Asset | None:
     """The pair's asset. Another pair that spells the same memory_id has its own (§4)."""
     return stored.get_pair(team_id, agent_id)

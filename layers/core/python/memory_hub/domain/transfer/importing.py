@@ -43,7 +43,7 @@ UNDO_BUDGET_S = 120.0
 # Deleting the asset an undone import created needs dynamodb:DeleteItem on AssetsTable, which the
 # TransferFunction's role does not hold yet: until it does, such an import is undone item by item
 # and leaves the (empty) asset.
-DROP_CREATED_ASSETS = False  # a purge of what an import into a new memory wrote, before it is handed on
+DROP_CREATED_ASSETS = True  # a failed import into a memory it created deletes that memory whole
 
 
 def _upload_key(job: Job) -> str:

@@ -1,0 +1,74 @@
+"""Recall by meaning through the local stack: a question that shares no word with what answers it
+(after the analysis: stems, no stop words) finds it among the first three, with unrelated memories
+present, in hybrid and in semantic mode; words alone find nothing there."""
+
+from __future__ import annotations
+
+import pytest
+from memory_hub.domain.search import query_terms, term_counts
+
+PAIRS = [
+    ("Works as a nurse at St. Mary's hospital", "what is my job"),
+    ("I fly to Paris on Monday", "France trip"),
+    ("Adopted a golden retriever puppy last spring", "new pet dog"),
+    ("My daughter plays the violin in the school orchestra", "child's musical instrument"),
+    ("Allergic to peanuts", "which nuts make me sick"),
+    ("Prefers aisle seats on long flights", "where do I like to sit on an airplane"),
+]
+DISTRACTORS = [
+    "The quarterly budget review is on Thursday",
+    "Bought new running shoes at the mall",
+    "Drinks green tea every morning",
+    "Lives in a small apartment downtown",
+    "Is learning to play chess online",
+    "The car needs an oil change soon",
+    "Watched a documentary about volcanoes",
+    "Keeps the thermostat at 21 degrees",
+]
+
+
+def test_the_pairs_share_no_word():
+    for stored, question in PAIRS:
+        assert not set(query_terms(question)) & set(term_counts(stored)), (stored, question)
+        assert query_terms(question), question  # a question with words that count
+
+
+@pytest.fixture
+def memory(api, scope):
+    texts = [stored for stored, _ in PAIRS] + DISTRACTORS
+    answer = api.post(
+        "/v3/conversation/add",
+        scope.body(session_id="s1", messages=[{"role": "user", "content": t} for t in texts]),
+    )
+    assert answer.status == 200, answer.body
+    ids = dict(zip(texts, answer.data["accepted_ids"], strict=True))
+    for text in texts:
+        made = api.post("/v3/atomic/add", scope.body(content=text, type="fact"))
+        assert made.status == 200, made.body
+        ids[f"L1:{text}"] = made.data["id"]
+    return ids
+
+
+@pytest.mark.parametrize(("stored", "question"), PAIRS)
+def test_a_paraphrase_sharing_no_word_is_found_in_the_top_three(api, scope, memory, stored, question):
+    for mode in (None, "hybrid", "semantic"):
+        body = scope.body(query=question, limit=3, **({"mode": mode} if mode else {}))
+        found = api.post("/v3/conversation/search", body)
+        assert found.status == 200, found.body
+        assert found.data["mode_used"] == (mode or "hybrid")
+        assert memory[stored] in [m["id"] for m in found.data["messages"]], (mode, found.data)
+        records = api.post("/v3/atomic/search", body)
+        assert records.status == 200, records.body
+        assert memory[f"L1:{stored}"] in [r["id"] for r in records.data["items"]], (mode, records.data)
+    by_words = api.post("/v3/conversation/search", scope.body(query=question, mode="keyword"))
+    assert by_words.status == 200, by_words.body
+    assert memory[stored] not in [m["id"] for m in by_words.data["messages"]]  # no word to find it by
+
+
+def test_words_still_lead_where_they_match(api, scope, memory):
+    """An exact word match stays first in hybrid: meaning adds recall, it does not reshuffle it."""
+    found = api.post("/v3/conversation/search", scope.body(query="volcanoes documentary", limit=3))
+    assert found.status == 200, found.body
+    assert found.data["messages"][0]["id"] == memory["Watched a documentary about volcanoes"]
+    scores = [m["score"] for m in found.data["messages"]]
+    assert scores == sorted(scores, reverse=True) and scores[0] <= 2 / 61
