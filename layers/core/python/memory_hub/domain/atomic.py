@@ -20,7 +20,7 @@ from .errors import Conflict, Invalid, NotFound
 from .principal import Authorize
 from .rules import clean_ids, trim
 from .scope import Scope
-from .search import query_terms, term_counts
+from .search import term_counts
 
 LAYER = "L1"
 NOT_FOUND = "id: no such record"
@@ -242,30 +242,41 @@ def search(
     time_start: str | None,
     time_end: str | None,
     authorize: Authorize,
+    mode: str | None = None,
 ) -> dict[str, Any]:
     start, end = time_window(time_start, time_end)
+    mode = retrieval.resolve_mode(mode, meaning.enabled())
     asset = _asset(scope, authorize)
-    terms = query_terms(text)
-    if asset is None or not terms:
-        return {"items": []}
+    if asset is None:
+        return {"items": [], "mode_used": mode}
     where = _where(asset)
-    filters = postings.Filters(task_id=scope.task_id, type=type_)
-    order = retrieval.ranked(
-        where.item_pk(LAYER, scope.user_id), terms, filters, lambda: counters.of_user(where, LAYER, scope.user_id)
-    )
 
-    def in_window(record: Record) -> bool:  # L1 time filters apply to updated_at (§8)
+    def keep(record: Record) -> bool:  # L1 time filters apply to updated_at
+        if type_ is not None and record.type != type_:
+            return False
+        if scope.task_id is not None and record.task_id != scope.task_id:
+            return False
         return (start is None or int(record.updated_at) >= start) and (end is None or int(record.updated_at) <= end)
 
-    found = retrieval.best(
-        order,
-        limit,
-        lambda ids: records.get_many(where, scope.user_id, ids),
-        lambda r: searchable(r.content, r.background or ""),
-        terms,
-        in_window,
+    def by_meaning(depth: int) -> list[tuple[str, float]] | None:
+        return meaning.semantic(where, LAYER, scope.user_id, text, depth, task_id=scope.task_id, type_=type_)
+
+    result = retrieval.search(
+        pk=where.item_pk(LAYER, scope.user_id),
+        text=text,
+        limit=limit,
+        mode=mode,
+        filters=postings.Filters(task_id=scope.task_id, type=type_),
+        stats=lambda: counters.of_user(where, LAYER, scope.user_id),
+        fetch=lambda ids: records.get_many(where, scope.user_id, ids),
+        text_of=lambda r: searchable(r.content, r.background or ""),
+        keep=keep,
+        semantic=by_meaning if mode != "keyword" else None,
     )
-    return {"items": [dict(as_dict(scope, r), score=score) for r, score in found]}
+    return {
+        "items": [dict(as_dict(scope, r), score=score) for r, score in result.items],
+        "mode_used": result.mode_used,
+    }
 
 
 def delete(

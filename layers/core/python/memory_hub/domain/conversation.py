@@ -17,7 +17,7 @@ from .errors import Invalid
 from .principal import Authorize
 from .rules import MAX_ID_CHARS, clean_ids
 from .scope import Scope
-from .search import query_terms, term_counts
+from .search import term_counts
 
 LAYER = "L0"
 
@@ -107,20 +107,39 @@ def count(scope: Scope, time_start: str | None, time_end: str | None, authorize:
 
 
 def search(
-    scope: Scope, text: str, limit: int, time_start: str | None, time_end: str | None, authorize: Authorize
+    scope: Scope,
+    text: str,
+    limit: int,
+    time_start: str | None,
+    time_end: str | None,
+    authorize: Authorize,
+    mode: str | None = None,
 ) -> dict[str, Any]:
     start, end = time_window(time_start, time_end)
+    mode = retrieval.resolve_mode(mode, meaning.enabled())
     asset = _asset(scope, authorize)
-    terms = query_terms(text)
-    if asset is None or not terms:
-        return {"messages": []}
+    if asset is None:
+        return {"messages": [], "mode_used": mode}
     where = _where(asset)
-    pk = where.item_pk(LAYER, scope.user_id)
-    filters = postings.Filters(session_id=scope.session_id, task_id=scope.task_id, start_ms=start, end_ms=end)
-    order = retrieval.ranked(pk, terms, filters, lambda: counters.of_user(where, LAYER, scope.user_id))
-    found = retrieval.best(
-        order, limit, lambda ids: messages.get_many(where, scope.user_id, ids), lambda m: m.content, terms
+
+    def by_meaning(depth: int) -> list[tuple[str, float]] | None:
+        return meaning.semantic(
+            where, LAYER, scope.user_id, text, depth, session_id=scope.session_id, task_id=scope.task_id
+        )
+
+    result = retrieval.search(
+        pk=where.item_pk(LAYER, scope.user_id),
+        text=text,
+        limit=limit,
+        mode=mode,
+        filters=postings.Filters(session_id=scope.session_id, task_id=scope.task_id, start_ms=start, end_ms=end),
+        stats=lambda: counters.of_user(where, LAYER, scope.user_id),
+        fetch=lambda ids: messages.get_many(where, scope.user_id, ids),
+        text_of=lambda m: m.content,
+        keep=lambda m: _admits(m, scope, start, end),
+        semantic=by_meaning if mode != "keyword" else None,
     )
+    found = result.items
     return {
         "messages": [
             {
@@ -132,8 +151,18 @@ def search(
                 "score": score,
             }
             for m, score in found
-        ]
+        ],
+        "mode_used": result.mode_used,
     }
+
+
+def _admits(message: Message, scope: Scope, start: int | None, end: int | None) -> bool:
+    """A message found by meaning passes the same filters as one found by words."""
+    if scope.session_id is not None and message.session_id != scope.session_id:
+        return False
+    if scope.task_id is not None and message.task_id != scope.task_id:
+        return False
+    return (start is None or int(message.timestamp) >= start) and (end is None or int(message.timestamp) <= end)
 
 
 def delete(
