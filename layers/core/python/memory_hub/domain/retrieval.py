@@ -317,7 +317,8 @@ def search(
     terms = query_terms(text)
     if mode != "semantic" and not terms:
         return Found([], mode)
-    depth = min(max(2 * limit, 20), 100)
+    # By words alone the exact top ``limit`` is the answer; fusion looks deeper into both halves.
+    depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
     words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth=depth)  # noqa: E731
     if mode == "keyword" or semantic is None:
         order = words_half().order if terms else []
