@@ -87,17 +87,8 @@ def ranked(
         term.rounds += 1
         term.read += len(result.rows)
         for row in result.rows:
-            item = postings.item_of(row)
             term.last_impact = postings.impact(int(row.tf), int(row.dl))
-            if item in excluded:
-                continue
-            if not filters.admit(row):
-                excluded.add(item)
-                candidates.pop(item, None)
-                continue
-            candidate = candidates.setdefault(item, _Candidate())
-            candidate.found[term.term] = (int(row.tf), int(row.dl))
-            candidate.resolved.add(term.term)
+            _note(candidates, excluded, filters, postings.item_of(row), row, term.term, create=True)
         term.next = result.next
         term.exhausted = result.next is None or len(result.rows) < page
 
@@ -178,22 +169,39 @@ def _resolve(
                 asked.append((item, term.term))
     if not keys:
         return 0
-    found = {(row.sk): row for row in postings.get_many(keys)}
+    found = postings.get_many(keys)
     by_digest = {t.digest: t.term for t in lists}
     for item, term_name in asked:
         if item in candidates:
             candidates[item].resolved.add(term_name)
-    for row in found.values():
+    for row in found:
         item = row.sk.split(layout.SEP)[1]
-        if item in excluded:
-            continue
-        if not filters.admit(row):
-            excluded.add(item)
-            candidates.pop(item, None)
-            continue
-        if item in candidates:
-            candidates[item].found[by_digest[postings.digest_of(row)]] = (int(row.tf), int(row.dl))
+        _note(candidates, excluded, filters, item, row, by_digest[postings.digest_of(row)], create=False)
     return len(found)
+
+
+def _note(
+    candidates: dict[str, _Candidate],
+    excluded: set[str],
+    filters: postings.Filters,
+    item: str,
+    row: Any,
+    term: str,
+    *,
+    create: bool,
+) -> None:
+    """Record what one posting says of its item: the item is out for good when it fails the
+    filters (every posting of an item carries its filters), else the term's frequency and length."""
+    if item in excluded:
+        return
+    if not filters.admit(row):
+        excluded.add(item)
+        candidates.pop(item, None)
+        return
+    candidate = candidates.setdefault(item, _Candidate()) if create else candidates.get(item)
+    if candidate is not None:
+        candidate.found[term] = (int(row.tf), int(row.dl))
+        candidate.resolved.add(term)
 
 
 def best(
