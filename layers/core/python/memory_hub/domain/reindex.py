@@ -71,6 +71,7 @@ def _postings(layer: str, item: Any, counts: Any, length: int) -> list[Posting]:
 
 
 def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Any]) -> None:
+    """Re-index a chunk of items: their postings and lengths as the current analysis gives them."""
     postings.erase_of((item.pk, item.id) for item in chunk)
     fresh: list[Posting] = []
     lengths: dict[str, int] = {}
@@ -84,14 +85,13 @@ def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Any]) -> None:
     transaction = Transaction()
     delta = 0
     for item in chunk:
-        if int(item.terms or 0) != lengths[item.id]:
-            delta += lengths[item.id] - int(item.terms or 0)
-            transaction.update(
-                f"item:{item.id}",
-                item,
-                [model.terms.set(lengths[item.id])],
-                condition=model.pk.exists() & (model.terms == item.terms),
-            )
+        delta += lengths[item.id] - int(item.terms or 0)
+        transaction.update(
+            f"item:{item.id}",
+            item,
+            [model.terms.set(lengths[item.id]), model.ix.set(postings.INDEX_FORMAT)],
+            condition=model.pk.exists() & (model.terms == item.terms),
+        )
     counters.change(transaction, where, layer, user_id, 0, delta)
     try:
         transaction.commit()
@@ -106,7 +106,8 @@ def partition(where: Where, layer: str, user_id: str, out_of_time: Callable[[], 
         return True
     after = marker.lsi3.split(layout.SEP, 1)[1] if marker is not None and marker.lsi3.startswith("~after") else ""
     items = messages.of_user(where, user_id) if layer == "L0" else records.of_user(where, user_id)
-    pending = sorted((i for i in items if i.id > after), key=lambda i: i.id)
+    # An item written by the current code says so (``ix``): only older ones are rewritten.
+    pending = sorted((i for i in items if i.id > after and int(i.ix or 0) < postings.INDEX_FORMAT), key=lambda i: i.id)
     for start in range(0, len(pending), CHUNK):
         if out_of_time():
             return False

@@ -46,6 +46,7 @@ def _row(
         timestamp=message.timestamp,
         recorded_at=message.recorded_at or recorded_at,
         terms=sum(message.terms.values()),
+        ix=postings.INDEX_FORMAT,
     )
 
 

@@ -242,6 +242,7 @@ class Message(_Items):
     timestamp = NumberAttribute()
     recorded_at = NumberAttribute(null=True)
     terms = NumberAttribute(default=0)
+    ix = NumberAttribute(null=True)  # the index format its postings were written in (none: before impact order)
     by_time = MessagesByTime()
     by_session = MessagesBySession()
 
@@ -274,6 +275,7 @@ class Record(_Items):
     updated_at = NumberAttribute()
     natural_key = UnicodeAttribute()
     terms = NumberAttribute(default=0)
+    ix = NumberAttribute(null=True)  # the index format its postings were written in (none: before impact order)
     by_time = RecordsByTime()
 
 

@@ -36,6 +36,7 @@ from .transactions import MAX_ACTIONS, Transaction
 WRITE_CHUNK = 100  # postings per batch_write context (PynamoDB sends them 25 at a time)
 READ_WIDTH = 16  # terms or items looked up at once
 FORMAT = "2"  # the index key format of impact-ordered postings
+INDEX_FORMAT = int(FORMAT)  # what an item records of the postings it was indexed with
 REFERENCE_LENGTH = 16.0  # the item length the static impact is computed with
 K1, B = 1.2, 0.75
 _IMPACT_DIGITS = 7
