@@ -29,7 +29,7 @@ from .search import Stats, idf, query_terms, saturation, term_counts
 
 T = TypeVar("T")
 FETCH = 100  # BatchGetItem's limit
-MAX_ROUNDS = 6  # pages read per term at most
+MAX_ROUNDS = 8  # pages read per term at most
 RRF_K = 60  # reciprocal-rank fusion's constant (the usual one)
 
 
@@ -43,6 +43,7 @@ class _Term:
     last_impact: float = postings.MAX_IMPACT
     read: int = 0
     rounds: int = 0
+    page: int = 0  # postings per page
 
 
 @dataclass
@@ -71,12 +72,14 @@ def ranked(
     """The ``depth`` (default ``limit``) best items holding any of ``terms`` that pass
     ``filters``, by exact BM25 over this partition."""
     want = max(depth or limit, 1)
-    page = max(want, 10)
-    lists = [_Term(t, layout.term_digest(t)) for t in terms]
-    if not lists:
+    if not terms:
         return Ranked([], 0)
+    # Pages small enough that one per term reads about twice what is wanted, all terms together.
+    first_page = max(3, -(-2 * want // len(terms)))
+    lists = [_Term(t, layout.term_digest(t), page=first_page) for t in terms]
     (items, tokens), first = parallel(
-        stats, lambda: for_each(lambda t: postings.term_page(pk, t.digest, page), lists, width=postings.READ_WIDTH)
+        stats,
+        lambda: for_each(lambda t: postings.term_page(pk, t.digest, first_page), lists, width=postings.READ_WIDTH),
     )
     collection = Stats(items, tokens)
     average = collection.average_length
@@ -90,7 +93,7 @@ def ranked(
             term.last_impact = postings.impact(int(row.tf), int(row.dl))
             _note(candidates, excluded, filters, postings.item_of(row), row, term.term, create=True)
         term.next = result.next
-        term.exhausted = result.next is None or len(result.rows) < page
+        term.exhausted = result.next is None or len(result.rows) < term.page
 
     for term, result in zip(lists, first, strict=True):
         frequency = max(result.frequency or 0, len(result.rows))
@@ -130,7 +133,7 @@ def ranked(
             covered += unseen(term)
             if covered >= gap:
                 break
-        pages = for_each(lambda t: postings.term_page(pk, t.digest, page, t.next), chosen, width=postings.READ_WIDTH)
+        pages = for_each(lambda t: postings.term_page(pk, t.digest, t.page, t.next), chosen, width=postings.READ_WIDTH)
         for term, result in zip(chosen, pages, strict=True):
             take(term, result)
             read += len(result.rows)
