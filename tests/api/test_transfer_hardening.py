@@ -81,6 +81,8 @@ REFUSED = {
     "record-version-true": {RECORDS: jsonl([{**RECORD, "version": True}])},
     "record-reinforced-huge": {RECORDS: jsonl([{**RECORD, "reinforced_count": 2**53 + 1}])},
     "record-metadata-number": {RECORDS: jsonl([{**RECORD, "metadata": {"n": 10**40}}])},
+    "record-metadata-5000-bytes": {RECORDS: jsonl([{**RECORD, "metadata": {"k": "z" * 5000}}])},
+    "message-session-spaced": {CONVERSATIONS: jsonl([{**MESSAGE, "sessionId": " s1", "sessionKey": " s1"}])},
     **{f"surrogate-{k}": v for k, v in LATER_SURROGATE.items()},
 }
 

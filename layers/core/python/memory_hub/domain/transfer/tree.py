@@ -388,6 +388,9 @@ def _optional_id(value: Any, where: str, name: str, problems: list[str]) -> str 
     """A session or task id; absent, null or blank (``""``) means none, as in requests (§3)."""
     if value is None or (isinstance(value, str) and is_blank(value)):
         return None
+    if isinstance(value, str) and value != value.strip():
+        problems.append(f"{where}: {name} must not have leading or trailing white space")
+        return None
     return value if check(fields.FreeId, value, where, name, problems) else None
 
 
@@ -525,6 +528,9 @@ def _record(where: str, line: dict[str, Any], selection: Selection, problems: li
         del tdai["priority"]
     if tdai.get("source_message_ids") == []:
         del tdai["source_message_ids"]
+    # The record's own metadata by the API's rule (4096 bytes); what TencentDB keeps beside it
+    # (metadata.tdai) has room of its own on top.
+    check(fields.Metadata, {k: v for k, v in metadata.items() if k != TDAI_KEY}, where, "metadata", problems)
     stored = dict(metadata, **({TDAI_KEY: tdai} if tdai else {}))
     check(RecordMetadata, stored, where, "metadata", problems)
     version, reinforced = line.get("version", 1), line.get("reinforced_count", 1)
