@@ -5,12 +5,11 @@ tests isolate themselves with fresh team/agent ids (``scope``)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import ADMIN_KEY, Api, Hooks, Scope, make_scope
+from helpers import Api, Hooks, Scope, local_stack, make_scope
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -18,23 +17,9 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 
 @pytest.fixture(scope="session")
 def stack():
-    from memory_hub_local.stack import Stack
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    os.environ["MEMORY_HUB_BOOTSTRAP_ADMIN_KEY"] = ADMIN_KEY
-    log = open(ARTIFACTS / "stack.log", "ab")  # noqa: SIM115 - open for the whole session
-    stack = Stack(port=0, lambda_port=0, aws_port=0, data_dir=None, test_hooks=True, log=log)
-    stack.start()
-    previous = {name: os.environ.get(name) for name in stack.aws_environment()}
-    os.environ.update(stack.aws_environment())
-    yield stack
-    stack.stop()
-    for name, value in previous.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    log.close()
+    """The API tier's stack. Meaning is off here — every write would otherwise embed through the
+    emulated Bedrock, which dominates the tier's time; tests/api/meaning/ has a stack with it on."""
+    yield from local_stack("Disabled")
 
 
 @pytest.fixture(scope="session")

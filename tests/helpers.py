@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -215,3 +216,34 @@ class Hooks:
             yield hook
         finally:
             self.remove(hook)
+
+
+def local_stack(embeddings: str) -> Iterator[Any]:
+    """A local stack as ``make run`` starts it (on free ports, nothing on disk, test hooks on), with
+    the template's ``Embeddings`` parameter as given; the AWS environment points at it meanwhile."""
+    from memory_hub_local.stack import Stack
+
+    artifacts = Path(__file__).resolve().parent / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    os.environ["MEMORY_HUB_BOOTSTRAP_ADMIN_KEY"] = ADMIN_KEY
+    log = open(artifacts / "stack.log", "ab")  # noqa: SIM115 - open for the whole session
+    stack = Stack(
+        port=0,
+        lambda_port=0,
+        aws_port=0,
+        data_dir=None,
+        test_hooks=True,
+        log=log,
+        parameters={"Embeddings": embeddings},
+    )
+    stack.start()
+    previous = {name: os.environ.get(name) for name in stack.aws_environment()}
+    os.environ.update(stack.aws_environment())
+    yield stack
+    stack.stop()
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    log.close()

@@ -155,10 +155,10 @@ def test_reads_counts_and_deletes_never_create_an_asset(api, scope, writer):
     assert ok(api.post("/v3/memory/list", {"team_id": scope.team_id})) == {"items": []}
     # and they answer as empty
     assert answers["conversation/query"] == {"messages": [], "total": 0}
-    assert answers["conversation/search"] == {"messages": [], "mode_used": "hybrid"}
+    assert answers["conversation/search"] == {"messages": [], "mode_used": "keyword"}  # meaning is off here
     assert answers["conversation/count"] == {"total": 0}
     assert answers["atomic/query"] == {"items": [], "total": 0}
-    assert answers["atomic/search"] == {"items": [], "mode_used": "hybrid"}
+    assert answers["atomic/search"] == {"items": [], "mode_used": "keyword"}
     assert answers["atomic/count"] == {"total": 0}
     assert answers["conversation/delete"]["deleted_count"] == 0
     assert answers["conversation/delete"]["not_found_ids"] == ["msg-x", "s"]

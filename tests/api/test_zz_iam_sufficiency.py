@@ -1,12 +1,12 @@
 """Sufficient privilege, checked over everything the suite did (this module runs last in the tier):
 every AWS call a function made was allowed by that function's own policy in template.yaml (SAM
 policy templates expanded by AWS's translator, evaluated per call by the emulated AWS side). A
-missing permission fails here — not in a deployment."""
+missing permission fails here — not in a deployment. (Meaning's calls — Bedrock, S3 Vectors, SQS —
+are checked the same way over the meaning stack: tests/api/meaning/test_zz_iam_meaning.py.)"""
 
 from __future__ import annotations
 
 from helpers import ok
-from test_vectors import THROTTLED, wait_for_vector
 
 
 def _drive_every_function(api, scope, hooks) -> None:
@@ -22,11 +22,6 @@ def _drive_every_function(api, scope, hooks) -> None:
     atom = ok(api.post("/v3/atomic/add", scope.body(content="iam check")))["id"]
     ok(api.post("/v3/conversation/search", scope.body(query="iam")))
     ok(api.post("/v3/atomic/update", scope.body(id=atom, content="iam check, changed")))
-    # meaning: a throttled embedding goes to the queue and EmbedFunction makes it
-    hook = hooks.add({"operation": "InvokeModel", "function": "MemoryFunction"}, "fail", None, THROTTLED)
-    queued = ok(api.post("/v3/atomic/add", scope.body(content="iam check queued")))["id"]
-    hooks.remove(hook)
-    wait_for_vector(scope, queued)
     ok(api.post("/v3/user-memory/delete", {"memory_id": scope.memory_id, "user_id": scope.user_id}))
     ok(api.post("/v3/conversation/delete", scope.body(message_ids=ids)))
     ok(api.post("/v3/atomic/delete", scope.body(ids=[atom])))
@@ -46,7 +41,6 @@ def test_no_function_call_of_the_session_was_denied_by_its_iam_policy(api, scope
         "DeleteFunction",
         "ClearFunction",
         "AdminFunction",
-        "EmbedFunction",
         "CleanupFunction",
     } <= by_function
     denied = [
@@ -78,16 +72,4 @@ def test_every_kind_of_call_was_checked(api, scope, hooks):
         "s3:DeleteObject",
         "s3:ListBucket",
         "secretsmanager:GetSecretValue",
-        "bedrock:InvokeModel",
-        "s3vectors:PutVectors",
-        "s3vectors:CreateIndex",
-        "s3vectors:QueryVectors",
-        "s3vectors:GetVectors",
-        "s3vectors:DeleteVectors",
-        "s3vectors:ListIndexes",
-        "s3vectors:ListVectors",
-        "s3vectors:DeleteIndex",
-        "sqs:SendMessage",
-        "sqs:ReceiveMessage",
-        "sqs:DeleteMessage",
     } <= actions
