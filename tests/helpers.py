@@ -137,9 +137,11 @@ def make_scope() -> Scope:
 
 
 def aws_client(service: str) -> Any:
+    """A client of the stack the environment points at now (a fresh session: boto3's default one
+    would keep the credentials of the first stack it saw)."""
     import boto3
 
-    return boto3.client(service, region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    return boto3.session.Session().client(service, region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
 
 
 def s3_keys(prefix: str) -> list[str]:
@@ -239,6 +241,9 @@ def local_stack(embeddings: str) -> Iterator[Any]:
     stack.start()
     previous = {name: os.environ.get(name) for name in stack.aws_environment()}
     os.environ.update(stack.aws_environment())
+    import boto3
+
+    boto3.DEFAULT_SESSION = None  # clients made from here on resolve this stack's credentials
     yield stack
     stack.stop()
     for name, value in previous.items():
@@ -246,4 +251,5 @@ def local_stack(embeddings: str) -> Iterator[Any]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+    boto3.DEFAULT_SESSION = None
     log.close()
