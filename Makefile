@@ -34,6 +34,10 @@ test: $(VENV)/.installed  ## the whole suite, tier by tier (browser tests run wh
 	$(PY) -m pytest tests/deployed
 	$(PY) -m pytest tests/api -rs  # -rs: says which tests were skipped and why (no Chromium)
 
+test-fast: $(VENV)/.installed  ## the inner loop: the unit and contract tiers (no servers, about a minute)
+	$(PY) -m pytest tests/unit
+	$(PY) -m pytest tests/contract
+
 lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cfn-lint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
