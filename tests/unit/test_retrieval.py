@@ -84,6 +84,12 @@ def test_a_common_word_costs_a_page_not_the_partition(aws):
     total = sum(("word0" in t.split()) + ("word1" in t.split()) for t in corpus.values())
     assert total > 1200
     assert result.postings_read <= 300  # both words common, a pathological case: pages, not the partition
+    budget = retrieval.read_budget(10, 2)
+    capped = retrieval.ranked(
+        pk, ["word0", "word1"], 10, postings.Filters(), lambda: (stats.items, stats.tokens), 10, budget
+    )
+    assert capped.postings_read < result.postings_read and capped.postings_read <= 2 * budget
+    assert len(capped.order) >= 10  # the best found by then
 
 
 def test_filters_narrow_what_is_found(aws):

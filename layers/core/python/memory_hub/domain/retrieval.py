@@ -30,6 +30,14 @@ from .search import Stats, idf, query_terms, saturation, term_counts
 T = TypeVar("T")
 FETCH = 100  # BatchGetItem's limit
 MAX_ROUNDS = 8  # pages read per term at most
+
+
+def read_budget(depth: int, terms: int) -> int:
+    """How many postings a search reads at most: what its depth and its words call for, never
+    what the memory holds (past it, the answer is the best found by then)."""
+    return 5 * depth + 6 * terms
+
+
 RRF_K = 60  # reciprocal-rank fusion's constant (the usual one)
 
 
@@ -68,9 +76,11 @@ def ranked(
     filters: postings.Filters,
     stats: Callable[[], tuple[int, int]],
     depth: int | None = None,
+    budget: int | None = None,
 ) -> Ranked:
     """The ``depth`` (default ``limit``) best items holding any of ``terms`` that pass
-    ``filters``, by exact BM25 over this partition."""
+    ``filters``, by exact BM25 over this partition — or, when reading would pass ``budget``
+    postings, the best found by then."""
     want = max(depth or limit, 1)
     if not terms:
         return Ranked([], 0)
@@ -124,6 +134,8 @@ def ranked(
         open_terms = [t for t in lists if not t.exhausted and t.rounds < MAX_ROUNDS]
         if (len(scores) >= want and floor >= threshold) or not open_terms:
             break
+        if budget is not None and read >= budget:
+            break  # the best found so far: a search's cost stays bounded by limit and its words
         # Read on where an unseen item could still gain most.
         gap = threshold - floor
         open_terms.sort(key=unseen, reverse=True)
@@ -330,7 +342,8 @@ def search(
         return Found([], mode)
     # By words alone the exact top ``limit`` is the answer; fusion looks deeper into both halves.
     depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
-    words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth=depth)  # noqa: E731
+    budget = read_budget(depth, len(terms))
+    words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth, budget)  # noqa: E731
     if mode == "keyword" or semantic is None:
         order = words_half().order if terms else []
         return Found(best(order, limit, fetch, text_of, terms, keep), "keyword")
