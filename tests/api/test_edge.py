@@ -396,7 +396,7 @@ def test_body_isolation_wins_over_headers_and_null_falls_back(api, scope):
         ("user_id", "bell\x07"),
         ("session_id", "s\x00"),
         ("task_id", "x" * 257),
-        ("session_id", ""),
+        ("session_id", " s1"),  # white space around an id ("" means none)
         ("user_id", "del\x7f"),
         ("user_id", "c1\x85"),
     ],

@@ -990,9 +990,9 @@ def test_a_used_id_with_other_content_gets_a_new_id_and_a_taken_natural_key_is_s
     assert by_content["another text"] != message
     items = snapshot(api, target, [source.user_id])["users"][source.user_id]["l1"]
     assert [(i["id"], i["reinforced_count"], i["version"]) for i in items] == [(record, 1, 1)]
-    # starting a job that has ended answers how it ended, and does nothing again
-    again = ok(api.post("/v3/memory/import/start", {"import_id": second["import_id"]}))
-    assert again == second
+    # an upload is good for one import: starting it again is refused, and does nothing again
+    again = api.post("/v3/memory/import/start", {"import_id": second["import_id"]})
+    assert again.status == 409, again.body
 
 
 def test_an_import_into_a_pair_that_spells_a_taken_memory_id_is_not_blocked(api):
