@@ -354,6 +354,8 @@ def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
         if epoch <= where.epoch and vectors.drop(vectors.Index(bucket, name)):
             report.indexes_dropped += 1
     stored = dict(vectors.keys(current))
+    if not settings.embeddings and not stored:
+        return report  # meaning is off and no vector is left to sweep: nothing to read
     described = model()
     totals = counters.layer_totals(where)
     if len(stored) == totals.get(L0, 0) + totals.get(L1, 0) and (
