@@ -18,7 +18,10 @@ from .identity import Credentials
 from .template import Deployment, load_raw
 
 log = logging.getLogger("memory_hub_local.event_sources")
-WAIT_S = 1  # long-poll wait of each receive (short: stopping the stack is quick)
+# No long poll: the emulated AWS side answers every call under one lock (each call atomic), and
+# moto waits out a long poll inside the call, so a waiting receive would hold every other call
+# back. The poller asks again after IDLE_S instead (on AWS, Lambda's event source long-polls).
+WAIT_S = 0
 IDLE_S = 0.5
 
 
