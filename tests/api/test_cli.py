@@ -595,7 +595,7 @@ def test_invoke_errors_are_one_line(lambda_env, monkeypatch, capsys, tmp_path):
     line = one_line(err)
     assert line.startswith("error: no function ScenarioFunctio (did you mean ScenarioFunction?); the template has: ")
     assert line.endswith(
-        "AdminFunction, CleanupFunction, ClearFunction, DeleteFunction, MemoryFunction, "
+        "AdminFunction, CleanupFunction, ClearFunction, DeleteFunction, EmbedFunction, MemoryFunction, "
         "ScenarioFunction, TransferFunction"
     )
 
