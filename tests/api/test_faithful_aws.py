@@ -175,3 +175,25 @@ def test_a_function_may_do_only_what_its_policy_allows(stack):
     assert code_of(lambda: scenario.put_object(Bucket=BUCKET, Key=key, Body=b"x")) == "accepted"
     assert code_of(lambda: scenario.put_object(Bucket=BUCKET, Key="outside/x.md", Body=b"x")) == "AccessDenied"
     assert os.environ["AWS_ENDPOINT_URL"] == stack.aws_url  # these clients did talk to the stack
+
+
+def test_the_call_log_tells_a_policy_refusal_from_an_injected_fault(stack, hooks):
+    """The IAM check over the session (test_zz_iam_sufficiency) skips faults a test injected and
+    must still see every refusal a policy made: the call log marks which is which."""
+    own = stack.credentials.function("AdminFunction")
+    admin = boto3.client(
+        "s3",
+        region_name=REGION,
+        aws_access_key_id=own.access_key,
+        aws_secret_access_key=own.secret,
+        aws_session_token=own.token,
+    )
+    since = hooks.last_seq()
+    assert code_of(lambda: admin.put_object(Bucket=BUCKET, Key="profiles/iam/denied.md", Body=b"x")) == "AccessDenied"
+    with hooks.failing({"function": "AdminFunction", "key_contains": "iam/injected.md"}, code="AccessDenied", status=403):
+        assert code_of(lambda: admin.get_object(Bucket=BUCKET, Key="profiles/iam/injected.md")) == "AccessDenied"
+    logged = [(c["key"], c["refused"], c["injected"]) for c in hooks.calls(since) if c["function"] == "AdminFunction"]
+    assert logged == [
+        ("profiles/iam/denied.md", "AccessDenied", False),
+        ("profiles/iam/injected.md", "AccessDenied", True),
+    ]

@@ -80,7 +80,7 @@ REFUSED = {
     "record-version-huge": {RECORDS: jsonl([{**RECORD, "version": 10**40}])},
     "record-version-true": {RECORDS: jsonl([{**RECORD, "version": True}])},
     "record-reinforced-huge": {RECORDS: jsonl([{**RECORD, "reinforced_count": 2**53 + 1}])},
-    "record-metadata-number": {RECORDS: jsonl([{**RECORD, "metadata": {"n": 10**40}}])},
+    "record-metadata-nan": {RECORDS: jsonl([{**RECORD, "metadata": {"n": float("nan")}}])},
     "record-metadata-5000-bytes": {RECORDS: jsonl([{**RECORD, "metadata": {"k": "z" * 5000}}])},
     "message-session-spaced": {CONVERSATIONS: jsonl([{**MESSAGE, "sessionId": " s1", "sessionKey": " s1"}])},
     **{f"surrogate-{k}": v for k, v in LATER_SURROGATE.items()},

@@ -111,8 +111,17 @@ class Hooks:
             return hook.arrived.wait_for(lambda: hook.paused > 0, timeout=timeout)
 
     def record(
-        self, call: Call, function: str | None, status: int, refused: str | None = None, ms: float = 0.0, read: int = 0
+        self,
+        call: Call,
+        function: str | None,
+        status: int,
+        refused: str | None = None,
+        ms: float = 0.0,
+        read: int = 0,
+        *,
+        injected: bool = False,
     ) -> None:
+        """One call as answered; ``injected``: the refusal was a test's fault hook, not the AWS side."""
         entry = {
             "seq": next(self._sequence),
             "function": function,
@@ -120,6 +129,7 @@ class Hooks:
             "refused": refused,
             "ms": round(ms, 3),
             "read": read,
+            "injected": injected,
             **call.describe(),
         }
         with self._lock:

@@ -163,7 +163,7 @@ class AwsSide:
             answer = signing.refusal(wrong, lowered, urlsplit(raw_path).query)
             return answer.status, {"Content-Type": answer.content_type, **answer.headers}, answer.body
         identity = self.identities.get(signed.principal.access_key, OPERATOR)
-        refused, spent = None, 0.0
+        refused, spent, injected = None, 0.0, False
         try:
             for action, resource in call.actions:
                 if not identity.allows(action, resource):
@@ -171,6 +171,7 @@ class AwsSide:
             if self.hooks is not None:
                 fault = self.hooks.before(call, identity.name)
                 if fault is not None:
+                    injected = True
                     raise _fault(call, fault)
             if call.service == "bedrock":  # the model runs outside the lock: it touches no state
                 started = time.perf_counter()
@@ -196,7 +197,8 @@ class AwsSide:
         if self.journal is not None:  # nothing is answered before what it may have seen is on disk
             self.journal.sync()
         if self.hooks is not None:
-            self.hooks.record(call, identity.name, status, refused, spent, _items_read(call, status, out_body))
+            read = _items_read(call, status, out_body)
+            self.hooks.record(call, identity.name, status, refused, spent, read, injected=injected)
         return status, out_headers, out_body
 
     def _moto(

@@ -15,7 +15,6 @@ import json
 import math
 import re
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
@@ -33,9 +32,6 @@ METADATA_BYTES = 4096  # an L1 record's metadata as compact JSON
 SUMMARY_CHARS = 1024  # an L2 file's summary
 TEXT_CHARS = 1_000_000  # an L2 file's content, or the persona
 TYPE_PATTERN = r"^[a-z_]+$"
-DYNAMODB_DIGITS = 38  # significant digits of a DynamoDB number
-DYNAMODB_MAX_EXPONENT = 125  # |x| < 10^126
-DYNAMODB_MIN_EXPONENT = -130  # |x| ≥ 10^-130 (or zero)
 
 
 def rule(check: Callable[[Any], str | None]) -> AfterValidator:
@@ -121,29 +117,16 @@ Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Background = Annotated[str, Field(max_length=BACKGROUND_CHARS), Storable]
 
 
-def _fits_dynamodb(number: float | int) -> bool:
-    if isinstance(number, float) and not math.isfinite(number):
-        return False
-    if number == 0:
-        return True
-    if isinstance(number, int):  # every digit written counts (a client may round-trip it exactly)
-        return len(str(abs(number))) <= DYNAMODB_DIGITS
-    value = Decimal(repr(number))
-    digits = len(value.normalize().as_tuple().digits)
-    exponent = value.adjusted()
-    return digits <= DYNAMODB_DIGITS and DYNAMODB_MIN_EXPONENT <= exponent <= DYNAMODB_MAX_EXPONENT
-
-
 def _unstorable_number(value: Any) -> bool:
+    """True when a number in ``value`` is not finite (``NaN``/``Infinity`` are not JSON; a parsed
+    import line may still hold them). Metadata is stored as one JSON string, so any finite double or
+    integer fits: DynamoDB's 38-digit number rule never applies to it."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, bool):
-            continue
-        if isinstance(item, (int, float)):
-            if not _fits_dynamodb(item):
-                return True
-        elif isinstance(item, dict):
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
@@ -162,7 +145,7 @@ def metadata_problem(value: dict[str, Any] | None, limit: int = METADATA_BYTES) 
     if _surrogates_in(value):
         return "must not contain unpaired surrogates"
     if _unstorable_number(value):
-        return "holds a number that cannot be stored (at most 38 digits, magnitude 1e-130 to 1e126)"
+        return "holds a number that is not finite (NaN or Infinity is not JSON)"
     return None
 
 

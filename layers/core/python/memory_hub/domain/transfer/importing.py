@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from ...clock import ISSUED_ID, format_ms, now_ms, ordered_id
@@ -252,16 +253,11 @@ def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
             scenes.remove(asset.memory_id, epoch, [entry], format_ms(now_ms()), [])
         blobs.delete(layout.scene_key(scope.team_id, scope.agent_id, path))
     for path, saved in journal.scenes_over.items():
-        copy = blobs.get(saved)
-        if copy is not None and copy.text is not None:
-            _scene(scope, asset, path, copy.text)
+        _put_back(scope, asset, saved, path)
     if journal.persona == "new":
         blobs.delete(layout.persona_key(scope.team_id, scope.agent_id))
     elif journal.persona is not None:
-        copy = blobs.get(journal.persona)
-        if copy is not None and copy.text is not None:
-            times = {"created_at": copy.metadata.get("created-at"), "updated_at": copy.metadata.get("updated-at")}
-            _persona(scope, asset, copy.text, {k: v for k, v in times.items() if v})
+        _put_back(scope, asset, journal.persona)
     before = set(journal.backups_before)
     made = [k for k in blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)) if k not in before]
     blobs.delete_many(made)
@@ -477,13 +473,21 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
         metadata = {"epoch": str(epoch), "gen": str(gen), "version": str(version)}
         return Draft(stored, metadata, blob, {"gen": gen, "version": version})
 
+    return not compare_and_swap(key, "import scene", prepare, _scene_index(scope, asset, path)).unchanged
+
+
+def _scene_index(scope: Scope, asset: Asset, path: str) -> Callable[[Draft, str], bool]:
+    """How a file the import stores (or puts back) enters the scene index: its version and times
+    as its META block says."""
+
     def commit(draft: Draft, etag: str) -> bool:
+        keys, _ = meta.split(draft.text)
         try:
             scenes.commit_write(
                 asset.memory_id,
                 scope.team_id,
                 scope.agent_id,
-                epoch,
+                int(asset.epoch),
                 path,
                 gen=draft.facts["gen"],
                 version=draft.facts["version"],
@@ -499,7 +503,38 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
                 raise  # cleared during the import: the import fails (and this file is put back)
         return True
 
-    return not compare_and_swap(key, "import scene", prepare, commit).unchanged
+    return commit
+
+
+def _put_back(scope: Scope, asset: Asset, saved: str, path: str | None = None) -> None:
+    """Undo: the scene file at ``path`` (the persona when None) as it was before the import — its
+    saved copy byte for byte, with its version (a failed import leaves no trace, not even a spent
+    version number). Only a file's generation moves on, so the index takes the restored entry over
+    the import's."""
+    copy = blobs.get(saved)
+    if copy is None or copy.text is None:
+        return
+    text, epoch = copy.text, int(asset.epoch)
+    if path is None:
+        key = layout.persona_key(scope.team_id, scope.agent_id)
+    else:
+        key = layout.scene_key(scope.team_id, scope.agent_id, path)
+
+    def prepare() -> Draft:
+        blob = blobs.get(key)
+        live = visible(blob, epoch)
+        if live is not None and live.text == text and live.metadata.get("version") == copy.metadata.get("version"):
+            return Draft(text, {}, blob, unchanged=True)
+        metadata = {**copy.metadata, "epoch": str(epoch)}
+        if path is None:
+            return Draft(text, metadata, blob)
+        entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
+        gen = max(number(live, "gen"), number(copy, "gen"), int(entry.gen) if entry else 0) + 1
+        metadata["gen"] = str(gen)
+        return Draft(text, metadata, blob, {"gen": gen, "version": number(copy, "version")})
+
+    index = (lambda draft, etag: True) if path is None else _scene_index(scope, asset, path)
+    compare_and_swap(key, "put back", prepare, index)
 
 
 def _same_scene(stored: str, keys: dict[str, str], body: str) -> bool:

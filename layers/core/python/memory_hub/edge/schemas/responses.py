@@ -545,7 +545,7 @@ ROUTES: dict[str, RouteDoc] = {
     "/v3/memory/export/status": RouteDoc(ExportJob, 404),
     "/v3/memory/get": RouteDoc(AssetWithCounts, 404, 409),
     "/v3/memory/import": RouteDoc(ImportCreated, 409),
-    "/v3/memory/import/start": RouteDoc(ImportJobState, 404),
+    "/v3/memory/import/start": RouteDoc(ImportJobState, 404, 409),
     "/v3/memory/import/status": RouteDoc(ImportJobState, 404),
     "/v3/memory/list": RouteDoc(Assets),
     "/v3/memory/update": RouteDoc(Asset, 404, 409, 503),
