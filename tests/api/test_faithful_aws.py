@@ -190,7 +190,9 @@ def test_the_call_log_tells_a_policy_refusal_from_an_injected_fault(stack, hooks
     )
     since = hooks.last_seq()
     assert code_of(lambda: admin.put_object(Bucket=BUCKET, Key="profiles/iam/denied.md", Body=b"x")) == "AccessDenied"
-    with hooks.failing({"function": "AdminFunction", "key_contains": "iam/injected.md"}, code="AccessDenied", status=403):
+    with hooks.failing(
+        {"function": "AdminFunction", "key_contains": "iam/injected.md"}, code="AccessDenied", status=403
+    ):
         assert code_of(lambda: admin.get_object(Bucket=BUCKET, Key="profiles/iam/injected.md")) == "AccessDenied"
     logged = [(c["key"], c["refused"], c["injected"]) for c in hooks.calls(since) if c["function"] == "AdminFunction"]
     assert logged == [

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...clock import ISSUED_ID, format_ms, now_ms, ordered_id
