@@ -27,8 +27,9 @@ import re
 import sys
 from typing import Any
 
-from .cli import EXIT_FAILED, EXIT_OK, UsageError, _client, _emit_json, _quote, _say, _scope
-from .client import MAX_OFFSET, memory_id_for
+from ..client import MAX_OFFSET, memory_id_for
+from .common import EXIT_FAILED, EXIT_OK, UsageError, api_client, emit_json, quote, say, scope_of
+from .flags import positive, scope_flags
 
 LAYERS = ("l0", "l1", "l2", "l3")
 PERSONA_NAMES = ("persona", "l3")
@@ -52,8 +53,8 @@ def _preview(text: Any, width: int = PREVIEW_CHARS) -> str:
     """Content for a one-line listing: quoted; when cut, ``…`` after the closing quote and the length."""
     text = "" if text is None else str(text)
     if len(text) <= width:
-        return _quote(text)
-    return f"{_quote(text[:width])}… ({len(text)} chars)"
+        return quote(text)
+    return f"{quote(text[:width])}… ({len(text)} chars)"
 
 
 def exact(label: str, text: Any, indent: str = "  ", width: int = 0) -> list[str]:
@@ -64,7 +65,7 @@ def exact(label: str, text: Any, indent: str = "  ", width: int = 0) -> list[str
         return [head + json.dumps(text, ensure_ascii=False)]
     lines = text.split("\n")
     if len(lines) == 1:
-        return [head + _quote(text)]
+        return [head + quote(text)]
     # Split on "\n" only (not on the other characters str.splitlines breaks at): a "\r" or U+2028
     # stays visible inside its line. Each piece but the last keeps its "\n"; an empty last piece
     # (the text ends with "\n") is not a line of its own.
@@ -74,7 +75,7 @@ def exact(label: str, text: Any, indent: str = "  ", width: int = 0) -> list[str
         f"{len(pieces)} lines, {len(text)} chars, {size} bytes "
         "(one JSON string per line; joined they are the exact content)"
     )
-    return [head, *(indent + "  " + _quote(piece) for piece in pieces)]
+    return [head, *(indent + "  " + quote(piece) for piece in pieces)]
 
 
 def _fields(item: dict[str, Any], order: tuple[str, ...], labels: dict[str, str] | None = None) -> list[str]:
@@ -197,10 +198,10 @@ def _only(args: argparse.Namespace, layer: str | None) -> None:
 def ls(args: argparse.Namespace) -> int:
     layer = args.layer.lower() if args.layer else None
     _only(args, layer)
-    team, agent, user = _scope(args)
+    team, agent, user = scope_of(args)
     if args.offset is not None and args.offset > MAX_OFFSET:
         raise UsageError(f"--offset: at most {MAX_OFFSET:,} (the API pages no deeper)")
-    client = _client(args)
+    client = api_client(args)
     if layer is None:
         return _overview(args, client, team, agent, user)
     if layer == "l0":
@@ -216,13 +217,13 @@ def ls(args: argparse.Namespace) -> int:
             team, agent, user, path_prefix=args.prefix, limit=args.limit, next_token=args.next_token
         )
         if args.json:
-            _emit_json(data)
+            emit_json(data)
             return EXIT_OK
         entries = data.get("entries") or []
         for entry in entries:
             print(l2_line(entry))
         total = int(data.get("total") or 0)
-        scope = f" under {_quote(args.prefix)}" if args.prefix else ""
+        scope = f" under {quote(args.prefix)}" if args.prefix else ""
         note = "" if entries else " (none here)"
         _note(f"{len(entries)} of {total} file(s){scope} of {team}/{agent}, in path order{note}")
         if data.get("next_token"):
@@ -230,7 +231,7 @@ def ls(args: argparse.Namespace) -> int:
         return EXIT_OK
     data = client.core_read(team, agent, user)
     if args.json:
-        _emit_json(data)
+        emit_json(data)
         return EXIT_OK
     print(l3_line(data))
     return EXIT_OK
@@ -245,7 +246,7 @@ def _page(
     args: argparse.Namespace, data: dict[str, Any], items: list[dict[str, Any]], noun: str, line: Any, layer: str
 ) -> int:
     if args.json:
-        _emit_json(data)
+        emit_json(data)
         return EXIT_OK
     for n, item in enumerate(items):
         if args.long:
@@ -287,7 +288,7 @@ def _overview(args: argparse.Namespace, client: Any, team: str, agent: str, user
         },
     }
     if args.json:
-        _emit_json(summary)
+        emit_json(summary)
         return EXIT_OK
     persona = (
         f"persona v{core.get('version')}, updated {core.get('updated_at')}"
@@ -301,9 +302,9 @@ def _overview(args: argparse.Namespace, client: Any, team: str, agent: str, user
         ("l3", f"{persona} (the agent's)", "memory-hub show persona"),
     ]
     width = max(len(text) for _, text, _ in rows)
-    _say(args, f"{team}/{agent}/{_token(user)}  (memory {summary['memory_id']})")
+    say(args, f"{team}/{agent}/{_token(user)}  (memory {summary['memory_id']})")
     for layer, text, command in rows:
-        _say(args, f"  {layer}  {text:<{width}}   {command}")
+        say(args, f"  {layer}  {text:<{width}}   {command}")
     return EXIT_OK
 
 
@@ -336,8 +337,8 @@ def show(args: argparse.Namespace) -> int:
         raise UsageError("--scan: only for an id (msg-… or atom-…)")
     if args.raw and args.json:
         raise UsageError("--raw and --json exclude each other")
-    team, agent, user = _scope(args)
-    client = _client(args)
+    team, agent, user = scope_of(args)
+    client = api_client(args)
     if layer in ("l0", "l1"):
         record_id = target.strip()
         scan = DEFAULT_SCAN if args.scan is None else args.scan
@@ -355,7 +356,7 @@ def show(args: argparse.Namespace) -> int:
     if layer == "l2":
         data = client.scenario_read(team, agent, user, target)
         if data.get("content") is None:
-            print(f"error: no scene file {_quote(target)} in {team}/{agent}", file=sys.stderr)
+            print(f"error: no scene file {quote(target)} in {team}/{agent}", file=sys.stderr)
             return EXIT_FAILED
         data["size"] = len(str(data["content"]).encode("utf-8"))
         return _print(args, data, f"L2 scene file {_token(target)}", _L2_ORDER)
@@ -379,7 +380,7 @@ def _print(
         sys.stdout.flush()
         return EXIT_OK
     if args.json:
-        _emit_json(item)
+        emit_json(item)
         return EXIT_OK
     print(heading)
     for line in _fields(item, order, labels):
@@ -419,7 +420,8 @@ def _not_found(
 # --- the parsers ------------------------------------------------------------------------------------------
 
 
-def add_commands(sub: Any, conn: argparse.ArgumentParser, scope: argparse.ArgumentParser, positive: Any) -> None:
+def add_commands(sub: Any, conn: argparse.ArgumentParser) -> None:
+    scope = scope_flags()
     listing = sub.add_parser(
         "ls",
         parents=[conn, scope],

@@ -1,0 +1,154 @@
+"""What the commands share: exit codes, the usage error, the API client the flags name, and the
+output (human text or JSON, exact quoting, confirmation prompts, record lines, receipts).
+
+Exit codes: 0 done; 1 the API refused or nothing was deleted (not found, conflict, aborted);
+2 usage error, or a destructive command refused because nobody confirmed it (no terminal, no --yes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ..client import MemoryHubError
+
+if TYPE_CHECKING:
+    from ..client import MemoryHubClient
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+LOOKUP_PAGES = 10  # how many pages of 100 a terminal confirmation reads to show a record by id
+
+
+class UsageError(Exception):
+    """A command line the CLI will not run (exit code 2)."""
+
+
+def api_client(args: argparse.Namespace) -> MemoryHubClient:
+    from ..client import MemoryHubClient
+
+    return MemoryHubClient(args.endpoint, args.api_key, args.service_id, timeout=args.timeout)
+
+
+def say(args: argparse.Namespace, text: str = "") -> None:
+    """Human text: stdout, or stderr under --json (stdout then carries only JSON)."""
+    print(text, file=sys.stderr if getattr(args, "json", False) else sys.stdout, flush=True)
+
+
+def emit_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def quote(text: Any) -> str:
+    """Show text exactly: quoted, with whitespace and control characters visible ("Hello" vs "Hello ")."""
+    return json.dumps("" if text is None else text, ensure_ascii=False)
+
+
+def is_terminal() -> bool:
+    try:
+        return bool(sys.stdin.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def ask(args: argparse.Namespace, prompt: str) -> str | None:
+    stream = sys.stderr if args.json else sys.stdout
+    stream.write(prompt)
+    stream.flush()
+    try:
+        return sys.stdin.readline().rstrip("\r\n") if args.json else input()
+    except EOFError:
+        return None
+
+
+def refuse_without_terminal(what: str) -> int:
+    print(
+        f"refused: {what} needs confirmation. Run it on a terminal to review and confirm, "
+        "or pass --yes once you have reviewed exactly what it deletes.",
+        file=sys.stderr,
+    )
+    return EXIT_REFUSED
+
+
+def scope_of(args: argparse.Namespace) -> tuple[str, str, str]:
+    missing = [
+        flag for flag, value in (("--team", args.team), ("--agent", args.agent), ("--user", args.user)) if not value
+    ]
+    if missing:
+        raise UsageError(
+            f"{', '.join(missing)} required (or MEMORY_HUB_TEAM_ID / MEMORY_HUB_AGENT_ID / MEMORY_HUB_USER_ID)"
+        )
+    return args.team, args.agent, args.user
+
+
+def pair_of(args: argparse.Namespace) -> tuple[str, str] | None:
+    """--team and --agent: which pair a memory id means when several spell it (they go together)."""
+    team, agent = getattr(args, "team", None), getattr(args, "agent", None)
+    if team is None and agent is None:
+        return None
+    if team is None or agent is None:
+        raise UsageError("--team and --agent go together")
+    return team.strip(), agent.strip()
+
+
+def kind_of(record_id: str) -> str:
+    if record_id.startswith("atom-"):
+        return "l1"
+    if record_id.startswith("msg-"):
+        return "l0"
+    raise UsageError(
+        f"--id {record_id!r}: expected an L1 record id (atom-…) or an L0 message id (msg-…); "
+        "find it with `memory-hub search`"
+    )
+
+
+def record_lines(record: dict[str, Any], layer: str) -> list[str]:
+    if layer == "l0":
+        head = [
+            record.get("id", "?"),
+            "v1",
+            record.get("role") or "?",
+            f"session {record.get('session_id')}",
+            record.get("timestamp") or "",
+        ]
+        if record.get("score") is not None:
+            head.append(f"score {record['score']:.3f}")
+        return ["  ".join(str(x) for x in head if x != ""), f"  content: {quote(record.get('content'))}"]
+    head = [
+        record.get("id", "?"),
+        f"v{record.get('version')}",
+        record.get("type") or "?",
+        f"updated {record.get('updated_at')}",
+    ]
+    if record.get("score") is not None:
+        head.append(f"score {record['score']:.3f}")
+    lines = [
+        "  ".join(str(x) for x in head),
+        f"  context: {quote(record.get('background'))}",
+        f"  tags:    {', '.join(record.get('tags') or []) or '-'}",
+        f"  content: {quote(record.get('content'))}",
+    ]
+    if record.get("reinforced_count") not in (None, 1):
+        lines.insert(3, f"  reinforced: {record['reinforced_count']} times")
+    return lines
+
+
+def receipt(args: argparse.Namespace, data: dict[str, Any]) -> None:
+    if args.json:
+        emit_json(data)
+        return
+    say(args, f"deleted:   {', '.join(data.get('deleted_ids') or []) or '(none)'}")
+    say(args, f"not found: {', '.join(data.get('not_found_ids') or []) or '(none)'}")
+    say(args, f"audit ids: {', '.join(data.get('audit_ids') or []) or '(none)'}")
+
+
+def lookup(
+    args: argparse.Namespace, client: Any, team: str, agent: str, user: str, record_id: str
+) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] | None = client.find_record(team, agent, user, record_id, max_pages=LOOKUP_PAGES)
+        return found
+    except MemoryHubError as exc:  # showing the record is a courtesy; the delete itself is still by id
+        say(args, f"(could not look the record up: {exc})")
+        return None
