@@ -431,7 +431,7 @@ class FakeLambda:
 
 def test_cleanup_repeats_until_done(monkeypatch, capsys):
     fake = FakeLambda([{"done": False, "deleted": 3}, {"done": False, "deleted": 2}, {"done": True, "deleted": 0}])
-    monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1", "fake"))
+    monkeypatch.setattr("memory_hub_tools.cli.invoke._lambda_client", lambda args: (fake, "us-east-1", "fake"))
     code, out, _ = run(capsys, "cleanup")
     assert code == 0
     assert [line.split(": ", 1)[0] for line in out.strip().splitlines()] == ["run 1", "run 2", "run 3"]
@@ -441,7 +441,7 @@ def test_cleanup_repeats_until_done(monkeypatch, capsys):
     assert event["detail-type"] == "Scheduled Event" and event["source"] == "aws.events"
 
     fake = FakeLambda([{"done": False}] * 5)
-    monkeypatch.setattr(cli, "_lambda_client", lambda args: (fake, "us-east-1", "fake"))
+    monkeypatch.setattr("memory_hub_tools.cli.invoke._lambda_client", lambda args: (fake, "us-east-1", "fake"))
     code, out, err = run(capsys, "cleanup", "--max-runs", "2", "--json")
     assert code == 1 and len(fake.calls) == 2 and "work left" in err
     assert [json.loads(line) for line in out.strip().splitlines()] == [{"done": False}] * 2
