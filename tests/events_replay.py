@@ -21,7 +21,7 @@ MEMORY_ID = "chat_memory-events-team-events-agent"
 REQUEST_ID = re.compile(r"^req-[0-9a-f]{16}$")
 
 # Writes before the reads that need them; item deletes, then the user's, then the whole memory;
-# the audit trail last (it outlives the memory's asset, CONTRACT §11).
+# the audit trail last (it outlives the memory's asset).
 REPLAY_ORDER = [
     "health",
     "memory-create",
@@ -180,7 +180,7 @@ def replay(invoke: Callable[[str, dict[str, Any]], dict[str, Any]], function_of:
             if body != {"status": "ok"}:
                 failures.append(f"{name}: {body}")
             continue
-        if event["path"] == "/v2/memory":  # the DeleteUserMemory answer shape (CONTRACT §10)
+        if event["path"] == "/v2/memory":  # the DeleteUserMemory answer shape: {requestId, result}
             if body.get("result") is not True or not REQUEST_ID.match(str(body.get("requestId"))):
                 failures.append(f"{name}: {body}")
             continue

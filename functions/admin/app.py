@@ -1,4 +1,4 @@
-"""AdminFunction: keys (§2), audit (§11), memory assets (§4); also /health, /openapi.json, /docs,
+"""AdminFunction: keys, audit, memory assets; also /health, /openapi.json, /docs,
 /console and every unknown path (the API's catch-all route), so 401/404/405 answer the same on AWS."""
 
 from typing import Annotated
@@ -66,7 +66,7 @@ def memory_list(req: Annotated[MemoryList, Body(embed=False)]):
 def memory_update(req: Annotated[MemoryUpdate, Body(embed=False)]):
     r = current()
     fields = {"name", "visibility", "acl", "bindings", "retention_days"} & req.model_fields_set
-    changes = req.model_dump(include=fields, exclude_none=True)  # null counts as absent (§1), inside lists too
+    changes = req.model_dump(include=fields, exclude_none=True)  # null counts as absent, inside lists too
     if "retention_days" in fields and req.retention_days is None:
         changes["retention_days"] = None  # the one meaningful null: back to the deployment default
     return envelope(assets.update(r.authorize(), req.named, changes, r.request_id))

@@ -1,4 +1,4 @@
-"""CleanupFunction: the scheduled retention cleanup (§12), run by EventBridge (daily by default).
+"""CleanupFunction: the scheduled retention cleanup, run by EventBridge (daily by default).
 
 The event may carry ``"now": "YYYY-MM-DDTHH:MM:SSZ"`` to run against another clock (tests,
 backfills) and ``"budget_s"`` to stop earlier than the function's timeout (a cursor keeps the place);

@@ -1,4 +1,4 @@
-"""ClearFunction: asset-level clear (§9) and memory delete (§4), and the asynchronous
+"""ClearFunction: asset-level clear and memory delete, and the asynchronous
 continuation of a purge that did not fit in the request's time budget."""
 
 from typing import Annotated, Any

@@ -1,4 +1,4 @@
-"""DeleteFunction: ID-based deletes — L0 messages (§7), L1 records (§8), one user's memory (§10)
+"""DeleteFunction: ID-based deletes — L0 messages, L1 records, one user's memory
 and its DeleteUserMemory alias. There is no delete by content anywhere."""
 
 import json

@@ -1,4 +1,4 @@
-"""MemoryFunction: the memory data plane — L3 persona (§6), L0 conversation (§7), L1 records (§8)."""
+"""MemoryFunction: the memory data plane — L3 persona, L0 conversation, L1 records."""
 
 from typing import Annotated
 

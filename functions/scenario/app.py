@@ -1,4 +1,4 @@
-"""ScenarioFunction: L2 scenario files (§5) — ls, read, write, rm, count."""
+"""ScenarioFunction: L2 scenario files — ls, read, write, rm, count."""
 
 from typing import Annotated
 

@@ -1,5 +1,5 @@
 """TransferFunction: export a memory (or one person's part of it) as the memory-tdai tree, and
-import such a tree (§15). Large jobs continue in an asynchronous invocation of this function."""
+import such a tree. Large jobs continue in an asynchronous invocation of this function."""
 
 from typing import Annotated, Any
 

@@ -1,4 +1,4 @@
-"""§4 memory assets (create, get, list, update — not delete), automatic creation, two pairs that
+"""Memory assets (create, get, list, update — not delete), automatic creation, two pairs that
 spell one memory_id, and exact per-layer counters."""
 
 from __future__ import annotations
@@ -500,7 +500,7 @@ def test_update_stores_bindings_as_given_and_null_retention_resets(api, scope):
     updated = ok(
         api.post("/v3/memory/update", {"memory_id": scope.memory_id, "bindings": bindings, "retention_days": 7})
     )
-    assert updated["bindings"] == bindings  # no null keys added for what was not given (§1, §4)
+    assert updated["bindings"] == bindings  # stored as given: no null keys added for what was not given
     assert ok(get(api, scope.memory_id))["bindings"] == bindings
     reset = ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "retention_days": None}))
     assert reset["retention_days"] is None and reset["bindings"] == bindings

@@ -1,4 +1,4 @@
-"""§8 L1 atomic records: natural-key dedup, validation, query/search/count, surgical update and
+"""L1 atomic records: natural-key dedup, validation, query/search/count, surgical update and
 delete by id (the "Echo" lesson: the confirmed row and the deleted row are the same row)."""
 
 from __future__ import annotations

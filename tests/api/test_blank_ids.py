@@ -1,4 +1,4 @@
-"""Blank session and task ids mean none (§3), on every route: TencentDB's TypeScript SDK sends
+"""Blank session and task ids mean none, on every route: TencentDB's TypeScript SDK sends
 ``task_id: ""`` on every call and its Python SDK ``session_id: ""``. A blank body value does not
 fall back to the header; white space around a non-blank id is refused; conversation/add still
 needs a real session."""

@@ -1,4 +1,4 @@
-"""§12 scheduled cleanup: retention by the asset's retention_days (else RETENTION_DAYS), the floors
+"""Scheduled cleanup: retention by the asset's retention_days (else RETENTION_DAYS), the floors
 of 50 L0 / 20 L1 per memory, exact counters, audit, persona backups, leftovers of interrupted
 clears, old exports and scene tombstones, expired idempotency records, the lease against
 overlapping runs and the resumable cursor.

@@ -1,4 +1,4 @@
-"""§9 asset-level clear and §4 memory delete: every layer erased from storage before the answer,
+"""Asset-level clear and memory delete: every layer erased from storage before the answer,
 the asset kept (or then dropped), validation and scope, Idempotency-Key, the content-epoch fence
 against racing writes, faults before and after the epoch bump, purge_pending and its continuation,
 and the request-size limits of the bulk deletes.

@@ -1,4 +1,4 @@
-"""§13 the memory console at /console, driven in a real headless Chromium (Selenium).
+"""The memory console at /console, driven in a real headless Chromium (Selenium).
 
 Walks what a person does: paste the key and pick team/agent/user; search L1, open a record, see its
 exact content with whitespace made visible, delete that id at that version (and the 409 path when it

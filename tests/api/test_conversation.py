@@ -1,4 +1,4 @@
-"""§7 L0 conversation: add, query, search, count, delete by id, isolation, Idempotency-Key."""
+"""L0 conversation: add, query, search, count, delete by id, isolation, Idempotency-Key."""
 
 from __future__ import annotations
 

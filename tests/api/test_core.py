@@ -1,4 +1,4 @@
-"""§6 L3 core persona: versions, exact storage, backups, concurrency."""
+"""L3 core persona: versions, exact storage, backups, concurrency."""
 
 from __future__ import annotations
 

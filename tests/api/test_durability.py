@@ -1,4 +1,4 @@
-"""The local stack keeps what it acknowledged (§13): the stack is started as `make run` starts it
+"""The local stack keeps what it acknowledged: the stack is started as `make run` starts it
 (a data directory, its own process group), writes are answered, the whole group is killed with
 SIGKILL right after the last answer, and a start on the same directory has every one of them —
 also when the kill lands in the middle of a compaction (nothing lost, nothing applied twice), and

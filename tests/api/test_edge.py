@@ -1,4 +1,4 @@
-"""§1–§3 through the local gateway routing: envelope, auth, the order of checks, isolation, fields."""
+"""Requests through the local gateway routing: envelope, auth, the order of checks, isolation, fields."""
 
 from __future__ import annotations
 
@@ -338,7 +338,7 @@ def test_invalid_json_comes_before_missing_isolation(api):
     assert_error(post_raw(api, "/v3/core/read", b"[]"), 400, "Invalid JSON body")
 
 
-# --- isolation (§3) -------------------------------------------------------------------------------
+# --- isolation -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

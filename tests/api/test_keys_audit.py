@@ -1,4 +1,4 @@
-"""§2 keys (create, list, revoke, team scope) and §11 audit (events, never content, query)."""
+"""Keys (create, list, revoke, team scope) and audit (events, never content, query)."""
 
 from __future__ import annotations
 

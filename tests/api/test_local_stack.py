@@ -1,4 +1,4 @@
-"""§13 the local stack over real HTTP: API, Lambda Invoke API, emulated AWS endpoint, OpenAPI drift."""
+"""The local stack over real HTTP: API, Lambda Invoke API, emulated AWS endpoint, OpenAPI drift."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def test_lambda_invoke_api_works_against_the_running_stack(urls, http):
 
 
 def test_an_asynchronous_invocation_finishes_a_handed_on_purge(urls, http, function_env, hooks):
-    """§9/§13: a clear that runs out of time hands its purge on with InvocationType=Event; the
+    """A clear that runs out of time hands its purge on with InvocationType=Event; the
     local Invoke API accepts it (202) and runs it in the background to purge_complete."""
     import time
 

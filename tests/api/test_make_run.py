@@ -1,5 +1,5 @@
 """`make run` as the README prints it: the stack comes up on the given ports, prints what a person
-needs (URLs, admin key, the AWS CLI's environment), and remembers (§13): a written file and a
+needs (URLs, admin key, the AWS CLI's environment), and remembers: a written file and a
 created key survive a stop (SIGTERM) and a restart, with the same admin key; `--ephemeral` keeps
 nothing."""
 

@@ -1,4 +1,4 @@
-"""§4: two (team, agent) pairs that spell the same memory_id are two memories. Team ``acme`` +
+"""Two (team, agent) pairs that spell the same memory_id are two memories. Team ``acme`` +
 agent ``x-support`` and team ``acme-x`` + agent ``support`` both spell
 ``chat_memory-acme-x-support``: neither blocks the other's writes, creates or imports, and a route
 that names the memory_id acts on the one pair the key may mean — or, when several are possible,

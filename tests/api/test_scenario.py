@@ -1,4 +1,4 @@
-"""§5 L2 scenario files: versions, META block, ls/count/rm, path rules, isolation, concurrency."""
+"""L2 scenario files: versions, META block, ls/count/rm, path rules, isolation, concurrency."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def parse_meta(stored):
 
 
 def strip_meta(content):
-    """§5: a leading META block (up to its terminator plus one newline) is removed on write."""
+    """A leading META block (up to its terminator plus one newline) is removed on write."""
     if content.startswith(START):
         end = content.find(END)
         if end >= 0:
@@ -572,7 +572,7 @@ def test_two_pairs_that_spell_one_memory_id_keep_their_own_files(api):
     assert api.post("/v3/scenario/rm", second.body(path="f.md")).data["deleted"] == 0
     assert api.post("/v3/core/read", second.body()).data["content"] is None
     assert keys_under(f"profiles/{base}:b-c/") == []
-    # the second pair writes its own (§4: neither pair blocks the other)
+    # the second pair writes its own (neither pair blocks the other)
     assert write(api, second, "f.md", "second pair")["version"] == 1
     assert api.post("/v3/core/write", second.body(content="persona")).status == 200
     assert read(api, second, "f.md")["content"].endswith("second pair")
@@ -648,7 +648,7 @@ _PATHS = st.builds(
 
 
 def contract_allows(path: str) -> bool:
-    """§5's rules for a file path, written independently of the service's code."""
+    """The rules for a file path (docs/API.md, "Paths"), written independently of the service's code."""
     if not path or len(path.encode("utf-8")) > 512 or path.startswith("/") or "\\" in path:
         return False
     if any(unicodedata.category(ch) == "Cc" for ch in path) or not path.endswith(".md"):

@@ -1,4 +1,4 @@
-"""§15 export and import as the ``memory-tdai`` tree: round trips between pairs (file for file, and
+"""Export and import as the ``memory-tdai`` tree: round trips between pairs (file for file, and
 through the API), a second import changing nothing, the shapes of the files, a person's export,
 erasure of exports, deletion of import uploads, trees written by TencentDB, malformed lines,
 isolation and roles, audit, asynchronous jobs and the ``memory-hub export``/``import`` commands.
@@ -982,7 +982,7 @@ def test_a_used_id_with_other_content_gets_a_new_id_and_a_taken_natural_key_is_s
     second = import_tree(api, target, tarball(changed))
     assert second["state"] == "done", second
     assert (second["counts"]["l0"], second["skipped"]["l0"]) == (1, 0)
-    assert (second["counts"]["l1"], second["skipped"]["l1"]) == (0, 1)  # natural-key dedup (§8)
+    assert (second["counts"]["l1"], second["skipped"]["l1"]) == (0, 1)  # natural-key dedup
     messages = snapshot(api, target, [source.user_id])["users"][source.user_id]["l0"]
     by_content = {m["content"]: m["id"] for m in messages}
     assert set(by_content) == {"the original", "another text"}
@@ -1002,7 +1002,7 @@ def test_an_import_into_a_pair_that_spells_a_taken_memory_id_is_not_blocked(api)
     assert first.memory_id == second.memory_id
     ok(api.post("/v3/atomic/add", first.body(content="the first pair's")))
     answer = api.post("/v3/memory/import", {"team_id": second.team_id, "agent_id": second.agent_id})
-    assert answer.status == 200, answer.body  # §4: another pair spelling the id never blocks this one
+    assert answer.status == 200, answer.body  # another pair spelling the id never blocks this one
 
 
 # ---- 9: isolation, roles, validation -------------------------------------------------------------------
@@ -1090,7 +1090,7 @@ def test_validation_is_400_naming_the_field(api, route, body, field):
 
 
 def test_unknown_fields_are_ignored(api):
-    # §1: "Unknown keys are ignored at every level."
+    # unknown keys are ignored at every level
     s = make_scope()
     ok(api.post("/v3/atomic/add", s.body(content="x")))
     assert ok(api.post("/v3/memory/export", {"memory_id": s.memory_id, "format": "zip"}))["state"] == "done"

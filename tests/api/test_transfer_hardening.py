@@ -1,4 +1,4 @@
-"""Imports are all or nothing and obey the API's own field rules (§15): every value is checked
+"""Imports are all or nothing and obey the API's own field rules: every value is checked
 before anything is written; a failure midway (an error, a killed process) leaves nothing; tar
 member names as ``tar -C dir -czf t.tgz .`` writes them; tar metadata counts toward the unpacked
 limit; a value that imported never breaks an export; an upload URL is good for one import."""

@@ -1,4 +1,4 @@
-"""§10 user-memory delete: one end user's L0/L1 in a memory, or exactly one item of theirs, by id;
+"""User-memory delete: one end user's L0/L1 in a memory, or exactly one item of theirs, by id;
 scope and validation; audit without the user id; the DeleteUserMemory alias and its answer shape."""
 
 from __future__ import annotations

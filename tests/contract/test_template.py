@@ -176,7 +176,7 @@ def test_every_function_has_its_handler_and_no_requirements(template):
 
 def test_scheduled_functions_have_a_schedule_and_a_watched_dead_letter_queue(template):
     functions = _functions(template)
-    assert "CleanupFunction" in functions, "CONTRACT §12 names the scheduled function CleanupFunction"
+    assert "CleanupFunction" in functions, "the scheduled cleanup is CleanupFunction (operators invoke it by name)"
     resources = template["Resources"]
     alarms = _of_type(template, "AWS::CloudWatch::Alarm").values()
     scheduled = {

@@ -1,4 +1,4 @@
-"""clock.py: request times (RFC 3339 as §1 allows it), stored times, ordered ids."""
+"""clock.py: request times (RFC 3339 as requests may write it), stored times, ordered ids."""
 
 from __future__ import annotations
 

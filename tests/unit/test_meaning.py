@@ -199,9 +199,9 @@ def test_query_is_hard_filtered_and_delete_by_key(index):
     vectors.put(index, 3, [_v("msg-a", [1.0, 0.0, 0.0]), _v("msg-b", [0.9, 0.1, 0.0], user="other")])
     mine = vectors.search_filter(layer="L0", user_id="u", model="m/3")
     assert [k for k, _ in vectors.query(index, [1.0, 0.0, 0.0], 10, mine)] == ["msg-a"]
-    assert vectors.delete(index, ["msg-a", "msg-unknown"]) == 1
+    assert vectors.delete(index, ["msg-a", "msg-unknown"]) == 1  # DeleteVectors calls made (one batch)
     assert vectors.query(index, [1.0, 0.0, 0.0], 10, mine) == []
-    # a memory without an index has no vectors
+    # a memory without an index has no vectors; deleting from it is fine and still makes its one call
     missing = vectors.Index(index.bucket, vectors.index_name("nobody", "here", 1, 3))
     assert vectors.query(missing, [1.0, 0.0, 0.0], 10, mine) == []
     assert vectors.delete(missing, ["msg-a"]) == 1

@@ -1,4 +1,4 @@
-"""domain/meta.py: the META block that heads every stored scenario file (§5)."""
+"""domain/meta.py: the META block that heads every stored scenario file."""
 
 from __future__ import annotations
 

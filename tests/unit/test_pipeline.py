@@ -1,4 +1,4 @@
-"""edge/pipeline.py, the pure parts: strict JSON, numbers beyond a double, nulls, isolation (§1, §3)."""
+"""edge/pipeline.py, the pure parts: strict JSON, numbers beyond a double, nulls, isolation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""domain/rules.py: team/agent ids, free ids, blanks and trimming, id lists, paths (§1, §3, §5)."""
+"""domain/rules.py: team/agent ids, free ids, blanks and trimming, id lists, paths."""
 
 from __future__ import annotations
 

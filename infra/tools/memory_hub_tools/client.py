@@ -1,7 +1,7 @@
 """A small HTTP client for the Memory Hub API (standard library only).
 
 Used by the ``memory-hub`` operator commands and by the MCP server. Every route is a ``POST`` of a
-JSON object answered by the envelope ``{code, message, request_id, data}`` (CONTRACT.md §1);
+JSON object answered by the envelope ``{code, message, request_id, data}`` (docs/API.md);
 :meth:`MemoryHubClient.call` returns ``data`` or raises :class:`ApiError`.
 
 Configuration (explicit arguments win over the environment):
@@ -25,7 +25,7 @@ from typing import Any
 DEFAULT_ENDPOINT = "http://127.0.0.1:3000"
 DEFAULT_SERVICE_ID = "default"
 DEFAULT_TIMEOUT = 30.0
-MAX_OFFSET = 10_000  # the largest `offset` conversation/query and atomic/query accept (CONTRACT.md §14)
+MAX_OFFSET = 10_000  # the largest `offset` conversation/query and atomic/query accept
 
 
 class MemoryHubError(Exception):
@@ -401,5 +401,5 @@ def pair_fields(pair: Pair | None) -> dict[str, str]:
 
 
 def memory_id_for(team_id: str, agent_id: str) -> str:
-    """The chat memory asset id of a (team, agent) pair (CONTRACT.md §4)."""
+    """The chat memory asset id of a (team, agent) pair: ``chat_memory-<team_id>-<agent_id>``."""
     return f"chat_memory-{team_id}-{agent_id}"

@@ -1,4 +1,4 @@
-"""``memory-hub export`` and ``memory-hub import`` (CONTRACT.md §15): move a memory out of and into
+"""``memory-hub export`` and ``memory-hub import``: move a memory out of and into
 Memory Hub as TencentDB Agent Memory's ``memory-tdai`` tree, against any endpoint.
 
 Export asks the service to build the tree (one .tar.gz under the memory's own prefix), waits while

@@ -1,4 +1,4 @@
-"""Meaning through the local stack (§16): vectors of L0 messages and L1 records in S3 Vectors, one
+"""Meaning through the local stack: vectors of L0 messages and L1 records in S3 Vectors, one
 index per memory — tenancy as a hard filter, erasure of vectors with their items (scanning every
 vector bucket for the erased ids), Bedrock faults that never fail or lose a write, re-embedding on
 update and after a model change."""

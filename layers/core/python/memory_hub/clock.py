@@ -1,4 +1,6 @@
-"""Times and time-ordered ids (§1): shared by every layer, free of any AWS or request concern."""
+"""Times and time-ordered ids: shared by every layer, free of any AWS or request concern.
+
+Requests give RFC 3339 times; answers use ``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC (docs/RULES.md, Times)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
-# RFC 3339 as §1 allows it: upper-case T and Z, 1-9 fraction digits, ASCII digits only.
+# RFC 3339 as requests may write it: upper-case T and Z, 1-9 fraction digits, ASCII digits only.
 _TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})", re.ASCII)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NS_PER_MS = 1_000_000
@@ -36,7 +38,8 @@ def iso(ms: int | float | None) -> str | None:
 
 
 def parse_ns(value: str) -> int:
-    """A request time (§1) as nanoseconds since 1970 UTC, at exactly the precision written."""
+    """A request time as nanoseconds since 1970 UTC, at exactly the precision written (a filter bound
+    is the exact instant written: missing fraction digits are zeros)."""
     match = _TIME.fullmatch(value)
     if not match:
         raise TimeFormatError("must be YYYY-MM-DDTHH:MM:SS[.fraction] followed by Z or +HH:MM/-HH:MM")

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-MAX_BODY_BYTES = 1_048_576  # §1: a request body as received and after decoding
+MAX_BODY_BYTES = 1_048_576  # 1 MiB: the most a request body may hold, as received and after decoding
 
 
 class Settings(BaseModel):

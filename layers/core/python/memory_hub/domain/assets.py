@@ -1,4 +1,4 @@
-"""Memory assets (§4): one per (team, agent), created by the first write, never by a read.
+"""Memory assets: one per (team, agent), created by the first write, never by a read.
 
 Two pairs that spell the same memory_id (team ``a-b`` + agent ``c``; team ``a`` + agent ``b-c``)
 are two memories: each has its own asset and content, and neither blocks the other. A route that
@@ -41,7 +41,7 @@ def read_only() -> None:
 
 
 def of_pair(team_id: str, agent_id: str) -> Asset | None:
-    """The pair's asset. Another pair that spells the same memory_id has its own (§4)."""
+    """The pair's asset. Another pair that spells the same memory_id has its own."""
     return stored.get_pair(team_id, agent_id)
 
 
@@ -57,7 +57,7 @@ def owned_by(asset: Asset | None, team_id: str, agent_id: str) -> Asset | None:
 
 
 def forget_exports(asset: Asset) -> int:
-    """Erase every export of a memory (§15): after a delete by id, one may hold what was just
+    """Erase every export of a memory: every erasure also erases the exports that may hold what it
     deleted. One listing when there is none."""
     keys = blobs.keys_under(layout.export_prefix(asset.team_id, asset.agent_id))
     return blobs.delete_many(keys) if keys else 0
@@ -66,7 +66,7 @@ def forget_exports(asset: Asset) -> int:
 def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **fields: Any) -> Asset:
     """The pair's asset, creating it when ``asset`` (the pair's, as just read) is None. A
     conditional create decides a race between creators of the same pair; another pair that spells
-    the same memory_id never stands in the way (§4)."""
+    the same memory_id never stands in the way."""
     memory_id = layout.memory_id_of(team_id, agent_id)
     asset = owned_by(asset, team_id, agent_id)
     while asset is None:
@@ -102,7 +102,7 @@ class Named:
 
 def _unknown(principal: Principal) -> DomainError:
     """Unknown → 404 for a ``*`` key and 403 for a team key, so a team admin cannot probe other
-    teams' ids (§2)."""
+    teams' ids."""
     return NotFound(UNKNOWN) if principal.all_teams else Forbidden(OUTSIDE)
 
 
@@ -120,7 +120,7 @@ def candidates(principal: Principal, named: Named) -> list[Asset]:
 
 def pick(principal: Principal, named: Named, found: list[Asset]) -> Asset:
     """Exactly one → that one; none → 403 (404 for a ``*`` key); several → 409 ambiguous, with the
-    candidates, unless the body named the pair (§4)."""
+    candidates, unless the body named the pair."""
     if not found:
         raise _unknown(principal)
     if len(found) > 1:
@@ -135,7 +135,7 @@ def pick(principal: Principal, named: Named, found: list[Asset]) -> Asset:
 
 
 def resolve(principal: Principal, named: Named) -> Asset:
-    """The one asset a route that names a memory_id acts on (§4)."""
+    """The one asset a route that names a memory_id acts on (see the module's docstring)."""
     return pick(principal, named, candidates(principal, named))
 
 

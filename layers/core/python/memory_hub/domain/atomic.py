@@ -1,4 +1,4 @@
-"""L1 atomic records (§8): natural-key dedup on add, surgical update and delete by id."""
+"""L1 atomic records: natural-key dedup on add, surgical update and delete by id."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def add(
 
 
 def _get(scope: Scope, where: Where, atom_id: str) -> Record | None:
-    """The record if it is in scope: a task_id in the request narrows it (§3)."""
+    """The record if it is in scope: a task_id in the request narrows it (session_id never does)."""
     if not (ISSUED_ID.fullmatch(atom_id) and atom_id.startswith("atom-")):
         return None
     record = records.get(where, scope.user_id, atom_id)

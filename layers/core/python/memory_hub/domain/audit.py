@@ -1,5 +1,5 @@
-"""Audit queries (§11). Events are written by the changes themselves (in their transactions);
-they belong to the (team, agent) pair that caused them, never to a memory_id string."""
+"""Audit queries. Events never hold content and are written by the changes themselves (in their
+transactions); they belong to the (team, agent) pair that caused them, never to a memory_id string."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def as_dict(item: AuditEvent) -> dict[str, Any]:
 
 
 def _visible_pairs(principal: Principal, memory_id: str) -> list[tuple[str, str]]:
-    """The (team, agent) splits of ``memory_id`` whose events this key may read (§11)."""
+    """The (team, agent) splits of ``memory_id`` whose team this key covers (asset or not)."""
     pairs = [p for p in pairs_of(memory_id) if principal.covers_team(p[0])]
     if not pairs:
         if principal.all_teams:

@@ -1,4 +1,4 @@
-"""Scheduled retention cleanup (§12), one resumable run across invocations.
+"""Scheduled retention cleanup, one resumable run across invocations.
 
 Each invocation:
   1. takes a lease (a conditional put), so overlapping runs never work at the same time;

@@ -1,4 +1,4 @@
-"""Asset-level clear (§9) and memory delete (§4): wipe every layer, keep (or then drop) the asset.
+"""Asset-level clear and memory delete: wipe every layer, keep (or then drop) the asset.
 
 Per memory:
   1. one transaction moves the asset to a new content epoch (or deletes it), notes the old epoch in
@@ -62,7 +62,8 @@ def named(ids: list[str], targets: list[tuple[str, str, str]] | None) -> list[as
 
 
 def checked(principal: Principal, names: list[assets.Named]) -> list[Asset]:
-    """Every named memory, read at once and checked in order before anything is cleared (§9)."""
+    """Every named memory, read at once and checked in order before anything is cleared
+    (the first failing id answers, 403 or 404, and nothing is cleared)."""
     return assets.resolve_all(principal, names)
 
 

@@ -1,4 +1,4 @@
-"""L0 conversation messages (§7)."""
+"""L0 conversation messages."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ LAYER = "L0"
 
 
 def time_window(time_start: str | None, time_end: str | None) -> tuple[int | None, int | None]:
-    """Request time bounds as stored milliseconds, compared at the precision written (§1)."""
+    """Request time bounds as stored milliseconds, compared at the precision written
+    (a bound is the exact instant written; both bounds are inclusive)."""
     return (lower_bound_ms(time_start) if time_start else None, upper_bound_ms(time_end) if time_end else None)
 
 

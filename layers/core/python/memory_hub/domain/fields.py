@@ -24,7 +24,7 @@ from ..clock import TimeFormatError, parse_ns
 from .rules import MAX_ID_CHARS, free_id_problem, has_control, path_problem, team_or_agent_problem
 
 MAX_VERSION = 2**53
-MESSAGE_CHARS = 8192  # an L0 message's or an L1 record's content (§7, §8)
+MESSAGE_CHARS = 8192  # an L0 message's or an L1 record's content
 BACKGROUND_CHARS = 2048
 TAG_CHARS = 64
 MAX_TAGS = 20
@@ -91,10 +91,10 @@ def _time(value: str) -> str:
 _HM = "([01][0-9]|2[0-3]):[0-5][0-9]"
 TIME_PATTERN = rf"^[0-9]{{4}}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T{_HM}:[0-5][0-9](\.[0-9]{{1,9}})?(Z|[+-]{_HM})$"
 
-# ---- ids (§3)
+# ---- ids
 TeamId = Annotated[str, rule(team_or_agent_problem), Field(json_schema_extra={"pattern": TEAM_PATTERN})]
 FreeId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), NoControl, NoControlDoc, Storable]
-# ---- times (§1)
+# ---- times
 Time = Annotated[
     str,
     AfterValidator(_time),
@@ -109,7 +109,7 @@ Version = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
 Count = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
 # An L1 record's version as a tree brings it: TencentDB's records start at 0 and keep it.
 RecordVersion = Annotated[int, Field(strict=True, ge=0, le=MAX_VERSION)]
-# ---- L0 / L1 (§7, §8)
+# ---- L0 / L1
 Content = Annotated[str, Field(min_length=1, max_length=MESSAGE_CHARS), Storable]
 AtomType = Annotated[str, Field(min_length=1, max_length=64, pattern=TYPE_PATTERN)]
 Tag = Annotated[str, Field(min_length=1, max_length=TAG_CHARS), Storable]
@@ -150,7 +150,7 @@ def metadata_problem(value: dict[str, Any] | None, limit: int = METADATA_BYTES) 
 
 
 Metadata = Annotated[dict[str, Any], rule(metadata_problem)]
-# ---- L2 / L3 (§5, §6)
+# ---- L2 / L3
 Summary = Annotated[str, Field(max_length=SUMMARY_CHARS), NoControl, NoControlDoc, Storable]
 Text = Annotated[str, Field(max_length=TEXT_CHARS), Storable]
 FilePath = Annotated[str, rule(lambda v: path_problem(v, kind="file")), Storable]

@@ -1,4 +1,4 @@
-"""API keys (§2): who a bearer token is, and key administration within the caller's own teams.
+"""API keys: who a bearer token is, and key administration within the caller's own teams.
 
 A key reads ``mhk_<12 hex key id>_<secret>``. Only ``sha256(key)`` is stored, under the key id, so
 authentication is one strongly consistent GetItem and a constant-time compare. The bootstrap admin

@@ -1,4 +1,5 @@
-"""The META block that heads every stored scenario file (§5).
+"""The META block that heads every stored scenario file (a META block at the start of written
+content is stripped first, so blocks never nest).
 
 -----META-START-----
 version: 3

@@ -1,4 +1,4 @@
-"""L3 persona (§6): ``persona.md`` exactly as written; version and times in the object's metadata.
+"""L3 persona: ``persona.md`` exactly as written; version and times in the object's metadata.
 
 Before an overwrite the previous persona is copied server-side (``CopySourceIfMatch``, so the copy
 is exactly the version replaced) to ``.backup/persona/persona_<stamp>_<version>.md``; the name is

@@ -1,4 +1,4 @@
-"""Who is calling: a key's id, role and teams (§2), and what they may do."""
+"""Who is calling: a key's id, role (reader < writer < admin) and teams, and what they may do."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Input rules of the contract that are not plain types: ids (§3), blanks (§1), paths (§5)."""
+"""Input rules that are not plain types: ids, blanks, paths (docs/RULES.md; paths: docs/API.md, "Paths")."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ TEAM_AGENT_RULE = "must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"
 MAX_ID_CHARS = 256
 MAX_PATH_BYTES = 512
 
-# Unicode's White_Space property (§1 "blank"): not Python's str.isspace, which also counts the
+# Unicode's White_Space property (what "blank" means): not Python's str.isspace, which also counts the
 # control characters U+001C-U+001F (those are control characters here, never blanks).
 WHITE_SPACE = frozenset(
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
@@ -29,7 +29,8 @@ def trim(text: str) -> str:
 
 
 def clean_ids(raw: list[str] | None) -> list[str]:
-    """Trimmed, blanks dropped, duplicates removed in first-seen order (§7, §8, §9)."""
+    """Trimmed, blanks dropped, duplicates removed in first-seen order (every list of ids to delete
+    or clear)."""
     if raw is None:
         return []
     return list(dict.fromkeys(value for value in (trim(v) for v in raw) if value))
@@ -54,7 +55,8 @@ def free_id_problem(value: str) -> str | None:
 
 
 def path_problem(path: str, *, kind: str) -> str | None:
-    """Why ``path`` breaks §5's rules, or None.
+    """Why ``path`` breaks the path rules, or None: relative, ``/``-separated, ≤ 512 UTF-8 bytes, no
+    control character, backslash, leading ``/``, empty segment or segment starting with ``.``.
 
     kind: ``file`` (must end in .md), ``prefix`` (may be empty, one trailing ``/``),
     ``rm`` (a file, or a folder ending in ``/``)."""

@@ -1,4 +1,4 @@
-"""The isolation of a data-plane request (§3): team + agent (+ user, session, task)."""
+"""The isolation of a data-plane request: team + agent (+ user, session, task)."""
 
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ class Scope:
 
 
 def spells(memory_id: str, team_id: str, agent_id: str) -> bool:
-    """Whether the pair's memory_id is ``memory_id`` (several pairs may spell one, §4)."""
+    """Whether the pair's memory_id is ``memory_id`` (several pairs may spell one)."""
     return memory_id_of(team_id, agent_id) == memory_id
 
 
 def pairs_of(memory_id: str) -> list[tuple[str, str]]:
-    """Every (team, agent) split that spells ``memory_id`` (§4: ``a-b`` + ``c`` and ``a`` + ``b-c``
+    """Every (team, agent) split that spells ``memory_id`` (``a-b`` + ``c`` and ``a`` + ``b-c``
     spell the same id), each part a valid team/agent id."""
     from .rules import team_or_agent_problem
 

@@ -1,4 +1,5 @@
-"""Opaque, signed pagination tokens bound to the filters they were issued for (§1)."""
+"""Opaque, signed pagination tokens bound to the filters they were issued for (``limit`` may
+change; anything else is ``next_token: invalid``)."""
 
 from __future__ import annotations
 

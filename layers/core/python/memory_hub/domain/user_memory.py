@@ -1,4 +1,4 @@
-"""User-memory delete (§10): erase one end user's L0/L1 in a memory, or exactly one item of theirs.
+"""User-memory delete: erase one end user's L0/L1 in a memory, or exactly one item of theirs.
 
 L2 and L3 belong to the agent and stay. Deletion goes by id only: there is no delete by content."""
 

@@ -1,4 +1,4 @@
-"""Who is calling (§1, §2): the service id is checked at once, the key is looked up in the
+"""Who is calling: the service id is checked at once, the key is looked up in the
 background (so the lookup overlaps the request's first reads), and every answer waits for it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one place where errors become HTTP statuses (§1 envelope: ``code`` = status)."""
+"""The one place where errors become HTTP statuses (the error envelope's ``code`` is the status)."""
 
 from __future__ import annotations
 

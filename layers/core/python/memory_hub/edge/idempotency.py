@@ -1,4 +1,5 @@
-"""``Idempotency-Key`` (§7, §9) on top of Powertools idempotency (DynamoDB records, 1 hour).
+"""``Idempotency-Key`` (conversation/add, chat-memory/clear) on top of Powertools idempotency
+(DynamoDB records, 1 hour).
 
 The key is scoped to (key id, route, team, agent, user) — for clear (key id, route) — and bodies
 are compared as parsed JSON: a retry with the same body gets the first ``data`` and writes nothing;

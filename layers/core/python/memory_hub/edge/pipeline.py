@@ -1,4 +1,4 @@
-"""The request pipeline shared by every function (§1).
+"""The request pipeline shared by every function.
 
 ``handle(resolve, event, context)`` runs the contract's checks in the contract's order, then hands
 the cleaned event to the function's Powertools resolver. The key lookup starts first and runs in
@@ -50,7 +50,7 @@ ISOLATION_HEADERS = {
     "session_id": "x-tdai-session-id",
     "task_id": "x-tdai-task-id",
 }
-# Optional ids: blank (in the body or a header) means none (§3) — TencentDB's SDKs send "" for them.
+# Optional ids: blank (in the body or a header) means none, on every route — TencentDB's SDKs send "" for them.
 OPTIONAL_IDS = ("session_id", "task_id")
 # Deeper bodies would exhaust the recursion of the parser and of every walk over the body (a 500);
 # no route's schema nests more than a few levels.
@@ -214,7 +214,7 @@ FREE_FORM = ("metadata",)
 
 
 def drop_nulls(value: Any, keep: tuple[str, ...] = ()) -> Any:
-    """A key whose value is null counts as absent (§1), except the route's ``keep`` keys."""
+    """A key whose value is null counts as absent, except the route's ``keep`` keys."""
     if isinstance(value, dict):
         return {k: v if k in FREE_FORM else drop_nulls(v) for k, v in value.items() if v is not None or k in keep}
     if isinstance(value, list):
@@ -297,7 +297,7 @@ def ok_body(data: Any) -> str:
 
 
 def fail(request: Request, exc: BaseException) -> dict[str, Any]:
-    """Answer an error — but only after the checks that come before it in §1's order."""
+    """Answer an error — but only after the checks that come before it in the order above."""
     try:
         if not isinstance(exc, Unauthenticated):
             if isinstance(exc, (RouteNotFound, MethodNotAllowed)):
@@ -362,7 +362,7 @@ def _handle(
         return error_response(request, RouteNotFound(f"no route {request.path}"))
     request.principal_future = auth.start(request.headers)
     if request.route is None:
-        if is_public(request.path):  # a known path, so another method is 405, not 404 (§1)
+        if is_public(request.path):  # a known path, so another method is 405, not 404
             raise MethodNotAllowed(f"method {method} not allowed on {request.path} (use GET)")
         raise RouteNotFound(f"no route {request.path}")
     if method != "POST":
@@ -376,7 +376,7 @@ def _handle(
     bad_numbers = overflows(body)
     if bad_numbers:
         raise BadRequest("; ".join(f"{p}: must be a finite number" for p in bad_numbers))
-    # Content-Type is not checked (§1): the resolver always sees the JSON already parsed.
+    # Content-Type is not checked (a JSON body is enough): the resolver always sees the JSON already parsed.
     json_headers = {k: v for k, v in (event.get("headers") or {}).items() if str(k).lower() != "content-type"}
     json_headers["Content-Type"] = "application/json"
     clean = dict(

@@ -1,4 +1,4 @@
-"""The public GET routes (§1): /health, /openapi.json, the API reference at /docs and the memory
+"""The public GET routes: /health, /openapi.json, the API reference at /docs and the memory
 console at /console — no auth, no envelope, and nothing loaded from another host.
 
 Swagger UI comes from the copy Powertools ships (inside the layer); the console is plain HTML, CSS

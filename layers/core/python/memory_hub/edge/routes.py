@@ -12,8 +12,8 @@ from dataclasses import dataclass
 class Route:
     role: str
     function: str
-    isolated: bool = False  # needs team_id/agent_id/user_id (§3)
-    nullable: tuple[str, ...] = ()  # top-level keys whose null is meaningful (§1)
+    isolated: bool = False  # needs team_id/agent_id/user_id (body or x-tdai-* headers)
+    nullable: tuple[str, ...] = ()  # top-level keys whose null is meaningful (elsewhere null = absent)
 
 
 def _isolated(role: str, function: str) -> Route:
@@ -51,7 +51,7 @@ ROUTES: dict[str, Route] = {
     },
 }
 
-# Served without auth and without the envelope (§1); the console's assets live under /console/.
+# Served without auth and without the envelope; the console's assets live under /console/.
 PUBLIC_GET = ("/health", "/openapi.json", "/docs", "/console")
 PUBLIC_PREFIXES = ("/docs/", "/console/")
 

@@ -1,4 +1,4 @@
-"""Memory that moves (contract §15): export a memory — or one person's part of it — as the
+"""Memory that moves: export a memory — or one person's part of it — as the
 ``memory-tdai`` tree TencentDB Agent Memory keeps on disk, and import such a tree.
 
 Both run as jobs: small ones within the request, larger ones in an asynchronous invocation of the

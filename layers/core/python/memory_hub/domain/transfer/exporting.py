@@ -36,7 +36,7 @@ def _object_key(job: Job) -> str:
 def start(
     principal: Principal, name: assets.Named, user_id: str | None, shared: bool, request_id: str
 ) -> dict[str, Any]:
-    asset = assets.resolve(principal, name)  # §4: the one pair that spells the id (else 403/404/409)
+    asset = assets.resolve(principal, name)  # the one pair that spells the id (else 403/404/409)
     memory_id = asset.memory_id
     spec = {"user_id": user_id, "shared": bool(shared or not user_id), "request_id": request_id}
     job = jobs.new(ordered_id("exp-"), "export", memory_id, asset.team_id, asset.agent_id, principal.key_id, spec)

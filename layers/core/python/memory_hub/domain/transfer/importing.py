@@ -151,7 +151,7 @@ def run(job: Job, *, within_request: bool = False) -> None:
         jobs.settle(job, "done", result={"counts": written, "skipped": skipped})
         _forget(job)
         if parsed.backups or written["l3"]:
-            persona.prune_backups(job.team_id, job.agent_id)  # the newest 3 stay (§6)
+            persona.prune_backups(job.team_id, job.agent_id)  # the newest 3 stay
     except Conflict as exc:
         jobs.settle(job, "failed", error=exc.message)
     except Exception:
@@ -446,7 +446,7 @@ def _record(where: Where, item: tree.Record, atom_id: str) -> Record | None:
 
 def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
     """Store a file as exported (its META kept); False when the same content is there already.
-    Over a different live file it comes as the next version (versions never go back, §5)."""
+    Over a different live file it comes as the next version (versions never go back)."""
     key = layout.scene_key(scope.team_id, scope.agent_id, path)
     keys, body = meta.split(text)
     epoch = int(asset.epoch)
@@ -546,7 +546,8 @@ def _same_scene(stored: str, keys: dict[str, str], body: str) -> bool:
 
 def _persona(scope: Scope, asset: Asset, text: str, persona_meta: dict[str, Any]) -> bool:
     """Store the persona as exported; False when the same text is there already. Over a different
-    live persona it comes as the next version, the live one backed up first (§6)."""
+    live persona it comes as the next version, the live one backed up first
+    (versions never go back)."""
     key = layout.persona_key(scope.team_id, scope.agent_id)
     epoch = int(asset.epoch)
     given = persona_meta.get("version")

@@ -1,4 +1,4 @@
-"""Assets (§4), keys (§2), audit (§11), clear (§9) and ID-based erasure (§10) request models."""
+"""Assets, keys, audit, clear and ID-based erasure request models."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ NOT_SPELLED = "team_id and agent_id do not spell memory_id"
 
 
 def spelling_problem(memory_id: str, team_id: str | None, agent_id: str | None) -> str | None:
-    """Why a body's pair cannot narrow its memory_id (§4), or None."""
+    """Why a body's pair cannot narrow its memory_id (both must be given and spell it), or None."""
     if team_id is None and agent_id is None:
         return None
     if team_id is None or agent_id is None:
@@ -200,7 +200,7 @@ _ONE_ID: Any = _one_id_schema
 
 
 def _one_id(value: list[str] | None) -> list[str]:
-    """Present (even as null), the list must hold exactly one non-blank id (§10)."""
+    """Present (even as null), the list must hold exactly one non-blank id: it is never read as absent."""
     if value is None or len(value) != 1 or not trim(value[0]):
         raise ValueError("must hold exactly one non-blank id")
     return [trim(value[0])]

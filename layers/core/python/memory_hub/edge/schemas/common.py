@@ -40,7 +40,7 @@ FilePath = Annotated[
     str,
     rule(lambda v: path_problem(v, kind="file")),
     Field(
-        description="relative .md path, ≤ 512 UTF-8 bytes (§5 rules)",
+        description="relative .md path, ≤ 512 UTF-8 bytes; no empty segment, none starting with '.'",
         json_schema_extra={"pattern": FILE_PATTERN, "maxLength": 512},
     ),
 ]
@@ -78,7 +78,8 @@ Query = Annotated[str, Field(min_length=1, max_length=2048)]
 
 
 class Isolated(Strict):
-    """team_id, agent_id, user_id are required, from the body or x-tdai-* headers (§3)."""
+    """team_id, agent_id, user_id are required, from the body or x-tdai-* headers; a blank
+    session_id or task_id means none."""
 
     team_id: TeamId | None = Field(None, description="or header x-tdai-team-id")
     agent_id: TeamId | None = Field(None, description="or header x-tdai-agent-id")
@@ -113,7 +114,7 @@ def _init_error(e: ErrorDetails) -> InitErrorDetails:
 
 
 class TimeRange(Strict):
-    """Inclusive bounds at exactly the precision written (§1)."""
+    """Inclusive bounds at exactly the precision written (missing fraction digits are zeros)."""
 
     time_start: Time | None = None
     time_end: Time | None = None
@@ -121,7 +122,7 @@ class TimeRange(Strict):
     @model_validator(mode="wrap")
     @classmethod
     def _ordered(cls, data: Any, handler: Any) -> Any:
-        """time_start ≤ time_end — reported next to any field errors, not instead of them (§1)."""
+        """time_start ≤ time_end — reported next to any field errors, not instead of them."""
         reversed_range = _reversed(data)
         try:
             model = handler(data)

@@ -1,4 +1,4 @@
-"""L0 conversation (§7) and L1 atomic (§8) request models."""
+"""L0 conversation and L1 atomic request models."""
 
 from __future__ import annotations
 

@@ -83,7 +83,8 @@ class RouteDoc:
 
     ``envelope=False`` marks an answer that is not the envelope (the DeleteUserMemory alias):
     ``data`` then describes the whole 200 body and ``error`` the body of every error status.
-    ``idempotent``: the route honours an ``Idempotency-Key`` header (§7, §9)."""
+    ``idempotent``: the route honours an ``Idempotency-Key`` header (docs/RULES.md, "Deletes, clear
+    and erasure")."""
 
     def __init__(
         self,
@@ -101,13 +102,13 @@ class RouteDoc:
 
 # ---------------------------------------------------------------- data models
 
-# Times the service writes: YYYY-MM-DDTHH:MM:SS.mmmZ in UTC (§1), so string order is time order.
+# Times the service writes: YYYY-MM-DDTHH:MM:SS.mmmZ in UTC, so string order is time order.
 Stamp = Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$")]
 # L2 times are read back from the file's META block (which the service writes in the same format).
 MetaTime = Annotated[Stamp, Field(description="from the file's META block")]
 MessageId = Annotated[str, Field(pattern=r"^msg-", description="msg-…, time-ordered")]
 RecordId = Annotated[str, Field(pattern=r"^atom-", description="atom-…, time-ordered")]
-AuditIds = Annotated[list[str], Field(description="the audit events this change recorded (§11)")]
+AuditIds = Annotated[list[str], Field(description="ids of the audit events this change recorded (no content)")]
 
 
 class ScenarioEntry(Doc):

@@ -1,4 +1,4 @@
-"""L2 scenario (§5) and L3 core (§6) request models."""
+"""L2 scenario and L3 core request models."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Export and import (§15) request models."""
+"""Export and import (the ``memory-tdai`` tree) request models."""
 
 from __future__ import annotations
 
