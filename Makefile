@@ -11,7 +11,7 @@ LAMBDA_PORT ?= 3001
 AWS_PORT ?= 3002
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: run test test-fast lint bench build deploy lock clean
+.PHONY: run test test-fast test-unit test-contract test-deployed test-api lint bench build deploy lock clean
 
 # Every package comes from the lock files, hashes checked: nothing floats.
 $(VENV)/.installed: requirements/dev.txt requirements/runtime.txt requirements/model.txt pyproject.toml
@@ -26,17 +26,23 @@ $(VENV)/.installed: requirements/dev.txt requirements/runtime.txt requirements/m
 run: $(VENV)/.installed  ## serve the API on 127.0.0.1:$(PORT) over embedded moto (state in .memory-hub/)
 	$(VENV)/bin/memory-hub local --port $(PORT) --lambda-port $(LAMBDA_PORT) --aws-port $(AWS_PORT) $(ARGS)
 
-# One pytest run per tier: the unit tier patches botocore with moto in process, the others talk to
-# real local servers.
-test: $(VENV)/.installed  ## the whole suite, tier by tier (browser tests run when Chromium is installed)
-	$(PY) -m pytest tests/unit
-	$(PY) -m pytest tests/contract
-	$(PY) -m pytest tests/deployed
-	$(PY) -m pytest tests/api -rs  # -rs: says which tests were skipped and why (no Chromium)
+# One pytest run per tier: the unit tier patches botocore with moto in process (with a coverage
+# report of the service's code), the others talk to real local servers.
+test: test-unit test-contract test-deployed test-api  ## the whole suite, tier by tier (browser tests run when Chromium is installed)
 
-test-fast: $(VENV)/.installed  ## the inner loop: the unit and contract tiers (no servers, about a minute)
-	$(PY) -m pytest tests/unit
+test-fast: test-unit test-contract  ## the inner loop: the unit and contract tiers (no servers, about a minute)
+
+test-unit: $(VENV)/.installed  ## domain and storage in process over moto, with coverage
+	$(PY) -m pytest tests/unit --cov=memory_hub --cov=functions --cov-report=term:skip-covered
+
+test-contract: $(VENV)/.installed  ## the template, the wheel, the repo's own rules
 	$(PY) -m pytest tests/contract
+
+test-deployed: $(VENV)/.installed  ## the functions as Lambda runs them: plain moto, the template's environment
+	$(PY) -m pytest tests/deployed
+
+test-api: $(VENV)/.installed  ## the wire and the races, over the local stack as make run starts it
+	$(PY) -m pytest tests/api -rs  # -rs: says which tests were skipped and why (no Chromium)
 
 lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cfn-lint
 	$(VENV)/bin/ruff check .

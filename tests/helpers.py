@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,22 @@ class Api:
         if response.headers.get("X-Amz-Function-Error"):
             raise AssertionError(f"{function} failed: {payload}")
         return payload
+
+
+def eventually(
+    check: Callable[[], Any], what: str | Callable[[], str], timeout: float = 60.0, every: float = 0.2
+) -> Any:
+    """Poll ``check`` until it returns something truthy (returned), for at most ``timeout`` seconds:
+    the one bounded wait of the suite for work another process finishes (an asynchronous purge, a
+    job, a vector). Nothing is timed: the bound only turns a hang into a failure saying ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() >= deadline:
+            raise AssertionError(what() if callable(what) else what)
+        time.sleep(every)
 
 
 def ok(answer: Answer) -> Any:

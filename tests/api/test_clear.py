@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from helpers import BUCKET, TABLES, Api, Scope, aws_client, make_scope, ok, s3_keys, scan
+from helpers import BUCKET, TABLES, Api, Scope, aws_client, eventually, make_scope, ok, s3_keys, scan
 
 CLEAR = "/v3/chat-memory/clear"
 ZERO_COUNTS = dict.fromkeys(
@@ -127,10 +127,9 @@ EMPTY = {
 
 def wait_for_purge_complete(api, scope, timeout_s=60.0):
     """A continuation running in the background: poll (bounded) for the event that ends it."""
-    deadline = time.monotonic() + timeout_s
-    while not purge_complete_events(api, scope):
-        assert time.monotonic() < deadline, "the asynchronous purge did not complete"
-        time.sleep(0.05)
+    eventually(
+        lambda: purge_complete_events(api, scope), "the asynchronous purge did not complete", timeout_s, every=0.05
+    )
 
 
 # ---- what is stored, seen directly in the emulated account ------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from helpers import eventually
 from memory_hub_local.aws import journal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,10 +158,8 @@ def test_a_crash_during_a_compaction_loses_nothing_and_applies_nothing_twice(tmp
     first = start(data, MEMORY_HUB_COMPACT_RECORDS="1", MEMORY_HUB_TEST_COMPACT_PAUSE=pause)
     try:
         before = write_everything(first, "before", 3)
-        deadline = time.monotonic() + 120
-        while not (data / journal.PAUSED_MARKER).exists():
-            assert time.monotonic() < deadline, "the compaction did not reach its pause point"
-            time.sleep(0.2)
+        paused = (data / journal.PAUSED_MARKER).exists
+        eventually(paused, "the compaction did not reach its pause point", timeout=120)
         during = write_everything(first, "during", 3)  # answered while the compaction is under way
     finally:
         first.kill()

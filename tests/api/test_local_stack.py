@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import boto3
 import pytest
 import requests
-from helpers import ADMIN_KEY, SERVICE_ID, make_scope
+from helpers import ADMIN_KEY, SERVICE_ID, eventually, make_scope
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST_ID = re.compile(r"^req-[0-9a-f]{16}$")
@@ -207,7 +207,6 @@ def test_lambda_invoke_api_works_against_the_running_stack(urls, http):
 def test_an_asynchronous_invocation_finishes_a_handed_on_purge(urls, http, function_env, hooks):
     """A clear that runs out of time hands its purge on with InvocationType=Event; the
     local Invoke API accepts it (202) and runs it in the background to purge_complete."""
-    import time
 
     scope = make_scope()
     assert post(http, urls[0], "/v3/scenario/write", scope.body(path="a.md", content="x")).status_code == 200
@@ -220,10 +219,7 @@ def test_an_asynchronous_invocation_finishes_a_handed_on_purge(urls, http, funct
         events = post(http, urls[0], "/v3/audit/query", {"memory_id": scope.memory_id}).json()["data"]["events"]
         return any(e["target"] == "purge_complete" for e in events)
 
-    deadline = time.monotonic() + 30  # bounded wait for the background run, polled, not slept through
-    while not completed():
-        assert time.monotonic() < deadline, "the asynchronous purge did not complete"
-        time.sleep(0.05)
+    eventually(completed, "the asynchronous purge did not complete", timeout=30, every=0.05)
     listed = boto3.client("s3", endpoint_url=urls[2], region_name="us-east-1").list_objects_v2(
         Bucket="memory-hub-local", Prefix=f"profiles/{scope.team_id}:{scope.agent_id}/"
     )

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import ADMIN_KEY, BUCKET, SERVICE_ID, Api, Scope, aws_client, make_scope, ok, s3_keys
+from helpers import ADMIN_KEY, BUCKET, SERVICE_ID, Api, Scope, aws_client, eventually, make_scope, ok, s3_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -106,13 +106,18 @@ def ms(stamp: str) -> int:
 def settle(api: Api, route: str, field: str, answer: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Poll an asynchronous job (bounded) until it ends; its last answer and every state seen."""
     seen = [answer["state"]]
-    deadline = time.monotonic() + ASYNC_WAIT_S
-    while answer["state"] in PENDING:
-        assert time.monotonic() < deadline, f"{field} {answer[field]} still {answer['state']}"
-        time.sleep(0.5)
-        answer = ok(api.post(route, {field: answer[field]}))
-        if answer["state"] != seen[-1]:
-            seen.append(answer["state"])
+    last = [answer]
+
+    def ended() -> bool:
+        if last[0]["state"] not in PENDING:
+            return True
+        last[0] = ok(api.post(route, {field: answer[field]}))
+        if last[0]["state"] != seen[-1]:
+            seen.append(last[0]["state"])
+        return last[0]["state"] not in PENDING
+
+    eventually(ended, lambda: f"{field} {answer[field]} still {last[0]['state']}", ASYNC_WAIT_S, every=0.5)
+    answer = last[0]
     return answer, seen
 
 

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from helpers import Scope, aws_client, make_scope, ok
+from helpers import Scope, aws_client, eventually, make_scope, ok
 
 THROTTLED = {"code": "ThrottlingException", "status": 429, "message": "injected by a test"}
 BEDROCK_OF_MEMORY = {"operation": "InvokeModel", "function": "MemoryFunction"}
@@ -36,10 +36,12 @@ def all_vectors() -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
 
 
 def wait_for_vectors(ids: list[str], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while set(vectors_of(ids)) != set(ids):
-        assert time.monotonic() < deadline, f"{len(set(ids) - set(vectors_of(ids)))} of {len(ids)} without a vector"
-        time.sleep(0.5)
+    eventually(
+        lambda: set(vectors_of(ids)) == set(ids),
+        lambda: f"{len(set(ids) - set(vectors_of(ids)))} of {len(ids)} without a vector",
+        timeout,
+        every=0.5,
+    )
 
 
 def vectors_of(ids: list[str]) -> dict[str, Any]:
@@ -49,13 +51,14 @@ def vectors_of(ids: list[str]) -> dict[str, Any]:
 
 def wait_for_vector(scope: Scope, item_id: str, timeout: float = 30.0, model: str | None = None) -> dict[str, Any]:
     """The metadata of ``item_id``'s vector once it exists (of ``model`` when given)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def found() -> dict[str, Any] | None:
         for _, _, meta in vectors_of([item_id]).get(item_id, []):
             if model is None or meta.get("model") == model:
                 return dict(meta)
-        assert time.monotonic() < deadline, f"no vector of {item_id} after {timeout} s"
-        time.sleep(0.3)
+        return None
+
+    return dict(eventually(found, f"no vector of {item_id} after {timeout} s", timeout, every=0.3))
 
 
 def add_messages(api, scope: Scope, *contents: str, session: str = "s1", **extra: Any) -> list[str]:
