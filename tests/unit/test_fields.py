@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 from memory_hub.domain import fields
-from memory_hub.domain.transfer import tree
+from memory_hub.domain.transfer import archive, tree
 from memory_hub.edge.schemas.memory import AtomicAdd
 from memory_hub.edge.schemas.scenario import CoreWrite, ScenarioWrite
 from pydantic import ValidationError
@@ -122,7 +122,7 @@ def test_a_long_pax_record_is_refused_before_it_is_read():
 
 
 def test_headers_count_toward_the_unpacked_limit(monkeypatch):
-    monkeypatch.setattr(tree, "MAX_TREE_BYTES", 100 * 512)
+    monkeypatch.setattr(archive, "MAX_TREE_BYTES", 100 * 512)  # the limit measure() reads
     small = _archive({f"f{i}.md": b"" for i in range(40)})  # 40 empty files: 40+ header blocks
     tree.measure(small)
     with pytest.raises(tree.Malformed, match="unpacks to more than"):

@@ -136,15 +136,7 @@ def ranked(
             break
         if budget is not None and read >= budget:
             break  # the best found so far: a search's cost stays bounded by limit and its words
-        # Read on where an unseen item could still gain most.
-        gap = threshold - floor
-        open_terms.sort(key=unseen, reverse=True)
-        chosen, covered = [], 0.0
-        for term in open_terms:
-            chosen.append(term)
-            covered += unseen(term)
-            if covered >= gap:
-                break
+        chosen = _to_read(open_terms, unseen, threshold - floor)
         pages = for_each(lambda t: postings.term_page(pk, t.digest, t.page, t.next), chosen, width=postings.READ_WIDTH)
         for term, result in zip(chosen, pages, strict=True):
             take(term, result)
@@ -153,6 +145,19 @@ def ranked(
         len(candidates), ((score(c), item) for item, c in candidates.items()), key=lambda pair: (pair[0], pair[1])
     )
     return Ranked([(item, round(value, 6)) for value, item in best if value > 0], read)
+
+
+def _to_read(open_terms: list[_Term], unseen: Callable[[_Term], float], gap: float) -> list[_Term]:
+    """The terms to read a page of next: where an unseen item could still gain most, as many as it
+    takes for their unread bounds together to cover ``gap`` (the threshold above the floor)."""
+    open_terms.sort(key=unseen, reverse=True)
+    chosen, covered = [], 0.0
+    for term in open_terms:
+        chosen.append(term)
+        covered += unseen(term)
+        if covered >= gap:
+            break
+    return chosen
 
 
 def _resolve(

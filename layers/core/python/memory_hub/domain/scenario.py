@@ -1,10 +1,11 @@
-"""L2 scenario files (§5).
+"""L2 scenario files: markdown files at paths, each with a META block (version, times, summary).
 
 The S3 object holds a file's content and META block; the scene index holds, per path, the version
 ``ls`` and ``count`` report. A write is a compare-and-swap on the object, then one transaction that
 indexes it (forwards only) and records its audit event; a removal turns index entries into
 tombstones (with its audit event), then deletes exactly the object versions it removed. Once writes
-stop, ``read``, ``ls`` and ``count`` agree (see README, "L2 consistency").
+stop, ``read``, ``ls`` and ``count`` agree: the object always holds the highest version issued, and
+the index only moves forwards, so it ends at that same version.
 """
 
 from __future__ import annotations
@@ -73,80 +74,16 @@ def write(
     authorize: Authorize,
     request_id: str,
 ) -> dict[str, Any]:
+    """Write a file's next version: a compare-and-swap on its object (``_prepare`` reads and checks,
+    ``_next_version`` renders), then ``_commit`` indexes it and records its audit event."""
     key = layout.scene_key(scope.team_id, scope.agent_id, path)
     body = meta.strip(content)
-
-    def prepare() -> Draft:
-        raw, entry, blob = parallel(
-            lambda: assets.of_scope(scope),
-            lambda: scenes.get(scope.team_id, scope.agent_id, path),
-            lambda: blobs.get(key),
-        )
-        principal = authorize()
-        if raw is None and expected_version:
-            raise _mismatch(expected_version, 0)  # no asset, so no file: refuse before creating one
-        asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
-        epoch = int(asset.epoch)
-        live = visible(blob, epoch)
-        version = number(live, "version")
-        if expected_version is not None and expected_version != version:
-            raise _mismatch(expected_version, version)
-        indexed = scenes.current(entry, epoch)
-        gen = max(number(live, "gen"), int(indexed.gen) if indexed else 0) + 1
-        previous, _ = meta.split(live.text or "") if live else ({}, "")
-        stamp = format_ms(now_ms())
-        created_at = previous.get("created_at", stamp) if live else stamp
-        new_summary = (previous.get("summary") if summary is None else summary) or None
-        text = meta.render(
-            version=version + 1,
-            created_at=created_at,
-            updated_at=stamp,
-            summary=new_summary,
-            previous=previous,
-            content=body,
-        )
-        return Draft(
-            text,
-            {"epoch": str(epoch), "gen": str(gen), "version": str(version + 1)},
-            blob,
-            {
-                "epoch": epoch,
-                "gen": gen,
-                "version": version + 1,
-                "summary": new_summary,
-                "created_at": created_at,
-                "updated_at": stamp,
-                "principal": principal,
-            },
-        )
-
-    def commit(draft: Draft, etag: str) -> bool:
-        facts = draft.facts
-        context = EventContext(scope.team_id, facts["principal"].key_id, request_id, scope.agent_id, scope.memory_id)
-        event = event_items([NewEvent("scenario_write", "L2", path, 1)], context)[0]
-        try:
-            scenes.commit_write(
-                scope.memory_id,
-                scope.team_id,
-                scope.agent_id,
-                facts["epoch"],
-                path,
-                gen=facts["gen"],
-                version=facts["version"],
-                summary=facts["summary"],
-                created_at=facts["created_at"],
-                updated_at=facts["updated_at"],
-                size=len(draft.text.encode("utf-8")),
-                etag=etag,
-                event=event,
-            )
-        except Cancelled as exc:
-            if "epoch" in exc.failed:
-                return False  # a clear retired the epoch we wrote into: write again, into the new one
-            scenes.record_superseded(event)  # a later change already replaced this version
-        return True
-
-    draft = compare_and_swap(key, "scenario/write", prepare, commit)
+    draft = compare_and_swap(
+        key,
+        "scenario/write",
+        lambda: _prepare(scope, path, key, body, summary, expected_version, authorize),
+        lambda draft, etag: _commit(scope, path, request_id, draft, etag),
+    )
     facts = draft.facts
     return {
         "path": path,
@@ -157,6 +94,99 @@ def write(
         "team_id": scope.team_id,
         "agent_id": scope.agent_id,
     }
+
+
+def _prepare(
+    scope: Scope,
+    path: str,
+    key: str,
+    body: str,
+    summary: str | None,
+    expected_version: int | None,
+    authorize: Authorize,
+) -> Draft:
+    """One attempt of a write: the asset (created by the first write), the index entry and the live
+    object read side by side; the caller's ``expected_version`` checked against the live version."""
+    raw, entry, blob = parallel(
+        lambda: assets.of_scope(scope),
+        lambda: scenes.get(scope.team_id, scope.agent_id, path),
+        lambda: blobs.get(key),
+    )
+    principal = authorize()
+    if raw is None and expected_version:
+        raise _mismatch(expected_version, 0)  # no asset, so no file: refuse before creating one
+    asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
+    epoch = int(asset.epoch)
+    live = visible(blob, epoch)
+    version = number(live, "version")
+    if expected_version is not None and expected_version != version:
+        raise _mismatch(expected_version, version)
+    indexed = scenes.current(entry, epoch)
+    gen = max(number(live, "gen"), int(indexed.gen) if indexed else 0) + 1
+    facts: dict[str, Any] = {"epoch": epoch, "gen": gen, "version": version + 1, "principal": principal}
+    return _next_version(blob, live, body, summary, facts)
+
+
+def _next_version(
+    blob: blobs.Blob | None, live: blobs.Blob | None, body: str, summary: str | None, facts: dict[str, Any]
+) -> Draft:
+    """The object's next text: ``body`` under a META block with the new version and times, the
+    creation time and (unless one is given) the summary kept from the live version."""
+    previous, _ = meta.split(live.text or "") if live else ({}, "")
+    stamp = format_ms(now_ms())
+    created_at = previous.get("created_at", stamp) if live else stamp
+    new_summary = (previous.get("summary") if summary is None else summary) or None
+    text = meta.render(
+        version=facts["version"],
+        created_at=created_at,
+        updated_at=stamp,
+        summary=new_summary,
+        previous=previous,
+        content=body,
+    )
+    return Draft(
+        text,
+        {"epoch": str(facts["epoch"]), "gen": str(facts["gen"]), "version": str(facts["version"])},
+        blob,
+        {
+            "epoch": facts["epoch"],
+            "gen": facts["gen"],
+            "version": facts["version"],
+            "summary": new_summary,
+            "created_at": created_at,
+            "updated_at": stamp,
+            "principal": facts["principal"],
+        },
+    )
+
+
+def _commit(scope: Scope, path: str, request_id: str, draft: Draft, etag: str) -> bool:
+    """Index the version just put (forwards only) and record its audit event, in one transaction.
+    False when a clear retired the epoch it was written into (the write goes again, into the new one)."""
+    facts = draft.facts
+    context = EventContext(scope.team_id, facts["principal"].key_id, request_id, scope.agent_id, scope.memory_id)
+    event = event_items([NewEvent("scenario_write", "L2", path, 1)], context)[0]
+    try:
+        scenes.commit_write(
+            scope.memory_id,
+            scope.team_id,
+            scope.agent_id,
+            facts["epoch"],
+            path,
+            gen=facts["gen"],
+            version=facts["version"],
+            summary=facts["summary"],
+            created_at=facts["created_at"],
+            updated_at=facts["updated_at"],
+            size=len(draft.text.encode("utf-8")),
+            etag=etag,
+            event=event,
+        )
+    except Cancelled as exc:
+        if "epoch" in exc.failed:
+            return False  # a clear retired the epoch we wrote into: write again, into the new one
+        scenes.record_superseded(event)  # a later change already replaced this version
+    return True
 
 
 def _entry(scope: Scope, item: SceneEntry) -> dict[str, Any]:
