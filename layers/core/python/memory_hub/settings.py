@@ -3,6 +3,11 @@
 Every value comes from the function's environment in ``template.yaml``; nothing here knows about
 the local stack, which provides the same variables the way Lambda does. A missing or invalid
 variable fails the cold start with a message that names it.
+
+Why not pydantic-settings: the variables' names follow no prefix (Lambda's own ``AWS_REGION``, the
+template's ``ASSETS_TABLE``, ``MEMORY_HUB_*``), so it would need an alias per field — the same map as
+``ENVIRONMENT`` below — and it would add two packages (pydantic-settings, python-dotenv) to the
+layer and to every cold start for the same behaviour: one pydantic model, validated once.
 """
 
 from __future__ import annotations
