@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .client import Target
@@ -55,56 +55,71 @@ class Workload:
         return {case.route: case for case in self.cases}
 
 
-def cases(target: Target, *, ours: bool, make_files: FileMaker | None = None, files_too: bool = True) -> Workload:
-    """The routes' workloads on ``target``. ``ours``: every route of Memory Hub, on a memory with
-    L0, L1, L2 and L3. Otherwise the v3 routes another gateway serves too, on a memory holding
-    the same L0, L2 and L3 on both sides (TencentDB's v3 has no atomic/add, and its scenario/write
-    only updates a file that exists: ``make_files`` puts the files in place there; without files,
-    ``files_too=False`` leaves the scenario routes out)."""
-    s = Scope.fresh("routes")
-    post = target.post
-    found: dict[str, list[str]] = {"messages": [], "records": [], "keys": [], "memories": []}
-    files = {f"notes/file{i}.md": f"# Note {i}\ngreen tea" for i in range(20)}
-    files.update({f"bench/w{i}.md": "# Bench" for i in range(5)})
+@dataclass
+class _Memory:
+    """The memory the routes are timed on, and what its requests made (ids a later request takes)."""
 
-    def seed() -> None:
+    target: Target
+    ours: bool
+    make_files: FileMaker | None
+    files_too: bool
+    s: Scope = field(default_factory=lambda: Scope.fresh("routes"))
+    found: dict[str, list[str]] = field(
+        default_factory=lambda: {"messages": [], "records": [], "keys": [], "memories": []}
+    )
+    files: dict[str, str] = field(
+        default_factory=lambda: {
+            **{f"notes/file{i}.md": f"# Note {i}\ngreen tea" for i in range(20)},
+            **{f"bench/w{i}.md": "# Bench" for i in range(5)},
+        }
+    )
+
+    def post(self, path: str, body: Body) -> tuple[float, Any]:
+        return self.target.post(path, body)
+
+    def seed(self) -> None:
+        s, found = self.s, self.found
         for _ in range(2):
-            _, data = post("/v3/conversation/add", s.body(session_id="s1", messages=messages(100)))
+            _, data = self.post("/v3/conversation/add", s.body(session_id="s1", messages=messages(100)))
             found["messages"] += data["accepted_ids"]
-        if not files_too:
+        if not self.files_too:
             pass
-        elif make_files is not None:
-            make_files(s, files)
+        elif self.make_files is not None:
+            self.make_files(s, self.files)
         else:
-            for path, content in files.items():
-                post("/v3/scenario/write", s.body(path=path, content=content))
-        post("/v3/core/write", s.body(content="The agent answers briefly."))
-        if ours:
+            for path, content in self.files.items():
+                self.post("/v3/scenario/write", s.body(path=path, content=content))
+        self.post("/v3/core/write", s.body(content="The agent answers briefly."))
+        if self.ours:
             for i in range(50):
-                _, data = post("/v3/atomic/add", s.body(content=f"prefers green tea, fact {i}", type="persona"))
+                _, data = self.post("/v3/atomic/add", s.body(content=f"prefers green tea, fact {i}", type="persona"))
                 found["records"].append(data["id"])
 
-    def write_file(path: str) -> None:
-        post("/v3/scenario/write", s.body(path=path, content="x"))
+    def write_file(self, path: str) -> None:
+        self.post("/v3/scenario/write", self.s.body(path=path, content="x"))
 
-    def fresh_message(i: int) -> None:
-        _, data = post("/v3/conversation/add", s.body(session_id="del", messages=messages(1, "to delete")))
-        found["messages"].append(data["accepted_ids"][0])
+    def fresh_message(self, i: int) -> None:
+        _, data = self.post("/v3/conversation/add", self.s.body(session_id="del", messages=messages(1, "to delete")))
+        self.found["messages"].append(data["accepted_ids"][0])
 
-    def fresh_record(i: int) -> None:
-        _, data = post("/v3/atomic/add", s.body(content=f"a record to delete {uuid.uuid4().hex}"))
-        found["records"].append(data["id"])
+    def fresh_record(self, i: int) -> None:
+        _, data = self.post("/v3/atomic/add", self.s.body(content=f"a record to delete {uuid.uuid4().hex}"))
+        self.found["records"].append(data["id"])
 
-    def fresh_memory(i: int) -> None:
+    def fresh_memory(self, i: int) -> None:
         other = Scope.fresh("mem")
-        post("/v3/conversation/add", other.body(session_id="s", messages=messages(3)))
-        found["memories"].append(other.memory_id)
+        self.post("/v3/conversation/add", other.body(session_id="s", messages=messages(3)))
+        self.found["memories"].append(other.memory_id)
 
-    def fresh_key(i: int) -> None:
-        _, data = post("/v3/admin/keys/create", {"role": "reader", "team_ids": [s.team]})
-        found["keys"].append(data["key_id"])
+    def fresh_key(self, i: int) -> None:
+        _, data = self.post("/v3/admin/keys/create", {"role": "reader", "team_ids": [self.s.team]})
+        self.found["keys"].append(data["key_id"])
 
-    listed = [
+
+def _shared_cases(m: _Memory) -> list[Case]:
+    """The v3 routes another gateway serves too."""
+    s, found = m.s, m.found
+    return [
         Case("/v3/scenario/write", lambda i: s.body(path=f"bench/w{i % 5}.md", content=f"# Bench\nwrite {i}")),
         Case("/v3/scenario/read", lambda i: s.body(path=f"notes/file{i % 20}.md")),
         Case("/v3/scenario/ls", lambda i: s.body(path_prefix="notes/")),
@@ -116,35 +131,52 @@ def cases(target: Target, *, ours: bool, make_files: FileMaker | None = None, fi
         Case("/v3/conversation/query", lambda i: s.body(limit=20)),
         Case("/v3/conversation/search", lambda i: s.body(query="green tea mountains", limit=5)),
         Case("/v3/conversation/count", lambda i: s.body()),
-        Case("/v3/conversation/delete", lambda i: s.body(message_ids=[found["messages"].pop()]), before=fresh_message),
+        Case(
+            "/v3/conversation/delete", lambda i: s.body(message_ids=[found["messages"].pop()]), before=m.fresh_message
+        ),
     ]
-    if not files_too:
-        listed = [case for case in listed if not case.route.startswith("/v3/scenario/")]
-    if not ours:
-        return Workload(seed, listed)
-    mine = [
+
+
+def _our_cases(m: _Memory) -> list[Case]:
+    """The routes only Memory Hub serves."""
+    s, found = m.s, m.found
+    return [
         Case(
             "/v3/scenario/rm",
             lambda i: s.body(path=f"rm/f{i}.md"),
-            before=lambda i: write_file(f"rm/f{i}.md"),
+            before=lambda i: m.write_file(f"rm/f{i}.md"),
         ),
         Case("/v3/atomic/add", lambda i: s.body(content=f"new fact {uuid.uuid4().hex}", type="episodic")),
         Case("/v3/atomic/query", lambda i: s.body(limit=20)),
         Case("/v3/atomic/search", lambda i: s.body(query="green tea", limit=5)),
         Case("/v3/atomic/count", lambda i: s.body()),
         Case("/v3/atomic/update", lambda i: s.body(id=found["records"][i % 50], content=f"prefers green tea, v{i}")),
-        Case("/v3/atomic/delete", lambda i: s.body(ids=[found["records"].pop()]), before=fresh_record),
+        Case("/v3/atomic/delete", lambda i: s.body(ids=[found["records"].pop()]), before=m.fresh_record),
         Case("/v3/memory/get", lambda i: {"memory_id": s.memory_id}),
         Case("/v3/memory/list", lambda i: {"team_id": s.team, "limit": 20}),
         Case("/v3/memory/update", lambda i: {"memory_id": s.memory_id, "name": f"bench {i}"}),
         Case("/v3/memory/create", lambda i: {"team_id": s.team, "agent_id": f"created{i}{uuid.uuid4().hex[:6]}"}),
         Case("/v3/user-memory/delete", lambda i: {"memory_id": s.memory_id, "user_id": f"nobody-{i}"}),
-        Case("/v3/chat-memory/clear", lambda i: {"memory_ids": [found["memories"].pop()]}, before=fresh_memory),
-        Case("/v3/memory/delete", lambda i: {"memory_id": found["memories"].pop()}, before=fresh_memory),
+        Case("/v3/chat-memory/clear", lambda i: {"memory_ids": [found["memories"].pop()]}, before=m.fresh_memory),
+        Case("/v3/memory/delete", lambda i: {"memory_id": found["memories"].pop()}, before=m.fresh_memory),
         Case("/v3/admin/keys/create", lambda i: {"role": "reader", "team_ids": [s.team]}),
         Case("/v3/admin/keys/list", lambda i: {}),
-        Case("/v3/admin/keys/revoke", lambda i: {"key_id": found["keys"].pop()}, before=fresh_key),
+        Case("/v3/admin/keys/revoke", lambda i: {"key_id": found["keys"].pop()}, before=m.fresh_key),
         Case("/v3/audit/query", lambda i: {"memory_id": s.memory_id, "limit": 20}),
         Case("/v3/memory/export", lambda i: {"memory_id": s.memory_id}),
     ]
-    return Workload(seed, [*listed, *mine])
+
+
+def cases(target: Target, *, ours: bool, make_files: FileMaker | None = None, files_too: bool = True) -> Workload:
+    """The routes' workloads on ``target``. ``ours``: every route of Memory Hub, on a memory with
+    L0, L1, L2 and L3. Otherwise the v3 routes another gateway serves too, on a memory holding
+    the same L0, L2 and L3 on both sides (TencentDB's v3 has no atomic/add, and its scenario/write
+    only updates a file that exists: ``make_files`` puts the files in place there; without files,
+    ``files_too=False`` leaves the scenario routes out)."""
+    m = _Memory(target, ours, make_files, files_too)
+    listed = _shared_cases(m)
+    if not files_too:
+        listed = [case for case in listed if not case.route.startswith("/v3/scenario/")]
+    if not ours:
+        return Workload(m.seed, listed)
+    return Workload(m.seed, [*listed, *_our_cases(m)])
