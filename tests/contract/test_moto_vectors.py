@@ -1,4 +1,4 @@
-"""The S3 Vectors patches of the local stack (infra/local/memory_hub_local/aws/s3vectors.py) are
+"""The S3 Vectors patches of the local stack (infra/local/memory_hub_local/aws/s3vectors/) are
 claims about moto 5.2.5 and about AWS: moto ALONE lacks each one (so a patch can go the day moto
 gains it), and the patched moto answers as S3 Vectors does. Each scenario runs in a fresh
 interpreter, so unpatched and patched moto never share a process."""
@@ -201,8 +201,8 @@ def test_patched_moto_refuses_it_with_s3_vectors_error_codes():
 
 INDEX_QUOTA = """
     if PATCHED:
-        from memory_hub_local.aws import s3vectors
-        s3vectors.MAX_INDEXES = 3  # the rule, at a size a test can reach (AWS: 10,000)
+        from memory_hub_local.aws.s3vectors import limits
+        limits.MAX_INDEXES = 3  # the rule, at a size a test can reach (AWS: 10,000)
     made = [outcome(lambda i=i: vectors.create_index(vectorBucketName="memory-vectors", indexName=f"quota{i}",
                                                     dataType="float32", dimension=3, distanceMetric="cosine"))
             for i in range(3)]

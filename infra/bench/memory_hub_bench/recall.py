@@ -17,7 +17,7 @@ received nine times its turns (and records) more, taken in order from the other 
 their two speakers' names replaced by this conversation's (so the distractors talk about the same
 people); items read and latency at 1x and 10x, and their ratio.
 
-Reference: textbook BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) over the
+Reference (``bm25``): textbook BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) over the
 same turns of the same user, in this process: once with English Snowball stems and an English
 stop-word list, once on plain lower-cased words.
 
@@ -30,15 +30,13 @@ from __future__ import annotations
 import math
 import re
 import time
-import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import snowballstemmer
-
+from .bm25 import BM25, stemmed, words
 from .cases import Scope
 from .client import BenchError, Target
 from .datasets import Corpus, Dataset, Record, Turn, load_locomo, load_longmemeval
@@ -53,71 +51,6 @@ WRITERS = 4  # concurrent atomic/add requests while loading (not measured)
 RETRIES = 2  # a request answered 429 or 5xx is sent again, this many times, after RETRY_SECONDS x attempt
 RETRY_SECONDS = 1.0
 QUICK_GROWTH_QUESTIONS = 60  # --quick asks only this many of the base's questions at 1x and 10x
-
-# English function words: they carry no topic, so the stemmed reference gives them no weight.
-_STOP_WORDS = """
-    a about above after again against all also am an and any are as at be because been before being
-    below between both but by can cannot could d did do does doing done down during each either else
-    ever every few for from further had has have having he her here hers herself him himself his how
-    however i if in into is it its itself just ll m me might more most much must my myself neither no
-    nor not now of off on once only or other otherwise our ours ourselves out over own per quite re
-    rather s same shall she should since so some such t than that the their theirs them themselves
-    then there therefore these they this those though through thus to too under until up upon us ve
-    very was we were what whatever when whenever where whether which while who whom whose why will
-    with within without would yet you your yours yourself yourselves
-"""
-STOP_WORDS = frozenset(_STOP_WORDS.split())
-WORD = re.compile(r"[^\W_]+")
-_STEMMER = snowballstemmer.stemmer("english")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased NFKC words (letters and digits; punctuation and ``_`` split them)."""
-    return WORD.findall(unicodedata.normalize("NFKC", text).lower())
-
-
-def stemmed(text: str) -> list[str]:
-    """Words without English stop words, each reduced to its English Snowball stem."""
-    kept = [w for w in words(text) if w not in STOP_WORDS]
-    return list(_STEMMER.stemWords(kept)) if kept else []
-
-
-Analyzer = Callable[[str], list[str]]
-
-
-class BM25:
-    """Textbook Okapi BM25 over a fixed list of documents."""
-
-    def __init__(self, documents: Sequence[str], analyze: Analyzer, k1: float = 1.2, b: float = 0.75) -> None:
-        self.analyze, self.k1, self.b = analyze, k1, b
-        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        self.lengths: list[int] = []
-        for index, document in enumerate(documents):
-            terms = analyze(document)
-            self.lengths.append(len(terms))
-            for term, count in Counter(terms).items():
-                self.postings[term].append((index, count))
-        self.count = len(self.lengths)
-        self.average = (sum(self.lengths) / self.count) if self.count else 0.0
-
-    def idf(self, term: str) -> float:
-        df = len(self.postings.get(term, ()))
-        return math.log(1.0 + (self.count - df + 0.5) / (df + 0.5))
-
-    def scores(self, query: str) -> dict[int, float]:
-        scores: dict[int, float] = defaultdict(float)
-        for term in dict.fromkeys(self.analyze(query)):  # each distinct query term once
-            idf = self.idf(term)
-            for index, tf in self.postings.get(term, ()):
-                norm = self.k1 * (1.0 - self.b + self.b * self.lengths[index] / self.average)
-                scores[index] += idf * tf * (self.k1 + 1.0) / (tf + norm)
-        return scores
-
-    def rank(self, query: str, limit: int) -> list[int]:
-        """The best ``limit`` documents sharing a term with the query, best first (ties: earlier)."""
-        scored = self.scores(query)
-        return sorted(scored, key=lambda index: (-scored[index], index))[:limit]
-
 
 # ---------------------------------------------------------------- hits
 

@@ -14,6 +14,11 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .server import AwsSide
+    from .state import State
 
 for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
     os.environ.setdefault(name, value)
@@ -21,7 +26,7 @@ for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
     os.environ.pop(name, None)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="memory_hub_local.aws")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--region", default="us-east-1")
@@ -30,21 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-iam", action="store_true", help="do not enforce the functions' IAM policies")
     parser.add_argument("--compact-upto", type=int, help="(internal) write the snapshot of journal segments below N")
     parser.add_argument("--parent", type=int, default=0, help="(internal) the stack a compaction child belongs to")
-    args = parser.parse_args(argv)
-    if args.compact_upto is not None:
-        from .journal import die_with_parent
+    return parser.parse_args(argv)
 
-        die_with_parent(args.parent)
-        os.nice(10)
-    os.environ["AWS_DEFAULT_REGION"] = args.region
 
+def _aws_side(args: argparse.Namespace) -> tuple[State, AwsSide]:
+    """Patched moto started, the template's resources made (or restored), and the AWS side over
+    them that knows each function's access key and (unless --no-iam) its IAM policy."""
     from moto import mock_aws
 
     from .. import template
     from ..identity import access_key_of
     from . import moto_patches
     from .hooks import Hooks
-    from .server import AwsSide, Identity, make_server
+    from .server import AwsSide, Identity
     from .state import State
 
     moto_patches.install()
@@ -65,22 +68,22 @@ def main(argv: list[str] | None = None) -> int:
         access_key_of(f.logical_id): Identity(f.logical_id, None if args.no_iam else f.allows)
         for f in deployment.functions.values()
     }
-    side = AwsSide(state, args.region, identities, Hooks() if args.test_hooks else None)
-    if args.compact_upto is not None:
-        return side.compact_child(args.compact_upto)
-    # Load the embedding model beside start-up, so the first write does not wait for it.
-    from . import embedding_model
+    return state, AwsSide(state, args.region, identities, Hooks() if args.test_hooks else None)
 
-    threading.Thread(target=embedding_model.model, name="embedding-model", daemon=True).start()
+
+def _serve(state: State, side: AwsSide, port: int) -> int:
+    """Recover from the journal, listen, say READY, and serve until SIGTERM or SIGINT."""
+    from .server import make_server
+
     try:
         side.recover()
     except RuntimeError as exc:
         print(f"the emulated AWS side cannot start: {exc}", file=sys.stderr)
         return 1
     try:
-        server = make_server(side, args.port)
+        server = make_server(side, port)
     except OSError as exc:
-        print(f"the emulated AWS side cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
+        print(f"the emulated AWS side cannot listen on 127.0.0.1:{port}: {exc.strerror}", file=sys.stderr)
         return 1
     stop = threading.Event()
     saver = threading.Thread(target=side.keep_compacting, args=(stop,), daemon=True)
@@ -92,21 +95,33 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
-    port = server.server_address[1]
-    print(
-        "READY "
-        + json.dumps(
-            {
-                "port": port,
-                "secrets": state.secret_arns,
-                "admin_key": state.secret_values.get("BootstrapAdminKeySecret"),
-            }
-        ),
-        flush=True,
-    )
+    ready = {
+        "port": server.server_address[1],
+        "secrets": state.secret_arns,
+        "admin_key": state.secret_values.get("BootstrapAdminKeySecret"),
+    }
+    print("READY " + json.dumps(ready), flush=True)
     server.serve_forever()
     side.close()
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    if args.compact_upto is not None:
+        from .journal import die_with_parent
+
+        die_with_parent(args.parent)
+        os.nice(10)
+    os.environ["AWS_DEFAULT_REGION"] = args.region
+    state, side = _aws_side(args)
+    if args.compact_upto is not None:
+        return side.compact_child(args.compact_upto)
+    # Load the embedding model beside start-up, so the first write does not wait for it.
+    from . import embedding_model
+
+    threading.Thread(target=embedding_model.model, name="embedding-model", daemon=True).start()
+    return _serve(state, side, args.port)
 
 
 if __name__ == "__main__":

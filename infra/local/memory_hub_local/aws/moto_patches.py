@@ -22,6 +22,7 @@ import copy
 import inspect
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 _QUERY_LOCK = threading.RLock()
@@ -284,6 +285,31 @@ def _remember(table: Any, item: Any) -> None:
             view.add(item)
 
 
+def _partition_query(table: Any, hash_value: Any, attribute: str, arguments: Any, query: Callable[[], Any]) -> Any:
+    """moto's Query (``query``) over only the items of one partition its key condition, start key
+    and Limit can reach, in the order of ``attribute`` (the table's or a local index's range key)."""
+    views = _sorted_views(table)
+    view = views.get((hash_value, attribute))
+    if view is None:
+        view = SortedPartition(list(table.items.get(hash_value, {}).values()), attribute, table.range_key_attr)
+        views[(hash_value, attribute)] = view
+    comparison = arguments.get("range_comparison")
+    values = [v.value for v in (arguments.get("range_objs") or [])]
+    start = arguments.get("exclusive_start_key")
+    start_key = None
+    if start:
+        first = start.get(attribute, {}).get("S")
+        rest = start.get(table.range_key_attr, {}).get("S", "")
+        start_key = (first, rest) if first is not None else None
+    forward = arguments.get("scan_index_forward") is not False
+    candidates = view.window(comparison, values, start_key, forward, arguments.get("limit"))
+    table.all_items = lambda: list(candidates)
+    try:
+        return query()
+    finally:
+        del table.all_items  # back to the class's method
+
+
 def sorted_partitions() -> None:
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.table import Table
@@ -337,29 +363,9 @@ def sorted_partitions() -> None:
             index = next(i for i in self.indexes if i.name == index_name)
             attribute = next(k["AttributeName"] for k in index.schema if k["KeyType"] == "RANGE")
         with _QUERY_LOCK:  # in-process moto (the unit tier) serves calls from several threads
-            return _partition_query(self, hash_value, attribute, arguments, args, kwargs)
-
-    def _partition_query(self: Any, hash_value: Any, attribute: str, arguments: Any, args: Any, kwargs: Any) -> Any:
-        views = _sorted_views(self)
-        view = views.get((hash_value, attribute))
-        if view is None:
-            view = SortedPartition(list(self.items.get(hash_value, {}).values()), attribute, self.range_key_attr)
-            views[(hash_value, attribute)] = view
-        comparison = arguments.get("range_comparison")
-        values = [v.value for v in (arguments.get("range_objs") or [])]
-        start = arguments.get("exclusive_start_key")
-        start_key = None
-        if start:
-            first = start.get(attribute, {}).get("S")
-            rest = start.get(self.range_key_attr, {}).get("S", "")
-            start_key = (first, rest) if first is not None else None
-        forward = arguments.get("scan_index_forward") is not False
-        candidates = view.window(comparison, values, start_key, forward, arguments.get("limit"))
-        self.all_items = lambda: list(candidates)
-        try:
-            return original_query(self, *args, **kwargs)
-        finally:
-            del self.all_items  # back to the class's method
+            return _partition_query(
+                self, hash_value, attribute, arguments, lambda: original_query(self, *args, **kwargs)
+            )
 
     Table.put_item = put_item  # type: ignore[method-assign]
     Table.delete_item = delete_item  # type: ignore[method-assign]

@@ -1,0 +1,189 @@
+"""What each S3 Vectors operation the patches change answers, as a method of moto's
+``S3VectorsResponse`` (``response``: the request being answered). A handler that adds checks or
+fields to moto's answer is given moto's own handler (``own``) to call; the others replace it.
+
+Imported by ``patches.install`` only: importing it imports moto."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from moto.core.responses import ActionResult
+
+from . import limits
+from .filters import validate_filter
+from .search import query
+from .service import invalid, service_error
+
+Own = Callable[[Any], Any]
+
+
+def _index_of(response: Any) -> Any:
+    return response.s3vectors_backend.get_index(
+        response._get_param("vectorBucketName"), response._get_param("indexName"), response._get_param("indexArn")
+    )
+
+
+def _page(items: list[Any], name: Any, token: str | None, limit: int) -> tuple[list[Any], str | None]:
+    """One page of ``items`` (sorted by ``name``) after the token; the token of the next page."""
+    ordered = sorted(items, key=name)
+    if token:
+        try:
+            after = base64.urlsafe_b64decode(token.encode()).decode("utf-8")
+        except ValueError:
+            raise invalid("Invalid nextToken") from None
+        ordered = [i for i in ordered if name(i) > after]
+    page = ordered[:limit]
+    more = len(ordered) > limit
+    return page, (base64.urlsafe_b64encode(name(page[-1]).encode()).decode() if more and page else None)
+
+
+def _paged(result: dict[str, Any], token: str | None) -> ActionResult:
+    if token:
+        result["nextToken"] = token
+    return ActionResult(result)
+
+
+# ---------------------------------------------------------------- indexes
+
+
+def create_index(response: Any, own: Own) -> ActionResult:
+    """moto's CreateIndex behind the name rules, uniqueness and the quota; answers ``indexArn`` and
+    keeps the creation time and the metadata configuration."""
+    name = str(response._get_param("indexName") or "")
+    config = response._get_param("metadataConfiguration") or {}
+    limits.check_index(name, config)
+    bucket = response.s3vectors_backend.get_vector_bucket(
+        response._get_param("vectorBucketName"), response._get_param("vectorBucketArn")
+    )
+    if any(i.index_name == name for i in bucket.indexes.values()):
+        raise service_error("ConflictException", "An index with the specified name already exists")
+    if len(bucket.indexes) >= limits.MAX_INDEXES:
+        raise service_error(
+            "ServiceQuotaExceededException", f"A vector bucket can hold at most {limits.MAX_INDEXES} indexes"
+        )
+    own(response)
+    index = next(i for i in bucket.indexes.values() if i.index_name == name)
+    index.creation_time = datetime.now(UTC)
+    index.metadata_configuration = {"nonFilterableMetadataKeys": list(config.get("nonFilterableMetadataKeys") or [])}
+    return ActionResult({"indexArn": index.index_arn})
+
+
+def list_indexes(response: Any) -> ActionResult:
+    """ListIndexes with ``prefix``, pages of at most 500 and ``creationTime``."""
+    if response._get_param("vectorBucketName") and response._get_param("vectorBucketArn"):
+        raise invalid("Must specify either vectorBucketName or vectorBucketArn but not both")
+    limit = int(response._get_param("maxResults") or limits.LIST_INDEXES_MAX)
+    limits.check_max_results(limit, limits.LIST_INDEXES_MAX)
+    prefix = response._get_param("prefix") or ""
+    indexes = response.s3vectors_backend.list_indexes(
+        response._get_param("vectorBucketName"), response._get_param("vectorBucketArn")
+    )
+    chosen = [i for i in indexes if i.index_name.startswith(prefix)]
+    page, token = _page(chosen, lambda i: i.index_name, response._get_param("nextToken"), limit)
+    listed = [
+        {
+            "vectorBucketName": i.vectorBucketName,
+            "indexName": i.index_name,
+            "indexArn": i.index_arn,
+            "creationTime": getattr(i, "creation_time", None) or datetime.now(UTC),
+        }
+        for i in page
+    ]
+    return _paged({"indexes": listed}, token)
+
+
+# ---------------------------------------------------------------- vectors
+
+
+def put_vectors(response: Any, own: Own) -> ActionResult:
+    vectors = response._get_param("vectors") or []
+    limits.check_vector_count(vectors)
+    limits.check_vectors(_index_of(response), vectors)
+    result: ActionResult = own(response)
+    return result
+
+
+def get_vectors(response: Any, own: Own) -> ActionResult:
+    limits.check_get(response._get_param("keys") or [])
+    result: ActionResult = own(response)
+    return result
+
+
+def delete_vectors(response: Any, own: Own) -> ActionResult:
+    limits.check_delete(response._get_param("keys") or [])
+    result: ActionResult = own(response)
+    return result
+
+
+def list_vectors(response: Any) -> ActionResult:
+    """ListVectors in pages of at most 1,000 (500 by default), by segment when asked."""
+    response._validate_index_params(
+        response._get_param("indexArn"), response._get_param("indexName"), response._get_param("vectorBucketName")
+    )
+    limit = int(response._get_param("maxResults") or limits.LIST_VECTORS_DEFAULT)
+    limits.check_max_results(limit, limits.LIST_VECTORS_MAX)
+    index = _index_of(response)
+    items = list(index.vectors.values())
+    segments = response._get_param("segmentCount")
+    if segments is not None:
+        segment = int(response._get_param("segmentIndex") or 0)
+        limits.check_segment(int(segments), segment)
+        ordered = sorted(items, key=lambda v: v.key)
+        items = ordered[segment :: int(segments)]
+    page, token = _page(items, lambda v: v.key, response._get_param("nextToken"), limit)
+    with_data = response._get_bool_param("returnData", False)
+    with_metadata = response._get_bool_param("returnMetadata", False)
+    listed = [
+        {
+            "key": v.key,
+            "data": v.data if with_data else None,
+            "metadata": (v.metadata or {}) if with_metadata else None,
+        }
+        for v in page
+    ]
+    return _paged({"vectors": listed}, token)
+
+
+def query_vectors(response: Any) -> ActionResult:
+    """QueryVectors, which moto lacks: the exact nearest neighbours (``search.query``)."""
+    response._validate_index_params(
+        response._get_param("indexArn"), response._get_param("indexName"), response._get_param("vectorBucketName")
+    )
+    top_k = response._get_param("topK")
+    limits.check_top_k(top_k)
+    index = _index_of(response)
+    probe = limits.check_query_vector(index, (response._get_param("queryVector") or {}).get("float32"))
+    where = response._get_param("filter")
+    if where is not None:
+        validate_filter(where, limits.non_filterable(index))
+    with_distance = response._get_bool_param("returnDistance", False)
+    with_metadata = response._get_bool_param("returnMetadata", False)
+    found = query(index, probe, top_k, where)
+    vectors = [
+        {
+            "key": v.key,
+            "distance": distance if with_distance else None,
+            "metadata": (v.metadata or {}) if with_metadata else None,
+        }
+        for v, distance in found
+    ]
+    return ActionResult({"vectors": vectors, "distanceMetric": index.distance_metric})
+
+
+# The operations by moto's name for them: those whose handler wraps moto's own, and those whose
+# handler replaces it (QueryVectors: adds it).
+WRAPPED: dict[str, Callable[[Any, Own], ActionResult]] = {
+    "create_index": create_index,
+    "put_vectors": put_vectors,
+    "get_vectors": get_vectors,
+    "delete_vectors": delete_vectors,
+}
+REPLACED: dict[str, Callable[[Any], ActionResult]] = {
+    "list_indexes": list_indexes,
+    "list_vectors": list_vectors,
+    "query_vectors": query_vectors,
+}

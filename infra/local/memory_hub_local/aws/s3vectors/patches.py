@@ -1,0 +1,88 @@
+"""The wiring of the S3 Vectors patches into moto: ``install()`` routes QueryVectors, gives vector
+buckets a creation time, marks an index changed when its vectors are written, and puts the
+functions of ``handlers`` in place of moto's, as its tables name them. Installing twice changes
+nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from .search import changed
+
+
+def _once(owner: Any, flag: str) -> bool:
+    if getattr(owner, flag, False):
+        return False
+    setattr(owner, flag, True)
+    return True
+
+
+def install() -> None:
+    from moto.s3vectors.responses import S3VectorsResponse
+
+    if not _once(S3VectorsResponse, "_memory_hub_vectors"):
+        return
+    route_query_vectors()
+    stamp_vector_buckets()
+    track_index_changes()
+    answer_operations()
+
+
+def route_query_vectors() -> None:
+    """moto's S3 Vectors routes have no QueryVectors: it goes to the same dispatcher as the others."""
+    from moto.s3vectors import urls
+    from moto.s3vectors.responses import S3VectorsResponse
+
+    urls.url_paths["{0}/QueryVectors$"] = S3VectorsResponse.dispatch
+
+
+def stamp_vector_buckets() -> None:
+    """A vector bucket keeps the time it was made (GetVectorBucket's ``creationTime``)."""
+    from moto.s3vectors.models import VectorBucket
+
+    original_bucket_init = VectorBucket.__init__
+
+    def bucket_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_bucket_init(self, *args, **kwargs)
+        self.creation_time = datetime.now(UTC)
+
+    VectorBucket.__init__ = bucket_init  # type: ignore[method-assign]
+
+
+def track_index_changes() -> None:
+    """Every write of an index's vectors marks it changed, so a query's matrix is made again."""
+    from moto.s3vectors.models import S3VectorsBackend
+
+    backend_put, backend_delete = S3VectorsBackend.put_vectors, S3VectorsBackend.delete_vectors
+
+    def put_into(self: Any, vector_bucket_name: str, index_name: str, index_arn: str, vectors: Any) -> None:
+        backend_put(self, vector_bucket_name, index_name, index_arn, vectors)
+        changed(self.get_index(vector_bucket_name, index_name, index_arn))
+
+    def delete_from(self: Any, vector_bucket_name: str, index_name: str, index_arn: str, keys: Any) -> None:
+        backend_delete(self, vector_bucket_name, index_name, index_arn, keys)
+        changed(self.get_index(vector_bucket_name, index_name, index_arn))
+
+    S3VectorsBackend.put_vectors = put_into  # type: ignore[method-assign]
+    S3VectorsBackend.delete_vectors = delete_from  # type: ignore[method-assign]
+
+
+def _wrapping(handler: Callable[[Any, Any], Any], own: Any) -> Callable[[Any], Any]:
+    def method(self: Any) -> Any:
+        return handler(self, own)
+
+    return method
+
+
+def answer_operations() -> None:
+    """Each operation in the tables of ``handlers`` answered by its function there."""
+    from moto.s3vectors.responses import S3VectorsResponse
+
+    from . import handlers
+
+    for name, handler in handlers.WRAPPED.items():
+        setattr(S3VectorsResponse, name, _wrapping(handler, getattr(S3VectorsResponse, name)))
+    for name, replacement in handlers.REPLACED.items():
+        setattr(S3VectorsResponse, name, replacement)
