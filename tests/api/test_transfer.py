@@ -783,12 +783,13 @@ def test_a_tencentdb_tree_imports_one_pair_and_maps_its_fields(api):
         "prefers aisle seats",
         "preference",
         "travel",
-        0,
+        1,  # TencentDB numbers a new record 0, Memory Hub 1
     )
     assert (item["created_at"], item["updated_at"]) == ("2026-01-05T10:01:00.000Z", "2026-01-05T12:00:00.000Z")
     assert item["metadata"]["origin"] == "tdai"
     assert item["metadata"]["tdai"]["priority"] == 70
     assert item["metadata"]["tdai"]["source_message_ids"] == ["msg-2bbd30095e65"]
+    assert item["metadata"]["tdai"]["source_id"] == TDAI_RECORD  # TencentDB's id, kept beside the new one
     assert ISSUED.match(item["id"]) and view["users"]["carol"]["l1"] == []
 
     [scene] = view["l2"]
@@ -827,7 +828,8 @@ def test_a_tencentdb_tree_imports_one_pair_and_maps_its_fields(api):
         ["msg-2bbd30095e65"],
         ["2026-01-05T10:01:00.000Z", "2026-01-05T12:00:00.000Z"],
     )
-    assert line["metadata"] == {"origin": "tdai"} and line["version"] == 0 and line["userId"] == user
+    assert line["metadata"] == {"origin": "tdai", "tdai": {"source_id": TDAI_RECORD}}
+    assert line["version"] == 1 and line["userId"] == user
     assert {(m["userId"], m["content"]) for m in lines_of(files, "conversations")} == {
         (user, "book me a flight to Oslo"),
         (user, "Done: Oslo, Friday 9:00"),

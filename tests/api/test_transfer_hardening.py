@@ -79,6 +79,9 @@ REFUSED = {
     "meta-version-huge": {"scene_blocks/a.md": META.format("version: " + "9" * 40)},
     "record-version-huge": {RECORDS: jsonl([{**RECORD, "version": 10**40}])},
     "record-version-true": {RECORDS: jsonl([{**RECORD, "version": True}])},
+    # 0 is TencentDB's first version, read as 1 on its own ids only: an id of ours or none needs 1..2^53
+    "record-version-zero-own-id": {RECORDS: jsonl([{**RECORD, "id": "atom-" + "0" * 26, "version": 0}])},
+    "record-version-zero-no-id": {RECORDS: jsonl([{k: v for k, v in RECORD.items() if k != "id"} | {"version": 0}])},
     "record-reinforced-huge": {RECORDS: jsonl([{**RECORD, "reinforced_count": 2**53 + 1}])},
     "record-metadata-nan": {RECORDS: jsonl([{**RECORD, "metadata": {"n": float("nan")}}])},
     "record-metadata-5000-bytes": {RECORDS: jsonl([{**RECORD, "metadata": {"k": "z" * 5000}}])},

@@ -32,7 +32,6 @@ ISOLATION = {"team_id": "t", "agent_id": "a", "user_id": "u"}
         (fields.Version, 0, "must be at least 1"),
         (fields.Version, 2**53 + 1, "must be at most 2^53"),
         (fields.Version, 10**40, "must be at most 2^53"),
-        (fields.RecordVersion, -1, "must be at least 0"),
         (fields.Time, "not a time", "must be YYYY-MM-DDTHH:MM:SS[.fraction] followed by Z or +HH:MM/-HH:MM"),
         (fields.Time, {"x": 1}, "must be a string"),
         (fields.Tags, ["a", ""], "1: must not be empty"),

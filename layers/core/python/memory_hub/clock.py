@@ -121,3 +121,8 @@ def ordered_id(prefix: str) -> str:
 
 
 ISSUED_ID = re.compile(r"(msg|atom)-[0-9a-f]{26}", re.ASCII)
+
+
+def issued_here(prefix: str, value: str) -> bool:
+    """``value`` is an id this service could have issued with ``prefix`` (``msg-``, ``atom-``)."""
+    return value.startswith(prefix) and ISSUED_ID.fullmatch(value) is not None

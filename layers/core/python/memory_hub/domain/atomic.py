@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any
 
-from ..clock import ISSUED_ID, iso, now_ms, ordered_id
+from ..clock import iso, issued_here, now_ms, ordered_id
 from ..storage import counters, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
@@ -118,7 +118,7 @@ def add(
 
 def _get(scope: Scope, where: Where, atom_id: str) -> Record | None:
     """The record if it is in scope: a task_id in the request narrows it (session_id never does)."""
-    if not (ISSUED_ID.fullmatch(atom_id) and atom_id.startswith("atom-")):
+    if not issued_here("atom-", atom_id):
         return None
     record = records.get(where, scope.user_id, atom_id)
     if record is None or (scope.task_id is not None and record.task_id != scope.task_id):
@@ -295,7 +295,7 @@ def delete(
     if asset is None:
         return {"deleted_count": 0, "deleted_ids": [], "not_found_ids": wanted, "audit_ids": []}
     where = _where(asset)
-    lookable = [i for i in wanted if ISSUED_ID.fullmatch(i) and i.startswith("atom-")]
+    lookable = [i for i in wanted if issued_here("atom-", i)]
     found = records.get_many(where, scope.user_id, lookable) if lookable else {}
     in_scope = {i: r for i, r in found.items() if scope.task_id is None or r.task_id == scope.task_id}
     conflicts = [

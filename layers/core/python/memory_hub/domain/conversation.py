@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..clock import ISSUED_ID, iso, lower_bound_ms, now_ms, ordered_id, parse_ms, upper_bound_ms
+from ..clock import iso, issued_here, lower_bound_ms, now_ms, ordered_id, parse_ms, upper_bound_ms
 from ..storage import counters, messages, postings
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
@@ -185,7 +185,7 @@ def delete(
         }
     where = _where(asset)
     in_task = (lambda m: True) if scope.task_id is None else (lambda m: m.task_id == scope.task_id)
-    lookable = [m for m in named if ISSUED_ID.fullmatch(m) and m.startswith("msg-")]
+    lookable = [m for m in named if issued_here("msg-", m)]
     found = messages.get_many(where, scope.user_id, lookable) if lookable else {}
     doomed: dict[str, Message] = {i: m for i, m in found.items() if in_task(m)}
     members: dict[str, list[str]] = {}

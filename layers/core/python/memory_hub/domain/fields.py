@@ -107,8 +107,6 @@ Time = Annotated[
 # ---- numbers
 Version = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
 Count = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
-# An L1 record's version as a tree brings it: TencentDB's records start at 0 and keep it.
-RecordVersion = Annotated[int, Field(strict=True, ge=0, le=MAX_VERSION)]
 # ---- L0 / L1
 Content = Annotated[str, Field(min_length=1, max_length=MESSAGE_CHARS), Storable]
 AtomType = Annotated[str, Field(min_length=1, max_length=64, pattern=TYPE_PATTERN)]
@@ -237,7 +235,6 @@ __all__ = [
     "Metadata",
     "NoControl",
     "NoControlDoc",
-    "RecordVersion",
     "Storable",
     "Summary",
     "Tag",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...clock import ISSUED_ID, format_ms, now_ms, ordered_id
+from ...clock import format_ms, issued_here, now_ms, ordered_id
 from ...observability import logger
 from ...storage import assets as stored_assets
 from ...storage import audit as stored_audit
@@ -281,7 +281,7 @@ def _derived_id(prefix: str, ms: int, source: str) -> str:
 
 
 def _id_for(prefix: str, source: str | None, ms: int, fallback: str) -> str:
-    if source and ISSUED_ID.fullmatch(source) and source.startswith(prefix):
+    if source and issued_here(prefix, source):
         return source
     return _derived_id(prefix, ms, source or fallback)
 

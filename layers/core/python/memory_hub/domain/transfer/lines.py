@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...clock import MAX_SECONDS, MIN_SECONDS, format_ms, lower_bound_ms
+from ...clock import MAX_SECONDS, MIN_SECONDS, format_ms, issued_here, lower_bound_ms
 from .. import fields
 from ..fields import check
 from ..rules import is_blank
@@ -156,7 +156,9 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
     if not isinstance(metadata, dict):
         problems.append(f"{where}: metadata must be an object")
         metadata = {}
-    tdai = {k: line[k] for k in ("priority", "source_message_ids", "timestamps") if k in line}
+    kept = metadata.get(TDAI_KEY)  # what an earlier import kept (an export writes it back)
+    tdai = dict(kept) if isinstance(kept, dict) else {}
+    tdai.update({k: line[k] for k in ("priority", "source_message_ids", "timestamps") if k in line})
     created = _time(line.get("createdAt", line.get("created_at", line.get("updatedAt"))), where, problems, "createdAt")
     updated = _time(line.get("updatedAt", line.get("updated_at", line.get("createdAt"))), where, problems, "updatedAt")
     if created is not None and tdai.get("timestamps") == [format_ms(created)]:
@@ -168,17 +170,23 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
     # The record's own metadata by the API's rule (4096 bytes); what TencentDB keeps beside it
     # (metadata.tdai) has room of its own on top.
     check(fields.Metadata, {k: v for k, v in metadata.items() if k != TDAI_KEY}, where, "metadata", problems)
-    stored = dict(metadata, **({TDAI_KEY: tdai} if tdai else {}))
+    own = {k: v for k, v in metadata.items() if not (k == TDAI_KEY and isinstance(v, dict))}
+    stored = dict(own, **({TDAI_KEY: tdai} if tdai else {}))
     check(RecordMetadata, stored, where, "metadata", problems)
+    source = _source(line, where, problems)
+    foreign = source is not None and not issued_here("atom-", source)
+    if foreign:  # TencentDB's id: the record gets a new one, the source id stays beside it
+        tdai["source_id"] = source
     version, reinforced = line.get("version", 1), line.get("reinforced_count", 1)
-    check(fields.RecordVersion, version, where, "version", problems)
+    if foreign and version == 0 and not isinstance(version, bool):
+        version = 1  # TencentDB numbers a new record 0, Memory Hub 1
+    check(fields.Version, version, where, "version", problems)
     check(fields.Count, reinforced, where, "reinforced_count", problems)
     session = _optional_id(
         line.get("sessionId") or line.get("sessionKey") or line.get("session_id"), where, "sessionId", problems
     )
     task = _optional_id(line.get("taskId", line.get("task_id")), where, "taskId", problems)
     user = _user(line, where, selection, problems)
-    source = _source(line, where, problems)
     if len(problems) > count or user is None or created is None or updated is None:
         return None
     return Record(

@@ -41,6 +41,9 @@ def l1_line(record: Any) -> dict[str, Any]:
     stored = dict(record.meta or {})
     tdai = stored.pop(TDAI_KEY, None) if isinstance(stored.get(TDAI_KEY), dict) else None
     tdai = tdai or {}
+    rest = {k: v for k, v in tdai.items() if k not in ("priority", "source_message_ids", "timestamps")}
+    if rest:  # e.g. TencentDB's own id (source_id): kept under metadata.tdai, as imported
+        stored[TDAI_KEY] = rest
     created = format_ms(int(record.created_at))
     line: dict[str, Any] = {
         "id": record.id,
