@@ -225,6 +225,8 @@ def test_conversation_search_by_words_stems_and_ignores_stop_words(aws):
     assert _search(scope, "milk") == []  # the session narrows the search
     found = conversation.search(everyone, "oil", 10, None, None, _writer(scope))["messages"]
     assert found[0]["score"] > 0 and found[0]["session_id"] == "s1"
+    # by words alone the best scores what the best item by words scores in hybrid: one scale for every mode
+    assert found[0]["score"] == pytest.approx((2 / 61) / 1.5, abs=1e-6)
 
 
 def test_conversation_delete_by_id_removes_exactly_those_ids(aws):

@@ -113,7 +113,7 @@ def record_lines(record: dict[str, Any], layer: str) -> list[str]:
             record.get("timestamp") or "",
         ]
         if record.get("score") is not None:
-            head.append(f"score {record['score']:.3f}")
+            head.append(f"score {record['score']:.4f}")
         return ["  ".join(str(x) for x in head if x != ""), f"  content: {quote(record.get('content'))}"]
     head = [
         record.get("id", "?"),
@@ -122,7 +122,7 @@ def record_lines(record: dict[str, Any], layer: str) -> list[str]:
         f"updated {record.get('updated_at')}",
     ]
     if record.get("score") is not None:
-        head.append(f"score {record['score']:.3f}")
+        head.append(f"score {record['score']:.4f}")
     lines = [
         "  ".join(str(x) for x in head),
         f"  context: {quote(record.get('background'))}",

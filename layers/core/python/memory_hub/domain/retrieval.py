@@ -349,9 +349,12 @@ def search(
     depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
     budget = read_budget(depth, len(terms))
     words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth, budget)  # noqa: E731
+    # Every mode answers its scores on the hybrid scale (see ``combine``): one scale for all modes.
+    def by_words_alone(order: list[tuple[str, float]]) -> Found:
+        return Found(best(combine(order, [], len(order)), limit, fetch, text_of, terms, keep), "keyword")
+
     if mode == "keyword" or semantic is None:
-        order = words_half().order if terms else []
-        return Found(best(order, limit, fetch, text_of, terms, keep), "keyword")
+        return by_words_alone(words_half().order if terms else [])
     search_meaning = semantic
 
     def meaning_half() -> list[tuple[str, float]] | None:
@@ -360,12 +363,12 @@ def search(
     if mode == "semantic":
         by_meaning = meaning_half()
         if by_meaning is None:
-            order = words_half().order if terms else []
-            return Found(best(order, limit, fetch, text_of, terms, keep), "keyword")
-        return Found(best(by_meaning, limit, fetch, text_of, [], keep), "semantic")
+            return by_words_alone(words_half().order if terms else [])
+        meant = combine([], by_meaning, len(by_meaning))
+        return Found(best(meant, limit, fetch, text_of, [], keep), "semantic")
     by_words, by_meaning = parallel(words_half, meaning_half)
     if by_meaning is None:
-        return Found(best(by_words.order, limit, fetch, text_of, terms, keep), "keyword")
+        return by_words_alone(by_words.order)
     fused = combine(by_words.order, by_meaning, depth)
     meant = {i for i, _ in by_meaning}
     return Found(best(fused, limit, fetch, text_of, terms, keep, needs_term=lambda i: i not in meant), "hybrid")

@@ -208,9 +208,9 @@ class Messages(Doc):
 
 
 SCORE = (
-    "relevance, higher is better: BM25 by words (mode keyword); in hybrid, BM25 relative to the query's best "
-    "plus half the cosine similarity, on reciprocal-rank fusion's scale (at most 2/61); the cosine similarity "
-    "(semantic)"
+    "relevance, higher is better, on reciprocal-rank fusion's scale (at most 2/61) in every mode: BM25 "
+    "relative to the query's best plus half the cosine similarity (hybrid); either part alone (keyword, "
+    "semantic)"
 )
 ModeUsed = Annotated[
     Literal["hybrid", "keyword", "semantic"],

@@ -665,7 +665,7 @@
       const data = await call(route, { query, limit });
       const found = layer === "l1" ? data.items || [] : data.messages || [];
       const rows = found.map((item) => el("tr", { "data-id": item.id },
-        cell(typeof item.score === "number" ? item.score.toFixed(3) : String(item.score ?? ""), "nowrap"),
+        cell(typeof item.score === "number" ? item.score.toFixed(4) : String(item.score ?? ""), "nowrap"),
         cell(layer === "l1" ? `${item.type} · v${item.version}` : `${item.role} · session ${item.session_id}`),
         cell(preview(item.content), "preview"),
         cell(el("button", {
