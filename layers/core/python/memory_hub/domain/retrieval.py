@@ -349,6 +349,7 @@ def search(
     depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
     budget = read_budget(depth, len(terms))
     words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth, budget)  # noqa: E731
+
     # Every mode answers its scores on the hybrid scale (see ``combine``): one scale for all modes.
     def by_words_alone(order: list[tuple[str, float]]) -> Found:
         return Found(best(combine(order, [], len(order)), limit, fetch, text_of, terms, keep), "keyword")
