@@ -365,8 +365,8 @@ def search(
         by_meaning = meaning_half()
         if by_meaning is None:
             return by_words_alone(words_half().order if terms else [])
-        meant = combine([], by_meaning, len(by_meaning))
-        return Found(best(meant, limit, fetch, text_of, [], keep), "semantic")
+        scored = combine([], by_meaning, len(by_meaning))
+        return Found(best(scored, limit, fetch, text_of, [], keep), "semantic")
     by_words, by_meaning = parallel(words_half, meaning_half)
     if by_meaning is None:
         return by_words_alone(by_words.order)
