@@ -112,13 +112,20 @@ def _abandoned_imports(now: int) -> int:
 
     gone = 0
     for job in jobs.waiting("import", now - EXPORT_LIFETIME_MS):
-        gone += int(blobs.delete(layout.import_upload_key(job.team_id, job.agent_id, job.sk)))
+        gone += _sweep(layout.import_upload_key(job.team_id, job.agent_id, job.sk))
         jobs.settle(job, "failed", error="nothing was ingested within a day; the upload was deleted")
     importing.recover(now)
     for job in jobs.started("import"):
         if job.state != "running":
-            gone += int(blobs.delete(layout.import_upload_key(job.team_id, job.agent_id, job.sk)))
+            gone += _sweep(layout.import_upload_key(job.team_id, job.agent_id, job.sk))
     return gone
+
+
+def _sweep(key: str) -> int:
+    """Delete the object at ``key`` if there is one; 1 when one went (S3 answers a delete of a
+    missing key as a success, so the count would otherwise grow with every run)."""
+    found = blobs.head(key)
+    return int(found is not None and blobs.delete(key, if_match=found.etag))
 
 
 def _newest(where: Where, layer: str, users: list[str], floor: int) -> set[str]:
