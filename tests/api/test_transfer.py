@@ -55,7 +55,7 @@ L1_KEYS = [
 ]
 SUMMARY_FILE = ".metadata/memory-hub.json"
 PENDING = ("created", "queued", "running")
-ASYNC_WAIT_S = 120
+ASYNC_WAIT_S = 300  # a bound for a hang, not a timing: a loaded 2-core machine takes minutes
 
 
 # ---- trees -------------------------------------------------------------------------------------------
@@ -1206,7 +1206,9 @@ TEXT = st.text(
     message=TEXT,
     record=TEXT,
     tag=st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8),
-    session=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20).filter(str.strip),
+    session=st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=20).filter(
+        lambda s: s.strip() == s != ""  # an id with white space around it is refused (as in requests)
+    ),
 )
 def test_arbitrary_text_survives_a_round_trip(api, message, record, tag, session):
     s = make_scope()

@@ -12,7 +12,7 @@ from pydantic import Field
 from ...clock import MAX_SECONDS, MIN_SECONDS, format_ms, issued_here, lower_bound_ms
 from .. import fields
 from ..fields import check
-from ..rules import is_blank
+from ..rules import is_blank, trim
 from .shapes import NEUTRAL_PRIORITY, TDAI_KEY, Message, Record, Selection
 
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSONL line
@@ -104,7 +104,7 @@ def _optional_id(value: Any, where: str, name: str, problems: list[str]) -> str 
     """A session or task id; absent, null or blank (``""``) means none, as in requests."""
     if value is None or (isinstance(value, str) and is_blank(value)):
         return None
-    if isinstance(value, str) and value != value.strip():
+    if isinstance(value, str) and value != trim(value):  # the requests' rule (Unicode White_Space)
         problems.append(f"{where}: {name} must not have leading or trailing white space")
         return None
     return value if check(fields.FreeId, value, where, name, problems) else None
