@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -119,6 +121,37 @@ def eventually(
         if time.monotonic() >= deadline:
             raise AssertionError(what() if callable(what) else what)
         time.sleep(every)
+
+
+def launch(
+    command: list[str], cwd: Path, timeout: float, **environment: str
+) -> tuple[subprocess.Popen[str], list[str]]:
+    """Start ``make run`` or ``memory-hub local`` in a process group of its own, with none of this
+    session's AWS_/MEMORY_HUB_ variables (plus ``environment``), and read its banner up to the blank
+    line that ends it; the process and the banner's lines. A stack that exits or prints no banner
+    within ``timeout`` seconds fails the test (its output said)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MEMORY_HUB_"))}
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env={**env, **environment},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError(f"the stack exited: {''.join(lines)}")
+        lines.append(line)
+        if line.strip() == "" and any("admin key" in x for x in lines):
+            return process, lines
+    os.killpg(process.pid, signal.SIGKILL)
+    raise AssertionError(f"the stack did not start: {''.join(lines)}")
 
 
 def ok(answer: Answer) -> Any:

@@ -10,12 +10,11 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import requests
-from helpers import eventually
+from helpers import eventually, launch
 from memory_hub_local.aws import journal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,28 +82,8 @@ def start(data: Path, **environment: str) -> Running:
     api, lam, aws = ports()
     command = [str(ROOT / ".venv" / "bin" / "memory-hub"), "local", "--data-dir", str(data)]
     command += ["--port", str(api), "--lambda-port", str(lam), "--aws-port", str(aws)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MEMORY_HUB_"))}
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env={**env, **environment},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    deadline = time.monotonic() + START_S
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            raise AssertionError(f"the stack exited: {''.join(lines)}")
-        lines.append(line)
-        if line.strip() == "" and any("admin key" in x for x in lines):
-            return Running(process, api, lines)
-    os.killpg(process.pid, signal.SIGKILL)
-    raise AssertionError("the stack did not start")
+    process, lines = launch(command, ROOT, START_S, **environment)
+    return Running(process, api, lines)
 
 
 SCOPE = {"team_id": "kept", "agent_id": "agent", "user_id": "u"}

@@ -9,11 +9,11 @@ import os
 import re
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 import requests
+from helpers import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 START_S = 120
@@ -50,20 +50,7 @@ class Running:
 
 def start(command: list[str], port: int) -> Running:
     """Start the stack and read its banner up to the blank line that ends it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MEMORY_HUB_"))}
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
-    )
-    lines: list[str] = []
-    deadline = time.monotonic() + START_S
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            raise AssertionError(f"the stack exited: {''.join(lines)}")
-        lines.append(line)
-        if line.strip() == "" and any("admin key" in x for x in lines):
-            break
+    process, lines = launch(command, ROOT, START_S)
     running = Running(process, port, lines)
     answer = requests.get(running.url + "/health", timeout=60)  # a cold function on a busy machine
     assert answer.status_code == 200 and answer.json() == {"status": "ok"}

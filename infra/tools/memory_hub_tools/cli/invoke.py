@@ -42,11 +42,7 @@ def _invoke(args: argparse.Namespace) -> int:
     response = _invoke_once(args, client, endpoint, args.function, event.encode("utf-8"))
     if response is None:
         return EXIT_FAILED
-    raw = response["Payload"].read()
-    try:
-        result = json.loads(raw or b"null")
-    except ValueError:
-        result = raw.decode("utf-8", "replace")
+    result = _payload(response)
     print(json.dumps(result, indent=2, ensure_ascii=False))
     if response.get("FunctionError"):
         message = result.get("errorMessage") if isinstance(result, dict) else None
@@ -209,11 +205,7 @@ def _cleanup(args: argparse.Namespace) -> int:
         response = _invoke_once(args, client, endpoint, args.function_name, payload)
         if response is None:
             return EXIT_FAILED
-        raw = response["Payload"].read()
-        try:
-            result = json.loads(raw or b"null")
-        except ValueError:
-            result = raw.decode("utf-8", "replace")
+        result = _payload(response)
         if response.get("FunctionError"):
             message = result.get("errorMessage") if isinstance(result, dict) else result
             print(f"error: run {run}: {args.function_name} failed: {message}", file=sys.stderr)
@@ -273,3 +265,12 @@ def add_cleanup(sub: Any) -> None:
     cleanup.add_argument("--max-runs", type=positive, default=10, help="at most this many invocations (10)")
     cleanup.add_argument("--json", action="store_true", help="one JSON result per line")
     cleanup.set_defaults(run=_cleanup)
+
+
+def _payload(response: dict[str, Any]) -> Any:
+    """An invocation's answer: its JSON, or its text when it is not JSON."""
+    raw = response["Payload"].read()
+    try:
+        return json.loads(raw or b"null")
+    except ValueError:
+        return raw.decode("utf-8", "replace")
