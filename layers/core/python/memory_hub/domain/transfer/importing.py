@@ -198,7 +198,7 @@ def undo(job: Job, *, drop_asset: bool = True) -> bool:
     partial undo finishes it). A memory the import created is deleted whole (its epoch retired and
     purged, as a memory delete does); in a memory that was there, the messages and records it
     added are deleted, the files it created removed, the files and persona it overwrote put back
-    (as their next version: versions never go back) and the backups it made deleted. A clear since
+    byte for byte with their versions (as if the import never ran) and the backups it made deleted. A clear since
     the import began has erased its content already. False when there was no journal.
 
     Without ``drop_asset`` (the scheduled cleanup's role may not delete assets) a memory the import
