@@ -115,7 +115,7 @@ Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Background = Annotated[str, Field(max_length=BACKGROUND_CHARS), Storable]
 
 
-def _unstorable_number(value: Any) -> bool:
+def _non_finite_number(value: Any) -> bool:
     """True when a number in ``value`` is not finite (``NaN``/``Infinity`` are not JSON; a parsed
     import line may still hold them). Metadata is stored as one JSON string, so any finite double or
     integer fits: DynamoDB's 38-digit number rule never applies to it."""
@@ -142,7 +142,7 @@ def metadata_problem(value: dict[str, Any] | None, limit: int = METADATA_BYTES) 
         return f"must be at most {limit} bytes as compact JSON"
     if _surrogates_in(value):
         return "must not contain unpaired surrogates"
-    if _unstorable_number(value):
+    if _non_finite_number(value):
         return "holds a number that is not finite (NaN or Infinity is not JSON)"
     return None
 

@@ -13,7 +13,7 @@ from ...clock import MAX_SECONDS, MIN_SECONDS, format_ms, issued_here, lower_bou
 from .. import fields
 from ..fields import check
 from ..rules import is_blank, trim
-from .shapes import NEUTRAL_PRIORITY, TDAI_KEY, Message, Record, Selection
+from .shapes import NEUTRAL_PRIORITY, TDAI_FIELDS, TDAI_KEY, Message, Record, Selection
 
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSONL line
 MAX_LINES = 200_000  # L0 and L1 lines of one tree: bounds the memory their parsed form takes
@@ -158,7 +158,7 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
         metadata = {}
     kept = metadata.get(TDAI_KEY)  # what an earlier import kept (an export writes it back)
     tdai = dict(kept) if isinstance(kept, dict) else {}
-    tdai.update({k: line[k] for k in ("priority", "source_message_ids", "timestamps") if k in line})
+    tdai.update({k: line[k] for k in TDAI_FIELDS if k in line})
     created = _time(line.get("createdAt", line.get("created_at", line.get("updatedAt"))), where, problems, "createdAt")
     updated = _time(line.get("updatedAt", line.get("updated_at", line.get("createdAt"))), where, problems, "updatedAt")
     if created is not None and tdai.get("timestamps") == [format_ms(created)]:

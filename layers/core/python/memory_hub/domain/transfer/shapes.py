@@ -8,6 +8,8 @@ from typing import Any
 
 TDAI_KEY = "tdai"  # what TencentDB keeps and Memory Hub has no field for, under metadata.tdai
 NEUTRAL_PRIORITY = 50
+# MemoryRecord fields TencentDB has and Memory Hub lacks: kept under metadata.tdai, written back as fields
+TDAI_FIELDS = ("priority", "source_message_ids", "timestamps")
 
 
 class Malformed(Exception):

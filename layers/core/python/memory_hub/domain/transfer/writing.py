@@ -9,7 +9,7 @@ from typing import Any
 
 from ...clock import format_ms
 from .. import meta
-from .shapes import NEUTRAL_PRIORITY, TDAI_KEY
+from .shapes import NEUTRAL_PRIORITY, TDAI_FIELDS, TDAI_KEY
 
 HEAT = re.compile(r"[0-9]{1,9}", re.ASCII)
 
@@ -41,7 +41,7 @@ def l1_line(record: Any) -> dict[str, Any]:
     stored = dict(record.meta or {})
     tdai = stored.pop(TDAI_KEY, None) if isinstance(stored.get(TDAI_KEY), dict) else None
     tdai = tdai or {}
-    rest = {k: v for k, v in tdai.items() if k not in ("priority", "source_message_ids", "timestamps")}
+    rest = {k: v for k, v in tdai.items() if k not in TDAI_FIELDS}
     if rest:  # e.g. TencentDB's own id (source_id): kept under metadata.tdai, as imported
         stored[TDAI_KEY] = rest
     created = format_ms(int(record.created_at))
