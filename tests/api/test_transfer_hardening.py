@@ -241,6 +241,8 @@ def test_a_used_upload_cannot_start_again_and_a_later_put_is_swept(api):
     report = api.invoke("CleanupFunction", {})
     assert report["done"] is True, report
     assert s3_keys(target.prefix + ".imports/") == []
+    again = api.invoke("CleanupFunction", {})  # nothing is left to sweep, so nothing is counted
+    assert again["done"] is True and again["exports_deleted"] == 0, again
 
 
 # ---- all or nothing midway ------------------------------------------------------------------------------
