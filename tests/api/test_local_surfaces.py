@@ -251,10 +251,11 @@ def test_a_presigned_url_by_another_key_or_expired_is_refused(stack):
     stranger = client(stack, "s3", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
     unknown = stranger.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "surfaces/p.md"})
     assert "<Code>InvalidAccessKeyId</Code>" in requests.get(unknown, timeout=30).text
-    good = s3.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "surfaces/p.md"}, ExpiresIn=1)
+    good = s3.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "surfaces/p.md"}, ExpiresIn=600)
     assert requests.get(good, timeout=30).content == b"p"
+    short = s3.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "surfaces/p.md"}, ExpiresIn=1)
     time.sleep(2.1)  # past its expiry (a state, not a measured duration)
-    expired = requests.get(good, timeout=30)
+    expired = requests.get(short, timeout=30)
     assert expired.status_code == 403 and "<Code>AccessDenied</Code>" in expired.text
     assert "Request has expired" in expired.text
 
