@@ -12,6 +12,7 @@ import "./tab-l2.js";
 import "./tab-l3.js";
 import "./tab-search.js";
 import "./tab-audit.js";
+import "./tab-admin.js"; // setup.js imports it too (the erase forms follow the scope)
 
 const violations = [];
 document.addEventListener("securitypolicyviolation", (event) => {
