@@ -1,4 +1,7 @@
-"""storage/transactions.py over moto in process: named cancellations, retried conflicts, the 100 cap."""
+"""storage/transactions.py over moto in process: named cancellations, retried conflicts, the 100 cap.
+
+PynamoDB's TransactWrite sends the actions grouped by kind (``REQUEST_ORDER``), not in the order they
+were added: the reasons injected below are in request order, as DynamoDB gives them."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from memory_hub.settings import get_settings
 from memory_hub.storage import aws as clients
 from memory_hub.storage.errors import Cancelled
 from memory_hub.storage.models import Counter, Guard
-from memory_hub.storage.transactions import MAX_ACTIONS, Transaction
+from memory_hub.storage.transactions import MAX_ACTIONS, REQUEST_ORDER, Transaction
 
 EVENT = "before-call.dynamodb.TransactWriteItems"
 KINDS = ("check", "put", "update", "delete")
@@ -143,7 +146,8 @@ def test_a_failed_condition_wins_over_a_conflict_and_is_not_retried(aws):
     transaction = Transaction()
     _add(transaction, "update", pk, False)
     _add(transaction, "delete", pk, False)
-    calls = Calls(_cancelled("TransactionConflict", "ConditionalCheckFailed"))
+    # in request order: the delete, then the update
+    calls = Calls(_cancelled("ConditionalCheckFailed", "TransactionConflict"))
     with hook(clients.dynamodb(), EVENT, calls), pytest.raises(Cancelled) as caught:
         transaction.commit()
     assert caught.value.failed == ["delete"]
@@ -203,20 +207,54 @@ def test_room_and_empty_commit(aws):
     assert (len(transaction), transaction.room()) == (1, MAX_ACTIONS - 1)
 
 
-def test_actions_keep_only_the_fields_dynamodb_takes(aws):
-    """PynamoDB's kwargs carry ReturnValues and the like, which TransactWriteItems refuses."""
+def test_the_request_groups_actions_by_kind_and_carries_only_what_dynamodb_takes(aws):
+    """Added update, delete, put, check: sent in REQUEST_ORDER (what the names are mapped by),
+    each with its table and no ReturnValues (TransactWriteItems refuses it)."""
     pk = _fresh_pk()
     _seed(pk)
     transaction = Transaction()
-    for kind in KINDS:
+    for kind in reversed(KINDS):
         _add(transaction, kind, pk, False)
     calls = Calls()
     with hook(clients.dynamodb(), "provide-client-params.dynamodb.TransactWriteItems", calls):
         transaction.commit()
     (sent,) = calls.params
     kinds = [next(iter(action)) for action in sent["TransactItems"]]
-    assert kinds == ["ConditionCheck", "Put", "Update", "Delete"]
+    assert kinds == list(REQUEST_ORDER) == ["ConditionCheck", "Delete", "Put", "Update"]
     for action in sent["TransactItems"]:
         ((kind, body),) = action.items()
         assert "ReturnValues" not in body
         assert body["TableName"] == get_settings().items_table
+    assert _state(pk) == {"taken": "old", "fresh": "new", "doomed": None, "counter": 2}
+
+
+def test_a_cancelled_transaction_names_its_failed_actions_in_the_order_they_were_added(aws):
+    """Added in the reverse of the request's order, two of four conditions failing (moto decides)."""
+    pk = _fresh_pk()
+    _seed(pk)
+    transaction = Transaction()
+    transaction.update("bump", Counter(pk, "counter"), [Counter.n.add(1)], condition=Counter.n == 1)
+    transaction.put("claim", Guard(pk, "taken", atom_id="new"), condition=Guard.sk.does_not_exist())  # fails
+    transaction.delete("drop", Guard(pk, "doomed"), condition=Guard.atom_id == "x")
+    transaction.check("epoch", Guard, pk, "checked", condition=Guard.atom_id == "stale")  # fails
+    with pytest.raises(Cancelled) as caught:
+        transaction.commit()
+    assert caught.value.failed == ["claim", "epoch"]
+    assert _state(pk) == UNCHANGED
+
+
+def test_a_conflict_is_retried_and_the_retry_reports_a_failed_condition_by_name(aws):
+    """First attempt: cancelled by a concurrent transaction (injected); the second reaches moto,
+    where the condition is false by then: Cancelled names it, after exactly two calls."""
+    pk = _fresh_pk()
+    _seed(pk)
+    transaction = Transaction()
+    transaction.update("bump", Counter(pk, "counter"), [Counter.n.add(1)], condition=Counter.n == 1)
+    transaction.check("guard", Guard, pk, "checked", condition=Guard.atom_id == "a")
+    Guard(pk, "checked", atom_id="changed").save()  # what the concurrent writer did
+    calls = Calls(_cancelled("None", "TransactionConflict"))  # request order: the check, then the update
+    with hook(clients.dynamodb(), EVENT, calls), pytest.raises(Cancelled) as caught:
+        transaction.commit()
+    assert caught.value.failed == ["guard"]
+    assert len(calls) == 2
+    assert _state(pk)["counter"] == 1

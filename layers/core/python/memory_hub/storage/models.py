@@ -20,7 +20,7 @@ from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
 )
-from pynamodb.connection import TableConnection
+from pynamodb.connection import Connection, TableConnection
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
 from pynamodb.models import Model
 
@@ -28,6 +28,16 @@ from ..settings import get_settings
 from . import aws
 
 _bind_lock = threading.Lock()
+
+
+class OneClient(Connection):
+    """PynamoDB's connection speaking through the process's one DynamoDB client (``aws.dynamodb()``:
+    the retry policy and timeouts of ``aws``). ``client`` is PynamoDB's public property for the
+    botocore client a connection sends with; every model's connection and every transaction use one."""
+
+    @property
+    def client(self) -> Any:
+        return aws.dynamodb()
 
 
 class Bound(Model):
@@ -39,6 +49,13 @@ class Bound(Model):
         # Declared only (no value): PynamoDB's metaclass fills in a default; binding sets it.
         region: ClassVar[str | None]
 
+    # Overrides PynamoDB's (private) ``_get_connection``, kept on purpose: PynamoDB 6.1 has no public
+    # way to (1) read a model's table name from the settings when it is first used, not when the
+    # class is defined (tests and the local stack set the environment after import), nor (2) hand a
+    # model a client: each model's connection would make its own botocore session and client (one
+    # per model and per thread, about 0.1 s each at a cold start, where a client of the one shared
+    # session costs a few ms) with PynamoDB's retry settings instead of ours. So the first call binds
+    # the table and swaps in a ``OneClient`` connection carrying the model's table description.
     @classmethod
     def _get_connection(cls) -> TableConnection:
         if cls._connection is None:
@@ -47,9 +64,11 @@ class Bound(Model):
                     settings = get_settings()
                     cls.Meta.table_name = getattr(settings, cls.Meta.setting)
                     cls.Meta.region = settings.region
-                    connection = super()._get_connection()
-                    connection.connection._client = aws.dynamodb()  # one client for every model
-                    return connection
+                    table = super()._get_connection()
+                    one = OneClient(region=settings.region)
+                    one.add_meta_table(table.get_meta_table())
+                    table.connection = one
+                    return table
         return super()._get_connection()
 
     @classmethod
