@@ -29,7 +29,7 @@ def _fresh_pk() -> str:
 def _seed(pk: str) -> None:
     Guard(pk, "checked", atom_id="a").save()
     Guard(pk, "taken", atom_id="old").save()
-    Counter(pk, "counter", n=1).save()
+    Counter(pk, "counter", item_count=1).save()
     Guard(pk, "doomed", atom_id="x").save()
 
 
@@ -42,7 +42,10 @@ def _add(transaction: Transaction, kind: str, pk: str, fail: bool) -> None:
         transaction.put("put", Guard(pk, target, atom_id="new"), condition=Guard.sk.does_not_exist())
     elif kind == "update":
         transaction.update(
-            "update", Counter(pk, "counter"), [Counter.n.add(1)], condition=Counter.n == (99 if fail else 1)
+            "update",
+            Counter(pk, "counter"),
+            [Counter.item_count.add(1)],
+            condition=Counter.item_count == (99 if fail else 1),
         )
     else:
         transaction.delete("delete", Guard(pk, "doomed"), condition=Guard.atom_id == ("nope" if fail else "x"))
@@ -59,7 +62,7 @@ def _state(pk: str) -> dict[str, object]:
         "taken": guard("taken"),
         "fresh": guard("fresh"),
         "doomed": guard("doomed"),
-        "counter": int(Counter.get(pk, "counter", consistent_read=True).n),
+        "counter": int(Counter.get(pk, "counter", consistent_read=True).item_count),
     }
 
 
@@ -233,7 +236,7 @@ def test_a_cancelled_transaction_names_its_failed_actions_in_the_order_they_were
     pk = _fresh_pk()
     _seed(pk)
     transaction = Transaction()
-    transaction.update("bump", Counter(pk, "counter"), [Counter.n.add(1)], condition=Counter.n == 1)
+    transaction.update("bump", Counter(pk, "counter"), [Counter.item_count.add(1)], condition=Counter.item_count == 1)
     transaction.put("claim", Guard(pk, "taken", atom_id="new"), condition=Guard.sk.does_not_exist())  # fails
     transaction.delete("drop", Guard(pk, "doomed"), condition=Guard.atom_id == "x")
     transaction.check("epoch", Guard, pk, "checked", condition=Guard.atom_id == "stale")  # fails
@@ -249,7 +252,7 @@ def test_a_conflict_is_retried_and_the_retry_reports_a_failed_condition_by_name(
     pk = _fresh_pk()
     _seed(pk)
     transaction = Transaction()
-    transaction.update("bump", Counter(pk, "counter"), [Counter.n.add(1)], condition=Counter.n == 1)
+    transaction.update("bump", Counter(pk, "counter"), [Counter.item_count.add(1)], condition=Counter.item_count == 1)
     transaction.check("guard", Guard, pk, "checked", condition=Guard.atom_id == "a")
     Guard(pk, "checked", atom_id="changed").save()  # what the concurrent writer did
     calls = Calls(_cancelled("None", "TransactionConflict"))  # request order: the check, then the update

@@ -261,7 +261,8 @@ class Message(_Items):
     timestamp = NumberAttribute()
     recorded_at = NumberAttribute(null=True)
     terms = NumberAttribute(default=0)
-    ix = NumberAttribute(null=True)  # the index format its postings were written in (none: before impact order)
+    # the index format its postings were written in (none: before impact order)
+    index_format = NumberAttribute(null=True, attr_name="ix")
     by_time = MessagesByTime()
     by_session = MessagesBySession()
 
@@ -294,7 +295,8 @@ class Record(_Items):
     updated_at = NumberAttribute()
     natural_key = UnicodeAttribute()
     terms = NumberAttribute(default=0)
-    ix = NumberAttribute(null=True)  # the index format its postings were written in (none: before impact order)
+    # the index format its postings were written in (none: before impact order)
+    index_format = NumberAttribute(null=True, attr_name="ix")
     by_time = RecordsByTime()
 
 
@@ -315,26 +317,29 @@ class PostingsByTerm(LocalSecondaryIndex["Posting"]):  # type: ignore[no-untyped
 
 class Posting(_Items):
     """One search term of one item: term frequency and the item's length, plus what filters need
-    (``ts``/``sd`` for messages: time and session digest; ``ty`` for records; ``tk``: task digest).
-    A term's document-frequency row (``df␟<term>``) shares the model: it holds only ``n``."""
+    (time and session digest for messages, type for records, task digest for both). A term's
+    document-frequency row (``df␟<term>``) shares the model: it holds only ``document_frequency``.
+
+    Stored under short names (``attr_name``): an item writes one posting per distinct term, so the
+    names are paid for in every posting's size (and write units)."""
 
     lsi3 = UnicodeAttribute()
-    tf = NumberAttribute(null=True)
-    dl = NumberAttribute(null=True)
-    n = NumberAttribute(null=True)
-    ts = NumberAttribute(null=True)
-    sd = UnicodeAttribute(null=True)
-    ty = UnicodeAttribute(null=True)
-    tk = UnicodeAttribute(null=True)
+    term_frequency = NumberAttribute(null=True, attr_name="tf")
+    item_length = NumberAttribute(null=True, attr_name="dl")  # the item's number of search tokens
+    document_frequency = NumberAttribute(null=True, attr_name="n")
+    timestamp = NumberAttribute(null=True, attr_name="ts")
+    session_digest = UnicodeAttribute(null=True, attr_name="sd")
+    record_type = UnicodeAttribute(null=True, attr_name="ty")
+    task_digest = UnicodeAttribute(null=True, attr_name="tk")
     by_term = PostingsByTerm()
 
 
 class Counter(_Items):
-    """Exact counters of one memory epoch: items (``n``) and search tokens (``tl``) per user and
-    layer, items per session. They change in the same transaction as what they count."""
+    """Exact counters of one memory epoch: items and search tokens per user and layer, items per
+    session. They change in the same transaction as what they count."""
 
-    n = NumberAttribute(default=0)
-    tl = NumberAttribute(default=0)
+    item_count = NumberAttribute(default=0, attr_name="n")
+    token_count = NumberAttribute(default=0, attr_name="tl")
     user_id = UnicodeAttribute(null=True)
     session_id = UnicodeAttribute(null=True)
 
