@@ -6,6 +6,7 @@ were added: the reasons injected below are in request order, as DynamoDB gives t
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from aws_faults import Calls, error, hook
@@ -261,3 +262,30 @@ def test_a_conflict_is_retried_and_the_retry_reports_a_failed_condition_by_name(
     assert caught.value.failed == ["guard"]
     assert len(calls) == 2
     assert _state(pk)["counter"] == 1
+
+
+def test_models_and_transactions_make_only_their_own_calls_on_the_one_client(aws):
+    """Models (bound afresh, as at a cold start) and transactions speak through ``aws.dynamodb()``:
+    a save, a get and a commit are one PutItem, one GetItem and one TransactWriteItems on that
+    client, nothing else (no DescribeTable, no client of their own)."""
+    pk = _fresh_pk()
+    Guard._connection = None
+    Counter._connection = None
+    seen: list[str] = []
+
+    def record(model: Any, **_: Any) -> None:
+        seen.append(model.name)
+
+    with hook(clients.dynamodb(), "before-call.dynamodb", record):
+        Guard(pk, "g", atom_id="a").save()
+        assert Guard.get(pk, "g", consistent_read=True).atom_id == "a"
+        transaction = Transaction()
+        transaction.put("counter", Counter(pk, "counter", item_count=1), condition=Counter.sk.does_not_exist())
+        transaction.check("guard", Guard, pk, "g", condition=Guard.atom_id == "a")
+        transaction.commit()
+    assert seen == ["PutItem", "GetItem", "TransactWriteItems"]
+    assert _state_counter(pk) == 1
+
+
+def _state_counter(pk: str) -> int:
+    return int(Counter.get(pk, "counter", consistent_read=True).item_count)
