@@ -18,6 +18,7 @@ from memory_hub.storage import aws as clients
 from memory_hub.storage.errors import Cancelled
 from memory_hub.storage.models import Counter, Guard
 from memory_hub.storage.transactions import MAX_ACTIONS, REQUEST_ORDER, Transaction
+from pynamodb.exceptions import AttributeNullError
 
 EVENT = "before-call.dynamodb.TransactWriteItems"
 KINDS = ("check", "put", "update", "delete")
@@ -104,6 +105,21 @@ def test_names_repeat_when_several_actions_share_one(aws):
     with pytest.raises(Cancelled) as caught:
         transaction.commit()
     assert caught.value.failed == ["message", "message"]
+
+
+def test_an_action_pynamodb_refuses_leaves_no_name_behind(aws):
+    """An item that cannot be serialized is refused when added; the names of the actions after it
+    still line up with the request."""
+    pk = _fresh_pk()
+    _seed(pk)
+    transaction = Transaction()
+    with pytest.raises(AttributeNullError):
+        transaction.put("incomplete", Guard(pk, "no-atom"))  # atom_id is required
+    assert (len(transaction), transaction.room()) == (0, MAX_ACTIONS)
+    transaction.put("claim", Guard(pk, "taken", atom_id="new"), condition=Guard.sk.does_not_exist())
+    with pytest.raises(Cancelled) as caught:
+        transaction.commit()
+    assert caught.value.failed == ["claim"]
 
 
 # ---------------------------------------------------------------- retries

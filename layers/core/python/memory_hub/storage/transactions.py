@@ -31,7 +31,7 @@ MAX_ACTIONS = 100  # DynamoDB's limit per transaction
 # The kinds of action in the order TransactWrite puts them in the request.
 REQUEST_ORDER = ("ConditionCheck", "Delete", "Put", "Update")
 _RETRYABLE_REASONS = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
-_IN_PROGRESS = "TransactionInProgressException"  # an earlier attempt with the same token is still running
+_IN_PROGRESS = "TransactionInProgressException"  # retried like a conflict
 _CANCELLED = "TransactionCanceledException"
 
 
@@ -49,27 +49,34 @@ class Transaction:
     def room(self) -> int:
         return MAX_ACTIONS - self._count
 
-    def _name(self, kind: str, name: str) -> None:
+    def _room_for_one(self) -> None:
         if self._count >= MAX_ACTIONS:
             raise ValueError(f"a transaction holds at most {MAX_ACTIONS} actions")
+
+    def _named(self, kind: str, name: str) -> None:
+        """Called once PynamoDB has taken the action (an item it cannot serialize leaves no name)."""
         self._names[kind].append((self._count, name))
         self._count += 1
 
     def put(self, name: str, item: Model, condition: Any = None) -> None:
-        self._name("Put", name)
+        self._room_for_one()
         self._write.save(item, condition=condition)
+        self._named("Put", name)
 
     def update(self, name: str, item: Model, actions: list[Any], condition: Any = None) -> None:
-        self._name("Update", name)
+        self._room_for_one()
         self._write.update(item, actions, condition=condition)
+        self._named("Update", name)
 
     def delete(self, name: str, item: Model, condition: Any = None) -> None:
-        self._name("Delete", name)
+        self._room_for_one()
         self._write.delete(item, condition=condition)
+        self._named("Delete", name)
 
     def check(self, name: str, model: type[Model], hash_key: Any, range_key: Any = None, *, condition: Any) -> None:
-        self._name("ConditionCheck", name)
+        self._room_for_one()
         self._write.condition_check(model, hash_key, range_key=range_key, condition=condition)
+        self._named("ConditionCheck", name)
 
     def commit(self) -> None:
         """Send it; retried while only concurrent transactions (or throttling) stand in the way."""
