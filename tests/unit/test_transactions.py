@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from memory_hub.settings import get_settings
 from memory_hub.storage import aws as clients
 from memory_hub.storage.errors import Cancelled
-from memory_hub.storage.models import Counter, Guard
+from memory_hub.storage.models import Counter, Guard, OneClient
 from memory_hub.storage.transactions import MAX_ACTIONS, REQUEST_ORDER, Transaction
+from pynamodb.connection import Connection
 from pynamodb.exceptions import AttributeNullError
 
 EVENT = "before-call.dynamodb.TransactWriteItems"
@@ -305,3 +306,14 @@ def test_models_and_transactions_make_only_their_own_calls_on_the_one_client(aws
 
 def _state_counter(pk: str) -> int:
     return int(Counter.get(pk, "counter", consistent_read=True).item_count)
+
+
+def test_a_connection_pynamodb_made_without_the_one_client_is_never_used(aws):
+    """What another thread could see mid-binding (PynamoDB's own connection, before the swap) is
+    bound again, not used: the model ends on the one client."""
+    table = Guard._get_connection()
+    plain = Connection(region="us-east-1")
+    plain.add_meta_table(table.get_meta_table())
+    table.connection = plain
+    assert isinstance(Guard._get_connection().connection, OneClient)
+    assert Guard._get_connection().connection.client is clients.dynamodb()

@@ -58,9 +58,9 @@ class Bound(Model):
     # the table and swaps in a ``OneClient`` connection carrying the model's table description.
     @classmethod
     def _get_connection(cls) -> TableConnection:
-        if cls._connection is None:
+        if not cls._bound():
             with _bind_lock:
-                if cls._connection is None:
+                if not cls._bound():
                     settings = get_settings()
                     cls.Meta.table_name = getattr(settings, cls.Meta.setting)
                     cls.Meta.region = settings.region
@@ -68,8 +68,15 @@ class Bound(Model):
                     one = OneClient(region=settings.region)
                     one.add_meta_table(table.get_meta_table())
                     table.connection = one
-                    return table
         return super()._get_connection()
+
+    @classmethod
+    def _bound(cls) -> bool:
+        """This model's own connection (not a parent's) speaks through the one client. Until it does,
+        another thread waits for the binding instead of using the connection PynamoDB has just made
+        (and the botocore client of its own that connection would make)."""
+        table = cls.__dict__.get("_connection")
+        return table is not None and isinstance(table.connection, OneClient)
 
     @classmethod
     def table_name(cls) -> str:
