@@ -109,7 +109,7 @@ def ranked(
         term.rounds += 1
         term.read += len(result.rows)
         for row in result.rows:
-            term.last_impact = postings.impact(int(row.tf), int(row.dl))
+            term.last_impact = postings.impact(int(row.term_frequency), int(row.item_length))
             _note(candidates, excluded, filters, postings.item_of(row), row, term.term, create=True)
         term.next = result.next
         term.exhausted = result.next is None or len(result.rows) < asked
@@ -253,7 +253,7 @@ def _note(
         return
     candidate = candidates.setdefault(item, _Candidate()) if create else candidates.get(item)
     if candidate is not None:
-        candidate.found[term] = (int(row.tf), int(row.dl))
+        candidate.found[term] = (int(row.term_frequency), int(row.item_length))
         candidate.resolved.add(term)
 
 
