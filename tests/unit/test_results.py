@@ -6,8 +6,14 @@ retry) serializes to the same JSON."""
 from __future__ import annotations
 
 import json
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from memory_hub.domain.results import MessageHit, MessageHits, Persona, RecordHit, ScenarioEntry, ScenarioList
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memory_hub.domain import results, results_admin
+from memory_hub.domain.results import Answer, MessageHit, MessageHits, Persona, RecordHit, ScenarioEntry, ScenarioList
 from memory_hub.domain.results_admin import Cleared, ClearItem, ExportJob, LayerCounts
 from memory_hub.edge.pipeline import dumps
 
@@ -99,3 +105,52 @@ def test_a_job_answers_only_what_it_has() -> None:
     )
     assert done.counts == LayerCounts(l0=1, l1=2, l2=0, l3=0)
     assert done.wire()["counts"] == {"l0": 1, "l1": 2, "l2": 0, "l3": 0}
+
+
+def _answer_types() -> list[type[Answer]]:
+    found: list[type[Answer]] = []
+    for module in (results, results_admin):
+        found += [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Answer) and v is not Answer]
+    return sorted(set(found), key=lambda t: t.__name__)
+
+
+def _values(annotation: Any) -> st.SearchStrategy[Any]:
+    """Any value of a field's type (answers built in turn)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, Answer):
+        return _answers(annotation)
+    if origin is Annotated:
+        return _values(args[0])
+    if origin is Literal:
+        return st.sampled_from(args)
+    if origin in (Union, UnionType):
+        return st.one_of([_values(a) for a in args])
+    if origin is list:
+        return st.lists(_values(args[0]), max_size=3)
+    if origin is dict:
+        keys = st.text(max_size=3) if args[0] is str else _values(args[0])
+        plain = (
+            st.none()
+            | st.booleans()
+            | st.integers()
+            | st.floats(allow_nan=False, allow_infinity=False)
+            | st.text(max_size=3)
+        )
+        return st.dictionaries(keys, plain if args[1] is Any else _values(args[1]), max_size=3)
+    simple = {str: st.text(max_size=5), int: st.integers(), bool: st.booleans(), type(None): st.none()}
+    return simple[annotation] if annotation in simple else st.floats(allow_nan=False, allow_infinity=False)
+
+
+def _answers(kind: type[Answer]) -> st.SearchStrategy[Answer]:
+    fields = {name: _values(field.annotation) for name, field in kind.model_fields.items()}
+    return st.fixed_dictionaries(fields).map(lambda values: kind(**values))
+
+
+@pytest.mark.parametrize("kind", _answer_types(), ids=lambda t: t.__name__)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_the_fast_wire_is_exactly_model_dump_less_the_absent_nulls(kind: type[Answer], data: st.DataObject) -> None:
+    answer = data.draw(_answers(kind))
+    dumped = answer.model_dump()  # pydantic's own (exclude_if leaves the absent Nones out)
+    assert answer.wire() == dumped
+    assert dumps(answer.wire()) == dumps(dumped)  # same keys in the same order, same JSON

@@ -13,17 +13,47 @@ Rules of these models (``Answer``):
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class Answer(BaseModel):
     model_config = ConfigDict(defer_build=True)
+    # per class, from its fields: those holding answers (a model, or a list of them), those left out when None
+    _nested: ClassVar[tuple[str, ...]] = ()
+    _absent: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        fields = cls.model_fields.items()
+        cls._nested = tuple(name for name, field in fields if _holds_answers(field.annotation))
+        cls._absent = tuple(name for name, field in fields if field.exclude_if is not None)
 
     def wire(self) -> dict[str, Any]:
-        """The answer as JSON-ready Python values (what the envelope's ``data`` holds)."""
-        return self.model_dump()
+        """The answer as JSON-ready Python values (what the envelope's ``data`` holds): what
+        ``model_dump()`` gives, in a fraction of its time on a page of 100 items (the values are
+        already plain: the fields' types are str, int, float, bool, None, lists and dicts of them,
+        or answers, which are converted in turn)."""
+        out = dict(self.__dict__)
+        for name in self._nested:
+            value = out[name]
+            if isinstance(value, list):
+                out[name] = [item.wire() for item in value]
+            elif value is not None:
+                out[name] = value.wire()
+        for name in self._absent:
+            if out[name] is None:
+                del out[name]
+        return out
+
+
+def _holds_answers(annotation: Any) -> bool:
+    """Whether a field's type mentions an answer model (``X``, ``list[X]``, ``X | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, Answer):
+        return True
+    return any(_holds_answers(arg) for arg in get_args(annotation))
 
 
 def _is_none(value: object) -> bool:
