@@ -205,9 +205,9 @@ class ExportJob(Answer):
     memory_id: str
     counts: LayerCounts | None = absent("items of each layer in the archive (once done)")
     bytes: int | None = absent("size of the .tar.gz (once done)")
-    error: str | None = absent(FAILED)
     url: str | None = absent("presigned GET of the .tar.gz, valid for up to 1 hour (state done)")
     expires_at: Stamp | None = absent("when url stops working")
+    error: str | None = absent(FAILED)  # never beside url: a job that failed has no archive
 
 
 class ImportCreated(Answer):
