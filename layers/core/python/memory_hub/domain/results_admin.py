@@ -32,9 +32,9 @@ class Erased(Answer):
 
 class ClearItem(Answer):
     memory_id: str
+    cleared: bool = Field(description="false: nothing of this memory was cleared (see reason); the call still succeeds")
     team_id: str = Field(description="the pair whose memory this is (several pairs may spell one memory_id)")
     agent_id: str
-    cleared: bool = Field(description="false: nothing of this memory was cleared (see reason); the call still succeeds")
     l0_deleted: int
     l1_deleted: int
     l2_deleted: int = Field(description="scenario files removed")
