@@ -172,25 +172,3 @@ def test_moto_alone_keeps_every_item_it_ever_made():
 
 def test_patched_moto_frees_an_overwritten_or_deleted_item():
     assert run(True, REPLACED_ITEM) == {"replaced_kept": False, "deleted_kept": False, "stored": "new", "count": 1}
-
-
-SHARED_NAMES = """
-    from moto.core import DEFAULT_ACCOUNT_ID
-    from moto.dynamodb.models import dynamodb_backends
-    table = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table("t")
-    for sk in ("a", "b"):
-        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": sk}, "payload": {"S": sk}})
-    first, second = next(iter(table.items.values())).values()
-    name = lambda item: next(n for n in item.attrs if n == "payload")
-    stored = [i["payload"]["S"] for i in ddb.query(TableName="t", KeyConditionExpression="pk = :p",
-        ExpressionAttributeValues={":p": {"S": "p"}})["Items"]]
-    print(json.dumps({"one_string": name(first) is name(second), "stored": stored}))
-"""
-
-
-def test_moto_alone_keeps_a_copy_of_each_attribute_name_in_every_item():
-    assert run(False, SHARED_NAMES) == {"one_string": False, "stored": ["a", "b"]}
-
-
-def test_patched_moto_holds_one_string_per_attribute_name():
-    assert run(True, SHARED_NAMES) == {"one_string": True, "stored": ["a", "b"]}

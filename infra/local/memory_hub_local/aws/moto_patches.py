@@ -17,8 +17,6 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
   own dashboard and its reset): every version of every item ever written, overwritten or deleted,
   every vector, every S3 object. Nothing of the emulated account reads those lists; here objects
   are no longer added to them, so what the account no longer holds is freed.
-- ``interned_names``: every item moto stores holds its own copy of each attribute name (a JSON
-  parse makes new strings); here an item's attribute names are interned, one string per name.
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ import bisect
 import copy
 import inspect
 import json
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -60,7 +57,6 @@ def install() -> None:
     sorted_partitions()
     index_key_sizes()
     untracked_models()
-    interned_names()
     from . import s3vectors  # S3 Vectors' QueryVectors and limits (documented and tested there)
 
     s3vectors.install()
@@ -168,19 +164,6 @@ def untracked_models() -> None:
         return super(BaseModel, cls).__new__(cls)  # moto's adds the object to cls.instances_tracked
 
     BaseModel.__new__ = staticmethod(untracked_new)  # type: ignore[method-assign]
-
-
-def interned_names() -> None:
-    from moto.dynamodb.models.dynamo_type import Item
-
-    if not _once(Item, "_memory_hub_interned_names"):
-        return
-    original = Item.__init__
-
-    def interned_init(self: Any, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
-        original(self, hash_key, range_key, {sys.intern(name): value for name, value in attrs.items()})
-
-    Item.__init__ = interned_init  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------- fast reads

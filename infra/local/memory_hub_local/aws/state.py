@@ -14,7 +14,6 @@ import gzip
 import json
 import os
 import secrets
-import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -209,15 +208,14 @@ def apply_writes(table: Any, puts: list[dict[str, Any]], deletes: list[dict[str,
 
 def _fill(table: Any, items: list[dict[str, Any]]) -> None:
     """Put saved items into a moto table as moto holds them, without re-checking each (they were
-    checked when written; moto's per-attribute size check makes a put quadratic in its size).
-    Attribute names are interned, as ``moto_patches.interned_names`` does for moto's own puts."""
+    checked when written; moto's per-attribute size check makes a put quadratic in its size)."""
     from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 
     hash_attr, range_attr = table.hash_key_attr, table.range_key_attr
     for attrs in items:
         item: Any = Item.__new__(Item)
         converted = LimitedSizeDict()
-        dict.update(converted, {sys.intern(name): DynamoType(value) for name, value in attrs.items()})
+        dict.update(converted, {name: DynamoType(value) for name, value in attrs.items()})
         item.hash_key = converted[hash_attr]
         item.range_key = converted[range_attr] if range_attr else None
         item.attrs = converted
