@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory_hub_tools.client import memory_id_for
 from memory_hub_tools.transport import Transport
 
 ADMIN_KEY = "mhk_000000000000_test-bootstrap-admin-key-0123456789"
@@ -156,7 +157,7 @@ class Scope:
 
     @property
     def memory_id(self) -> str:
-        return f"chat_memory-{self.team_id}-{self.agent_id}"
+        return memory_id_for(self.team_id, self.agent_id)
 
     def body(self, **fields: Any) -> dict[str, Any]:
         return {"team_id": self.team_id, "agent_id": self.agent_id, "user_id": self.user_id, **fields}
@@ -257,6 +258,34 @@ class Hooks:
             yield hook
         finally:
             self.remove(hook)
+
+
+def denied_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The AWS calls a function made that its own IAM policy refused. Aside: faults a test injected,
+    and the refusals tests cause on purpose (keys under ``outside/``, and ``profiles/iam/``)."""
+    return [
+        c
+        for c in calls
+        if c["function"]
+        and not c.get("injected")
+        and c["refused"] in ("AccessDenied", "AccessDeniedException")
+        and not str(c.get("key") or "").startswith(("outside/", "profiles/iam/"))
+    ]
+
+
+@contextmanager
+def checked_stack(embeddings: str) -> Iterator[Any]:
+    """:func:`local_stack`, and once its tests are done, sufficient privilege over all they did:
+    no call any function made was refused by that function's own policy in template.yaml (a missing
+    permission fails here, at the teardown of the session's stack, not in a deployment)."""
+    running = local_stack(embeddings)
+    stack = next(running)
+    try:
+        yield stack
+        denied = denied_calls(Hooks(stack.aws_url).calls())
+        assert denied == [], f"{len(denied)} calls refused by their function's IAM policy: {denied[:5]}"
+    finally:
+        next(running, None)
 
 
 def local_stack(embeddings: str) -> Iterator[Any]:
