@@ -144,9 +144,11 @@ class MemoryHubClient:
         for name, value in (("API key", self.api_key), ("service id", self.service_id)):
             if not value.isascii() or not value.isprintable():
                 raise ConfigError(f"the {name} must be printable ASCII (it is sent in an HTTP header)")
-        if self._transport is None:
-            self._transport = Transport(self.endpoint, self.api_key, self.service_id, self.timeout)
-        return self._transport
+        wanted = (self.endpoint, self.api_key, self.service_id, self.timeout)
+        kept = self._transport
+        if kept is None or (kept.endpoint, kept.key, kept.service_id, kept.timeout) != wanted:
+            self._transport = kept = Transport(*wanted)  # kept alive across calls: one connection per thread
+        return kept
 
     def _object(
         self, path: str, body: dict[str, Any] | None = None, *, idempotency_key: str | None = None
