@@ -81,8 +81,14 @@ class Api:
         reply = self.transport.send(method, path, body, headers, query)
         return Answer(reply.status, reply.body, reply.headers, reply.raw)
 
-    def post(self, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Answer:
-        reply = self.transport.post(path, body, headers)
+    def post(
+        self,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, list[str]] | None = None,
+    ) -> Answer:
+        reply = self.transport.post(path, body, headers, query=query)
         return Answer(reply.status, reply.body, reply.headers, reply.raw)
 
     def invoke(self, function: str, event: Any) -> Any:

@@ -83,8 +83,9 @@ def test_no_key_sends_no_authorization_and_a_caller_header_wins():
     transport = Transport("http://h", None)
     assert transport.headers() == {"x-tdai-service-id": "default"}
     connection = wired(transport, FakeConnection([FakeResponse(401, b"{}", [])]))
-    transport.post("/p", None, {"x-tdai-service-id": "other"})
-    assert connection.sent[0][2] == b"{}" and connection.sent[0][3]["x-tdai-service-id"] == "other"
+    transport.post("/p", None, {"x-tdai-service-id": "other"}, query={"Action": ["DeleteUserMemory"]})
+    ((_, target, body, headers),) = connection.sent
+    assert target == "/p?Action=DeleteUserMemory" and body == b"{}" and headers["x-tdai-service-id"] == "other"
 
 
 def test_send_goes_as_given_with_a_query_and_a_utf8_header_and_an_empty_post_has_a_length():

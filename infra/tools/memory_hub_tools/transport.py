@@ -203,6 +203,7 @@ class Transport:
         *,
         idempotency_key: str | None = None,
         gzip: bool = False,
+        query: Mapping[str, str | list[str]] | None = None,
     ) -> Reply:
         """POST ``body`` (``None``: ``{}``) as JSON with the API's headers (``headers`` win)."""
         payload = self.encode({} if body is None else body, ascii_only=self.ascii_json)
@@ -210,7 +211,7 @@ class Transport:
             payload = gzip_codec.compress(payload)
         sent = {"Content-Type": "application/json", "Accept": "application/json"}
         sent |= self.headers(idempotency_key=idempotency_key, gzip=gzip)
-        return self.send("POST", path, payload, {**sent, **(headers or {})})
+        return self.send("POST", path, payload, {**sent, **(headers or {})}, query)
 
     @staticmethod
     def encode(body: Any, *, ascii_only: bool = False) -> bytes:
