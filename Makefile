@@ -49,7 +49,7 @@ lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cf
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy functions/*/app.py  # one run: explicit_package_bases names them functions.<name>.app
-	$(PY) -m memory_hub_tools.imports
+	$(VENV)/bin/lint-imports --no-cache --no-logo  # the import contract: pyproject.toml [tool.importlinter]
 	$(VENV)/bin/cfn-lint template.yaml
 
 bench: $(VENV)/.installed  ## latency, AWS calls and round trips per route over the local stack (ARGS=--quick)

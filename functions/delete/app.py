@@ -6,8 +6,10 @@ from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from memory_hub.domain import assets, atomic, conversation, user_memory
+from memory_hub.domain.results import MessagesDeleted, RecordsDeleted
+from memory_hub.domain.results_admin import UserMemoryDeleted
 from memory_hub.edge.pipeline import current
-from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
+from memory_hub.edge.resolver import lambda_handler_for, make_app
 from memory_hub.edge.schemas.admin import DeleteUserMemory, UserMemoryDelete
 from memory_hub.edge.schemas.memory import AtomicDelete, ConversationDelete
 from memory_hub.settings import get_settings
@@ -19,23 +21,23 @@ ALIAS_PATH = "/v2/memory"
 
 
 @app.post("/v3/conversation/delete", summary="Delete messages by id and/or whole sessions", tags=["L0 conversation"])
-def conversation_delete(req: Annotated[ConversationDelete, Body(embed=False)]):
+def conversation_delete(req: Annotated[ConversationDelete, Body(embed=False)]) -> MessagesDeleted:
     r = current()
-    return envelope(conversation.delete(r.isolated_scope, req.message_ids, req.session_ids, r.authorize, r.request_id))
+    return conversation.delete(r.isolated_scope, req.message_ids, req.session_ids, r.authorize, r.request_id)
 
 
 @app.post(
     "/v3/atomic/delete", summary="Delete records by id (optionally only at expected versions)", tags=["L1 atomic"]
 )
-def atomic_delete(req: Annotated[AtomicDelete, Body(embed=False)]):
+def atomic_delete(req: Annotated[AtomicDelete, Body(embed=False)]) -> RecordsDeleted:
     r = current()
-    return envelope(atomic.delete(r.isolated_scope, req.ids, req.expected_versions, r.authorize, r.request_id))
+    return atomic.delete(r.isolated_scope, req.ids, req.expected_versions, r.authorize, r.request_id)
 
 
 @app.post("/v3/user-memory/delete", summary="Erase a user's L0/L1 in a memory, or one item of theirs", tags=["erasure"])
-def user_memory_delete(req: Annotated[UserMemoryDelete, Body(embed=False)]):
+def user_memory_delete(req: Annotated[UserMemoryDelete, Body(embed=False)]) -> UserMemoryDeleted:
     r = current()
-    return envelope(user_memory.delete(r.authorize(), req.named, req.user_id, req.content_id, r.request_id))
+    return user_memory.delete(r.authorize(), req.named, req.user_id, req.content_id, r.request_id)
 
 
 @app.post(
@@ -46,9 +48,9 @@ def user_memory_delete(req: Annotated[UserMemoryDelete, Body(embed=False)]):
 def delete_user_memory(
     req: Annotated[DeleteUserMemory, Body(embed=False)],
     action: Annotated[Literal["DeleteUserMemory"], Query(alias="Action")],
-):
+) -> UserMemoryDeleted:
     r = current()
-    return envelope(user_memory.delete(r.authorize(), req.named, req.userMemoryId, req.content_id, r.request_id))
+    return user_memory.delete(r.authorize(), req.named, req.userMemoryId, req.content_id, r.request_id)
 
 
 _api_handler = lambda_handler_for(app)

@@ -5,9 +5,10 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from memory_hub.domain import transfer
+from memory_hub.domain.results_admin import ExportJob, ImportCreated, ImportJobState
 from memory_hub.domain.transfer import exporting, importing
 from memory_hub.edge.pipeline import current
-from memory_hub.edge.resolver import envelope, lambda_handler_for, make_app
+from memory_hub.edge.resolver import lambda_handler_for, make_app
 from memory_hub.edge.schemas.transfer import ExportStart, ExportStatus, ImportCreate, ImportJob
 from memory_hub.settings import get_settings
 
@@ -20,27 +21,25 @@ app = make_app()
     summary="Export a memory (or one user's part) as a memory-tdai .tar.gz",
     tags=["export and import"],
 )
-def memory_export(req: Annotated[ExportStart, Body(embed=False)]):
+def memory_export(req: Annotated[ExportStart, Body(embed=False)]) -> ExportJob:
     r = current()
-    return envelope(exporting.start(r.authorize(), req.named, req.user_id, req.shared, r.request_id))
+    return exporting.start(r.authorize(), req.named, req.user_id, req.shared, r.request_id)
 
 
 @app.post(
     "/v3/memory/export/status", summary="An export's state; its download URL once done", tags=["export and import"]
 )
-def memory_export_status(req: Annotated[ExportStatus, Body(embed=False)]):
-    return envelope(exporting.status(current().authorize(), req.export_id))
+def memory_export_status(req: Annotated[ExportStatus, Body(embed=False)]) -> ExportJob:
+    return exporting.status(current().authorize(), req.export_id)
 
 
 @app.post(
     "/v3/memory/import", summary="Begin an import: a presigned URL to upload the tree to", tags=["export and import"]
 )
-def memory_import(req: Annotated[ImportCreate, Body(embed=False)]):
+def memory_import(req: Annotated[ImportCreate, Body(embed=False)]) -> ImportCreated:
     r = current()
-    return envelope(
-        importing.create(
-            r.authorize(), req.team_id, req.agent_id, req.user_id, req.from_team, req.from_agent, r.request_id
-        )
+    return importing.create(
+        r.authorize(), req.team_id, req.agent_id, req.user_id, req.from_team, req.from_agent, r.request_id
     )
 
 
@@ -49,8 +48,8 @@ def memory_import(req: Annotated[ImportCreate, Body(embed=False)]):
     summary="Ingest the uploaded tree (asynchronously when large)",
     tags=["export and import"],
 )
-def memory_import_start(req: Annotated[ImportJob, Body(embed=False)]):
-    return envelope(importing.begin(current().authorize(), req.import_id))
+def memory_import_start(req: Annotated[ImportJob, Body(embed=False)]) -> ImportJobState:
+    return importing.begin(current().authorize(), req.import_id)
 
 
 @app.post(
@@ -58,8 +57,8 @@ def memory_import_start(req: Annotated[ImportJob, Body(embed=False)]):
     summary="An import's state, counts per layer, or its problems",
     tags=["export and import"],
 )
-def memory_import_status(req: Annotated[ImportJob, Body(embed=False)]):
-    return envelope(importing.status(current().authorize(), req.import_id))
+def memory_import_status(req: Annotated[ImportJob, Body(embed=False)]) -> ImportJobState:
+    return importing.status(current().authorize(), req.import_id)
 
 
 _api_handler = lambda_handler_for(app)

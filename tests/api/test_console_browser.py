@@ -288,26 +288,112 @@ def audit_events(api, scope, **fields) -> list[dict]:
 # ---------------------------------------------------------------------------------------- tests
 
 
+MODULES = sorted(path.name for path in STATIC.glob("*.js"))
+SERVED = ["rules.js"]  # rendered by the API from the field rules, not a file
+
+
 def test_the_page_is_static_same_origin_and_relative(api):
-    """The console's own files: no inline script/style/handlers, only relative same-origin URLs."""
+    """The console's own files: no inline script/style/handlers, only relative same-origin URLs; one
+    entry module, the others imported by relative paths and served as JavaScript."""
     html = (STATIC / "index.html").read_text(encoding="utf-8")
-    assert re.findall(r"<script[^>]*>", html) == ['<script src="console/app.js" defer>']
+    assert re.findall(r"<script[^>]*>", html) == ['<script type="module" src="console/app.js">']
     assert "<style" not in html and " style=" not in html
     assert not re.search(r"\son[a-z]+\s*=", html), "no event-handler attributes"
     for url in re.findall(r'(?:src|href)="([^"]*)"', html):
         assert not url.startswith(("/", "http:", "https:", "//")), url
-    script = (STATIC / "app.js").read_text(encoding="utf-8")
-    assert "http://" not in script and "https://" not in script
-    assert not re.search(r"""["'`]/v3/""", script), "API URLs are relative to the page"
-    assert "innerHTML" not in script and "localStorage" not in script and "document.cookie" not in script
+    assert "app.js" in MODULES and "api.js" in MODULES and len(MODULES) > 5
+    for name in MODULES:
+        script = (STATIC / name).read_text(encoding="utf-8")
+        assert "http://" not in script and "https://" not in script, name
+        assert not re.search(r"""["'`]/v3/""", script), f"{name}: API URLs are relative to the page"
+        assert "innerHTML" not in script and "localStorage" not in script and "document.cookie" not in script
+        for target in re.findall(r"""^import .*?["']([^"']+)["'];$""", script, re.MULTILINE):
+            assert target.startswith("./") and target[2:] in [*MODULES, *SERVED], (name, target)
+        if name != "api.js":
+            assert "fetch(" not in script, f"{name}: only api.js talks HTTP to the API"
     for path, kind in (
         ("/console", "text/html"),
-        ("/console/app.js", "text/javascript"),
         ("/console/app.css", "text/css"),
+        *((f"/console/{name}", "text/javascript") for name in [*MODULES, *SERVED]),
     ):
         answer = api.raw("GET", path, None)
         assert answer.status == 200 and answer.headers["Content-Type"].startswith(kind), (path, answer.status)
         assert "script-src 'self'" in answer.headers["Content-Security-Policy"]
+
+
+def _errors_logged(driver) -> list[dict]:
+    return [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
+
+
+def test_every_module_loads_and_every_tab_renders(console, driver):
+    """A fresh page: every module of static/console (and the rules the API renders) is fetched and
+    runs without a JavaScript error, and every tab shows its panel."""
+    driver.get(console.url)
+    driver.execute_script("sessionStorage.clear()")
+    driver.get(console.url)  # again, with no key or scope kept: a first visit
+    console.wait(
+        lambda: driver.execute_script("return typeof window.memoryConsole") == "object",
+        message="the entry module did not run: a module failed to load",
+    )
+    console.wait_status(r"^Paste an API key and set team, agent and user to start\.", "info")
+    fetched = driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    for name in [*MODULES, *SERVED]:
+        assert console.url + "/" + name in fetched, f"{name} was not loaded (an orphan, or not imported)"
+    assert _errors_logged(driver) == []
+    for tab in ("l0", "l1", "l2", "l3", "search", "audit", "admin"):
+        console.tab(tab)
+        panel = console.by_id(f"panel-{tab}")
+        assert panel.is_displayed() and panel.find_element("css selector", "h2").text, tab
+    console.shot("every-tab-rendered")
+    assert _errors_logged(driver) == []
+
+
+def test_a_module_that_fails_to_load_is_caught(console, driver):
+    """The check above is live: with one tab's module blocked, the entry module never runs."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/console/tab-l2.js"]})
+    try:
+        driver.get(console.url)
+        console.wait(lambda: driver.execute_script("return document.readyState") == "complete")
+        assert driver.execute_script("return typeof window.memoryConsole") == "undefined"
+        assert console.status() == "", "no module of the console ran"
+    finally:
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        driver.execute_cdp_cmd("Network.disable", {})
+
+
+def test_the_consoles_field_rules_are_the_apis(console, driver, scope):
+    """What the console shows and spells (hints, the memory id) comes from the domain's field rules."""
+    from memory_hub.domain import fields, rules
+    from memory_hub.domain.scope import Scope
+
+    console.open()
+    shown = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "import(new URL('console/rules.js', document.baseURI).href)"
+        ".then((m) => done(m.default), (e) => done(String(e)));"
+    )
+    by_field = shown["fields"]
+    assert by_field["user_id"]["maxLength"] == by_field["session_id"]["maxLength"] == rules.MAX_ID_CHARS
+    assert by_field["summary"]["maxLength"] == fields.SUMMARY_CHARS
+    assert by_field["text"]["maxLength"] == fields.TEXT_CHARS
+    assert by_field["type"]["pattern"] == fields.TYPE_PATTERN
+    assert by_field["team_id"]["pattern"] == by_field["agent_id"]["pattern"] == fields.TEAM_PATTERN
+    assert by_field["path"]["maxBytes"] == rules.MAX_PATH_BYTES
+    assert shown["memory_id"] == Scope("{team_id}", "{agent_id}", "").memory_id
+    # The hints beside the controls say those numbers; the memory id shown is the API's spelling.
+    hints = {
+        control: console.text(f"{control}-rule")
+        for control in ("user", "l0-session", "l1-type", "l2-path", "l2-content", "l2-file-summary", "team")
+    }
+    assert f"{rules.MAX_ID_CHARS:,} characters" in hints["user"] and hints["user"] == hints["l0-session"]
+    assert f"{fields.SUMMARY_CHARS:,} characters" in hints["l2-file-summary"]
+    assert f"{fields.TEXT_CHARS:,} characters" in hints["l2-content"]
+    assert f"{rules.MAX_PATH_BYTES:,} UTF-8 bytes" in hints["l2-path"]
+    assert fields.TYPE_PATTERN in hints["l1-type"] and fields.TEAM_PATTERN in hints["team"]
+    assert "user-rule" in console.by_id("user").get_attribute("aria-describedby")
+    assert console.by_id("memory-id").text == Scope(scope.team_id, scope.agent_id, scope.user_id).memory_id
+    console.assert_clean()
 
 
 def test_key_and_scope_are_set_and_kept_only_in_session_storage(console, driver, api, scope):

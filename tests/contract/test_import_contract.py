@@ -1,70 +1,106 @@
-"""The runtime package's import contract (memory_hub_tools.imports): layers import only downward,
-only storage speaks to AWS, no cycles — checked on the real tree, and the checker itself shown to
-catch each kind of breach."""
+"""The runtime package's import contract: import-linter's contracts in pyproject.toml
+([tool.importlinter], run by ``make lint`` as ``lint-imports``) — layers import only downward, only
+storage speaks to AWS, the edge reaches storage through three seams, no cycles. Checked on the
+real tree, and each contract shown to catch its kind of breach, planted in a copy of the tree."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-from memory_hub_tools import imports
-from memory_hub_tools.imports import Import, breaches, cycles
+import pytest
 
-HERE = imports.PACKAGE / "x.py"
-
-
-def _imp(source: str, target: str) -> Import:
-    return Import(source, target, HERE, 1)
-
-
-def test_the_package_keeps_its_import_contract(capsys):
-    assert imports.main() == 0, capsys.readouterr().out
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "layers" / "core" / "python" / "memory_hub"
+FUNCTIONS = ROOT / "functions"
+CONFIG = ROOT / "pyproject.toml"
+CONTRACTS = {c["id"]: c["name"] for c in tomllib.loads(CONFIG.read_text())["tool"]["importlinter"]["contracts"]}
 
 
-def test_an_upward_import_is_a_breach():
-    assert breaches([_imp("memory_hub.storage.records", "memory_hub.domain.atomic")])
-    assert breaches([_imp("memory_hub.domain.atomic", "memory_hub.edge.pipeline")])
-    assert breaches([_imp("memory_hub.clock", "memory_hub.storage.layout")])
-    assert breaches([_imp("functions.memory.app", "memory_hub.storage.records")])
-
-
-def test_the_edge_reaches_storage_only_through_its_named_seams():
-    assert not breaches([_imp("memory_hub.edge.errors", "memory_hub.storage.errors")])
-    assert breaches([_imp("memory_hub.edge.pipeline", "memory_hub.storage.models")])
-
-
-def test_only_storage_imports_the_aws_sdks():
-    for sdk in ("boto3", "botocore.config", "pynamodb.models"):
-        assert breaches([_imp("memory_hub.domain.clear", sdk)]), sdk
-        assert not breaches([_imp("memory_hub.storage.aws", sdk)]), sdk
-
-
-def test_downward_imports_are_allowed():
-    assert not breaches(
-        [
-            _imp("memory_hub.edge.pipeline", "memory_hub.domain.errors"),
-            _imp("memory_hub.domain.atomic", "memory_hub.storage.records"),
-            _imp("memory_hub.storage.records", "memory_hub.clock"),
-            _imp("functions.memory.app", "memory_hub.edge.resolver"),
-        ]
+def _lint(*python_path: Path, cwd: Path) -> tuple[int, dict[str, bool]]:
+    """lint-imports' exit status and, per contract id, whether it was kept."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, python_path)), "COLUMNS": "500"}
+    run = subprocess.run(
+        [Path(sys.executable).with_name("lint-imports"), "--no-cache", "--no-logo", str(CONFIG)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+    lines = run.stdout.splitlines()
+    kept = {}
+    for contract_id, name in CONTRACTS.items():
+        (verdict,) = [line.removeprefix(name).split()[0] for line in lines if line.startswith(name + " ")]
+        kept[contract_id] = verdict == "KEPT"
+    return run.returncode, kept
 
 
-def test_cycles_are_found_even_through_several_modules():
-    found = cycles(
-        [
-            _imp("memory_hub.domain.a", "memory_hub.domain.b"),
-            _imp("memory_hub.domain.b", "memory_hub.domain.c"),
-            _imp("memory_hub.domain.c", "memory_hub.domain.a"),
-            _imp("memory_hub.domain.c", "memory_hub.clock"),
-        ]
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of memory_hub and functions, first on the path of the lint-imports it runs."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(PACKAGE, tmp_path / "memory_hub", ignore=ignore)
+    shutil.copytree(FUNCTIONS, tmp_path / "functions", ignore=ignore)
+    return tmp_path
+
+
+def test_the_package_keeps_its_import_contract():
+    status, kept = _lint(PACKAGE.parent, ROOT, cwd=ROOT)
+    assert kept == dict.fromkeys(CONTRACTS, True)
+    assert status == 0
+
+
+def test_a_clean_copy_keeps_it_and_the_edge_may_use_its_seams(tree: Path):
+    (tree / "memory_hub" / "edge" / "planted.py").write_text(
+        "from ..storage import concurrency, errors, idempotency\n\nSEAMS = (concurrency, errors, idempotency)\n"
     )
-    assert found == [["memory_hub.domain.a", "memory_hub.domain.b", "memory_hub.domain.c"]]
-    assert cycles([_imp("memory_hub.domain.a", "memory_hub.domain.b")]) == []
+    assert _lint(tree, cwd=tree) == (0, dict.fromkeys(CONTRACTS, True))
 
 
-def test_function_level_imports_are_read(tmp_path: Path):
-    source = tmp_path / "probe.py"
-    source.write_text("import json\n\n\ndef f():\n    from ..edge import pipeline\n    return pipeline\n")
-    found = imports.imports_of(source, {"memory_hub.edge.pipeline"}, module="memory_hub.domain.probe")
-    assert [(i.target, i.line) for i in found] == [("json", 1), ("memory_hub.edge.pipeline", 5)]
-    assert breaches(found)
+# An upward import breaks the layers, and with the downward imports already there it closes a cycle.
+UPWARD = {"layers", "no-cycles"}
+# what is planted (file → source appended) and the contracts it breaks
+PLANTED: dict[str, tuple[dict[str, str], set[str]]] = {
+    "domain imports boto3": ({"memory_hub/domain/planted.py": "import boto3\n"}, {"aws-sdks"}),
+    "the edge imports pynamodb": ({"memory_hub/edge/planted.py": "from pynamodb.models import Model\n"}, {"aws-sdks"}),
+    "a function imports botocore": ({"functions/planted/app.py": "import botocore.config\n"}, {"aws-sdks"}),
+    "storage imports the edge": ({"memory_hub/storage/planted.py": "from ..edge import pipeline\n"}, UPWARD),
+    "domain imports the edge inside a function": (
+        {"memory_hub/domain/planted.py": "def f():\n    from ..edge import errors\n\n    return errors\n"},
+        UPWARD,
+    ),
+    "a base module imports storage": ({"memory_hub/clock.py": "\n\ndef _f():\n    from .storage import aws\n"}, UPWARD),
+    "the edge imports storage beside its seams": (
+        {"memory_hub/edge/planted.py": "from ..storage import models\n"},
+        {"edge-seams"},
+    ),
+    "a function imports storage": (
+        {"functions/planted/app.py": "from memory_hub.storage import records\n"},
+        {"functions-no-storage"},
+    ),
+    "two domain modules import each other": (
+        {
+            "memory_hub/domain/planted_a.py": "from . import planted_b\n",
+            "memory_hub/domain/planted_b.py": "def f():\n    from . import planted_a\n\n    return planted_a\n",
+        },
+        {"no-cycles"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", PLANTED)
+def test_a_planted_breach_breaks_its_contracts_and_only_them(tree: Path, case: str):
+    files, broken = PLANTED[case]
+    for relative, source in files.items():
+        path = tree / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as planted:  # appended: a base module keeps its own code
+            planted.write(source)
+    status, kept = _lint(tree, cwd=tree)
+    assert status == 1
+    assert kept == {contract: contract not in broken for contract in CONTRACTS}

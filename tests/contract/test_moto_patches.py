@@ -145,3 +145,30 @@ def test_patches_refuse_an_untested_moto_version(monkeypatch):
     monkeypatch.setattr(moto, "__version__", "9.9.9")
     with pytest.raises(moto_patches.UntestedMoto, match=r"9\.9\.9"):
         moto_patches.install()
+
+
+REPLACED_ITEM = """
+    import gc, weakref
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+    table = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table("t")
+    ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "a"}, "v": {"S": "old"}})
+    ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "gone"}})
+    first = weakref.ref(next(iter(table.items.values()))[next(iter(next(iter(table.items.values()))))])
+    deleted = weakref.ref(list(next(iter(table.items.values())).values())[1])
+    ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "a"}, "v": {"S": "new"}})
+    ddb.delete_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "gone"}})
+    gc.collect()
+    stored = ddb.get_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "a"}})["Item"]["v"]["S"]
+    count = ddb.scan(TableName="t")["Count"]
+    print(json.dumps({"replaced_kept": first() is not None, "deleted_kept": deleted() is not None,
+                      "stored": stored, "count": count}))
+"""
+
+
+def test_moto_alone_keeps_every_item_it_ever_made():
+    assert run(False, REPLACED_ITEM) == {"replaced_kept": True, "deleted_kept": True, "stored": "new", "count": 1}
+
+
+def test_patched_moto_frees_an_overwritten_or_deleted_item():
+    assert run(True, REPLACED_ITEM) == {"replaced_kept": False, "deleted_kept": False, "stored": "new", "count": 1}

@@ -370,3 +370,27 @@ def test_a_query_sees_every_put_overwrite_and_delete_before_it():
     assert run(True, CHANGES) == {
         "seen": [[["far", 1.0]], [["near", round(1 - 1 / 1.01**0.5, 4)]], [["far", 0.0]], [["near", 0.005]]]
     }
+
+
+HELD_VALUES = """
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3vectors.models import s3vectors_backends
+    given = [0.1, -0.2, 0.30000000000000004]
+    vectors.put_vectors(**AT, vectors=[{"key": "f", "data": {"float32": given}},
+                                       {"key": "i", "data": {"float32": [1, 0, 2]}}])
+    index = next(i for b in s3vectors_backends[DEFAULT_ACCOUNT_ID]["aws"].vector_buckets.values()
+                 for i in b.indexes.values())
+    held = {k: type(next(iter(v.__dict__[n] for n in v.__dict__ if n != "key" and n != "metadata"))).__name__
+            for k, v in index.vectors.items()}
+    answer = vectors.get_vectors(**AT, keys=["f", "i"], returnData=True)["vectors"]
+    back = {v["key"]: v["data"]["float32"] for v in answer}
+    print(json.dumps({"held": held, "same": back == {"f": given, "i": [1, 0, 2]}}))
+"""
+
+
+def test_moto_alone_holds_every_vector_value_as_a_python_float():
+    assert run(False, HELD_VALUES) == {"held": {"f": "dict", "i": "dict"}, "same": True}
+
+
+def test_patched_moto_holds_float_vectors_packed_and_answers_them_exactly():
+    assert run(True, HELD_VALUES) == {"held": {"f": "array", "i": "array"}, "same": True}

@@ -1,7 +1,8 @@
 """The shipped OpenAPI document and docs/API.md are what the code generates (``memory-hub openapi``),
 and the document tells the truth about answers (issue 13): every POST documents its 200 as the
-envelope with the route's ``data`` and each error status it can answer as the error envelope, and
-nothing documents Powertools' ``422 HTTPValidationError``, a shape the API never sends."""
+envelope of the type its handler returns (the domain's answer model) and each error status it can
+answer as the error envelope, and nothing documents Powertools' ``422 HTTPValidationError``, a
+shape the API never sends."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import json
 from typing import Any
 
 import pytest
+from memory_hub.edge import error_docs
 from memory_hub.edge.public import SPEC_FILE
 from memory_hub.edge.routes import PUBLIC_GET, ROUTES
-from memory_hub.edge.schemas import responses
 from memory_hub_tools.openapi import REFERENCE_FILE, generate, reference
 
 SCHEMAS = "#/components/schemas/"
@@ -63,7 +64,7 @@ def test_generation_is_deterministic(generated: str) -> None:
 
 
 def test_every_route_is_documented_with_its_answer(spec: dict[str, Any]) -> None:
-    assert set(responses.ROUTES) == set(ROUTES)
+    assert set(error_docs.EXTRA) == set(ROUTES)
     assert {p for p, item in spec["paths"].items() if "post" in item} == set(ROUTES)
     assert {p for p, item in spec["paths"].items() if "get" in item} == set(PUBLIC_GET)
 
@@ -77,10 +78,10 @@ def test_no_validation_error_shapes_the_api_never_sends(generated: str, spec: di
 @pytest.mark.parametrize("path", sorted(ROUTES))
 def test_every_post_documents_its_data_and_its_error_envelopes(spec: dict[str, Any], path: str) -> None:
     operation = spec["paths"][path]["post"]
-    doc = responses.ROUTES[path]
+    envelope = path not in error_docs.ALIASES
     answers = operation["responses"]
     success = _json_schema(spec, answers["200"])
-    if doc.envelope:
+    if envelope:
         assert {"code", "message", "request_id", "data"} <= set(success["required"])
         assert success["properties"]["code"]["const"] == 0
         data = success["properties"]["data"]
@@ -90,20 +91,20 @@ def test_every_post_documents_its_data_and_its_error_envelopes(spec: dict[str, A
         assert set(success["required"]) == {"requestId", "result"}
     assert "x-request-id" in answers["200"]["headers"]
     statuses = {int(s) for s in answers if s != "200"}
-    assert set(doc.statuses) <= statuses
+    assert set(error_docs.statuses(path, ROUTES[path].isolated)) <= statuses
     assert {400, 401, 403, 413, 415, 500, 429, 502, 504} <= statuses
     assert 405 not in statuses  # a POST on a POST route is never 405
     for status in sorted(statuses):
         error = _json_schema(spec, answers[str(status)])
         assert error["properties"]["code"]["const"] == status
         expected = "code", "message", "request_id"
-        if status in responses.GATEWAY_ERRORS:  # API Gateway's own answer, the same on every path
+        if status in error_docs.GATEWAY_ERRORS:  # API Gateway's own answer, the same on every path
             expected = "code", "message", "request_id", "retryable"
-        elif not doc.envelope:
+        elif not envelope:
             expected = "requestId", "code", "message"
         assert set(expected) <= set(error["required"]), (path, status)
     if ROUTES[path].isolated:
-        assert 422 in doc.statuses
+        assert 422 in statuses
         headers = {p["name"] for p in operation["parameters"] if p["in"] == "header"}
         assert {"x-tdai-team-id", "x-tdai-agent-id", "x-tdai-user-id"} <= headers
         body = _resolve(spec, operation["requestBody"]["content"]["application/json"]["schema"])
@@ -148,3 +149,19 @@ def test_the_reference_covers_every_route() -> None:
         assert f"### `POST {path}`" in text
     for path in PUBLIC_GET:
         assert f"### `GET {path}`" in text
+
+
+def test_each_answer_is_the_type_its_handler_returns(spec: dict[str, Any]) -> None:
+    """The 200's data of a route is the schema of its handler's return annotation, field for field."""
+    from memory_hub.domain import results, results_admin
+
+    for path, name in (
+        ("/v3/conversation/search", "MessageHits"),
+        ("/v3/atomic/search", "RecordHits"),
+        ("/v3/memory/get", "AssetWithCounts"),
+        ("/v3/memory/export/status", "ExportJob"),
+    ):
+        success = _json_schema(spec, spec["paths"][path]["post"]["responses"]["200"])
+        assert success["properties"]["data"] == {"$ref": SCHEMAS + name}
+        model = getattr(results, name, None) or getattr(results_admin, name)
+        assert set(spec["components"]["schemas"][name]["properties"]) == set(model.model_fields)

@@ -54,4 +54,7 @@ def test_the_wheel_holds_every_package_and_module_of_the_project(tmp_path):
     assert not missing_modules, f"modules missing from the wheel: {missing_modules}"
     # the data the functions serve comes along too
     assert "memory_hub/edge/openapi.json" in names
-    assert any(n.startswith("memory_hub/edge/static/console/") for n in names)
+    console = ROOT / "layers" / "core" / "python" / "memory_hub" / "edge" / "static" / "console"
+    shipped = sorted(f"memory_hub/edge/static/console/{p.name}" for p in console.iterdir())
+    assert any(n.endswith("/app.js") for n in shipped) and any(n.endswith("/api.js") for n in shipped)
+    assert [n for n in shipped if n not in names] == [], "every file of the console (each ES module) ships"

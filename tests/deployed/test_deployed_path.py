@@ -169,3 +169,28 @@ def test_functions_import_nothing_of_the_local_stack(functions):
         n.startswith(("moto", "memory_hub_local", "memory_hub_tools", "yaml", "samtranslator")) for n in names
     ), names
     assert {"boto3", "botocore", "pynamodb", "pydantic", "aws_lambda_powertools"} <= names
+
+
+def test_the_console_and_every_module_are_served_as_deployed(functions):
+    """Through the catch-all route, as API Gateway sends a browser's GET: the page, each of its ES
+    modules (a file of the layer, or the field rules the API renders) as JavaScript, under the
+    policy that lets the page load its own module scripts only."""
+    from memory_hub.edge.public import STATIC
+    from memory_hub_local.gateway import api_event
+
+    modules = sorted(p.name for p in (STATIC / "console").glob("*.js"))
+    assert "app.js" in modules and "api.js" in modules
+    function = _function_of(functions)("/{proxy+}")
+    for path, kind in [
+        ("/console", "text/html"),
+        *((f"/console/{name}", "text/javascript") for name in [*modules, "rules.js"]),
+    ]:
+        resource = "/console" if path == "/console" else "/{proxy+}"
+        outcome = functions.invoke(function, api_event("GET", path, {"Accept": "*/*"}, None, resource=resource))
+        assert outcome.error is None, outcome.error
+        answer = outcome.result
+        assert answer["statusCode"] == 200, (path, answer)
+        assert answer["headers"]["Content-Type"].startswith(kind), path
+        assert "script-src 'self'" in answer["headers"]["Content-Security-Policy"], path
+    page = functions.invoke(function, api_event("GET", "/console", {}, None, resource="/console")).result["body"]
+    assert '<script type="module" src="console/app.js"></script>' in page

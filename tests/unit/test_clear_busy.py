@@ -40,11 +40,11 @@ def test_a_clear_that_gives_up_on_concurrent_changes_says_so_and_may_be_retried(
     monkeypatch.setattr(retry, "time", _FastClock())
     with hook(clients.dynamodb(), "before-call.dynamodb.TransactWriteItems", _conflict):
         answer = clear.clear(ADMIN, [asset], "req-0000000000000000", lambda: 60_000)
-    (item,) = answer["items"]
-    assert item["cleared"] is False and answer["all_cleared"] is False
-    assert item["retryable"] is True
-    assert item["reason"] != "storage error before anything was cleared"
-    assert "too many concurrent changes" in item["reason"], item
-    assert (item["team_id"], item["agent_id"]) == (asset.team_id, asset.agent_id)
+    (item,) = answer.items
+    assert item.cleared is False and answer.all_cleared is False
+    assert item.retryable is True
+    assert item.reason != "storage error before anything was cleared"
+    assert item.reason and "too many concurrent changes" in item.reason, item
+    assert (item.team_id, item.agent_id) == (asset.team_id, asset.agent_id)
     # and nothing was cleared
     assert assets.of_pair(asset.team_id, asset.agent_id).last_cleared_at is None

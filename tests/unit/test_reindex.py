@@ -34,7 +34,11 @@ def _old_message(where: Where, user: str, item_id: str, text: str) -> None:
     for token in set(tokens):
         digest = layout.term_digest(token)
         Posting(
-            pk, layout.posting_sk(item_id, digest), lsi3=f"{digest}{layout.SEP}{item_id}", tf=1, dl=len(tokens)
+            pk,
+            layout.posting_sk(item_id, digest),
+            lsi3=f"{digest}{layout.SEP}{item_id}",
+            term_frequency=1,
+            item_length=len(tokens),
         ).save()
     transaction = Transaction()
     counters.change(transaction, where, "L0", user, 1, len(tokens))
@@ -59,7 +63,7 @@ def test_an_item_indexed_the_old_way_is_found_after_the_reindex(aws):
     assert _found(where, "u1", "changing oil") == ["msg-000000000000000000000000a2"]
     # lengths follow the analysis (stop words no longer count), and the item says it is current
     item = Message.get(where.item_pk("L0", "u1"), "msg-000000000000000000000000a1", consistent_read=True)
-    assert int(item.terms) == 5 and int(item.ix) == postings.INDEX_FORMAT
+    assert int(item.terms) == 5 and int(item.index_format) == postings.INDEX_FORMAT
     assert counters.of_user(where, "L0", "u1") == (2, 5 + 4)  # car need oil chang
     # no posting of the old format is left
     rows = list(Posting.query(where.item_pk("L0", "u1"), Posting.sk.startswith("p"), consistent_read=True))

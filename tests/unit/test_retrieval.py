@@ -84,12 +84,33 @@ def test_a_common_word_costs_a_page_not_the_partition(aws):
     total = sum(("word0" in t.split()) + ("word1" in t.split()) for t in corpus.values())
     assert total > 1200
     assert result.postings_read <= 300  # both words common, a pathological case: pages, not the partition
-    budget = retrieval.read_budget(10, 2)
+    budget = retrieval.read_budget(10, 10, 2)
     capped = retrieval.ranked(
         pk, ["word0", "word1"], 10, postings.Filters(), lambda: (stats.items, stats.tokens), 10, budget
     )
-    assert capped.postings_read < result.postings_read and capped.postings_read <= 2 * budget
+    assert capped.postings_read < result.postings_read and capped.postings_read <= budget
     assert len(capped.order) >= 10  # the best found by then
+
+
+def test_the_read_budget_is_what_depth_and_words_call_for_within_eight_postings_per_result():
+    assert retrieval.read_budget(10, 10, 2) == 5 * 10 + 6 * 2  # what a short query calls for
+    assert retrieval.read_budget(10, 20, 6) == 80  # a deeper look (fusion) stays within 8 per result
+    assert retrieval.read_budget(1, 20, 5) == 15  # but every word gets its first page
+    assert retrieval.read_budget(100, 100, 3) == 5 * 100 + 6 * 3
+
+
+@pytest.mark.parametrize("budget", [6, 17, 40, 80])
+def test_a_search_never_reads_more_postings_than_its_budget(aws, budget):
+    """The budget is a hard cap: pages and look-ups by key are cut to what is left of it (beyond a
+    first page of each word), whatever the memory holds and however common its words are."""
+    rng = random.Random(budget)
+    corpus = _corpus(rng, 600)
+    pk, stats = _index(corpus)
+    for query in ("word0 word1", "word0 word2 word3 word5", " ".join(VOCABULARY[:6])):
+        terms = query_terms(query)
+        result = retrieval.ranked(pk, terms, 10, postings.Filters(), lambda: (stats.items, stats.tokens), 20, budget)
+        assert 0 < result.postings_read <= max(budget, retrieval.FIRST_PAGE * len(terms))
+        assert result.order  # the best found by then
 
 
 def test_filters_narrow_what_is_found(aws):

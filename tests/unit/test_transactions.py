@@ -1,8 +1,12 @@
-"""storage/transactions.py over moto in process: named cancellations, retried conflicts, the 100 cap."""
+"""storage/transactions.py over moto in process: named cancellations, retried conflicts, the 100 cap.
+
+PynamoDB's TransactWrite sends the actions grouped by kind (``REQUEST_ORDER``), not in the order they
+were added: the reasons injected below are in request order, as DynamoDB gives them."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from aws_faults import Calls, error, hook
@@ -12,8 +16,10 @@ from hypothesis import strategies as st
 from memory_hub.settings import get_settings
 from memory_hub.storage import aws as clients
 from memory_hub.storage.errors import Cancelled
-from memory_hub.storage.models import Counter, Guard
-from memory_hub.storage.transactions import MAX_ACTIONS, Transaction
+from memory_hub.storage.models import Counter, Guard, OneClient
+from memory_hub.storage.transactions import MAX_ACTIONS, REQUEST_ORDER, Transaction
+from pynamodb.connection import Connection
+from pynamodb.exceptions import AttributeNullError
 
 EVENT = "before-call.dynamodb.TransactWriteItems"
 KINDS = ("check", "put", "update", "delete")
@@ -26,7 +32,7 @@ def _fresh_pk() -> str:
 def _seed(pk: str) -> None:
     Guard(pk, "checked", atom_id="a").save()
     Guard(pk, "taken", atom_id="old").save()
-    Counter(pk, "counter", n=1).save()
+    Counter(pk, "counter", item_count=1).save()
     Guard(pk, "doomed", atom_id="x").save()
 
 
@@ -39,7 +45,10 @@ def _add(transaction: Transaction, kind: str, pk: str, fail: bool) -> None:
         transaction.put("put", Guard(pk, target, atom_id="new"), condition=Guard.sk.does_not_exist())
     elif kind == "update":
         transaction.update(
-            "update", Counter(pk, "counter"), [Counter.n.add(1)], condition=Counter.n == (99 if fail else 1)
+            "update",
+            Counter(pk, "counter"),
+            [Counter.item_count.add(1)],
+            condition=Counter.item_count == (99 if fail else 1),
         )
     else:
         transaction.delete("delete", Guard(pk, "doomed"), condition=Guard.atom_id == ("nope" if fail else "x"))
@@ -56,7 +65,7 @@ def _state(pk: str) -> dict[str, object]:
         "taken": guard("taken"),
         "fresh": guard("fresh"),
         "doomed": guard("doomed"),
-        "counter": int(Counter.get(pk, "counter", consistent_read=True).n),
+        "counter": int(Counter.get(pk, "counter", consistent_read=True).item_count),
     }
 
 
@@ -97,6 +106,21 @@ def test_names_repeat_when_several_actions_share_one(aws):
     with pytest.raises(Cancelled) as caught:
         transaction.commit()
     assert caught.value.failed == ["message", "message"]
+
+
+def test_an_action_pynamodb_refuses_leaves_no_name_behind(aws):
+    """An item that cannot be serialized is refused when added; the names of the actions after it
+    still line up with the request."""
+    pk = _fresh_pk()
+    _seed(pk)
+    transaction = Transaction()
+    with pytest.raises(AttributeNullError):
+        transaction.put("incomplete", Guard(pk, "no-atom"))  # atom_id is required
+    assert (len(transaction), transaction.room()) == (0, MAX_ACTIONS)
+    transaction.put("claim", Guard(pk, "taken", atom_id="new"), condition=Guard.sk.does_not_exist())
+    with pytest.raises(Cancelled) as caught:
+        transaction.commit()
+    assert caught.value.failed == ["claim"]
 
 
 # ---------------------------------------------------------------- retries
@@ -143,7 +167,8 @@ def test_a_failed_condition_wins_over_a_conflict_and_is_not_retried(aws):
     transaction = Transaction()
     _add(transaction, "update", pk, False)
     _add(transaction, "delete", pk, False)
-    calls = Calls(_cancelled("TransactionConflict", "ConditionalCheckFailed"))
+    # in request order: the delete, then the update
+    calls = Calls(_cancelled("ConditionalCheckFailed", "TransactionConflict"))
     with hook(clients.dynamodb(), EVENT, calls), pytest.raises(Cancelled) as caught:
         transaction.commit()
     assert caught.value.failed == ["delete"]
@@ -203,20 +228,92 @@ def test_room_and_empty_commit(aws):
     assert (len(transaction), transaction.room()) == (1, MAX_ACTIONS - 1)
 
 
-def test_actions_keep_only_the_fields_dynamodb_takes(aws):
-    """PynamoDB's kwargs carry ReturnValues and the like, which TransactWriteItems refuses."""
+def test_the_request_groups_actions_by_kind_and_carries_only_what_dynamodb_takes(aws):
+    """Added update, delete, put, check: sent in REQUEST_ORDER (what the names are mapped by),
+    each with its table and no ReturnValues (TransactWriteItems refuses it)."""
     pk = _fresh_pk()
     _seed(pk)
     transaction = Transaction()
-    for kind in KINDS:
+    for kind in reversed(KINDS):
         _add(transaction, kind, pk, False)
     calls = Calls()
     with hook(clients.dynamodb(), "provide-client-params.dynamodb.TransactWriteItems", calls):
         transaction.commit()
     (sent,) = calls.params
     kinds = [next(iter(action)) for action in sent["TransactItems"]]
-    assert kinds == ["ConditionCheck", "Put", "Update", "Delete"]
+    assert kinds == list(REQUEST_ORDER) == ["ConditionCheck", "Delete", "Put", "Update"]
     for action in sent["TransactItems"]:
         ((kind, body),) = action.items()
         assert "ReturnValues" not in body
         assert body["TableName"] == get_settings().items_table
+    assert _state(pk) == {"taken": "old", "fresh": "new", "doomed": None, "counter": 2}
+
+
+def test_a_cancelled_transaction_names_its_failed_actions_in_the_order_they_were_added(aws):
+    """Added in the reverse of the request's order, two of four conditions failing (moto decides)."""
+    pk = _fresh_pk()
+    _seed(pk)
+    transaction = Transaction()
+    transaction.update("bump", Counter(pk, "counter"), [Counter.item_count.add(1)], condition=Counter.item_count == 1)
+    transaction.put("claim", Guard(pk, "taken", atom_id="new"), condition=Guard.sk.does_not_exist())  # fails
+    transaction.delete("drop", Guard(pk, "doomed"), condition=Guard.atom_id == "x")
+    transaction.check("epoch", Guard, pk, "checked", condition=Guard.atom_id == "stale")  # fails
+    with pytest.raises(Cancelled) as caught:
+        transaction.commit()
+    assert caught.value.failed == ["claim", "epoch"]
+    assert _state(pk) == UNCHANGED
+
+
+def test_a_conflict_is_retried_and_the_retry_reports_a_failed_condition_by_name(aws):
+    """First attempt: cancelled by a concurrent transaction (injected); the second reaches moto,
+    where the condition is false by then: Cancelled names it, after exactly two calls."""
+    pk = _fresh_pk()
+    _seed(pk)
+    transaction = Transaction()
+    transaction.update("bump", Counter(pk, "counter"), [Counter.item_count.add(1)], condition=Counter.item_count == 1)
+    transaction.check("guard", Guard, pk, "checked", condition=Guard.atom_id == "a")
+    Guard(pk, "checked", atom_id="changed").save()  # what the concurrent writer did
+    calls = Calls(_cancelled("None", "TransactionConflict"))  # request order: the check, then the update
+    with hook(clients.dynamodb(), EVENT, calls), pytest.raises(Cancelled) as caught:
+        transaction.commit()
+    assert caught.value.failed == ["guard"]
+    assert len(calls) == 2
+    assert _state(pk)["counter"] == 1
+
+
+def test_models_and_transactions_make_only_their_own_calls_on_the_one_client(aws):
+    """Models (bound afresh, as at a cold start) and transactions speak through ``aws.dynamodb()``:
+    a save, a get and a commit are one PutItem, one GetItem and one TransactWriteItems on that
+    client, nothing else (no DescribeTable, no client of their own)."""
+    pk = _fresh_pk()
+    Guard._connection = None
+    Counter._connection = None
+    seen: list[str] = []
+
+    def record(model: Any, **_: Any) -> None:
+        seen.append(model.name)
+
+    with hook(clients.dynamodb(), "before-call.dynamodb", record):
+        Guard(pk, "g", atom_id="a").save()
+        assert Guard.get(pk, "g", consistent_read=True).atom_id == "a"
+        transaction = Transaction()
+        transaction.put("counter", Counter(pk, "counter", item_count=1), condition=Counter.sk.does_not_exist())
+        transaction.check("guard", Guard, pk, "g", condition=Guard.atom_id == "a")
+        transaction.commit()
+    assert seen == ["PutItem", "GetItem", "TransactWriteItems"]
+    assert _state_counter(pk) == 1
+
+
+def _state_counter(pk: str) -> int:
+    return int(Counter.get(pk, "counter", consistent_read=True).item_count)
+
+
+def test_a_connection_pynamodb_made_without_the_one_client_is_never_used(aws):
+    """What another thread could see mid-binding (PynamoDB's own connection, before the swap) is
+    bound again, not used: the model ends on the one client."""
+    table = Guard._get_connection()
+    plain = Connection(region="us-east-1")
+    plain.add_meta_table(table.get_meta_table())
+    table.connection = plain
+    assert isinstance(Guard._get_connection().connection, OneClient)
+    assert Guard._get_connection().connection.client is clients.dynamodb()

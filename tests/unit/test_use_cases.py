@@ -38,8 +38,8 @@ def _in_session(scope: Scope, session_id: str | None) -> Scope:
 def _add_messages(scope: Scope, *contents: str) -> list[str]:
     batch = [{"role": "user", "content": text} for text in contents]
     answer = conversation.add(scope, batch, _writer(scope))
-    assert answer["total_count"] == len(contents) and answer["accepted_versions"] == ["v1"] * len(contents)
-    return answer["accepted_ids"]
+    assert answer.total_count == len(contents) and answer.accepted_versions == ["v1"] * len(contents)
+    return answer.accepted_ids
 
 
 def _add_record(scope: Scope, content: str, type_: str = "fact", background: str = "") -> dict[str, Any]:
@@ -48,18 +48,18 @@ def _add_record(scope: Scope, content: str, type_: str = "fact", background: str
 
 def _search(scope: Scope, text: str) -> list[str]:
     answer = conversation.search(scope, text, 10, None, None, _writer(scope))
-    assert answer["mode_used"] == "keyword"  # meaning is off in the unit tier
-    return [m["content"] for m in answer["messages"]]
+    assert answer.mode_used == "keyword"  # meaning is off in the unit tier
+    return [m.content for m in answer.messages]
 
 
 def _every_layer(scope: Scope) -> dict[str, int]:
     """What each use case counts for the scope (its session unset: every session)."""
     auth = _writer(scope)
     return {
-        "l0": conversation.count(scope, None, None, auth)["total"],
-        "l1": atomic.count(scope, None, None, None, auth)["total"],
-        "l2": scenario.count(scope, "", auth)["count"],
-        "l3": persona.count(scope, auth)["total"],
+        "l0": conversation.count(scope, None, None, auth).total,
+        "l1": atomic.count(scope, None, None, None, auth).total,
+        "l2": scenario.count(scope, "", auth).count,
+        "l3": persona.count(scope, auth).total,
     }
 
 
@@ -72,42 +72,42 @@ def test_scenario_write_versions_read_ls_rm_and_count(aws):
     assert assets.of_scope(scope) is None  # the first write creates the asset
 
     first = scenario.write(scope, "notes/b.md", "first body", "about b", None, auth, REQUEST)
-    assert (first["version"], first["created"]) == (1, True)
+    assert (first.version, first.created) == (1, True)
     assert assets.of_scope(scope) is not None
     second = scenario.write(scope, "notes/b.md", "second body", None, 1, auth, REQUEST)
-    assert (second["version"], second["created"]) == (2, False)
-    assert second["created_at"] == first["created_at"]
+    assert (second.version, second.created) == (2, False)
+    assert second.created_at == first.created_at
 
     read = scenario.read(scope, "notes/b.md", auth)
-    assert read["version"] == 2 and read["summary"] == "about b"  # the summary is kept when none is given
-    assert read["content"].startswith("-----META-START-----\nversion: 2\n")
-    assert read["content"].endswith("\n-----META-END-----\n\nsecond body")
-    assert "first body" not in read["content"]
-    assert (read["created_at"], read["updated_at"]) == (first["created_at"], second["updated_at"])
+    assert read.version == 2 and read.summary == "about b"  # the summary is kept when none is given
+    assert read.content.startswith("-----META-START-----\nversion: 2\n")
+    assert read.content.endswith("\n-----META-END-----\n\nsecond body")
+    assert "first body" not in read.content
+    assert (read.created_at, read.updated_at) == (first.created_at, second.updated_at)
 
     scenario.write(scope, "a.md", "top", None, None, auth, REQUEST)
     scenario.write(scope, "notes/a.md", "a", "about a", None, auth, REQUEST)
     listed = scenario.ls(scope, "", 10, None, auth)
-    assert [e["path"] for e in listed["entries"]] == ["a.md", "notes/a.md", "notes/b.md"]
-    assert listed["total"] == 3 and "next_token" not in listed
-    assert {e["path"]: e["version"] for e in listed["entries"]} == {"a.md": 1, "notes/a.md": 1, "notes/b.md": 2}
+    assert [e.path for e in listed.entries] == ["a.md", "notes/a.md", "notes/b.md"]
+    assert listed.total == 3 and listed.next_token is None
+    assert {e.path: e.version for e in listed.entries} == {"a.md": 1, "notes/a.md": 1, "notes/b.md": 2}
     under = scenario.ls(scope, "notes/", 1, None, auth)
-    assert [e["path"] for e in under["entries"]] == ["notes/a.md"] and under["total"] == 2
-    rest = scenario.ls(scope, "notes/", 1, under["next_token"], auth)
-    assert [e["path"] for e in rest["entries"]] == ["notes/b.md"]
-    assert scenario.count(scope, "", auth)["count"] == 3
-    assert scenario.count(scope, "notes/", auth)["count"] == 2
+    assert [e.path for e in under.entries] == ["notes/a.md"] and under.total == 2
+    rest = scenario.ls(scope, "notes/", 1, under.next_token, auth)
+    assert [e.path for e in rest.entries] == ["notes/b.md"]
+    assert scenario.count(scope, "", auth).count == 3
+    assert scenario.count(scope, "notes/", auth).count == 2
 
     removed = scenario.rm(scope, "notes/b.md", auth, REQUEST)
-    assert removed["success"] is True and removed["deleted"] == 1 and len(removed["audit_ids"]) == 1
+    assert removed.success is True and removed.deleted == 1 and len(removed.audit_ids) == 1
     gone = scenario.read(scope, "notes/b.md", auth)
-    assert gone["content"] is None and gone["version"] is None
-    assert [e["path"] for e in scenario.ls(scope, "", 10, None, auth)["entries"]] == ["a.md", "notes/a.md"]
-    assert scenario.count(scope, "", auth)["count"] == 2
-    assert scenario.rm(scope, "notes/b.md", auth, REQUEST)["deleted"] == 0  # nothing left to remove
+    assert gone.content is None and gone.version is None
+    assert [e.path for e in scenario.ls(scope, "", 10, None, auth).entries] == ["a.md", "notes/a.md"]
+    assert scenario.count(scope, "", auth).count == 2
+    assert scenario.rm(scope, "notes/b.md", auth, REQUEST).deleted == 0  # nothing left to remove
     # back at version 0: expected_version 0 is what it is at, and the next write is version 1 again
     again = scenario.write(scope, "notes/b.md", "reborn", None, 0, auth, REQUEST)
-    assert (again["version"], again["created"]) == (1, True)
+    assert (again.version, again.created) == (1, True)
 
 
 def test_scenario_write_at_a_stale_version_is_a_conflict_naming_the_current_one(aws):
@@ -120,7 +120,7 @@ def test_scenario_write_at_a_stale_version_is_a_conflict_naming_the_current_one(
     assert caught.value.data == {"current_version": 3}
     assert "3" in caught.value.message
     read = scenario.read(scope, "plan.md", auth)
-    assert read["version"] == 3 and read["content"].endswith("\nthree")  # nothing was written
+    assert read.version == 3 and read.content.endswith("\nthree")  # nothing was written
     # a file that does not exist is at version 0, in a memory that does not exist too
     nowhere = _fresh()
     with pytest.raises(Conflict) as missing:
@@ -130,7 +130,7 @@ def test_scenario_write_at_a_stale_version_is_a_conflict_naming_the_current_one(
     with pytest.raises(Conflict) as absent:
         scenario.write(scope, "other.md", "x", None, 4, auth, REQUEST)
     assert absent.value.data == {"current_version": 0}
-    assert scenario.count(scope, "", auth)["count"] == 1
+    assert scenario.count(scope, "", auth).count == 1
 
 
 def test_scenario_rm_of_a_folder_removes_what_is_under_it_only(aws):
@@ -138,9 +138,9 @@ def test_scenario_rm_of_a_folder_removes_what_is_under_it_only(aws):
     auth = _writer(scope)
     for path in ("keep.md", "old/x.md", "old/y.md", "older.md"):
         scenario.write(scope, path, path, None, None, auth, REQUEST)
-    assert scenario.rm(scope, "old/", auth, REQUEST)["deleted"] == 2
-    assert [e["path"] for e in scenario.ls(scope, "", 10, None, auth)["entries"]] == ["keep.md", "older.md"]
-    assert scenario.read(scope, "old/x.md", auth)["content"] is None
+    assert scenario.rm(scope, "old/", auth, REQUEST).deleted == 2
+    assert [e.path for e in scenario.ls(scope, "", 10, None, auth).entries] == ["keep.md", "older.md"]
+    assert scenario.read(scope, "old/x.md", auth).content is None
 
 
 # ---------------------------------------------------------------- L3 persona
@@ -149,22 +149,22 @@ def test_scenario_rm_of_a_folder_removes_what_is_under_it_only(aws):
 def test_persona_write_read_count_and_a_backup_of_the_replaced_version(aws):
     scope = _fresh()
     auth = _writer(scope)
-    assert persona.read(scope, auth)["content"] is None
-    assert persona.count(scope, auth)["total"] == 0
+    assert persona.read(scope, auth).content is None
+    assert persona.count(scope, auth).total == 0
 
     first = persona.write(scope, "# Persona\nLikes tea.", auth, REQUEST)
-    assert first["version"] == 1
+    assert first.version == 1
     read = persona.read(scope, auth)
-    assert read["content"] == "# Persona\nLikes tea." and read["version"] == 1  # exactly as written, no META
-    assert persona.count(scope, auth)["total"] == 1
+    assert read.content == "# Persona\nLikes tea." and read.version == 1  # exactly as written, no META
+    assert persona.count(scope, auth).total == 1
     backups = layout.backup_prefix(scope.team_id, scope.agent_id)
     assert blobs.keys_under(backups) == []  # nothing was replaced yet
 
     second = persona.write(scope, "# Persona\nLikes coffee.", auth, REQUEST)
-    assert second["version"] == 2 and second["created_at"] == first["created_at"]
+    assert second.version == 2 and second.created_at == first.created_at
     read = persona.read(scope, auth)
-    assert read["content"] == "# Persona\nLikes coffee." and read["version"] == 2
-    assert persona.count(scope, auth)["total"] == 1
+    assert read.content == "# Persona\nLikes coffee." and read.version == 2
+    assert persona.count(scope, auth).total == 1
     (kept,) = blobs.keys_under(backups)
     assert kept.endswith("_1.md")  # named after the version it holds
     backup = blobs.get(kept)
@@ -175,10 +175,10 @@ def test_persona_keeps_only_the_three_newest_backups(aws):
     scope = _fresh()
     auth = _writer(scope)
     for n in range(1, 7):
-        assert persona.write(scope, f"version {n}", auth, REQUEST)["version"] == n
+        assert persona.write(scope, f"version {n}", auth, REQUEST).version == n
     kept = sorted(blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)))
     assert [key.rsplit("_", 1)[1] for key in kept] == ["3.md", "4.md", "5.md"]
-    assert persona.read(scope, auth)["content"] == "version 6"
+    assert persona.read(scope, auth).content == "version 6"
 
 
 # ---------------------------------------------------------------- L0 conversation
@@ -195,22 +195,22 @@ def test_conversation_add_query_newest_first_by_session_and_count(aws):
 
     everyone = _in_session(scope, None)
     listed = conversation.query(everyone, 10, 0, None, None, auth)
-    assert [m["content"] for m in listed["messages"]] == ["a different session", "how are you", "hello there"]
-    assert listed["total"] == 3
-    assert {m["session_id"] for m in listed["messages"]} == {"s1", "s2"}
-    assert all(m["user_id"] == "u1" and m["role"] == "user" for m in listed["messages"])
+    assert [m.content for m in listed.messages] == ["a different session", "how are you", "hello there"]
+    assert listed.total == 3
+    assert {m.session_id for m in listed.messages} == {"s1", "s2"}
+    assert all(m.user_id == "u1" and m.role == "user" for m in listed.messages)
 
     in_s1 = conversation.query(scope, 10, 0, None, None, auth)
-    assert [m["id"] for m in in_s1["messages"]] == first[::-1] and in_s1["total"] == 2
+    assert [m.id for m in in_s1.messages] == first[::-1] and in_s1.total == 2
     page = conversation.query(everyone, 1, 1, None, None, auth)
-    assert [m["content"] for m in page["messages"]] == ["how are you"] and page["total"] == 3
+    assert [m.content for m in page.messages] == ["how are you"] and page.total == 3
 
-    assert conversation.count(everyone, None, None, auth)["total"] == 3
-    assert conversation.count(scope, None, None, auth)["total"] == 2
-    assert conversation.count(_in_session(scope, "s2"), None, None, auth)["total"] == 1
-    assert conversation.count(_in_session(scope, "s3"), None, None, auth)["total"] == 0
+    assert conversation.count(everyone, None, None, auth).total == 3
+    assert conversation.count(scope, None, None, auth).total == 2
+    assert conversation.count(_in_session(scope, "s2"), None, None, auth).total == 1
+    assert conversation.count(_in_session(scope, "s3"), None, None, auth).total == 0
     # another user of the same memory has none of them
-    assert conversation.count(Scope(scope.team_id, scope.agent_id, "u2"), None, None, auth)["total"] == 0
+    assert conversation.count(Scope(scope.team_id, scope.agent_id, "u2"), None, None, auth).total == 0
 
 
 def test_conversation_search_by_words_stems_and_ignores_stop_words(aws):
@@ -225,10 +225,10 @@ def test_conversation_search_by_words_stems_and_ignores_stop_words(aws):
     assert _search(everyone, "bicycle") == []
     assert _search(_in_session(scope, "s2"), "milk") == ["We ran out of milk"]
     assert _search(scope, "milk") == []  # the session narrows the search
-    found = conversation.search(everyone, "oil", 10, None, None, _writer(scope))["messages"]
-    assert found[0]["score"] > 0 and found[0]["session_id"] == "s1"
+    found = conversation.search(everyone, "oil", 10, None, None, _writer(scope)).messages
+    assert found[0].score > 0 and found[0].session_id == "s1"
     # by words alone the best scores what the best item by words scores in hybrid: one scale for every mode
-    assert found[0]["score"] == pytest.approx((2 / 61) / 1.5, abs=1e-6)
+    assert found[0].score == pytest.approx((2 / 61) / 1.5, abs=1e-6)
 
 
 def test_conversation_delete_by_id_removes_exactly_those_ids(aws):
@@ -237,16 +237,16 @@ def test_conversation_delete_by_id_removes_exactly_those_ids(aws):
     ids = _add_messages(scope, "one", "two", "three", "four")
     unknown = "msg-" + "0" * 26
     answer = conversation.delete(scope, [ids[1], ids[3], unknown], None, auth, REQUEST)
-    assert answer["deleted_count"] == 2
-    assert answer["deleted_ids"] == [ids[1], ids[3]]
-    assert answer["not_found_ids"] == [unknown]
-    assert len(answer["audit_ids"]) == 2
-    left = conversation.query(scope, 10, 0, None, None, auth)["messages"]
-    assert [m["id"] for m in left] == [ids[2], ids[0]]
-    assert conversation.count(scope, None, None, auth)["total"] == 2
+    assert answer.deleted_count == 2
+    assert answer.deleted_ids == [ids[1], ids[3]]
+    assert answer.not_found_ids == [unknown]
+    assert len(answer.audit_ids) == 2
+    left = conversation.query(scope, 10, 0, None, None, auth).messages
+    assert [m.id for m in left] == [ids[2], ids[0]]
+    assert conversation.count(scope, None, None, auth).total == 2
     assert _search(scope, "two") == [] and _search(scope, "three") == ["three"]
     again = conversation.delete(scope, [ids[1]], None, auth, REQUEST)
-    assert again["deleted_count"] == 0 and again["not_found_ids"] == [ids[1]]
+    assert again.deleted_count == 0 and again.not_found_ids == [ids[1]]
     with pytest.raises(Invalid):
         conversation.delete(scope, ["  "], None, auth, REQUEST)
 
@@ -257,9 +257,9 @@ def test_conversation_delete_by_session_removes_that_session_only(aws):
     _add_messages(scope, "one", "two")
     kept = _add_messages(_in_session(scope, "s2"), "three")
     answer = conversation.delete(scope, None, ["s1"], auth, REQUEST)
-    assert answer["deleted_count"] == 2 and answer["deleted_session_ids"] == ["s1"]
-    left = conversation.query(_in_session(scope, None), 10, 0, None, None, auth)["messages"]
-    assert [m["id"] for m in left] == kept
+    assert answer.deleted_count == 2 and answer.deleted_session_ids == ["s1"]
+    left = conversation.query(_in_session(scope, None), 10, 0, None, None, auth).messages
+    assert [m.id for m in left] == kept
 
 
 # ---------------------------------------------------------------- L1 atomic
@@ -269,15 +269,15 @@ def test_atomic_add_then_the_same_content_reinforces_the_same_record(aws):
     scope = _fresh()
     auth = _writer(scope)
     first = _add_record(scope, "Prefers aisle seats", background="travel")
-    assert first["version"] == 1 and first["created"] is True and first["reinforced_count"] == 1
-    assert first["id"].startswith("atom-")
+    assert first.version == 1 and first.created is True and first.reinforced_count == 1
+    assert first.id.startswith("atom-")
 
     again = _add_record(scope, "Prefers aisle seats", background="travel")
-    assert again == {"id": first["id"], "version": 1, "created": False, "reinforced_count": 2}
-    assert atomic.count(scope, None, None, None, auth)["total"] == 1
-    (item,) = atomic.query(scope, None, 10, 0, None, None, auth)["items"]
-    assert item["id"] == first["id"] and item["reinforced_count"] == 2 and item["version"] == 1
-    assert (item["content"], item["background"], item["tags"], item["metadata"]) == (
+    assert again.wire() == {"id": first.id, "version": 1, "created": False, "reinforced_count": 2}
+    assert atomic.count(scope, None, None, None, auth).total == 1
+    (item,) = atomic.query(scope, None, 10, 0, None, None, auth).items
+    assert item.id == first.id and item.reinforced_count == 2 and item.version == 1
+    assert (item.content, item.background, item.tags, item.metadata) == (
         "Prefers aisle seats",
         "travel",
         ["t"],
@@ -286,53 +286,53 @@ def test_atomic_add_then_the_same_content_reinforces_the_same_record(aws):
 
     other_type = _add_record(scope, "Prefers aisle seats", type_="preference", background="travel")
     other_background = _add_record(scope, "Prefers aisle seats", background="work")
-    assert other_type["created"] and other_background["created"]
-    assert len({first["id"], other_type["id"], other_background["id"]}) == 3
-    assert atomic.count(scope, None, None, None, auth)["total"] == 3
-    assert atomic.count(scope, "preference", None, None, auth)["total"] == 1
+    assert other_type.created and other_background.created
+    assert len({first.id, other_type.id, other_background.id}) == 3
+    assert atomic.count(scope, None, None, None, auth).total == 3
+    assert atomic.count(scope, "preference", None, None, auth).total == 1
 
 
 def test_atomic_update_checks_the_version_and_reindexes(aws):
     scope = _fresh()
     auth = _writer(scope)
-    atom_id = _add_record(scope, "Lives in Paris")["id"]
+    atom_id = _add_record(scope, "Lives in Paris").id
     updated = atomic.update(scope, atom_id, {"content": "Lives in Berlin"}, 1, auth, REQUEST)
-    assert updated["id"] == atom_id and updated["version"] == "v2"
+    assert updated.id == atom_id and updated.version == "v2"
 
     with pytest.raises(Conflict) as caught:
         atomic.update(scope, atom_id, {"content": "Lives in Rome"}, 1, auth, REQUEST)
     assert caught.value.data == {"current_version": 2}
-    (item,) = atomic.query(scope, None, 10, 0, None, None, auth)["items"]
-    assert (item["content"], item["version"]) == ("Lives in Berlin", 2)  # the stale update changed nothing
+    (item,) = atomic.query(scope, None, 10, 0, None, None, auth).items
+    assert (item.content, item.version) == ("Lives in Berlin", 2)  # the stale update changed nothing
 
     def found(text: str) -> list[str]:
-        return [i["id"] for i in atomic.search(scope, text, None, 10, None, None, auth)["items"]]
+        return [i.id for i in atomic.search(scope, text, None, 10, None, None, auth).items]
 
     assert found("berlin") == [atom_id] and found("paris") == []
     # without an expected version the update applies to whatever version is current
-    assert atomic.update(scope, atom_id, {"tags": ["moved"]}, None, auth, REQUEST)["version"] == "v3"
-    (item,) = atomic.query(scope, None, 10, 0, None, None, auth)["items"]
-    assert (item["tags"], item["version"], item["content"]) == (["moved"], 3, "Lives in Berlin")
+    assert atomic.update(scope, atom_id, {"tags": ["moved"]}, None, auth, REQUEST).version == "v3"
+    (item,) = atomic.query(scope, None, 10, 0, None, None, auth).items
+    assert (item.tags, item.version, item.content) == (["moved"], 3, "Lives in Berlin")
 
 
 def test_atomic_delete_by_ids(aws):
     scope = _fresh()
     auth = _writer(scope)
-    ids = [_add_record(scope, f"fact number {n}")["id"] for n in range(3)]
+    ids = [_add_record(scope, f"fact number {n}").id for n in range(3)]
     with pytest.raises(Conflict) as caught:
         atomic.delete(scope, [ids[0]], {ids[0]: 5}, auth, REQUEST)
     assert caught.value.data == {"conflicts": [{"id": ids[0], "expected": 5, "actual": 1}]}
-    assert atomic.count(scope, None, None, None, auth)["total"] == 3  # nothing was deleted
+    assert atomic.count(scope, None, None, None, auth).total == 3  # nothing was deleted
 
     unknown = "atom-" + "0" * 26
     answer = atomic.delete(scope, [ids[0], ids[2], unknown], {ids[2]: 1}, auth, REQUEST)
-    assert answer["deleted_count"] == 2 and answer["deleted_ids"] == [ids[0], ids[2]]
-    assert answer["not_found_ids"] == [unknown] and len(answer["audit_ids"]) == 2
-    assert [i["id"] for i in atomic.query(scope, None, 10, 0, None, None, auth)["items"]] == [ids[1]]
-    assert atomic.count(scope, None, None, None, auth)["total"] == 1
+    assert answer.deleted_count == 2 and answer.deleted_ids == [ids[0], ids[2]]
+    assert answer.not_found_ids == [unknown] and len(answer.audit_ids) == 2
+    assert [i.id for i in atomic.query(scope, None, 10, 0, None, None, auth).items] == [ids[1]]
+    assert atomic.count(scope, None, None, None, auth).total == 1
     # the same content may be added again once its record is gone: a new record
     again = _add_record(scope, "fact number 0")
-    assert again["created"] is True and again["id"] != ids[0]
+    assert again.created is True and again.id != ids[0]
 
 
 # ---------------------------------------------------------------- clear
@@ -355,34 +355,35 @@ def test_clear_empties_every_layer_and_keeps_the_asset(aws):
     before = assets.of_scope(scope)
     assert before is not None
     assert _every_layer(everyone) == {"l0": 2, "l1": 1, "l2": 1, "l3": 1}
-    assert assets.counts(before) == {"l0": 2, "l1": 1, "l2": 1, "l3": 1}
+    assert assets.counts(before).wire() == {"l0": 2, "l1": 1, "l2": 1, "l3": 1}
 
     admin = Principal("key-admin", "admin", (scope.team_id,))
     checked = clear.checked(admin, clear.named(clear.memory_ids([scope.memory_id]), None))
     answer = clear.clear(admin, checked, REQUEST, lambda: 60_000)
-    (item,) = answer["items"]
-    assert answer["all_cleared"] is True and item["cleared"] is True and "purge_pending" not in item
-    assert (item["memory_id"], item["team_id"], item["agent_id"]) == (scope.memory_id, scope.team_id, scope.agent_id)
-    assert (item["l0_deleted"], item["l1_deleted"]) == (2, 1)
+    (item,) = answer.items
+    assert answer.all_cleared is True and item.cleared is True
+    assert item.purge_pending is None and "purge_pending" not in item.wire()  # absent, not null
+    assert (item.memory_id, item.team_id, item.agent_id) == (scope.memory_id, scope.team_id, scope.agent_id)
+    assert (item.l0_deleted, item.l1_deleted) == (2, 1)
 
     assert _every_layer(everyone) == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
-    assert conversation.query(everyone, 10, 0, None, None, auth)["messages"] == []
+    assert conversation.query(everyone, 10, 0, None, None, auth).messages == []
     assert _search(everyone, "milk") == []
-    assert atomic.query(everyone, None, 10, 0, None, None, auth)["items"] == []
-    assert scenario.ls(everyone, "", 10, None, auth)["entries"] == []
-    assert scenario.read(everyone, "notes/shopping.md", auth)["content"] is None
-    assert persona.read(everyone, auth)["content"] is None
+    assert atomic.query(everyone, None, 10, 0, None, None, auth).items == []
+    assert scenario.ls(everyone, "", 10, None, auth).entries == []
+    assert scenario.read(everyone, "notes/shopping.md", auth).content is None
+    assert persona.read(everyone, auth).content is None
 
     after = assets.of_scope(scope)
     assert after is not None and after.memory_id == before.memory_id == scope.memory_id
     assert int(after.epoch) > int(before.epoch) and after.last_cleared_at is not None
-    assert assets.counts(after) == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
+    assert assets.counts(after).wire() == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     # the purge erased the objects too, persona backups included
     assert blobs.keys_under(layout.prefix(scope.team_id, scope.agent_id)) == []
     # the memory is usable again: a write starts over at version 1
-    assert scenario.write(scope, "notes/shopping.md", "bread", None, None, auth, REQUEST)["version"] == 1
-    assert persona.write(scope, "third persona", auth, REQUEST)["version"] == 1
-    assert _add_record(scope, "Allergic to peanuts")["reinforced_count"] == 1
+    assert scenario.write(scope, "notes/shopping.md", "bread", None, None, auth, REQUEST).version == 1
+    assert persona.write(scope, "third persona", auth, REQUEST).version == 1
+    assert _add_record(scope, "Allergic to peanuts").reinforced_count == 1
     assert _every_layer(everyone) == {"l0": 0, "l1": 1, "l2": 1, "l3": 1}
 
 
@@ -418,7 +419,7 @@ def test_clear_leaves_nothing_of_the_old_epoch_in_storage(aws):
 
     admin = Principal("key-admin", "admin", (scope.team_id,))
     checked = clear.checked(admin, clear.named(clear.memory_ids([scope.memory_id]), None))
-    assert clear.clear(admin, checked, REQUEST, lambda: 60_000)["all_cleared"] is True
+    assert clear.clear(admin, checked, REQUEST, lambda: 60_000).all_cleared is True
 
     assert [_stored_keys(pk) for pk in partitions] == [[], [], []]
     purge = layout.purge_sk(scope.team_id, scope.agent_id, epoch)
@@ -431,19 +432,19 @@ def test_clear_leaves_nothing_of_the_old_epoch_in_storage(aws):
 def _sees_nothing(scope: Scope) -> None:
     auth = _writer(scope)
     assert _every_layer(scope) == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
-    assert conversation.query(scope, 10, 0, None, None, auth) == {"messages": [], "total": 0}
-    assert conversation.search(scope, "milk", 10, None, None, auth)["messages"] == []
-    assert atomic.query(scope, None, 10, 0, None, None, auth) == {"items": [], "total": 0}
-    assert atomic.search(scope, "peanuts", None, 10, None, None, auth)["items"] == []
-    assert scenario.ls(scope, "", 10, None, auth)["entries"] == []
-    assert scenario.read(scope, "notes/shopping.md", auth)["content"] is None
-    assert persona.read(scope, auth)["content"] is None
+    assert conversation.query(scope, 10, 0, None, None, auth).wire() == {"messages": [], "total": 0}
+    assert conversation.search(scope, "milk", 10, None, None, auth).messages == []
+    assert atomic.query(scope, None, 10, 0, None, None, auth).wire() == {"items": [], "total": 0}
+    assert atomic.search(scope, "peanuts", None, 10, None, None, auth).items == []
+    assert scenario.ls(scope, "", 10, None, auth).entries == []
+    assert scenario.read(scope, "notes/shopping.md", auth).content is None
+    assert persona.read(scope, auth).content is None
 
 
 def _owner_unchanged(scope: Scope) -> None:
     assert _every_layer(scope) == {"l0": 2, "l1": 1, "l2": 1, "l3": 1}
-    assert scenario.read(scope, "notes/shopping.md", _writer(scope))["content"].endswith("\nmilk, eggs")
-    assert persona.read(scope, _writer(scope))["content"] == "second persona"
+    assert scenario.read(scope, "notes/shopping.md", _writer(scope)).content.endswith("\nmilk, eggs")
+    assert persona.read(scope, _writer(scope)).content == "second persona"
 
 
 def test_another_team_and_agent_see_none_of_a_pairs_items(aws):
@@ -461,10 +462,10 @@ def test_another_team_and_agent_see_none_of_a_pairs_items(aws):
     auth = _writer(stranger)
     scenario.write(stranger, "notes/shopping.md", "nails", None, None, auth, REQUEST)
     persona.write(stranger, "stranger persona", auth, REQUEST)
-    assert _add_record(stranger, "Allergic to peanuts")["created"] is True  # no reinforcing across pairs
+    assert _add_record(stranger, "Allergic to peanuts").created is True  # no reinforcing across pairs
     _owner_unchanged(owner)
     assert _every_layer(_in_session(stranger, None)) == {"l0": 0, "l1": 1, "l2": 1, "l3": 1}
-    assert persona.read(stranger, auth)["content"] == "stranger persona"
+    assert persona.read(stranger, auth).content == "stranger persona"
 
 
 def test_two_pairs_that_spell_the_same_memory_id_are_two_memories(aws):
@@ -486,6 +487,6 @@ def test_two_pairs_that_spell_the_same_memory_id_are_two_memories(aws):
     admin = Principal("key-admin", "admin", (owner.team_id,))
     checked = clear.checked(admin, clear.named([owner.memory_id], [(owner.memory_id, owner.team_id, "c")]))
     assert [(a.team_id, a.agent_id) for a in checked] == [(owner.team_id, "c")]
-    assert clear.clear(admin, checked, REQUEST, lambda: 60_000)["all_cleared"] is True
+    assert clear.clear(admin, checked, REQUEST, lambda: 60_000).all_cleared is True
     assert _every_layer(owner) == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
-    assert scenario.read(twin, "notes/shopping.md", _writer(twin))["content"].endswith("\ntwin's list")
+    assert scenario.read(twin, "notes/shopping.md", _writer(twin)).content.endswith("\ntwin's list")

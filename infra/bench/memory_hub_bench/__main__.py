@@ -9,6 +9,8 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
    a search reads (same matches);
 3. throughput: scenario write+read pairs per second with 1 and with 8 clients;
 4. cold start per function vs ``import boto3``, and the layer's size;
+   resident memory of a stack of its own (as ``make run`` starts it) at start and after storing
+   LoCoMo turns, per process kind and per 1,000 messages (``memory``);
 5. with ``--compare URL --compare-key KEY``: the v3 routes side by side with that endpoint,
    request by request alternately, with ratios (and its throughput);
 6. recall on public data with labelled evidence (LoCoMo, LongMemEval): hit@1/5/10 of L0 and L1
@@ -16,7 +18,8 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
    (``--recall-only`` runs just this; ``--mode`` sends a search mode; see ``recall``).
 
 ``--quick`` runs it all with fewer requests and smaller memories (sections 1–5 in under two
-minutes; recall on 2 LoCoMo conversations and 2 LongMemEval users, its 10x pass on 60 questions).
+minutes; memory after 300 messages instead of 6,000; recall on 2 LoCoMo conversations and 2
+LongMemEval users, its 10x pass on 60 questions).
 Results also go to ``bench-results.json``. Nothing here is a test: it measures and reports."""
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from . import coldstart, measure, recall
+from . import coldstart, measure, memory, recall
 from .cases import FileMaker, Scope, cases
 from .client import Hooks, Target
 
@@ -84,6 +87,10 @@ class Run:
     @property
     def sizes(self) -> tuple[int, int, int]:
         return (100, 1000, 1000) if self.args.quick else (100, 3000, 10_000)
+
+    @property
+    def messages(self) -> int:
+        return 300 if self.args.quick else 6000
 
     @property
     def seconds(self) -> float:
@@ -239,6 +246,34 @@ def cold_section(run: Run) -> None:
     _say(f"\nLayer: {layer}")
 
 
+def memory_section(run: Run) -> None:
+    _progress(f"memory: a stack of its own, RSS at start and after {run.messages} LoCoMo messages")
+    growth = memory.measure(run.messages, run.ours.key, _progress)
+    run.results["memory"] = {
+        "messages": growth.end.messages,
+        "load_s": round(growth.seconds, 1),
+        "start": asdict(growth.start),
+        "end": asdict(growth.end),
+        "mib_per_1000": round(growth.per_thousand(), 1),
+    }
+    _say("\n### Resident memory (local stack, RSS MiB)\n")
+    _say(f"| process kind | processes | at start | after {growth.end.messages} messages | MiB per 1,000 messages |")
+    _say("|---|---:|---:|---:|---:|")
+    for kind in memory.KINDS:
+        _say(
+            f"| {kind} | {growth.end.processes[kind]} | {_fmt(growth.start.mib[kind], 0)} | "
+            f"{_fmt(growth.end.mib[kind], 0)} | {_fmt(growth.per_thousand(kind))} |"
+        )
+    _say(
+        f"| whole stack | {sum(growth.end.processes.values())} | {_fmt(growth.start.total, 0)} | "
+        f"{_fmt(growth.end.total, 0)} | {_fmt(growth.per_thousand())} |"
+    )
+    _say(
+        f"\nThe gateway's process (it runs the bench too, so not in the sum): {_fmt(growth.start.gateway_mib, 0)} → "
+        f"{_fmt(growth.end.gateway_mib, 0)} MiB; loading took {growth.seconds:.0f} s."
+    )
+
+
 def recall_section(run: Run) -> None:
     config = recall.settings(run.args.quick, run.args.mode)
     _progress("recall: public data with labelled evidence, over HTTP")
@@ -260,6 +295,7 @@ SECTION_RUNNERS: dict[str, Callable[[Run], None]] = {
     "throughput": throughput_section,
     "compare": compare_section,
     "cold": cold_section,
+    "memory": memory_section,
     "recall": recall_section,
 }
 SECTIONS = list(SECTION_RUNNERS)

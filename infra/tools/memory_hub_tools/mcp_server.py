@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal
 from mcp.server import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from memory_hub.domain.fields import BACKGROUND_CHARS, MAX_TAGS, MESSAGE_CHARS
 from pydantic import Field
 
 from .client import ApiError, MemoryHubClient, MemoryHubError
@@ -77,9 +78,10 @@ MEMORY_SEARCH_DESCRIPTION = (
 )
 
 ADD_DESCRIPTION = (
-    "Remember one thing about the user: adds ONE extracted memory record (L1) with `content` (1-8192 "
-    "chars, stored exactly as given), optional `type` (lowercase letters and _, default 'episodic'), "
-    "`context` (where it came from, up to 2048 chars) and `tags` (up to 20). If a record with the exact "
+    "Remember one thing about the user: adds ONE extracted memory record (L1) with `content` "
+    f"(1-{MESSAGE_CHARS} chars, stored exactly as given), optional `type` (lowercase letters and _, default "
+    f"'episodic'), `context` (where it came from, up to {BACKGROUND_CHARS} chars) and `tags` (up to {MAX_TAGS}). "
+    "If a record with the exact "
     "same content, type and context already exists, no second record is made: that one is reinforced "
     "and returned with created=false. Returns {id, version, created, reinforced_count}. It never edits "
     "or deletes a record; it does not write raw conversation messages (L0)."
@@ -247,14 +249,16 @@ class Tools:
 
     def add_memory(
         self,
-        content: Annotated[str, Field(description="what to remember, exactly as it should be stored (1-8192 chars)")],
+        content: Annotated[
+            str, Field(description=f"what to remember, exactly as it should be stored (1-{MESSAGE_CHARS} chars)")
+        ],
         type: Annotated[
             str | None, Field(description="record type: lowercase letters and _ (default 'episodic')")
         ] = None,
         context: Annotated[
-            str | None, Field(description="where this comes from / the situation (up to 2048 chars)")
+            str | None, Field(description=f"where this comes from / the situation (up to {BACKGROUND_CHARS} chars)")
         ] = None,
-        tags: Annotated[list[str] | None, Field(description="up to 20 short labels")] = None,
+        tags: Annotated[list[str] | None, Field(description=f"up to {MAX_TAGS} short labels")] = None,
         session_id: Annotated[str | None, Field(description="the conversation it came from, if any")] = None,
         team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
         agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,

@@ -13,6 +13,10 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
   hands moto only the items its key condition and Limit can reach — newest N reads N.
 - ``index_key_sizes``: DynamoDB refuses an item whose local-index sort key exceeds 1,024 bytes, also
   when an UpdateItem sets it; moto checks keys only on PutItem, and never LSI keys.
+- ``untracked_models``: moto keeps every model object it ever made in a list on its class (for its
+  own dashboard and its reset): every version of every item ever written, overwritten or deleted,
+  every vector, every S3 object. Nothing of the emulated account reads those lists; here objects
+  are no longer added to them, so what the account no longer holds is freed.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ def install() -> None:
     fast_reads()
     sorted_partitions()
     index_key_sizes()
+    untracked_models()
     from . import s3vectors  # S3 Vectors' QueryVectors and limits (documented and tested there)
 
     s3vectors.install()
@@ -144,6 +149,21 @@ def transactions() -> None:
             raise
 
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------- untracked models
+
+
+def untracked_models() -> None:
+    from moto.core.common_models import BaseModel
+
+    if not _once(BaseModel, "_memory_hub_untracked"):
+        return
+
+    def untracked_new(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        return super(BaseModel, cls).__new__(cls)  # moto's adds the object to cls.instances_tracked
+
+    BaseModel.__new__ = staticmethod(untracked_new)  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------- fast reads

@@ -321,7 +321,7 @@ class _Reference:
             "| status | when |",
             "|---|---|",
         ]
-        from memory_hub.edge.schemas.responses import ERRORS, GATEWAY_ERRORS
+        from memory_hub.edge.error_docs import ERRORS, GATEWAY_ERRORS
 
         lines += [f"| {s} | {_cell(t)} |" for s, t in {**ERRORS, **GATEWAY_ERRORS}.items()]
         lines += ["", "## Routes", "", "| route | role | summary |", "|---|---|---|"]

@@ -1,12 +1,13 @@
 """The API's OpenAPI document, from the code.
 
 ``generate()`` loads every function's Powertools resolver (``functions/*/app.py``) for the request
-side — paths, request models, query parameters, summaries, tags — and describes the answers from
-``memory_hub.edge.schemas.responses``: each POST's 200 is the envelope with that route's ``data``,
-each error status the route can answer is the error envelope (never Powertools' 422
-``HTTPValidationError``: the API answers a bad field with 400 and its envelope). Isolated routes
-get their ``x-tdai-*`` header alternatives, routes with ``Idempotency-Key`` that header, and the
-public GET routes a minimal description. Deterministic: the same code gives the same text.
+side — paths, request models, query parameters, summaries, tags — and for the answers: each POST's
+200 is the envelope of the type its handler returns (``Resolver.answers``, the domain's answer
+models), each error status the route can answer (``memory_hub.edge.error_docs``) is the error
+envelope (never Powertools' 422 ``HTTPValidationError``: the API answers a bad field with 400 and
+its envelope). Isolated routes get their ``x-tdai-*`` header alternatives, routes with
+``Idempotency-Key`` that header, and the public GET routes a minimal description. Deterministic:
+the same code gives the same text.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ _POWERTOOLS_ONLY = ("HTTPValidationError", "ValidationError", "ResponseValidatio
 
 
 def _apps() -> list[Any]:
+    """Every function's resolver (``app``): its routes, and what each route's handler answers."""
     import importlib.util
     import os
     import sys
@@ -115,7 +117,7 @@ IDEMPOTENCY_KEY = "Idempotency-Key"
 
 
 def _request_id_header() -> dict[str, Any]:
-    from memory_hub.edge.schemas.responses import REQUEST_ID
+    from memory_hub.domain.results import REQUEST_ID
 
     return {
         "description": "the answer's request id (`req-` + 16 lowercase hex)",
@@ -171,7 +173,7 @@ def _error_schema(status: int) -> dict[str, Any]:
 
 
 def _component_responses() -> dict[str, Any]:
-    from memory_hub.edge.schemas.responses import ERRORS, GATEWAY_ERRORS
+    from memory_hub.edge.error_docs import ERRORS, GATEWAY_ERRORS
 
     answers: dict[str, Any] = {}
     for status, text in ERRORS.items():
@@ -194,41 +196,28 @@ def _component_responses() -> dict[str, Any]:
     return answers
 
 
-def _response_models() -> tuple[dict[str, str], dict[str, Any]]:
-    """The 200 schema of each POST path (a $ref) and the response components they need."""
-    from memory_hub.edge.schemas import responses
+def _response_models(answers: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """The 200 schema of each POST path (a $ref) and the response components they need: the
+    envelope of the type the path's handler returns (``answers``), or an alias's own shape."""
+    from memory_hub.edge import error_docs
     from pydantic import create_model
     from pydantic.json_schema import models_json_schema
 
-    models: list[Any] = [responses.ErrorEnvelope, responses.GatewayError]
+    models: list[Any] = [error_docs.ErrorEnvelope, error_docs.GatewayError]
     named: dict[str, Any] = {}
-    envelope: Any = responses.Envelope  # parametrized at run time with each route's data model
-    for path, doc in responses.ROUTES.items():
-        model = doc.data
-        if doc.envelope:
-            model = create_model(f"{_camel(path)}Answer", __base__=envelope[doc.data])
+    envelope: Any = error_docs.Envelope  # parametrized at run time with each route's answer type
+    for path, answer in sorted(answers.items()):
+        if path in error_docs.ALIASES:
+            model, error, _ = error_docs.ALIASES[path]
+            models.append(error)
         else:
-            models.append(doc.error)
+            model = create_model(f"{_camel(path)}Answer", __base__=envelope[answer])
         named[path] = model
         models.append(model)
     unique = list(dict.fromkeys(models))
     refs, top = models_json_schema([(m, "validation") for m in unique], ref_template=SCHEMAS + "{model}")
     defs: dict[str, Any] = top.get("$defs", {})
-    for schema in defs.values():
-        _absent_not_null(schema)
     return {path: refs[(model, "validation")]["$ref"] for path, model in named.items()}, defs
-
-
-def _absent_not_null(model: dict[str, Any]) -> None:
-    """An answer's optional field (``X | None = None``) is left out when unset, never sent as null:
-    document it as X, not required."""
-    required = set(model.get("required", []))
-    for name, schema in model.get("properties", {}).items():
-        if name in required or schema.get("default", "") is not None or "anyOf" not in schema:
-            continue
-        options = [o for o in schema["anyOf"] if o.get("type") != "null"]
-        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
-        model["properties"][name] = rest | (options[0] if len(options) == 1 else {"anyOf": options})
 
 
 def _public_paths() -> dict[str, Any]:
@@ -268,10 +257,10 @@ def _public_paths() -> dict[str, Any]:
 
 
 def _describe_operation(path: str, operation: dict[str, Any], body: dict[str, Any] | None) -> None:
+    from memory_hub.edge.error_docs import ALIASES, IDEMPOTENT
     from memory_hub.edge.routes import ROUTES
-    from memory_hub.edge.schemas.responses import ROUTES as ANSWERS
 
-    route, doc = ROUTES[path], ANSWERS[path]
+    route = ROUTES[path]
     lines = [f"Role: `{route.role}` or above. Served by `{route.function}`."]
     parameters = list(operation.get("parameters", []))
     for parameter in parameters:
@@ -286,11 +275,11 @@ def _describe_operation(path: str, operation: dict[str, Any], body: dict[str, An
             "characters without control characters (400 otherwise)."
         )
         parameters += _isolation_parameters(body)
-    if doc.idempotent:
+    if path in IDEMPOTENT:
         lines.append("Supports `Idempotency-Key`.")
         parameters.append(_idempotency_parameter())
-    if not doc.envelope:
-        lines.append(f"Answers without the envelope: {doc.description}.")
+    if path in ALIASES:
+        lines.append(f"Answers without the envelope: {ALIASES[path][2]}.")
     operation["description"] = " ".join(lines)
     if parameters:
         operation["parameters"] = parameters
@@ -300,23 +289,23 @@ def _describe_operation(path: str, operation: dict[str, Any], body: dict[str, An
 
 
 def _answers(path: str, success_ref: str) -> dict[str, Any]:
-    from memory_hub.edge.schemas.responses import ERRORS, GATEWAY_ERRORS
-    from memory_hub.edge.schemas.responses import ROUTES as ANSWERS
+    from memory_hub.edge.error_docs import ALIASES, ERRORS, GATEWAY_ERRORS, statuses
+    from memory_hub.edge.routes import ROUTES
 
-    doc = ANSWERS[path]
+    alias = ALIASES.get(path)
     request_id = {"x-request-id": {"$ref": "#/components/headers/RequestId"}}
     answers: dict[str, Any] = {
         "200": {
-            "description": doc.description,
+            "description": alias[2] if alias else "code 0 and the data",
             "headers": request_id,
             "content": {"application/json": {"schema": {"$ref": success_ref}}},
         }
     }
-    for status in doc.statuses:
-        if doc.envelope:
+    for status in statuses(path, ROUTES[path].isolated):
+        if alias is None:
             answers[str(status)] = {"$ref": f"#/components/responses/Error{status}"}
         else:
-            error = doc.error.__name__
+            error = alias[1].__name__
             answers[str(status)] = {
                 "description": ERRORS[status],
                 "headers": request_id,
@@ -350,7 +339,9 @@ def document() -> dict[str, Any]:
 
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
+    answers: dict[str, Any] = {}
     for app in _apps():
+        answers.update(app.answers)
         doc = json.loads(app.get_openapi_json_schema(title="Memory Hub", version="3"))
         paths.update(doc.get("paths", {}))
         schemas.update(doc.get("components", {}).get("schemas", {}))
@@ -359,7 +350,7 @@ def document() -> dict[str, Any]:
     missing = sorted(set(ROUTES) - set(paths))
     if missing:
         raise RuntimeError(f"routes without a resolver route: {missing}")
-    success, answer_schemas = _response_models()
+    success, answer_schemas = _response_models(answers)
     clash = sorted(set(schemas) & set(answer_schemas))
     if clash:
         raise RuntimeError(f"request and response models share names: {clash}")

@@ -1,10 +1,12 @@
 """The wiring of the S3 Vectors patches into moto: ``install()`` routes QueryVectors, gives vector
-buckets a creation time, marks an index changed when its vectors are written, and puts the
-functions of ``handlers`` in place of moto's, as its tables name them. Installing twice changes
-nothing."""
+buckets a creation time, marks an index changed when its vectors are written, holds a vector's
+values packed (8 bytes a dimension, not a Python float object each: 1,024 dimensions took ~33 KB,
+now 8 KB; the same values are answered), and puts the functions of ``handlers`` in place of
+moto's, as its tables name them. Installing twice changes nothing."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +29,29 @@ def install() -> None:
     route_query_vectors()
     stamp_vector_buckets()
     track_index_changes()
+    packed_vectors()
     answer_operations()
+
+
+def packed_vectors() -> None:
+    """A vector's ``data`` ({"float32": [...]}) is kept as an array of doubles when every value is
+    a float (so every value comes back exactly as it was given); anything else is kept as given."""
+    from moto.s3vectors.models import Vector
+
+    def get_data(self: Any) -> Any:
+        packed = self.__dict__.get("_memory_hub_packed")
+        return self.__dict__.get("_memory_hub_data") if packed is None else {"float32": packed.tolist()}
+
+    def set_data(self: Any, value: Any) -> None:
+        values = value.get("float32") if isinstance(value, dict) and len(value) == 1 else None
+        if isinstance(values, list) and all(type(v) is float for v in values):
+            self.__dict__["_memory_hub_packed"] = array("d", values)
+            self.__dict__.pop("_memory_hub_data", None)
+        else:
+            self.__dict__["_memory_hub_data"] = value
+            self.__dict__.pop("_memory_hub_packed", None)
+
+    Vector.data = property(get_data, set_data)  # type: ignore[assignment]
 
 
 def route_query_vectors() -> None:

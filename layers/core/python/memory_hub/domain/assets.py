@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ..clock import format_ms, now_ms
 from ..storage import assets as stored
@@ -21,8 +21,12 @@ from ..storage.models import Asset
 from . import tokens
 from .errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from .principal import Principal
+from .results import Visibility
+from .results_admin import Asset as AssetAnswer
+from .results_admin import Assets, AssetWithCounts, LayerCounts
 from .scope import Scope
 
+Shown = TypeVar("Shown", bound=AssetAnswer)
 AMBIGUOUS = "memory_id ambiguous"
 UNKNOWN = "memory_id: unknown memory"
 OUTSIDE = "memory_id: outside this key's teams"
@@ -148,25 +152,31 @@ def resolve_all(principal: Principal, names: list[Named]) -> list[Asset]:
     return [pick(principal, named, assets) for named, assets in zip(names, found, strict=True)]
 
 
-def as_dict(asset: Asset) -> dict[str, Any]:
-    return {
-        "memory_id": asset.memory_id,
-        "team_id": asset.team_id,
-        "agent_id": asset.agent_id,
-        "owner": asset.owner,
-        "name": asset.name,
-        "visibility": asset.visibility,
-        "acl": asset.acl,
-        "bindings": asset.bindings,
-        "status": asset.status,
-        "retention_days": None if asset.retention_days is None else int(asset.retention_days),
-        "created_at": asset.created_at,
-        "updated_at": asset.updated_at,
-        "last_cleared_at": asset.last_cleared_at,
-    }
+def as_answer(asset: Asset) -> AssetAnswer:
+    return _answer(AssetAnswer, asset)
 
 
-def counts(asset: Asset) -> dict[str, int]:
+def _answer(kind: type[Shown], asset: Asset, **extra: Any) -> Shown:
+    """The asset as answered (``AssetWithCounts`` with ``counts=…`` for memory/get)."""
+    return kind(
+        memory_id=asset.memory_id,
+        team_id=asset.team_id,
+        agent_id=asset.agent_id,
+        owner=asset.owner,
+        name=asset.name,
+        visibility=cast(Visibility, asset.visibility),
+        acl=asset.acl,
+        bindings=asset.bindings,
+        status=asset.status,
+        retention_days=None if asset.retention_days is None else int(asset.retention_days),
+        created_at=asset.created_at,
+        updated_at=asset.updated_at,
+        last_cleared_at=asset.last_cleared_at,
+        **extra,
+    )
+
+
+def counts(asset: Asset) -> LayerCounts:
     where = counters.Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
     totals, files, persona = parallel(
         lambda: counters.layer_totals(where),
@@ -174,18 +184,18 @@ def counts(asset: Asset) -> dict[str, int]:
         lambda: blobs.head(layout.persona_key(asset.team_id, asset.agent_id)),
     )
     has_persona = persona is not None and persona.metadata.get("epoch") == str(int(asset.epoch))
-    return {"l0": totals["L0"], "l1": totals["L1"], "l2": files, "l3": int(has_persona)}
+    return LayerCounts(l0=totals["L0"], l1=totals["L1"], l2=files, l3=int(has_persona))
 
 
-def create(principal: Principal, team_id: str, agent_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+def create(principal: Principal, team_id: str, agent_id: str, fields: dict[str, Any]) -> AssetAnswer:
     principal.require_team(team_id)
     asset = ensure(stored.get_pair(team_id, agent_id), team_id, agent_id, principal.key_id, **fields)
-    return as_dict(asset)
+    return as_answer(asset)
 
 
-def describe(principal: Principal, named: Named) -> dict[str, Any]:
+def describe(principal: Principal, named: Named) -> AssetWithCounts:
     asset = resolve(principal, named)
-    return dict(as_dict(asset), counts=counts(asset))
+    return _answer(AssetWithCounts, asset, counts=counts(asset))
 
 
 # memory/list order: memory_id, then team_id, then agent_id. Within one team a memory_id names one
@@ -193,7 +203,7 @@ def describe(principal: Principal, named: Named) -> dict[str, Any]:
 Position = tuple[str, str]
 
 
-def list_assets(principal: Principal, team_id: str | None, limit: int, next_token: str | None) -> dict[str, Any]:
+def list_assets(principal: Principal, team_id: str | None, limit: int, next_token: str | None) -> Assets:
     filters: dict[str, Any] = {"route": "memory/list", "order": "memory_id,team_id,agent_id", "team": team_id}
     filters["teams"] = sorted(principal.team_ids)
     after = _position(tokens.decode(next_token, filters)) if next_token is not None else None
@@ -208,11 +218,8 @@ def list_assets(principal: Principal, team_id: str | None, limit: int, next_toke
     page = found[:limit]
     stored_assets = stored.of_pairs([(t, a) for _, t, a in page])
     items = [stored_assets[(t, a)] for _, t, a in page if (t, a) in stored_assets]
-    answer: dict[str, Any] = {"items": [as_dict(a) for a in items]}
-    if len(found) > limit:
-        last = page[-1]
-        answer["next_token"] = tokens.encode([last[0], last[1]], filters)
-    return answer
+    more = tokens.encode([page[-1][0], page[-1][1]], filters) if len(found) > limit else None
+    return Assets(items=[as_answer(a) for a in items], next_token=more)
 
 
 def _position(value: Any) -> Position:
@@ -246,11 +253,11 @@ def _all(after: Position | None, want: int) -> list[tuple[str, str, str]]:
     return [e for e in entries if _after(e, after)][:want]
 
 
-def update(principal: Principal, named: Named, changes: dict[str, Any], request_id: str) -> dict[str, Any]:
+def update(principal: Principal, named: Named, changes: dict[str, Any], request_id: str) -> AssetAnswer:
     asset = resolve(principal, named)
     context = EventContext(asset.team_id, principal.key_id, request_id, asset.agent_id, asset.memory_id)
     events = event_items([NewEvent("memory_update", "asset", asset.memory_id, len(changes))], context)
     updated = stored.update(asset, changes, format_ms(now_ms()), events)
     if updated is None:
         raise NotFound(UNKNOWN) if principal.all_teams else Forbidden(OUTSIDE)
-    return as_dict(updated)
+    return as_answer(updated)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from ..clock import iso, issued_here, now_ms, ordered_id
+from ..clock import format_ms, issued_here, now_ms, ordered_id
 from ..storage import counters, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
@@ -18,11 +18,13 @@ from . import assets, meaning, retrieval
 from .conversation import time_window
 from .errors import Conflict, Invalid, NotFound
 from .principal import Authorize
+from .results import Mode, RecordAdded, RecordHit, RecordHits, RecordItem, Records, RecordsDeleted, RecordUpdated, Total
 from .rules import clean_ids, trim
 from .scope import Scope
 from .search import term_counts
 
 LAYER = "L1"
+Item = TypeVar("Item", bound=RecordItem)
 NOT_FOUND = "id: no such record"
 
 
@@ -40,24 +42,30 @@ def _where(asset: Any) -> Where:
     return Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
 
 
-def as_dict(scope: Scope, item: Record) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "type": item.type,
-        "content": item.content,
-        "background": item.background or "",
-        "tags": list(item.tags or []),
-        "metadata": item.meta or {},
-        "version": int(item.version),
-        "reinforced_count": int(item.reinforced_count),
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-        "user_id": item.user_id,
-        "task_id": item.task_id,
-        "session_id": item.session_id,
-        "created_at": iso(item.created_at),
-        "updated_at": iso(item.updated_at),
-    }
+def as_item(scope: Scope, item: Record) -> RecordItem:
+    return _answer(RecordItem, scope, item)
+
+
+def _answer(kind: type[Item], scope: Scope, item: Record, **extra: Any) -> Item:
+    """The record as answered (``RecordHit`` with ``score=…`` for a search hit)."""
+    return kind(
+        id=item.id,
+        type=item.type,
+        content=item.content,
+        background=item.background or "",
+        tags=list(item.tags or []),
+        metadata=item.meta or {},
+        version=int(item.version),
+        reinforced_count=int(item.reinforced_count),
+        team_id=scope.team_id,
+        agent_id=scope.agent_id,
+        user_id=item.user_id,
+        task_id=item.task_id,
+        session_id=item.session_id,
+        created_at=format_ms(int(item.created_at)),
+        updated_at=format_ms(int(item.updated_at)),
+        **extra,
+    )
 
 
 def add(
@@ -68,7 +76,7 @@ def add(
     tags: list[str],
     metadata: dict[str, Any],
     authorize: Authorize,
-) -> dict[str, Any]:
+) -> RecordAdded:
     raw = assets.of_scope(scope)
     principal = authorize()
     asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
@@ -98,7 +106,7 @@ def add(
         try:
             records.create(where, record, counts)
             meaning.embed_after_write(where, [meaning.piece(record)])  # only a new record: reinforcing never re-embeds
-            return {"id": record.id, "version": 1, "created": True, "reinforced_count": 1}
+            return RecordAdded(id=record.id, version=1, created=True, reinforced_count=1)
         except Cancelled as exc:
             if "epoch" in exc.failed:  # a clear moved the memory on: add into the new epoch
                 asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, principal.key_id)
@@ -112,7 +120,7 @@ def add(
             if "epoch" in exc.failed:  # cleared after the guard was read: add into the new epoch
                 asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, principal.key_id)
             continue
-        return {"id": holder.id, "version": int(holder.version), "created": False, "reinforced_count": count}
+        return RecordAdded(id=holder.id, version=int(holder.version), created=False, reinforced_count=count)
     raise AssertionError("unreachable")
 
 
@@ -133,7 +141,7 @@ def update(
     expected_version: int | None,
     authorize: Authorize,
     request_id: str,
-) -> dict[str, Any]:
+) -> RecordUpdated:
     raw = assets.of_scope(scope)
     principal = authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
@@ -180,7 +188,7 @@ def update(
     _reindex(scope, where, atom_id)
     if meaning.text_changed(record, content, background):  # re-embed only when the embedded text changed
         meaning.after_update(where, records.get(where, scope.user_id, atom_id))
-    return {"id": atom_id, "version": f"v{version + 1}", "updated_at": iso(now)}
+    return RecordUpdated(id=atom_id, version=f"v{version + 1}", updated_at=format_ms(now))
 
 
 def _reindex(scope: Scope, where: Where, atom_id: str) -> None:
@@ -211,27 +219,25 @@ def query(
     time_start: str | None,
     time_end: str | None,
     authorize: Authorize,
-) -> dict[str, Any]:
+) -> Records:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     if asset is None:
-        return {"items": [], "total": 0}
+        return Records(items=[], total=0)
     where = _where(asset)
     page, total = parallel(
         lambda: list(records.newest(where, scope.user_id, type_, scope.task_id, start, end, offset + limit)),
         lambda: records.count(where, scope.user_id, type_, scope.task_id, start, end),
     )
-    return {"items": [as_dict(scope, r) for r in page[offset : offset + limit]], "total": total}
+    return Records(items=[as_item(scope, r) for r in page[offset : offset + limit]], total=total)
 
 
-def count(
-    scope: Scope, type_: str | None, time_start: str | None, time_end: str | None, authorize: Authorize
-) -> dict[str, Any]:
+def count(scope: Scope, type_: str | None, time_start: str | None, time_end: str | None, authorize: Authorize) -> Total:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     if asset is None:
-        return {"total": 0}
-    return {"total": records.count(_where(asset), scope.user_id, type_, scope.task_id, start, end)}
+        return Total(total=0)
+    return Total(total=records.count(_where(asset), scope.user_id, type_, scope.task_id, start, end))
 
 
 def search(
@@ -243,12 +249,12 @@ def search(
     time_end: str | None,
     authorize: Authorize,
     mode: str | None = None,
-) -> dict[str, Any]:
+) -> RecordHits:
     start, end = time_window(time_start, time_end)
     mode = retrieval.resolve_mode(mode, meaning.enabled())
     asset = _asset(scope, authorize)
     if asset is None:
-        return {"items": [], "mode_used": mode}
+        return RecordHits(items=[], mode_used=cast(Mode, mode))
     where = _where(asset)
 
     def keep(record: Record) -> bool:  # L1 time filters apply to updated_at
@@ -273,15 +279,15 @@ def search(
         keep=keep,
         semantic=by_meaning if mode != "keyword" else None,
     )
-    return {
-        "items": [dict(as_dict(scope, r), score=score) for r, score in result.items],
-        "mode_used": result.mode_used,
-    }
+    return RecordHits(
+        items=[_answer(RecordHit, scope, r, score=score) for r, score in result.items],
+        mode_used=cast(Mode, result.mode_used),
+    )
 
 
 def delete(
     scope: Scope, ids: list[str], expected_versions: dict[str, int] | None, authorize: Authorize, request_id: str
-) -> dict[str, Any]:
+) -> RecordsDeleted:
     wanted = clean_ids(ids)
     if not wanted:
         raise Invalid("ids: give at least one non-blank id")
@@ -293,7 +299,7 @@ def delete(
     principal = authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:
-        return {"deleted_count": 0, "deleted_ids": [], "not_found_ids": wanted, "audit_ids": []}
+        return RecordsDeleted(deleted_count=0, deleted_ids=[], not_found_ids=wanted, audit_ids=[])
     where = _where(asset)
     lookable = [i for i in wanted if issued_here("atom-", i)]
     found = records.get_many(where, scope.user_id, lookable) if lookable else {}
@@ -324,9 +330,9 @@ def delete(
     if gone:
         meaning.erase(where, list(gone))
         assets.forget_exports(asset)
-    return {
-        "deleted_count": len(gone),
-        "deleted_ids": [i for i in wanted if i in gone],
-        "not_found_ids": [i for i in wanted if i not in gone],
-        "audit_ids": [e.event_id for e in recorded],
-    }
+    return RecordsDeleted(
+        deleted_count=len(gone),
+        deleted_ids=[i for i in wanted if i in gone],
+        not_found_ids=[i for i in wanted if i not in gone],
+        audit_ids=[e.event_id for e in recorded],
+    )

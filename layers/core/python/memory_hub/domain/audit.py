@@ -4,7 +4,7 @@ transactions); they belong to the (team, agent) pair that caused them, never to 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import cast
 
 from ..storage import assets as stored_assets
 from ..storage import audit as stored
@@ -13,6 +13,8 @@ from ..storage.models import AuditEvent
 from . import tokens
 from .errors import Forbidden, NotFound
 from .principal import Principal
+from .results import AuditAction, AuditLayer
+from .results_admin import Event, Events
 from .scope import pairs_of
 
 SYSTEM_CLEANUP = "system:cleanup"
@@ -23,20 +25,20 @@ def user_target(user_id: str) -> str:
     return hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:16]
 
 
-def as_dict(item: AuditEvent) -> dict[str, Any]:
-    return {
-        "event_id": item.event_id,
-        "memory_id": item.memory_id,
-        "action": item.action,
-        "layer": item.layer,
-        "target": item.target,
-        "count": int(item.count or 0),
-        "actor": item.actor,
-        "request_id": item.request_id,
-        "at": item.at,
-        "team_id": item.team_id,
-        "agent_id": item.agent_id,
-    }
+def as_event(item: AuditEvent) -> Event:
+    return Event(
+        event_id=item.event_id,
+        memory_id=item.memory_id,
+        action=cast(AuditAction, item.action),
+        layer=cast(AuditLayer, item.layer),
+        target=item.target,
+        count=int(item.count or 0),
+        actor=item.actor,
+        request_id=item.request_id,
+        at=item.at,
+        team_id=item.team_id,
+        agent_id=item.agent_id,
+    )
 
 
 def _visible_pairs(principal: Principal, memory_id: str) -> list[tuple[str, str]]:
@@ -51,7 +53,7 @@ def _visible_pairs(principal: Principal, memory_id: str) -> list[tuple[str, str]
 
 def query(
     principal: Principal, memory_id: str | None, action: str | None, limit: int, next_token: str | None
-) -> dict[str, Any]:
+) -> Events:
     """Events newest first. Without ``memory_id``: every event the key's teams may see."""
     filters = {"route": "audit/query", "memory_id": memory_id, "action": action, "teams": sorted(principal.team_ids)}
     before = tokens.decode(next_token, filters) if next_token is not None else None
@@ -70,10 +72,8 @@ def query(
     unique = {event.event_id: event for event in found}
     events = sorted(unique.values(), key=lambda e: e.event_id, reverse=True)[:want]
     page = events[:limit]
-    answer: dict[str, Any] = {"events": [as_dict(e) for e in page]}
-    if len(events) > limit:
-        answer["next_token"] = tokens.encode(page[-1].event_id, filters)
-    return answer
+    more = tokens.encode(page[-1].event_id, filters) if len(events) > limit else None
+    return Events(events=[as_event(e) for e in page], next_token=more)
 
 
 def _exists(memory_id: str, pairs: list[tuple[str, str]]) -> bool:

@@ -32,6 +32,7 @@ from . import assets
 from .audit import SYSTEM_CLEANUP
 from .errors import Busy, Invalid
 from .principal import Principal
+from .results_admin import Cleared, ClearItem, Erased, MemoryDeleted
 from .rules import clean_ids, trim
 
 PURGE_EVENT_KEY = "memory_hub_purge"
@@ -93,7 +94,7 @@ def _retire(
             asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp_ms, actor, request_id
         )
         context = EventContext(asset.team_id, actor, request_id, asset.agent_id, asset.memory_id)
-        wanted = [NewEvent(action, layer, asset.memory_id, before[layer.lower()]) for layer in LAYERS]
+        wanted = [NewEvent(action, layer, asset.memory_id, getattr(before, layer.lower())) for layer in LAYERS]
         if drop:
             wanted.append(NewEvent("memory_delete", "asset", asset.memory_id, 1))
         events = event_items(wanted, context)
@@ -114,9 +115,7 @@ def _retire(
     raise AssertionError("unreachable")
 
 
-def erase(
-    asset: Asset, *, drop: bool, action: str, actor: str, request_id: str, deadline: purge.Deadline
-) -> dict[str, Any]:
+def erase(asset: Asset, *, drop: bool, action: str, actor: str, request_id: str, deadline: purge.Deadline) -> Erased:
     target, events = _retire(asset, drop=drop, action=action, actor=actor, request_id=request_id)
     # From here on the memory is empty to every reader and the purge record keeps the rest durable,
     # so nothing below may fail the answer: "cleared: false" promises an untouched memory.
@@ -133,48 +132,47 @@ def erase(
             continue_later(target)
     except Exception:  # the record stays: the scheduled cleanup finishes (or just confirms) the purge
         logger.exception("purge record not settled")
-    answer: dict[str, Any] = {
-        "memory_id": target.memory_id,
-        "team_id": target.team_id,
-        "agent_id": target.agent_id,
+    return Erased(
+        memory_id=target.memory_id,
+        team_id=target.team_id,
+        agent_id=target.agent_id,
         **_counts(result),
-        "audit_ids": [e.event_id for e in events],
-    }
-    if pending:
-        answer["purge_pending"] = True
-    return answer
+        audit_ids=[e.event_id for e in events],
+        purge_pending=True if pending else None,
+    )
 
 
 def clear(
     principal: Principal, checked_assets: list[Asset], request_id: str, remaining_ms: Callable[[], int]
-) -> dict[str, Any]:
+) -> Cleared:
     deadline = budget(remaining_ms)
-    answers = []
+    answers: list[ClearItem] = []
     for asset in checked_assets:
         try:
             answer = erase(
                 asset, drop=False, action="clear", actor=principal.key_id, request_id=request_id, deadline=deadline
             )
-            answers.append({"memory_id": asset.memory_id, "cleared": True, **_without(answer, "memory_id")})
+            answers.append(ClearItem(cleared=True, **answer.wire()))
         except Exception as exc:
             logger.exception("clear failed before it took effect")
             answers.append(
-                {
-                    "memory_id": asset.memory_id,
-                    "team_id": asset.team_id,
-                    "agent_id": asset.agent_id,
-                    "cleared": False,
-                    **_counts(purge.Result()),
-                    "audit_ids": [],
-                    "reason": failure_reason(exc),
-                    "retryable": True,
-                }
+                ClearItem(
+                    memory_id=asset.memory_id,
+                    team_id=asset.team_id,
+                    agent_id=asset.agent_id,
+                    cleared=False,
+                    l0_deleted=0,
+                    l1_deleted=0,
+                    l2_deleted=0,
+                    l3_deleted=0,
+                    profile_deleted=0,
+                    files_deleted=0,
+                    audit_ids=[],
+                    reason=failure_reason(exc),
+                    retryable=True,
+                )
             )
-    return {"items": answers, "all_cleared": all(a["cleared"] for a in answers)}
-
-
-def _without(answer: dict[str, Any], key: str) -> dict[str, Any]:
-    return {k: v for k, v in answer.items() if k != key}
+    return Cleared(items=answers, all_cleared=all(a.cleared for a in answers))
 
 
 def failure_reason(exc: Exception) -> str:
@@ -190,7 +188,7 @@ def failure_reason(exc: Exception) -> str:
 
 def delete_memory(
     principal: Principal, name: assets.Named, request_id: str, remaining_ms: Callable[[], int]
-) -> dict[str, Any]:
+) -> MemoryDeleted:
     asset = assets.resolve(principal, name)
     answer = erase(
         asset,
@@ -200,7 +198,7 @@ def delete_memory(
         request_id=request_id,
         deadline=budget(remaining_ms),
     )
-    return {"deleted": True, **answer}
+    return MemoryDeleted(deleted=True, **answer.wire())
 
 
 # --- the purge after the answer ------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from ..clock import iso, issued_here, lower_bound_ms, now_ms, ordered_id, parse_ms, upper_bound_ms
+from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, ordered_id, parse_ms, upper_bound_ms
 from ..storage import counters, messages, postings
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
@@ -15,6 +15,7 @@ from ..storage.retry import attempts
 from . import assets, meaning, retrieval
 from .errors import Invalid
 from .principal import Authorize
+from .results import Added, MessageHit, MessageHits, MessageItem, Messages, MessagesDeleted, Mode, Role, Total
 from .rules import MAX_ID_CHARS, clean_ids
 from .scope import Scope
 from .search import term_counts
@@ -32,21 +33,21 @@ def _where(asset: Any) -> Where:
     return Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
 
 
-def as_dict(scope: Scope, item: Message) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "session_id": item.session_id,
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-        "user_id": item.user_id,
-        "task_id": item.task_id,
-        "role": item.role,
-        "content": item.content,
-        "timestamp": iso(item.timestamp),
-    }
+def as_item(scope: Scope, item: Message) -> MessageItem:
+    return MessageItem(
+        id=item.id,
+        session_id=item.session_id,
+        team_id=scope.team_id,
+        agent_id=scope.agent_id,
+        user_id=item.user_id,
+        task_id=item.task_id,
+        role=cast(Role, item.role),
+        content=item.content,
+        timestamp=format_ms(int(item.timestamp)),
+    )
 
 
-def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> dict[str, Any]:
+def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> Added:
     raw = assets.of_scope(scope)
     principal = authorize()
     if not scope.session_id:
@@ -73,7 +74,7 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> dict
             raw = assets.of_scope(scope)  # a clear moved the memory on: write into the new epoch
     meaning.embed_after_write(_where(asset), meaning.new_messages(scope.user_id, scope.session_id, scope.task_id, new))
     ids = [m.id for m in new]
-    return {"accepted_ids": ids, "accepted_versions": ["v1"] * len(ids), "total_count": len(ids)}
+    return Added(accepted_ids=ids, accepted_versions=["v1"] * len(ids), total_count=len(ids))
 
 
 def _asset(scope: Scope, authorize: Authorize) -> Any:
@@ -84,11 +85,11 @@ def _asset(scope: Scope, authorize: Authorize) -> Any:
 
 def query(
     scope: Scope, limit: int, offset: int, time_start: str | None, time_end: str | None, authorize: Authorize
-) -> dict[str, Any]:
+) -> Messages:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     if asset is None:
-        return {"messages": [], "total": 0}
+        return Messages(messages=[], total=0)
     where = _where(asset)
     page, total = parallel(
         lambda: list(
@@ -96,15 +97,15 @@ def query(
         ),
         lambda: messages.count(where, scope.user_id, scope.session_id, scope.task_id, start, end),
     )
-    return {"messages": [as_dict(scope, m) for m in page[offset : offset + limit]], "total": total}
+    return Messages(messages=[as_item(scope, m) for m in page[offset : offset + limit]], total=total)
 
 
-def count(scope: Scope, time_start: str | None, time_end: str | None, authorize: Authorize) -> dict[str, Any]:
+def count(scope: Scope, time_start: str | None, time_end: str | None, authorize: Authorize) -> Total:
     start, end = time_window(time_start, time_end)
     asset = _asset(scope, authorize)
     if asset is None:
-        return {"total": 0}
-    return {"total": messages.count(_where(asset), scope.user_id, scope.session_id, scope.task_id, start, end)}
+        return Total(total=0)
+    return Total(total=messages.count(_where(asset), scope.user_id, scope.session_id, scope.task_id, start, end))
 
 
 def search(
@@ -115,12 +116,12 @@ def search(
     time_end: str | None,
     authorize: Authorize,
     mode: str | None = None,
-) -> dict[str, Any]:
+) -> MessageHits:
     start, end = time_window(time_start, time_end)
     mode = retrieval.resolve_mode(mode, meaning.enabled())
     asset = _asset(scope, authorize)
     if asset is None:
-        return {"messages": [], "mode_used": mode}
+        return MessageHits(messages=[], mode_used=cast(Mode, mode))
     where = _where(asset)
 
     def by_meaning(depth: int) -> list[tuple[str, float]] | None:
@@ -141,20 +142,20 @@ def search(
         semantic=by_meaning if mode != "keyword" else None,
     )
     found = result.items
-    return {
-        "messages": [
-            {
-                "id": m.id,
-                "session_id": m.session_id,
-                "role": m.role,
-                "content": m.content,
-                "timestamp": iso(m.timestamp),
-                "score": score,
-            }
+    return MessageHits(
+        messages=[
+            MessageHit(
+                id=m.id,
+                session_id=m.session_id,
+                role=cast(Role, m.role),
+                content=m.content,
+                timestamp=format_ms(int(m.timestamp)),
+                score=score,
+            )
             for m, score in found
         ],
-        "mode_used": result.mode_used,
-    }
+        mode_used=cast(Mode, result.mode_used),
+    )
 
 
 def _admits(message: Message, scope: Scope, start: int | None, end: int | None) -> bool:
@@ -168,7 +169,7 @@ def _admits(message: Message, scope: Scope, start: int | None, end: int | None) 
 
 def delete(
     scope: Scope, message_ids: list[str] | None, session_ids: list[str] | None, authorize: Authorize, request_id: str
-) -> dict[str, Any]:
+) -> MessagesDeleted:
     named, sessions = clean_ids(message_ids), clean_ids(session_ids)
     if not named and not sessions:
         raise Invalid("(root): give at least one non-blank id in message_ids or session_ids")
@@ -176,13 +177,9 @@ def delete(
     principal = authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:
-        return {
-            "deleted_count": 0,
-            "deleted_ids": [],
-            "deleted_session_ids": [],
-            "not_found_ids": named + sessions,
-            "audit_ids": [],
-        }
+        return MessagesDeleted(
+            deleted_count=0, deleted_ids=[], deleted_session_ids=[], not_found_ids=named + sessions, audit_ids=[]
+        )
     where = _where(asset)
     in_task = (lambda m: True) if scope.task_id is None else (lambda m: m.task_id == scope.task_id)
     lookable = [m for m in named if issued_here("msg-", m)]
@@ -214,10 +211,10 @@ def delete(
         assets.forget_exports(asset)
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]
-    return {
-        "deleted_count": len(gone),
-        "deleted_ids": deleted_ids,
-        "deleted_session_ids": deleted_sessions,
-        "not_found_ids": [m for m in named if m not in gone] + [s for s in sessions if s not in deleted_sessions],
-        "audit_ids": list(dict.fromkeys(e.event_id for e in recorded)),
-    }
+    return MessagesDeleted(
+        deleted_count=len(gone),
+        deleted_ids=deleted_ids,
+        deleted_session_ids=deleted_sessions,
+        not_found_ids=[m for m in named if m not in gone] + [s for s in sessions if s not in deleted_sessions],
+        audit_ids=list(dict.fromkeys(e.event_id for e in recorded)),
+    )

@@ -21,7 +21,7 @@ from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
 from ..clock import TimeFormatError, parse_ns
-from .rules import MAX_ID_CHARS, free_id_problem, has_control, path_problem, team_or_agent_problem
+from .rules import MAX_ID_CHARS, TEAM_PATTERN, free_id_problem, has_control, path_problem, team_or_agent_problem
 
 MAX_VERSION = 2**53
 MESSAGE_CHARS = 8192  # an L0 message's or an L1 record's content
@@ -32,6 +32,7 @@ METADATA_BYTES = 4096  # an L1 record's metadata as compact JSON
 SUMMARY_CHARS = 1024  # an L2 file's summary
 TEXT_CHARS = 1_000_000  # an L2 file's content, or the persona
 TYPE_PATTERN = r"^[a-z_]+$"
+TYPE_CHARS = 64  # an L1 record's type
 
 
 def rule(check: Callable[[Any], str | None]) -> AfterValidator:
@@ -77,7 +78,6 @@ NoControl = rule(lambda v: "must not contain control characters" if has_control(
 _CC = r"\u0000-\u001f\u007f-\u009f"  # Unicode category Cc
 NO_CONTROL_PATTERN = f"^[^{_CC}]*$"
 NoControlDoc = Field(json_schema_extra={"pattern": NO_CONTROL_PATTERN})
-TEAM_PATTERN = "^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"
 
 
 def _time(value: str) -> str:
@@ -109,7 +109,7 @@ Version = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
 Count = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
 # ---- L0 / L1
 Content = Annotated[str, Field(min_length=1, max_length=MESSAGE_CHARS), Storable]
-AtomType = Annotated[str, Field(min_length=1, max_length=64, pattern=TYPE_PATTERN)]
+AtomType = Annotated[str, Field(min_length=1, max_length=TYPE_CHARS, pattern=TYPE_PATTERN)]
 Tag = Annotated[str, Field(min_length=1, max_length=TAG_CHARS), Storable]
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
 Background = Annotated[str, Field(max_length=BACKGROUND_CHARS), Storable]

@@ -10,7 +10,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from typing import Any
+from typing import Any, cast
 
 from ..clock import format_ms, now_ms
 from ..storage import apikeys
@@ -20,6 +20,8 @@ from ..storage.models import ApiKey
 from ..storage.secrets import bootstrap_admin_key
 from .errors import Conflict, Forbidden, NotFound, Unauthenticated
 from .principal import ALL_TEAMS, BOOTSTRAP_KEY_ID, Principal
+from .results import KeyRole
+from .results_admin import KeyCreated, KeyRevoked, KeyRow, Keys
 
 INVALID_KEY = "authorization: invalid key"
 UNKNOWN_KEY = "key_id: unknown key"
@@ -62,7 +64,7 @@ def _events(action: str, key_id: str, team_ids: list[str], principal: Principal,
     return [first, *key_event_copies(first, team_ids[1:])]
 
 
-def create(principal: Principal, role: str, team_ids: list[str], name: str | None, request_id: str) -> dict[str, Any]:
+def create(principal: Principal, role: str, team_ids: list[str], name: str | None, request_id: str) -> KeyCreated:
     teams = list(dict.fromkeys(team_ids))
     if ALL_TEAMS in teams:
         teams = [ALL_TEAMS]
@@ -79,47 +81,40 @@ def create(principal: Principal, role: str, team_ids: list[str], name: str | Non
         created_by=principal.key_id,
     )
     apikeys.create(item, _events("key_create", key_id, teams, principal, request_id))
-    return {
-        "key_id": key_id,
-        "api_key": secret,
-        "role": role,
-        "team_ids": teams,
-        "name": name,
-        "created_at": item.created_at,
-    }
+    return KeyCreated(
+        key_id=key_id, api_key=secret, role=cast(KeyRole, role), team_ids=teams, name=name, created_at=item.created_at
+    )
 
 
-def _row(item: ApiKey) -> dict[str, Any]:
-    return {
-        "key_id": item.key_id,
-        "name": item.name,
-        "role": item.role,
-        "team_ids": list(item.team_ids),
-        "created_at": item.created_at,
-        "revoked": bool(item.revoked),
-    }
+def _row(item: ApiKey) -> KeyRow:
+    return KeyRow(
+        key_id=item.key_id,
+        name=item.name,
+        role=cast(KeyRole, item.role),
+        team_ids=list(item.team_ids),
+        created_at=item.created_at,
+        revoked=bool(item.revoked),
+    )
 
 
-def list_keys(principal: Principal) -> dict[str, Any]:
+def list_keys(principal: Principal) -> Keys:
     rows = sorted(
-        (_row(i) for i in apikeys.everything() if principal.covers_teams(list(i.team_ids))), key=lambda r: r["key_id"]
+        (_row(i) for i in apikeys.everything() if principal.covers_teams(list(i.team_ids))), key=lambda r: r.key_id
     )
     if principal.all_teams and bootstrap_admin_key():
-        rows.insert(
-            0,
-            {
-                "key_id": BOOTSTRAP_KEY_ID,
-                "name": "bootstrap",
-                "role": "admin",
-                "team_ids": [ALL_TEAMS],
-                "created_at": None,
-                "revoked": False,
-            },
+        bootstrap = KeyRow(
+            key_id=BOOTSTRAP_KEY_ID,
+            name="bootstrap",
+            role="admin",
+            team_ids=[ALL_TEAMS],
+            created_at=None,
+            revoked=False,
         )
-    return {"keys": rows}
+        rows.insert(0, bootstrap)
+    return Keys(keys=rows)
 
 
-def revoke(principal: Principal, key_id: str, request_id: str) -> dict[str, Any]:
+def revoke(principal: Principal, key_id: str, request_id: str) -> KeyRevoked:
     if key_id == BOOTSTRAP_KEY_ID and bootstrap_admin_key():
         if not principal.all_teams:
             raise NotFound(UNKNOWN_KEY)
@@ -132,4 +127,4 @@ def revoke(principal: Principal, key_id: str, request_id: str) -> dict[str, Any]
             apikeys.revoke(item, _events("key_revoke", key_id, list(item.team_ids), principal, request_id))
         except Cancelled:
             pass  # revoked by someone else meanwhile: revoking is idempotent
-    return {"key_id": key_id, "revoked": True}
+    return KeyRevoked(key_id=key_id, revoked=True)

@@ -9,7 +9,6 @@ newest backups are kept.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..clock import compact_stamp, format_ms, now_ms, parse_ms
 from ..observability import logger
@@ -21,21 +20,17 @@ from ..storage.errors import Cancelled
 from . import assets
 from .files import Draft, compare_and_swap, number, visible
 from .principal import Authorize
+from .results import Persona, PersonaCount, PersonaWritten
 from .scope import Scope
 
 KEEP_BACKUPS = 3
 BACKUP_NAME = re.compile(r"persona_(\d{8}_\d{6})_(\d+)\.md$")
 
 
-def _empty(scope: Scope) -> dict[str, Any]:
-    return {
-        "content": None,
-        "version": None,
-        "created_at": None,
-        "updated_at": None,
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-    }
+def _empty(scope: Scope) -> Persona:
+    return Persona(
+        content=None, version=None, created_at=None, updated_at=None, team_id=scope.team_id, agent_id=scope.agent_id
+    )
 
 
 def _current(scope: Scope, authorize: Authorize, *, body: bool) -> blobs.Blob | None:
@@ -46,26 +41,26 @@ def _current(scope: Scope, authorize: Authorize, *, body: bool) -> blobs.Blob | 
     return visible(blob, asset.epoch if asset else None)
 
 
-def read(scope: Scope, authorize: Authorize) -> dict[str, Any]:
+def read(scope: Scope, authorize: Authorize) -> Persona:
     live = _current(scope, authorize, body=True)
     if live is None:
         return _empty(scope)
-    return {
-        "content": live.text,
-        "version": number(live, "version"),
-        "created_at": live.metadata.get("created-at"),
-        "updated_at": live.metadata.get("updated-at"),
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-    }
+    return Persona(
+        content=live.text,
+        version=number(live, "version"),
+        created_at=live.metadata.get("created-at"),
+        updated_at=live.metadata.get("updated-at"),
+        team_id=scope.team_id,
+        agent_id=scope.agent_id,
+    )
 
 
-def count(scope: Scope, authorize: Authorize) -> dict[str, Any]:
+def count(scope: Scope, authorize: Authorize) -> PersonaCount:
     live = _current(scope, authorize, body=False)
-    return {"total": 1 if live is not None else 0, "team_id": scope.team_id, "agent_id": scope.agent_id}
+    return PersonaCount(total=1 if live is not None else 0, team_id=scope.team_id, agent_id=scope.agent_id)
 
 
-def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> dict[str, Any]:
+def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> PersonaWritten:
     key = layout.persona_key(scope.team_id, scope.agent_id)
     backed_up: list[tuple[int, str]] = []  # (epoch, key) of the backups this write made
 
@@ -114,13 +109,13 @@ def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> 
         return True
 
     facts = compare_and_swap(key, "core/write", prepare, commit).facts
-    return {
-        "version": facts["version"],
-        "updated_at": facts["updated_at"],
-        "created_at": facts["created_at"],
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-    }
+    return PersonaWritten(
+        version=facts["version"],
+        updated_at=facts["updated_at"],
+        created_at=facts["created_at"],
+        team_id=scope.team_id,
+        agent_id=scope.agent_id,
+    )
 
 
 def backup(scope: Scope, live: blobs.Blob, version: int) -> str:

@@ -89,7 +89,7 @@ def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Any]) -> None:
         transaction.update(
             f"item:{item.id}",
             item,
-            [model.terms.set(lengths[item.id]), model.ix.set(postings.INDEX_FORMAT)],
+            [model.terms.set(lengths[item.id]), model.index_format.set(postings.INDEX_FORMAT)],
             condition=model.pk.exists() & (model.terms == item.terms),
         )
     counters.change(transaction, where, layer, user_id, 0, delta)
@@ -106,8 +106,10 @@ def partition(where: Where, layer: str, user_id: str, out_of_time: Callable[[], 
         return True
     after = marker.lsi3.split(layout.SEP, 1)[1] if marker is not None and marker.lsi3.startswith("~after") else ""
     items = messages.of_user(where, user_id) if layer == "L0" else records.of_user(where, user_id)
-    # An item written by the current code says so (``ix``): only older ones are rewritten.
-    pending = sorted((i for i in items if i.id > after and int(i.ix or 0) < postings.INDEX_FORMAT), key=lambda i: i.id)
+    # An item written by the current code says so (``index_format``): only older ones are rewritten.
+    pending = sorted(
+        (i for i in items if i.id > after and int(i.index_format or 0) < postings.INDEX_FORMAT), key=lambda i: i.id
+    )
     for start in range(0, len(pending), CHUNK):
         if out_of_time():
             return False

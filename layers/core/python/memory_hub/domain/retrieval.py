@@ -32,10 +32,18 @@ FETCH = 100  # BatchGetItem's limit
 MAX_ROUNDS = 8  # pages read per term at most
 
 
-def read_budget(depth: int, terms: int) -> int:
-    """How many postings a search reads at most: what its depth and its words call for, never
-    what the memory holds (past it, the answer is the best found by then)."""
-    return 5 * depth + 6 * terms
+POSTINGS_PER_RESULT = 8  # of the 10 DynamoDB items a search may read per result it answers
+FIRST_PAGE = 3  # postings of each query word read at least (its first page)
+
+
+def read_budget(limit: int, depth: int, terms: int) -> int:
+    """How many postings a search reads at most (past it, the answer is the best found by then):
+    what its depth and its words call for, but never more than ``POSTINGS_PER_RESULT`` per result
+    asked for — with the answer's own items and the asset, key and statistics reads, a search reads
+    at most about 10 DynamoDB items per result, whatever the memory holds — and never less than a
+    first page of every word."""
+    wanted = 5 * depth + 6 * terms
+    return min(wanted, max(POSTINGS_PER_RESULT * limit, FIRST_PAGE * terms))
 
 
 RRF_K = 60  # reciprocal-rank fusion's constant (the usual one)
@@ -84,8 +92,9 @@ def ranked(
     want = max(depth or limit, 1)
     if not terms:
         return Ranked([], 0)
-    # Pages small enough that one per term reads about twice what is wanted, all terms together.
-    first_page = max(3, -(-2 * want // len(terms)))
+    # Pages small enough that one per term reads about twice what is wanted, all terms together
+    # (and no more than the budget, but at least FIRST_PAGE each).
+    first_page = max(FIRST_PAGE, min(-(-2 * want // len(terms)), (budget or 2 * want) // len(terms)))
     lists = [_Term(t, layout.term_digest(t), page=first_page) for t in terms]
     (items, tokens), first = parallel(
         stats,
@@ -96,19 +105,19 @@ def ranked(
     candidates: dict[str, _Candidate] = {}
     excluded: set[str] = set()
 
-    def take(term: _Term, result: postings.Page) -> None:
+    def take(term: _Term, result: postings.Page, asked: int) -> None:
         term.rounds += 1
         term.read += len(result.rows)
         for row in result.rows:
-            term.last_impact = postings.impact(int(row.tf), int(row.dl))
+            term.last_impact = postings.impact(int(row.term_frequency), int(row.item_length))
             _note(candidates, excluded, filters, postings.item_of(row), row, term.term, create=True)
         term.next = result.next
-        term.exhausted = result.next is None or len(result.rows) < term.page
+        term.exhausted = result.next is None or len(result.rows) < asked
 
     for term, result in zip(lists, first, strict=True):
         frequency = max(result.frequency or 0, len(result.rows))
         term.weight = idf(max(collection.items, frequency), frequency)
-        take(term, result)
+        take(term, result, first_page)
     lists = [t for t in lists if t.read]
     read = sum(t.read for t in lists)
 
@@ -126,20 +135,29 @@ def ranked(
     def ceiling(candidate: _Candidate) -> float:
         return score(candidate) + sum(unseen(t) for t in lists if t.term not in candidate.resolved)
 
+    def left() -> int | None:
+        return None if budget is None else budget - read
+
     while True:
-        read += _resolve(pk, lists, candidates, excluded, filters, score, ceiling, want)
+        read += _resolve(pk, lists, candidates, excluded, filters, score, ceiling, want, left())
         scores = sorted((score(c) for c in candidates.values()), reverse=True)
         floor = scores[want - 1] if len(scores) >= want else 0.0
         threshold = sum(unseen(t) for t in lists)
         open_terms = [t for t in lists if not t.exhausted and t.rounds < MAX_ROUNDS]
         if (len(scores) >= want and floor >= threshold) or not open_terms:
             break
-        if budget is not None and read >= budget:
+        room = left()
+        if room is not None and room <= 0:
             break  # the best found so far: a search's cost stays bounded by limit and its words
         chosen = _to_read(open_terms, unseen, threshold - floor)
-        pages = for_each(lambda t: postings.term_page(pk, t.digest, t.page, t.next), chosen, width=postings.READ_WIDTH)
-        for term, result in zip(chosen, pages, strict=True):
-            take(term, result)
+        sizes = _page_sizes(chosen, room)
+        pages = for_each(
+            lambda pair: postings.term_page(pk, pair[0].digest, pair[1], pair[0].next),
+            list(zip(chosen, sizes, strict=False)),
+            width=postings.READ_WIDTH,
+        )
+        for term, size, result in zip(chosen, sizes, pages, strict=False):
+            take(term, result, size)
             read += len(result.rows)
     best = heapq.nlargest(
         len(candidates), ((score(c), item) for item, c in candidates.items()), key=lambda pair: (pair[0], pair[1])
@@ -160,6 +178,15 @@ def _to_read(open_terms: list[_Term], unseen: Callable[[_Term], float], gap: flo
     return chosen
 
 
+def _page_sizes(chosen: list[_Term], room: int | None) -> list[int]:
+    """How many postings to ask of each chosen term: its page, shared out so that together they
+    stay within ``room`` (the budget left; None: no budget). Terms past the room get no page."""
+    if room is None:
+        return [t.page for t in chosen]
+    share = max(1, room // max(1, len(chosen)))
+    return [min(t.page, share) for t in chosen[: max(1, room)]]
+
+
 def _resolve(
     pk: str,
     lists: list[_Term],
@@ -169,9 +196,11 @@ def _resolve(
     score: Callable[[_Candidate], float],
     ceiling: Callable[[_Candidate], float],
     want: int,
+    room: int | None = None,
 ) -> int:
     """Look up, by key, the missing terms of the candidates that could still reach the answer
-    (exhausted terms are known absent). Returns the postings found."""
+    (exhausted terms are known absent), the most promising first and at most ``room`` keys (the
+    budget left; None: no budget). Returns the postings found."""
     for candidate in candidates.values():
         candidate.resolved |= {t.term for t in lists if t.exhausted}
     pending = [(item, c) for item, c in candidates.items() if len(c.resolved) < len(lists)]
@@ -179,14 +208,18 @@ def _resolve(
         return 0
     known = sorted((score(c) for c in candidates.values()), reverse=True)
     floor = known[want - 1] if len(known) >= want else 0.0
-    keys, asked = [], []
+    keys: list[tuple[str, str]] = []
+    asked: list[tuple[str, str]] = []
+    pending.sort(key=lambda pair: ceiling(pair[1]), reverse=True)
     for item, candidate in pending:
-        if ceiling(candidate) < floor:
-            continue
+        if ceiling(candidate) < floor or (room is not None and len(keys) >= room):
+            continue  # cannot reach the answer, or no room left to look
         for term in lists:
             if term.term not in candidate.resolved:
                 keys.append((pk, layout.posting_sk(item, term.digest)))
                 asked.append((item, term.term))
+    if room is not None:
+        keys, asked = keys[: max(room, 0)], asked[: max(room, 0)]
     if not keys:
         return 0
     found = postings.get_many(keys)
@@ -220,7 +253,7 @@ def _note(
         return
     candidate = candidates.setdefault(item, _Candidate()) if create else candidates.get(item)
     if candidate is not None:
-        candidate.found[term] = (int(row.tf), int(row.dl))
+        candidate.found[term] = (int(row.term_frequency), int(row.item_length))
         candidate.resolved.add(term)
 
 
@@ -347,7 +380,7 @@ def search(
         return Found([], mode)
     # By words alone the exact top ``limit`` is the answer; fusion looks deeper into both halves.
     depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
-    budget = read_budget(depth, len(terms))
+    budget = read_budget(limit, depth, len(terms))
     words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth, budget)  # noqa: E731
 
     # Every mode answers its scores on the hybrid scale (see ``combine``): one scale for all modes.

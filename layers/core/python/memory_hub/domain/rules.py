@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-TEAM_AGENT_PATTERN = re.compile(r"[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}", re.ASCII)
-TEAM_AGENT_RULE = "must match ^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"
+TEAM_AGENT_CHARS = 64
+# A team or agent id, written once: the check, its message and the OpenAPI pattern all come from it.
+TEAM_PATTERN = rf"^[A-Za-z0-9_@-][A-Za-z0-9._@-]{{0,{TEAM_AGENT_CHARS - 1}}}$"
+TEAM_AGENT_PATTERN = re.compile(TEAM_PATTERN[1:-1], re.ASCII)
+TEAM_AGENT_RULE = f"must match {TEAM_PATTERN}"
 MAX_ID_CHARS = 256
 MAX_PATH_BYTES = 512
 

@@ -23,23 +23,24 @@ from . import assets, meta, tokens
 from .errors import Conflict
 from .files import Draft, compare_and_swap, number, visible
 from .principal import Authorize
+from .results import ScenarioCounted, ScenarioEntry, ScenarioFile, ScenarioList, ScenarioRemoved, ScenarioWritten
 from .scope import Scope
 
 
-def _missing(scope: Scope, path: str) -> dict[str, Any]:
-    return {
-        "path": path,
-        "content": None,
-        "version": None,
-        "summary": None,
-        "created_at": None,
-        "updated_at": None,
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-    }
+def _missing(scope: Scope, path: str) -> ScenarioFile:
+    return ScenarioFile(
+        path=path,
+        content=None,
+        version=None,
+        summary=None,
+        created_at=None,
+        updated_at=None,
+        team_id=scope.team_id,
+        agent_id=scope.agent_id,
+    )
 
 
-def read(scope: Scope, path: str, authorize: Authorize) -> dict[str, Any]:
+def read(scope: Scope, path: str, authorize: Authorize) -> ScenarioFile:
     raw, blob = parallel(
         lambda: assets.of_scope(scope), lambda: blobs.get(layout.scene_key(scope.team_id, scope.agent_id, path))
     )
@@ -49,16 +50,16 @@ def read(scope: Scope, path: str, authorize: Authorize) -> dict[str, Any]:
     if live is None or live.text is None:
         return _missing(scope, path)
     keys, _ = meta.split(live.text)
-    return {
-        "path": path,
-        "content": live.text,
-        "version": number(live, "version"),
-        "summary": keys.get("summary") or None,
-        "created_at": keys.get("created_at"),
-        "updated_at": keys.get("updated_at"),
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-    }
+    return ScenarioFile(
+        path=path,
+        content=live.text,
+        version=number(live, "version"),
+        summary=keys.get("summary") or None,
+        created_at=keys.get("created_at"),
+        updated_at=keys.get("updated_at"),
+        team_id=scope.team_id,
+        agent_id=scope.agent_id,
+    )
 
 
 def _mismatch(expected: int, version: int) -> Conflict:
@@ -73,7 +74,7 @@ def write(
     expected_version: int | None,
     authorize: Authorize,
     request_id: str,
-) -> dict[str, Any]:
+) -> ScenarioWritten:
     """Write a file's next version: a compare-and-swap on its object (``_prepare`` reads and checks,
     ``_next_version`` renders), then ``_commit`` indexes it and records its audit event."""
     key = layout.scene_key(scope.team_id, scope.agent_id, path)
@@ -85,15 +86,15 @@ def write(
         lambda draft, etag: _commit(scope, path, request_id, draft, etag),
     )
     facts = draft.facts
-    return {
-        "path": path,
-        "version": facts["version"],
-        "created": facts["version"] == 1,
-        "updated_at": facts["updated_at"],
-        "created_at": facts["created_at"],
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-    }
+    return ScenarioWritten(
+        path=path,
+        version=facts["version"],
+        created=facts["version"] == 1,
+        updated_at=facts["updated_at"],
+        created_at=facts["created_at"],
+        team_id=scope.team_id,
+        agent_id=scope.agent_id,
+    )
 
 
 def _prepare(
@@ -189,48 +190,46 @@ def _commit(scope: Scope, path: str, request_id: str, draft: Draft, etag: str) -
     return True
 
 
-def _entry(scope: Scope, item: SceneEntry) -> dict[str, Any]:
-    return {
-        "path": item.path,
-        "summary": item.summary or None,
-        "version": int(item.version),
-        "size": int(item.size),
-        "created_at": item.created_at,
-        "updated_at": item.updated_at,
-        "team_id": scope.team_id,
-        "agent_id": scope.agent_id,
-    }
+def _entry(scope: Scope, item: SceneEntry) -> ScenarioEntry:
+    return ScenarioEntry(
+        path=item.path,
+        summary=item.summary or None,
+        version=int(item.version),
+        size=int(item.size),
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        team_id=scope.team_id,
+        agent_id=scope.agent_id,
+    )
 
 
-def ls(scope: Scope, prefix: str, limit: int, next_token: str | None, authorize: Authorize) -> dict[str, Any]:
+def ls(scope: Scope, prefix: str, limit: int, next_token: str | None, authorize: Authorize) -> ScenarioList:
     filters = {"route": "scenario/ls", "team": scope.team_id, "agent": scope.agent_id, "prefix": prefix}
     after = tokens.decode(next_token, filters) if next_token is not None else None
     raw = assets.of_scope(scope)
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:
-        return {"entries": [], "scenes": [], "total": 0}
+        return ScenarioList(entries=[], scenes=[], total=0)
     epoch = int(asset.epoch)
     found, total = parallel(
         lambda: scenes.live(scope.team_id, scope.agent_id, epoch, prefix, after, limit + 1),
         lambda: scenes.count(scope.team_id, scope.agent_id, epoch, prefix),
     )
     entries = [_entry(scope, item) for item in found[:limit]]
-    answer: dict[str, Any] = {"entries": entries, "scenes": entries, "total": total}
-    if len(found) > limit:
-        answer["next_token"] = tokens.encode(entries[-1]["path"], filters)
-    return answer
+    more = tokens.encode(entries[-1].path, filters) if len(found) > limit else None
+    return ScenarioList(entries=entries, scenes=entries, total=total, next_token=more)
 
 
-def count(scope: Scope, prefix: str, authorize: Authorize) -> dict[str, Any]:
+def count(scope: Scope, prefix: str, authorize: Authorize) -> ScenarioCounted:
     raw = assets.of_scope(scope)
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     total = scenes.count(scope.team_id, scope.agent_id, int(asset.epoch), prefix) if asset else 0
-    return {"count": total, "total": total}
+    return ScenarioCounted(count=total, total=total)
 
 
-def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> dict[str, Any]:
+def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> ScenarioRemoved:
     """Remove a file, or every file under a folder path ending in ``/``: what is live when the
     removal commits goes; a write that commits after it stays (never deleted by this call)."""
     principal = None
@@ -246,11 +245,11 @@ def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> dict[s
         principal = principal or authorize()
         asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
         if asset is None:
-            return {"success": True, "deleted": 0, "audit_ids": []}
+            return ScenarioRemoved(success=True, deleted=0, audit_ids=[])
         epoch = int(asset.epoch)
         doomed = [e for e in found if e is not None and int(e.epoch) == epoch and not e.removed]
         if not doomed:
-            return {"success": True, "deleted": 0, "audit_ids": []}
+            return ScenarioRemoved(success=True, deleted=0, audit_ids=[])
         context = EventContext(scope.team_id, principal.key_id, request_id, scope.agent_id, scope.memory_id)
         events = event_items([NewEvent("scenario_rm", "L2", path, len(doomed))], context)
         try:
@@ -261,5 +260,5 @@ def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> dict[s
             [layout.scene_key(scope.team_id, scope.agent_id, e.path) for e in doomed], [e.etag for e in doomed]
         )
         assets.forget_exports(asset)  # an export may hold the removed files
-        return {"success": True, "deleted": len(doomed), "audit_ids": [e.event_id for e in events]}
+        return ScenarioRemoved(success=True, deleted=len(doomed), audit_ids=[e.event_id for e in events])
     raise AssertionError("unreachable")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..storage.layout import memory_id_of
-
-MEMORY_PREFIX = "chat_memory-"
+from ..storage.layout import MAX_MEMORY_ID_CHARS, MEMORY_PREFIX, memory_id_of
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,7 @@ def pairs_of(memory_id: str) -> list[tuple[str, str]]:
     spell the same id), each part a valid team/agent id."""
     from .rules import team_or_agent_problem
 
-    if not memory_id.startswith(MEMORY_PREFIX) or len(memory_id) > len(MEMORY_PREFIX) + 129:
+    if not memory_id.startswith(MEMORY_PREFIX) or len(memory_id) > MAX_MEMORY_ID_CHARS:
         return []
     rest = memory_id[len(MEMORY_PREFIX) :]
     found = []

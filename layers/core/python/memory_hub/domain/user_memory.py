@@ -17,13 +17,14 @@ from ..storage.models import AuditEvent
 from . import assets, meaning, reindex
 from .audit import user_target
 from .principal import Principal
+from .results_admin import UserItemDeleted, UserMemoryDeleted, UserMemoryErased
 
 ACTION = "user_memory_delete"
 
 
 def delete(
     principal: Principal, name: assets.Named, user_id: str, content_id: str | None, request_id: str
-) -> dict[str, Any]:
+) -> UserMemoryDeleted:
     asset = assets.resolve(principal, name)
     memory_id = asset.memory_id
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
@@ -43,13 +44,13 @@ def delete(
         reindex.forget(where, user_id)
         meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
         assets.forget_exports(asset)
-        return {
-            "memory_id": memory_id,
-            "user_id": user_id,
-            "l0_deleted": len(removed_l0),
-            "l1_deleted": len(removed_l1),
-            "audit_ids": [e.event_id for e in recorded],
-        }
+        return UserMemoryErased(
+            memory_id=memory_id,
+            user_id=user_id,
+            l0_deleted=len(removed_l0),
+            l1_deleted=len(removed_l1),
+            audit_ids=[e.event_id for e in recorded],
+        )
     removed: list[Any] = []
     recorded = []
     if ISSUED_ID.fullmatch(content_id) and content_id.startswith("msg-"):
@@ -61,14 +62,14 @@ def delete(
     if removed:
         meaning.erase(where, [item.id for item in removed])
         assets.forget_exports(asset)
-    return {
-        "memory_id": memory_id,
-        "user_id": user_id,
-        "deleted_count": len(removed),
-        "deleted_ids": [item.id for item in removed],
-        "not_found_ids": [] if removed else [content_id],
-        "audit_ids": [e.event_id for e in recorded],
-    }
+    return UserItemDeleted(
+        memory_id=memory_id,
+        user_id=user_id,
+        deleted_count=len(removed),
+        deleted_ids=[item.id for item in removed],
+        not_found_ids=[] if removed else [content_id],
+        audit_ids=[e.event_id for e in recorded],
+    )
 
 
 def _nothing_deleted(

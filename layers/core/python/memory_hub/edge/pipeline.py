@@ -26,6 +26,7 @@ from ..clock import request_id as new_request_id
 from ..domain.errors import Forbidden, Unauthenticated
 from ..domain.keys import INVALID_KEY
 from ..domain.principal import Principal
+from ..domain.results import Answer
 from ..domain.rules import free_id_problem, is_blank, team_or_agent_problem, trim
 from ..domain.scope import Scope
 from ..observability import count_request, logger
@@ -292,8 +293,9 @@ def error_response(request: Request | None, exc: BaseException) -> dict[str, Any
     return proxy(status, dumps(payload), request_id)
 
 
-def ok_body(data: Any) -> str:
-    return dumps({"code": 0, "message": "ok", "request_id": current().request_id, "data": data})
+def ok_body(data: Answer) -> str:
+    """The envelope of a use case's answer (its fields as the answer's type states them)."""
+    return dumps({"code": 0, "message": "ok", "request_id": current().request_id, "data": data.wire()})
 
 
 def fail(request: Request, exc: BaseException) -> dict[str, Any]:

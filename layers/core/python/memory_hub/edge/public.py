@@ -2,8 +2,10 @@
 console at /console — no auth, no envelope, and nothing loaded from another host.
 
 Swagger UI comes from the copy Powertools ships (inside the layer); the console is plain HTML, CSS
-and JavaScript in ``static/console`` (no build step). Every page carries a strict
-Content-Security-Policy: scripts and styles only from the API itself, no framing, no forms."""
+and JavaScript modules in ``static/console`` (no build step), plus ``/console/rules.js``, the field
+rules it shows, rendered from the domain's (``console_rules``). Every page carries a strict
+Content-Security-Policy: scripts (module scripts included) and styles only from the API itself, no
+framing, no forms."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import request_id
+from .console_rules import module_text
 
 SPEC_FILE = Path(__file__).with_name("openapi.json")
+RULES_MODULE = "/console/rules.js"
 STATIC = Path(__file__).with_name("static")
 _TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -81,7 +85,7 @@ def answer(path: str) -> dict[str, Any] | None:
     if path in ("/docs", "/console"):
         found = _asset(f"{path}/index.html")
         return _answer(found[0], found[1], DOCS_CSP if path == "/docs" else CSP) if found else None
-    found = _asset(path)
+    found = (module_text(), _TYPES[".js"]) if path == RULES_MODULE else _asset(path)
     if found is None:
         return None
     return _answer(found[0], found[1], DOCS_CSP if path.startswith("/docs/") else CSP, "public, max-age=3600")

@@ -1,14 +1,23 @@
 """The Powertools resolver every function uses: validation from pydantic models, the envelope,
-and errors handed to the pipeline's single mapping."""
+and errors handed to the pipeline's single mapping.
+
+A route handler returns what its use case answers and says so in its return annotation
+(``def read(req: …) -> Persona``). ``Resolver`` keeps that type per path (``answers``: the OpenAPI
+generator documents each 200 as the envelope of it) and wraps the handler's answer in the envelope
+itself, so Powertools sees no return annotation: it neither re-validates nor re-serializes answers."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
 from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from ..domain.results import Answer
 from . import pipeline
 from .errors import BadRequest, RouteNotFound
 
@@ -40,8 +49,40 @@ def validation_message(errors: list[dict[str, Any]]) -> str:
     return "; ".join(f"{f}: {t}" for f, t in problems.items())
 
 
-def envelope(data: Any) -> Response[str]:
+def envelope(data: Answer) -> Response[str]:
     return Response(status_code=200, content_type="application/json", body=pipeline.ok_body(data))
+
+
+class Resolver(APIGatewayRestResolver):
+    """Powertools' REST resolver whose routes answer the envelope of their handler's typed answer."""
+
+    def __init__(self) -> None:
+        super().__init__(enable_validation=True)
+        self.answers: dict[str, Any] = {}  # path -> the handler's return annotation (an Answer, or a union)
+
+    def route(self, rule: str, method: Any, *args: Any, **kwargs: Any) -> Callable[[Any], Any]:
+        register = super().route(rule, method, *args, **kwargs)
+
+        def decorator(handler: Callable[..., Answer]) -> Callable[..., Answer]:
+            hints = typing.get_type_hints(handler, include_extras=True)
+            if "return" not in hints:
+                raise TypeError(f"{rule}: the handler must declare what it answers (a return annotation)")
+            self.answers[rule] = hints.pop("return")
+            signature = inspect.signature(handler)
+            parameters = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()]
+
+            @functools.wraps(handler)
+            def answer(*a: Any, **k: Any) -> Response[str]:
+                return envelope(handler(*a, **k))
+
+            # what Powertools reads: the request parameters, no return annotation
+            answer.__signature__ = signature.replace(  # type: ignore[attr-defined]
+                parameters=parameters, return_annotation=inspect.Signature.empty
+            )
+            register(answer)
+            return handler
+
+        return decorator
 
 
 def _as_response(proxy: dict[str, Any]) -> Response[str]:
@@ -50,8 +91,8 @@ def _as_response(proxy: dict[str, Any]) -> Response[str]:
     )
 
 
-def make_app() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+def make_app() -> Resolver:
+    app = Resolver()
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]  # Powertools: unannotated
     def _invalid(exc: RequestValidationError) -> Response[str]:

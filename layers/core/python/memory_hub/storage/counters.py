@@ -37,9 +37,9 @@ def change(transaction: Transaction, where: Where, layer: str, user_id: str, ite
         return
     actions: list[Action] = [Counter.user_id.set(user_id)]
     if items:
-        actions.append(Counter.n.add(items))
+        actions.append(Counter.item_count.add(items))
     if tokens:
-        actions.append(Counter.tl.add(tokens))
+        actions.append(Counter.token_count.add(tokens))
     transaction.update("counter", Counter(where.counter_pk, layout.user_counter_sk(layer, user_id)), actions)
 
 
@@ -47,7 +47,9 @@ def change_session(transaction: Transaction, where: Where, user_id: str, session
     if items:
         counter = Counter(where.counter_pk, layout.session_counter_sk(user_id, session_id))
         transaction.update(
-            "counter", counter, [Counter.n.add(items), Counter.user_id.set(user_id), Counter.session_id.set(session_id)]
+            "counter",
+            counter,
+            [Counter.item_count.add(items), Counter.user_id.set(user_id), Counter.session_id.set(session_id)],
         )
 
 
@@ -57,7 +59,7 @@ def of_user(where: Where, layer: str, user_id: str) -> tuple[int, int]:
         counter = Counter.get(where.counter_pk, layout.user_counter_sk(layer, user_id), consistent_read=True)
     except Counter.DoesNotExist:
         return 0, 0
-    return int(counter.n or 0), int(counter.tl or 0)
+    return int(counter.item_count or 0), int(counter.token_count or 0)
 
 
 def of_session(where: Where, user_id: str, session_id: str) -> int:
@@ -65,7 +67,7 @@ def of_session(where: Where, user_id: str, session_id: str) -> int:
         counter = Counter.get(where.counter_pk, layout.session_counter_sk(user_id, session_id), consistent_read=True)
     except Counter.DoesNotExist:
         return 0
-    return int(counter.n or 0)
+    return int(counter.item_count or 0)
 
 
 def _all(where: Where) -> list[Counter]:
@@ -78,7 +80,7 @@ def layer_totals(where: Where) -> dict[str, int]:
     for counter in _all(where):
         layer, _, rest = counter.sk.partition(layout.SEP)
         if layer in totals and layout.SEP not in rest:
-            totals[layer] += int(counter.n or 0)
+            totals[layer] += int(counter.item_count or 0)
     return totals
 
 
@@ -108,7 +110,7 @@ def forget_user(where: Where, user_id: str) -> int:
     dropped = 0
     for counter in user_counters(where, user_id):
         try:
-            counter.delete(condition=Counter.n == 0)
+            counter.delete(condition=Counter.item_count == 0)
             dropped += 1
         except DeleteError as exc:
             if exc.cause_response_code != "ConditionalCheckFailedException":

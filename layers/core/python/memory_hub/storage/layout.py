@@ -36,7 +36,9 @@ SEP = "\x1f"
 ID_DIGEST = 32
 TERM_DIGEST = 20
 _TIME_OFFSET = 62_135_596_800_000  # ms from 0001-01-01 to 1970-01-01: keeps time keys non-negative
-MAX_MEMORY_ID_CHARS = len("chat_memory-") + 64 + 1 + 64
+# A memory's id is written once, here: "chat_memory-" + team + "-" + agent (each id ≤ 64 chars).
+MEMORY_PREFIX = "chat_memory-"
+MAX_MEMORY_ID_CHARS = len(MEMORY_PREFIX) + 64 + 1 + 64
 
 SCENES = "scene_blocks/"
 PERSONA = "persona.md"
@@ -58,7 +60,7 @@ def term_digest(term: str) -> str:
 
 
 def memory_id_of(team_id: str, agent_id: str) -> str:
-    return f"chat_memory-{team_id}-{agent_id}"
+    return f"{MEMORY_PREFIX}{team_id}-{agent_id}"
 
 
 def pair(team_id: str, agent_id: str) -> str:

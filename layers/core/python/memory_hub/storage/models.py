@@ -20,7 +20,7 @@ from pynamodb.attributes import (
     NumberAttribute,
     UnicodeAttribute,
 )
-from pynamodb.connection import TableConnection
+from pynamodb.connection import Connection, TableConnection
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
 from pynamodb.models import Model
 
@@ -28,6 +28,16 @@ from ..settings import get_settings
 from . import aws
 
 _bind_lock = threading.Lock()
+
+
+class OneClient(Connection):
+    """PynamoDB's connection speaking through the process's one DynamoDB client (``aws.dynamodb()``:
+    the retry policy and timeouts of ``aws``). ``client`` is PynamoDB's public property for the
+    botocore client a connection sends with; every model's connection and every transaction use one."""
+
+    @property
+    def client(self) -> Any:
+        return aws.dynamodb()
 
 
 class Bound(Model):
@@ -39,18 +49,34 @@ class Bound(Model):
         # Declared only (no value): PynamoDB's metaclass fills in a default; binding sets it.
         region: ClassVar[str | None]
 
+    # Overrides PynamoDB's (private) ``_get_connection``, kept on purpose: PynamoDB 6.1 has no public
+    # way to (1) read a model's table name from the settings when it is first used, not when the
+    # class is defined (tests and the local stack set the environment after import), nor (2) hand a
+    # model a client: each model's connection would make its own botocore session and client (one
+    # per model and per thread, about 0.1 s each at a cold start, where a client of the one shared
+    # session costs a few ms) with PynamoDB's retry settings instead of ours. So the first call binds
+    # the table and swaps in a ``OneClient`` connection carrying the model's table description.
     @classmethod
     def _get_connection(cls) -> TableConnection:
-        if cls._connection is None:
+        if not cls._bound():
             with _bind_lock:
-                if cls._connection is None:
+                if not cls._bound():
                     settings = get_settings()
                     cls.Meta.table_name = getattr(settings, cls.Meta.setting)
                     cls.Meta.region = settings.region
-                    connection = super()._get_connection()
-                    connection.connection._client = aws.dynamodb()  # one client for every model
-                    return connection
+                    table = super()._get_connection()
+                    one = OneClient(region=settings.region)
+                    one.add_meta_table(table.get_meta_table())
+                    table.connection = one
         return super()._get_connection()
+
+    @classmethod
+    def _bound(cls) -> bool:
+        """This model's own connection (not a parent's) speaks through the one client. Until it does,
+        another thread waits for the binding instead of using the connection PynamoDB has just made
+        (and the botocore client of its own that connection would make)."""
+        table = cls.__dict__.get("_connection")
+        return table is not None and isinstance(table.connection, OneClient)
 
     @classmethod
     def table_name(cls) -> str:
@@ -242,7 +268,8 @@ class Message(_Items):
     timestamp = NumberAttribute()
     recorded_at = NumberAttribute(null=True)
     terms = NumberAttribute(default=0)
-    ix = NumberAttribute(null=True)  # the index format its postings were written in (none: before impact order)
+    # the index format its postings were written in (none: before impact order)
+    index_format = NumberAttribute(null=True, attr_name="ix")
     by_time = MessagesByTime()
     by_session = MessagesBySession()
 
@@ -275,7 +302,8 @@ class Record(_Items):
     updated_at = NumberAttribute()
     natural_key = UnicodeAttribute()
     terms = NumberAttribute(default=0)
-    ix = NumberAttribute(null=True)  # the index format its postings were written in (none: before impact order)
+    # the index format its postings were written in (none: before impact order)
+    index_format = NumberAttribute(null=True, attr_name="ix")
     by_time = RecordsByTime()
 
 
@@ -296,26 +324,29 @@ class PostingsByTerm(LocalSecondaryIndex["Posting"]):  # type: ignore[no-untyped
 
 class Posting(_Items):
     """One search term of one item: term frequency and the item's length, plus what filters need
-    (``ts``/``sd`` for messages: time and session digest; ``ty`` for records; ``tk``: task digest).
-    A term's document-frequency row (``df␟<term>``) shares the model: it holds only ``n``."""
+    (time and session digest for messages, type for records, task digest for both). A term's
+    document-frequency row (``df␟<term>``) shares the model: it holds only ``document_frequency``.
+
+    Stored under short names (``attr_name``): an item writes one posting per distinct term, so the
+    names are paid for in every posting's size (and write units)."""
 
     lsi3 = UnicodeAttribute()
-    tf = NumberAttribute(null=True)
-    dl = NumberAttribute(null=True)
-    n = NumberAttribute(null=True)
-    ts = NumberAttribute(null=True)
-    sd = UnicodeAttribute(null=True)
-    ty = UnicodeAttribute(null=True)
-    tk = UnicodeAttribute(null=True)
+    term_frequency = NumberAttribute(null=True, attr_name="tf")
+    item_length = NumberAttribute(null=True, attr_name="dl")  # the item's number of search tokens
+    document_frequency = NumberAttribute(null=True, attr_name="n")
+    timestamp = NumberAttribute(null=True, attr_name="ts")
+    session_digest = UnicodeAttribute(null=True, attr_name="sd")
+    record_type = UnicodeAttribute(null=True, attr_name="ty")
+    task_digest = UnicodeAttribute(null=True, attr_name="tk")
     by_term = PostingsByTerm()
 
 
 class Counter(_Items):
-    """Exact counters of one memory epoch: items (``n``) and search tokens (``tl``) per user and
-    layer, items per session. They change in the same transaction as what they count."""
+    """Exact counters of one memory epoch: items and search tokens per user and layer, items per
+    session. They change in the same transaction as what they count."""
 
-    n = NumberAttribute(default=0)
-    tl = NumberAttribute(default=0)
+    item_count = NumberAttribute(default=0, attr_name="n")
+    token_count = NumberAttribute(default=0, attr_name="tl")
     user_id = UnicodeAttribute(null=True)
     session_id = UnicodeAttribute(null=True)
 

@@ -86,15 +86,15 @@ class Filters:
 
     def admit(self, row: Posting) -> bool:
         """Whether the item behind ``row`` passes (every posting of an item carries its filters)."""
-        if self.session_id is not None and row.sd != layout.digest(self.session_id):
+        if self.session_id is not None and row.session_digest != layout.digest(self.session_id):
             return False
-        if self.task_id is not None and row.tk != layout.digest(self.task_id):
+        if self.task_id is not None and row.task_digest != layout.digest(self.task_id):
             return False
-        if self.type is not None and row.ty != self.type:
+        if self.type is not None and row.record_type != self.type:
             return False
-        if self.start_ms is not None and (row.ts is None or int(row.ts) < self.start_ms):
+        if self.start_ms is not None and (row.timestamp is None or int(row.timestamp) < self.start_ms):
             return False
-        return not (self.end_ms is not None and (row.ts is None or int(row.ts) > self.end_ms))
+        return not (self.end_ms is not None and (row.timestamp is None or int(row.timestamp) > self.end_ms))
 
 
 def build(
@@ -118,12 +118,12 @@ def build(
                 pk,
                 layout.posting_sk(item_id, digest),
                 lsi3=term_key(digest, impact(frequency, length), item_id),
-                tf=frequency,
-                dl=length,
-                ts=timestamp,
-                sd=session,
-                ty=type_,
-                tk=task,
+                term_frequency=frequency,
+                item_length=length,
+                timestamp=timestamp,
+                session_digest=session,
+                record_type=type_,
+                task_digest=task,
             )
         )
     return rows
@@ -149,7 +149,9 @@ def _frequencies(rows: Iterable[Any], sign: int) -> None:
         transaction = Transaction()
         for (pk, digest), n in chunk:
             row = Posting(pk, frequency_sk(digest))
-            transaction.update(f"df:{digest}", row, [Posting.n.add(n), Posting.lsi3.set(frequency_key(digest))])
+            transaction.update(
+                f"df:{digest}", row, [Posting.document_frequency.add(n), Posting.lsi3.set(frequency_key(digest))]
+            )
         transaction.commit()
 
     for_each(one, in_batches(changes, MAX_ACTIONS))
@@ -160,7 +162,7 @@ def _frequencies(rows: Iterable[Any], sign: int) -> None:
 def _drop_if_unused(key: tuple[str, str]) -> None:
     pk, digest = key
     try:
-        Posting(pk, frequency_sk(digest)).delete(condition=Posting.n <= 0)
+        Posting(pk, frequency_sk(digest)).delete(condition=Posting.document_frequency <= 0)
     except DeleteError as exc:
         if exc.cause_response_code != "ConditionalCheckFailedException":
             raise
@@ -245,7 +247,7 @@ def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = N
     rows = list(result)
     frequency = None
     if first:
-        frequency = int(rows.pop(0).n or 0) if rows and rows[0].sk == frequency_sk(digest) else 0
+        frequency = int(rows.pop(0).document_frequency or 0) if rows and rows[0].sk == frequency_sk(digest) else 0
     return Page(frequency, rows, result.last_evaluated_key)
 
 

@@ -24,7 +24,7 @@ LAYER = "L1"
 
 def new(where: Where, **fields: Any) -> Record:
     pk = where.item_pk(LAYER, fields["user_id"])
-    fields.setdefault("ix", postings.INDEX_FORMAT)
+    fields.setdefault("index_format", postings.INDEX_FORMAT)
     return Record(pk, fields["id"], lsi1=layout.time_key(fields["updated_at"], fields["id"]), **fields)
 
 

@@ -1,98 +1,108 @@
-"""TransactWriteItems with named actions.
+"""TransactWriteItems with named actions, built and sent by PynamoDB's ``TransactWrite``.
 
 Each action gets a name when it is added; a cancelled transaction reports the names of the
-actions whose condition failed (DynamoDB's cancellation reasons are in request order, and the
-request keeps the order the actions were added in). Callers never read failures by position.
+actions whose condition failed, in the order they were added. Callers never read failures by
+position.
 
-A transaction cancelled only by conflicting concurrent transactions is retried here (the one
-retry policy); one cancelled by a condition raises ``Cancelled``.
+PynamoDB's cancellation reasons (``TransactWriteError.cancellation_reasons``) are in request
+order, and ``TransactWrite`` sends its actions grouped by kind — condition checks, deletes, puts,
+updates (``REQUEST_ORDER``), each group in the order it was added — whatever order they were
+added in. So the names are kept by kind too, and a reason's position finds its action's name.
+``tests/unit/test_transactions.py`` holds that order to PynamoDB's on every permutation of kinds.
+
+A transaction cancelled only by concurrent transactions or throttling is retried here (the one
+retry policy); one cancelled by a condition raises ``Cancelled``; any other error is raised as
+botocore's ``ClientError`` (what callers catch), not PynamoDB's wrapper.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
+from pynamodb.exceptions import TransactWriteError
+from pynamodb.models import Model
+from pynamodb.transactions import TransactWrite
 
-from . import aws
 from .errors import Cancelled
+from .models import OneClient
 from .retry import attempts
 
 MAX_ACTIONS = 100  # DynamoDB's limit per transaction
+# The kinds of action in the order TransactWrite puts them in the request.
+REQUEST_ORDER = ("ConditionCheck", "Delete", "Put", "Update")
 _RETRYABLE_REASONS = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+_IN_PROGRESS = "TransactionInProgressException"  # retried like a conflict
+_CANCELLED = "TransactionCanceledException"
 
 
 class Transaction:
     def __init__(self) -> None:
-        self._items: list[dict[str, Any]] = []
-        self._names: list[str] = []
+        # PynamoDB serializes each action when it is added (as before: a later change to an item
+        # is not sent); the TransactWrite is sent when its ``with`` block ends, once per attempt.
+        self._write = TransactWrite(connection=OneClient())
+        self._names: dict[str, list[tuple[int, str]]] = {kind: [] for kind in REQUEST_ORDER}
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._count
 
     def room(self) -> int:
-        return MAX_ACTIONS - len(self._items)
+        return MAX_ACTIONS - self._count
 
-    def _add(self, name: str, kind: str, kwargs: dict[str, Any]) -> None:
-        if len(self._items) >= MAX_ACTIONS:
+    def _room_for_one(self) -> None:
+        if self._count >= MAX_ACTIONS:
             raise ValueError(f"a transaction holds at most {MAX_ACTIONS} actions")
-        allowed = _FIELDS[kind]
-        self._items.append({kind: {k: v for k, v in kwargs.items() if k in allowed}})
-        self._names.append(name)
 
-    def put(self, name: str, item: Any, condition: Any = None) -> None:
-        self._add(name, "Put", item.get_save_kwargs_from_instance(condition=condition))
+    def _named(self, kind: str, name: str) -> None:
+        """Called once PynamoDB has taken the action (an item it cannot serialize leaves no name)."""
+        self._names[kind].append((self._count, name))
+        self._count += 1
 
-    def update(self, name: str, item: Any, actions: list[Any], condition: Any = None) -> None:
-        self._add(name, "Update", item.get_update_kwargs_from_instance(actions=actions, condition=condition))
+    def put(self, name: str, item: Model, condition: Any = None) -> None:
+        self._room_for_one()
+        self._write.save(item, condition=condition)
+        self._named("Put", name)
 
-    def delete(self, name: str, item: Any, condition: Any = None) -> None:
-        self._add(name, "Delete", item.get_delete_kwargs_from_instance(condition=condition))
+    def update(self, name: str, item: Model, actions: list[Any], condition: Any = None) -> None:
+        self._room_for_one()
+        self._write.update(item, actions, condition=condition)
+        self._named("Update", name)
 
-    def check(self, name: str, model: Any, hash_key: Any, range_key: Any = None, *, condition: Any) -> None:
-        self._add(
-            name,
-            "ConditionCheck",
-            model.get_operation_kwargs_from_class(hash_key, range_key=range_key, condition=condition),
-        )
+    def delete(self, name: str, item: Model, condition: Any = None) -> None:
+        self._room_for_one()
+        self._write.delete(item, condition=condition)
+        self._named("Delete", name)
+
+    def check(self, name: str, model: type[Model], hash_key: Any, range_key: Any = None, *, condition: Any) -> None:
+        self._room_for_one()
+        self._write.condition_check(model, hash_key, range_key=range_key, condition=condition)
+        self._named("ConditionCheck", name)
 
     def commit(self) -> None:
-        """Send it; retried while only concurrent transactions stand in the way."""
-        if not self._items:
+        """Send it; retried while only concurrent transactions (or throttling) stand in the way."""
+        if not self._count:
             return
         for _ in attempts("transaction"):
             try:
-                aws.dynamodb().transact_write_items(TransactItems=self._items)
+                with self._write:  # TransactWrite sends its actions as its block ends
+                    pass
                 return
-            except ClientError as exc:
-                code = aws.error_code(exc)
-                if code == "TransactionInProgressException":
-                    continue
-                if code != "TransactionCanceledException":
-                    raise
-                reasons = [r.get("Code", "None") for r in exc.response.get("CancellationReasons", [])]
-                failed = [
-                    self._names[i]
-                    for i, reason in enumerate(reasons)
-                    if reason == "ConditionalCheckFailed" and i < len(self._names)
-                ]
-                if failed:
-                    raise Cancelled(failed) from None
-                if not any(reason in _RETRYABLE_REASONS for reason in reasons):
-                    raise
+            except TransactWriteError as exc:
+                if not self._retryable(exc):
+                    raise exc.cause or exc from None
 
-
-_COMMON = {
-    "TableName",
-    "Key",
-    "ConditionExpression",
-    "ExpressionAttributeNames",
-    "ExpressionAttributeValues",
-    "ReturnValuesOnConditionCheckFailure",
-}
-_FIELDS = {
-    "Put": (_COMMON - {"Key"}) | {"Item"},
-    "Update": _COMMON | {"UpdateExpression"},
-    "Delete": _COMMON,
-    "ConditionCheck": _COMMON,
-}
+    def _retryable(self, exc: TransactWriteError) -> bool:
+        """True to try again; raises ``Cancelled`` when conditions failed; False for anything else."""
+        code = exc.cause_response_code
+        if code == _IN_PROGRESS:
+            return True
+        if code != _CANCELLED:
+            return False
+        reasons = [reason.code if reason else "None" for reason in exc.cancellation_reasons]
+        in_request_order = [added for kind in REQUEST_ORDER for added in self._names[kind]]
+        # one reason per action from DynamoDB; zip tolerates an answer that gives fewer
+        paired = zip(in_request_order, reasons, strict=False)
+        failed = sorted(added for added, reason in paired if reason == "ConditionalCheckFailed")
+        if failed:
+            raise Cancelled([name for _, name in failed]) from None
+        return any(reason in _RETRYABLE_REASONS for reason in reasons)

@@ -18,6 +18,7 @@ from .. import assets
 from ..audit import user_target
 from ..files import number, visible
 from ..principal import Principal
+from ..results_admin import ExportJob
 from . import tree
 from .common import URL_LIFETIME_S, continue_later, describe, job_of
 
@@ -33,9 +34,7 @@ def _object_key(job: Job) -> str:
     return f"{layout.export_prefix(job.team_id, job.agent_id)}{name}.tar.gz"
 
 
-def start(
-    principal: Principal, name: assets.Named, user_id: str | None, shared: bool, request_id: str
-) -> dict[str, Any]:
+def start(principal: Principal, name: assets.Named, user_id: str | None, shared: bool, request_id: str) -> ExportJob:
     asset = assets.resolve(principal, name)  # the one pair that spells the id (else 403/404/409)
     memory_id = asset.memory_id
     spec = {"user_id": user_id, "shared": bool(shared or not user_id), "request_id": request_id}
@@ -49,13 +48,13 @@ def start(
         size += FILE_WEIGHT * scenes.count(asset.team_id, asset.agent_id, int(asset.epoch), "")
     if size > SYNC_ITEMS:
         continue_later(job)
-        return describe(job)
+        return ExportJob.model_validate(describe(job))
     if jobs.claim(job, "created"):
         run(job)
     return status(principal, job.sk)
 
 
-def status(principal: Principal, export_id: str) -> dict[str, Any]:
+def status(principal: Principal, export_id: str) -> ExportJob:
     job = job_of(principal, export_id, "export")
     answer = describe(job)
     if job.state == "done":
@@ -65,7 +64,7 @@ def status(principal: Principal, export_id: str) -> dict[str, Any]:
         else:
             answer["url"] = blobs.presigned("get_object", key, URL_LIFETIME_S)
             answer["expires_at"] = format_ms(now_ms() + URL_LIFETIME_S * 1000)
-    return answer
+    return ExportJob.model_validate(answer)
 
 
 def run(job: Job) -> None:

@@ -29,6 +29,7 @@ from ..atomic import natural_key, searchable
 from ..errors import Conflict, Invalid
 from ..files import Draft, compare_and_swap, number, visible
 from ..principal import Principal
+from ..results_admin import ImportCreated, ImportJobState
 from ..scope import Scope
 from ..search import term_counts
 from . import tree
@@ -69,23 +70,23 @@ def create(
     from_team: str | None,
     from_agent: str | None,
     request_id: str,
-) -> dict[str, Any]:
+) -> ImportCreated:
     principal.require_team(team_id)
     memory_id = layout.memory_id_of(team_id, agent_id)
     spec = {"user_id": user_id, "from_team": from_team, "from_agent": from_agent, "request_id": request_id}
     job = jobs.new(ordered_id("imp-"), "import", memory_id, team_id, agent_id, principal.key_id, spec)
     url = blobs.presigned("put_object", _upload_key(job), URL_LIFETIME_S, ContentType="application/gzip")
-    return {
-        "import_id": job.sk,
-        "upload_url": url,
-        "method": "PUT",
-        "headers": {"Content-Type": "application/gzip"},
-        "expires_at": format_ms(now_ms() + URL_LIFETIME_S * 1000),
-        "state": job.state,
-    }
+    return ImportCreated(
+        import_id=job.sk,
+        upload_url=url,
+        method="PUT",
+        headers={"Content-Type": "application/gzip"},
+        expires_at=format_ms(now_ms() + URL_LIFETIME_S * 1000),
+        state="created",
+    )
 
 
-def begin(principal: Principal, import_id: str) -> dict[str, Any]:
+def begin(principal: Principal, import_id: str) -> ImportJobState:
     job = job_of(principal, import_id, "import")
     if job.state != "created":
         raise Conflict(USED)
@@ -95,23 +96,23 @@ def begin(principal: Principal, import_id: str) -> dict[str, Any]:
     if upload.size > MAX_UPLOAD_BYTES:
         blobs.delete(_upload_key(job))
         jobs.settle(job, "failed", error=f"the upload is larger than {MAX_UPLOAD_BYTES // 2**20} MiB")
-        return describe(job)
+        return ImportJobState.model_validate(describe(job))
     if upload.size > SYNC_BYTES:
         continue_later(job)
-        return describe(job)
+        return ImportJobState.model_validate(describe(job))
     if jobs.claim(job, "created"):
         run(job, within_request=True)
     return status(principal, import_id)
 
 
-def status(principal: Principal, import_id: str) -> dict[str, Any]:
+def status(principal: Principal, import_id: str) -> ImportJobState:
     """The job as it stands; an import that failed or stopped midway (a killed process) is undone
     here first if its journal is still there (see ``undo``)."""
     job = job_of(principal, import_id, "import")
     stalled = job.state in ("queued", "running") and now_ms() - int(job.updated_at) > STALLED_MS
     if (job.state == "failed" or stalled) and undo(job) and stalled:
         jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
-    return describe(job)
+    return ImportJobState.model_validate(describe(job))
 
 
 def run(job: Job, *, within_request: bool = False) -> None:

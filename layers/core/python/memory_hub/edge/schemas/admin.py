@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ...domain.assets import Named
 from ...domain.principal import ALL_TEAMS
+from ...domain.results import AuditAction
 from ...domain.rules import team_or_agent_problem, trim
 from ...domain.scope import spells
 from .common import TEAM_PATTERN, NoControl, NoControlDoc, Strict, TeamId, rule
@@ -162,24 +163,6 @@ class KeyList(Strict):
 
 class KeyRevoke(Strict):
     key_id: str = Field(min_length=1, max_length=64)
-
-
-AuditAction = Literal[
-    "clear",
-    "delete",
-    "user_memory_delete",
-    "memory_delete",
-    "memory_update",
-    "scenario_write",
-    "scenario_rm",
-    "core_write",
-    "atomic_update",
-    "retention_cleanup",
-    "key_create",
-    "key_revoke",
-    "export",
-    "import",
-]
 
 
 class AuditQuery(Strict):

@@ -10,7 +10,6 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 from ...clock import TimeFormatError, parse_ns
 from ...domain.fields import (
     NO_CONTROL_PATTERN,
-    TEAM_PATTERN,
     TIME_PATTERN,
     FreeId,
     NoControl,
@@ -19,7 +18,7 @@ from ...domain.fields import (
     Time,
     rule,
 )
-from ...domain.rules import path_problem
+from ...domain.rules import TEAM_PATTERN, path_problem
 
 
 class Strict(BaseModel):

@@ -1,0 +1,159 @@
+"""Resident memory of the local stack as it grows: RSS at start and after N stored messages.
+
+A stack of its own is started as ``make run`` starts one (a data directory, so the journal and its
+compactions run; no test hooks), every function warmed once; then LoCoMo turns (``infra/bench/data``)
+go in through ``/v3/conversation/add``, one conversation per user, in batches of one session's
+consecutive turns. RSS is read from ``/proc/<pid>/status`` (VmRSS) for every process the stack
+started, grouped by kind: the emulated AWS side (with a compaction child, when one is running) and
+the function processes. The process that runs the gateway also runs the bench, so it is reported
+apart and left out of the stack's sum. Linux only (``/proc``)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cases import Scope
+from .client import Target
+from .datasets import Turn, load_locomo
+
+KINDS = ("emulated AWS", "functions")
+BATCH = 100  # turns per conversation/add (one session's consecutive turns)
+
+
+def rss_kib(pid: int) -> int:
+    """The process's resident set (KiB), 0 when it has gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def descendants(root: int) -> set[int]:
+    """Every process below ``root`` (children, their children, …)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        parents.setdefault(parent, []).append(int(entry.name))
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def kind_of(pid: int) -> str:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return "functions"
+    return "emulated AWS" if b"memory_hub_local.aws" in command else "functions"
+
+
+@dataclass
+class Sample:
+    """RSS (MiB) by kind, the number of processes of each, and the gateway's process apart."""
+
+    messages: int
+    mib: dict[str, float] = field(default_factory=dict)
+    processes: dict[str, int] = field(default_factory=dict)
+    gateway_mib: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(self.mib.values())
+
+
+def sample(messages: int, before: set[int]) -> Sample:
+    """RSS of the processes started since ``before`` was taken (this process's descendants)."""
+    found = Sample(messages, {kind: 0.0 for kind in KINDS}, {kind: 0 for kind in KINDS})
+    for pid in sorted(descendants(os.getpid()) - before):
+        kib = rss_kib(pid)
+        if kib:
+            kind = kind_of(pid)
+            found.mib[kind] += kib / 1024
+            found.processes[kind] += 1
+    found.gateway_mib = rss_kib(os.getpid()) / 1024
+    return found
+
+
+def turns(limit: int) -> list[tuple[Scope, list[Turn]]]:
+    """Up to ``limit`` LoCoMo turns, by conversation (each conversation one user)."""
+    taken: list[tuple[Scope, list[Turn]]] = []
+    left = limit
+    for corpus in load_locomo().corpora:
+        if left <= 0:
+            break
+        taken.append((Scope.fresh("mem"), corpus.turns[:left]))
+        left -= len(taken[-1][1])
+    return taken
+
+
+def load(target: Target, conversations: list[tuple[Scope, list[Turn]]], progress: Callable[[str], None]) -> int:
+    stored = 0
+    for scope, conversation in conversations:
+        batch: list[Turn] = []
+        for turn in [*conversation, None]:
+            if batch and (turn is None or turn.session != batch[0].session or len(batch) == BATCH):
+                messages = [{"role": t.role, "content": t.content, "timestamp": t.timestamp} for t in batch]
+                target.post("/v3/conversation/add", scope.body(session_id=batch[0].session, messages=messages))
+                stored += len(batch)
+                batch = []
+            if turn is not None:
+                batch.append(turn)
+        progress(f"memory: {stored} messages stored")
+    return stored
+
+
+@dataclass
+class Growth:
+    start: Sample
+    end: Sample
+    seconds: float
+
+    def per_thousand(self, kind: str | None = None) -> float:
+        grown = self.end.total - self.start.total if kind is None else self.end.mib[kind] - self.start.mib[kind]
+        return grown / max(self.end.messages, 1) * 1000
+
+
+def measure(
+    limit: int, key: str, progress: Callable[[str], None], settle_s: float = 2.0, keep: Path | None = None
+) -> Growth:
+    """Start a stack like ``make run``'s, sample it, store ``limit`` LoCoMo turns, sample again
+    (``keep``: the data directory to use and leave behind, for a look at what it holds)."""
+    from memory_hub_local.stack import Stack
+
+    before = descendants(os.getpid())
+    conversations = turns(limit)
+    with tempfile.TemporaryDirectory(prefix="memory-hub-bench-memory-") as data, open(os.devnull, "wb") as quiet:
+        stack = Stack(port=0, lambda_port=0, aws_port=0, data_dir=keep or Path(data), log=quiet, warm=False)
+        stack.start()
+        try:
+            assert stack.pool is not None
+            stack.pool.warm(each=1)
+            time.sleep(settle_s)  # the embedding model loads beside start-up
+            start = sample(0, before)
+            began = time.perf_counter()
+            stored = load(Target("memory-hub", stack.api_url, key), conversations, progress)
+            seconds = time.perf_counter() - began
+            time.sleep(settle_s)
+            end = sample(stored, before)
+        finally:
+            stack.stop()
+    return Growth(start, end, seconds)

@@ -1,0 +1,20 @@
+// The item counts of the scope's memory (Key and scope card).
+import { call } from "./api.js";
+import { $ } from "./dom.js";
+import { fail } from "./status.js";
+
+const IDS = ["count-l0", "count-l1", "count-l2", "count-l3"];
+
+export async function refreshCounts() {
+  try {
+    const [l0, l1, l2, l3] = await Promise.all([
+      call("v3/conversation/count"), call("v3/atomic/count"), call("v3/scenario/count"), call("v3/core/count"),
+    ]);
+    [l0.total, l1.total, l2.total, l3.total].forEach((value, i) => { $(IDS[i]).textContent = String(value ?? 0); });
+    return true;
+  } catch (error) {
+    IDS.forEach((id) => { $(id).textContent = "—"; });
+    fail(error);
+    return false;
+  }
+}
