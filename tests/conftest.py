@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import Api, Hooks, Scope, local_stack, make_scope
+from helpers import Api, Hooks, Scope, checked_stack, make_scope
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -18,8 +18,10 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 @pytest.fixture(scope="session")
 def stack():
     """The API tier's stack. Meaning is off here — every write would otherwise embed through the
-    emulated Bedrock, which dominates the tier's time; tests/api/meaning/ has a stack with it on."""
-    yield from local_stack("Disabled")
+    emulated Bedrock, which dominates the tier's time; tests/api/meaning/ has a stack with it on.
+    Its teardown checks that no function call of the session was refused by the function's policy."""
+    with checked_stack("Disabled") as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import requests
+from memory_hub_tools.client import memory_id_for
+from memory_hub_tools.transport import Transport
 
 ADMIN_KEY = "mhk_000000000000_test-bootstrap-admin-key-0123456789"
 SERVICE_ID = "default"
@@ -36,6 +37,7 @@ class Answer:
     status: int
     body: Any
     headers: dict[str, str]
+    raw: bytes = b""
 
     @property
     def data(self) -> Any:
@@ -47,28 +49,26 @@ class Answer:
 
 
 class Api:
-    """Requests to the local stack's API Gateway, over HTTP."""
+    """Requests to the local stack's API Gateway, through the tools' transport (the one place that
+    builds the API's headers and reads its replies): any status comes back as an :class:`Answer`."""
 
     def __init__(
         self,
         base_url: str,
         key: str | None = ADMIN_KEY,
         service_id: str = SERVICE_ID,
-        session: requests.Session | None = None,
         lambda_url: str | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self.base_url, self.key, self.service_id = base_url.rstrip("/"), key, service_id
-        self.session = session or requests.Session()
+        self.transport = transport or Transport(self.base_url, key, service_id, timeout=120, ascii_json=True)
         self.lambda_url = lambda_url
 
     def with_key(self, key: str | None) -> Api:
-        return Api(self.base_url, key, self.service_id, self.session, self.lambda_url)
+        return Api(self.base_url, key, self.service_id, self.lambda_url, self.transport.with_key(key, self.service_id))
 
     def auth_headers(self) -> dict[str, str]:
-        headers = {"x-tdai-service-id": self.service_id}
-        if self.key is not None:
-            headers["Authorization"] = f"Bearer {self.key}"
-        return headers
+        return self.transport.headers()
 
     def raw(
         self,
@@ -78,33 +78,28 @@ class Api:
         headers: dict[str, str] | None = None,
         query: dict[str, list[str]] | None = None,
     ) -> Answer:
-        encoded = {
-            k: v.encode("utf-8") if isinstance(v, str) and not v.isascii() else v for k, v in (headers or {}).items()
-        }
-        response = self.session.request(
-            method, self.base_url + path, data=body, headers=encoded, params=query, timeout=120
-        )
-        try:
-            parsed = response.json()
-        except ValueError:
-            parsed = response.text
-        return Answer(response.status_code, parsed, dict(response.headers))
+        reply = self.transport.send(method, path, body, headers, query)
+        return Answer(reply.status, reply.body, reply.headers, reply.raw)
 
-    def post(self, path: str, body: Any = None, headers: dict[str, str] | None = None, **kw: Any) -> Answer:
-        payload = json.dumps({} if body is None else body).encode()
-        return self.raw("POST", path, payload, {**self.auth_headers(), **(headers or {})}, **kw)
+    def post(
+        self,
+        path: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        query: dict[str, list[str]] | None = None,
+    ) -> Answer:
+        reply = self.transport.post(path, body, headers, query=query)
+        return Answer(reply.status, reply.body, reply.headers, reply.raw)
 
     def invoke(self, function: str, event: Any) -> Any:
         """Invoke a function of the stack directly (the Lambda Invoke API); its result."""
-        response = self.session.post(
-            f"{self.lambda_url}/2015-03-31/functions/{function}/invocations",
-            data=json.dumps(event).encode(),
-            timeout=900,
+        assert self.lambda_url is not None
+        reply = Transport(self.lambda_url, timeout=900).send(
+            "POST", f"/2015-03-31/functions/{function}/invocations", json.dumps(event).encode()
         )
-        payload = response.json()
-        if response.headers.get("X-Amz-Function-Error"):
-            raise AssertionError(f"{function} failed: {payload}")
-        return payload
+        if reply.headers.get("X-Amz-Function-Error"):
+            raise AssertionError(f"{function} failed: {reply.body}")
+        return reply.body
 
 
 def eventually(
@@ -168,7 +163,7 @@ class Scope:
 
     @property
     def memory_id(self) -> str:
-        return f"chat_memory-{self.team_id}-{self.agent_id}"
+        return memory_id_for(self.team_id, self.agent_id)
 
     def body(self, **fields: Any) -> dict[str, Any]:
         return {"team_id": self.team_id, "agent_id": self.agent_id, "user_id": self.user_id, **fields}
@@ -212,13 +207,14 @@ class Hooks:
     """The emulated AWS side's test hooks (the stack runs with --test-hooks)."""
 
     def __init__(self, aws_url: str) -> None:
-        self.url = aws_url.rstrip("/") + "/_local"
-        self.session = requests.Session()
+        self.transport = Transport(aws_url, timeout=150)
 
     def _call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
-        response = self.session.request(method, self.url + path, json=body, params=params, timeout=150)
-        response.raise_for_status()
-        return response.json()
+        payload = None if body is None else json.dumps(body).encode()
+        query = {name: str(value) for name, value in params.items()}
+        reply = self.transport.send(method, "/_local" + path, payload, {"Content-Type": "application/json"}, query)
+        assert reply.status < 400, f"{method} {path}: HTTP {reply.status}: {reply.body}"
+        return reply.body
 
     def add(
         self, match: dict[str, Any], action: str = "pause", times: int | None = 1, error: dict[str, Any] | None = None
@@ -268,6 +264,34 @@ class Hooks:
             yield hook
         finally:
             self.remove(hook)
+
+
+def denied_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The AWS calls a function made that its own IAM policy refused. Aside: faults a test injected,
+    and the refusals tests cause on purpose (keys under ``outside/``, and ``profiles/iam/``)."""
+    return [
+        c
+        for c in calls
+        if c["function"]
+        and not c.get("injected")
+        and c["refused"] in ("AccessDenied", "AccessDeniedException")
+        and not str(c.get("key") or "").startswith(("outside/", "profiles/iam/"))
+    ]
+
+
+@contextmanager
+def checked_stack(embeddings: str) -> Iterator[Any]:
+    """:func:`local_stack`, and once its tests are done, sufficient privilege over all they did:
+    no call any function made was refused by that function's own policy in template.yaml (a missing
+    permission fails here, at the teardown of the session's stack, not in a deployment)."""
+    running = local_stack(embeddings)
+    stack = next(running)
+    try:
+        yield stack
+        denied = denied_calls(Hooks(stack.aws_url).calls())
+        assert denied == [], f"{len(denied)} calls refused by their function's IAM policy: {denied[:5]}"
+    finally:
+        next(running, None)
 
 
 def local_stack(embeddings: str) -> Iterator[Any]:

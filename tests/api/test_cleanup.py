@@ -1,7 +1,7 @@
 """Scheduled cleanup: retention by the asset's retention_days (else RETENTION_DAYS), the floors
 of 50 L0 / 20 L1 per memory, exact counters, audit, persona backups, leftovers of interrupted
-clears, old exports and scene tombstones, expired idempotency records, the lease against
-overlapping runs and the resumable cursor.
+clears, old exports, import uploads never ingested and scene tombstones, expired idempotency
+records, the lease against overlapping runs and the resumable cursor.
 
 The cleanup is CleanupFunction, run in its own process through the Lambda Invoke API; what it left
 is read back over HTTP (the API) and with boto3 (the emulated AWS). Interleavings are made with the
@@ -12,7 +12,6 @@ timestamps), budgets with its ``budget_s``."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import uuid
@@ -25,13 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from helpers import BUCKET, TABLES, Scope, aws_client, eventually, make_scope, ok, s3_keys, scan
+from memory_hub.storage.assets import LEGACY_SK, PAIR_PREFIX
+from memory_hub.storage.layout import CLEANUP_PK, PURGE_PK, counter_pk, item_pk
+from memory_hub.storage.leases import CURSOR_SK, LEASE_SK
+from test_transfer import CONVERSATIONS, MESSAGE, jsonl, tarball
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
 CLEANUP = "CleanupFunction"
-CLEANUP_PK, LEASE_SK, CURSOR_SK = "CLEANUP", "lease", "cursor"
 SHORTEST_BUDGET_S = 1.0  # a run's deadline is never closer than this, whatever its budget_s
 
 
@@ -143,30 +146,28 @@ def keys_under(prefix: str) -> list[str]:
     return sorted(s3_keys(prefix))
 
 
-def digest(value: str) -> str:
-    """How ids appear in keys (storage/layout.py)."""
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:32]
-
-
 def put_object(key: str, body: bytes, **metadata: str) -> None:
     aws_client("s3").put_object(Bucket=BUCKET, Key=key, Body=body, Metadata=metadata)
 
 
 def asset_row(memory_id: str) -> dict[str, Any]:
-    """The one pair's asset under ``memory_id`` (keyed A#<team>:<agent> in the memory_id's partition)."""
+    """The one pair's asset under ``memory_id`` (keys spelled by the runtime's storage modules: the
+    cleanup is a storage job, and these tests seed and read what it works on)."""
     (item,) = aws_client("dynamodb").query(
         TableName=TABLES["assets"],
         ConsistentRead=True,
         KeyConditionExpression="pk = :m AND begins_with(sk, :a)",
-        ExpressionAttributeValues={":m": {"S": memory_id}, ":a": {"S": "A#"}},
+        ExpressionAttributeValues={":m": {"S": memory_id}, ":a": {"S": PAIR_PREFIX}},
     )["Items"]
     return item
 
 
 def asset_total() -> int:
     """How many memories the cleanup walks."""
-    rows = scan(TABLES["assets"])  # an asset of the earlier design ("asset") counts until it is moved
-    return sum(1 for r in rows if r["sk"]["S"].startswith("A#") or (r["sk"]["S"] == "asset" and "moved_to" not in r))
+    rows = scan(TABLES["assets"])  # an asset of the earlier design (LEGACY_SK) counts until it is moved
+    return sum(
+        1 for r in rows if r["sk"]["S"].startswith(PAIR_PREFIX) or (r["sk"]["S"] == LEGACY_SK and "moved_to" not in r)
+    )
 
 
 def partition(pk: str) -> list[dict[str, Any]]:
@@ -205,7 +206,7 @@ def drop_lease() -> None:
 
 
 def purge_records(scope: Scope) -> list[dict[str, Any]]:
-    return [row for row in partition("PURGE") if row["memory_id"]["S"] == scope.memory_id]
+    return [row for row in partition(PURGE_PK) if row["memory_id"]["S"] == scope.memory_id]
 
 
 def two_users_70_old_5_new(api, scope: Scope) -> tuple[Scope, set[str], set[str]]:
@@ -391,7 +392,7 @@ def test_a_pending_purge_is_finished(api, function_env):
     item = ok(api.post("/v3/chat-memory/clear", {"memory_ids": [pending.memory_id]}))["items"][0]
     assert item["cleared"] is True and item["purge_pending"] is True
     assert [int(r["epoch"]["N"]) for r in purge_records(pending)] == [old_epoch]
-    old_messages = f"L0#{pending.team_id}:{pending.agent_id}#{old_epoch}#{digest(pending.user_id)}"
+    old_messages = item_pk("L0", pending.team_id, pending.agent_id, old_epoch, pending.user_id)
     assert len([r for r in partition(old_messages) if r["sk"]["S"].startswith("msg-")]) == 3  # still stored
 
     report = cleanup(api)
@@ -399,7 +400,7 @@ def test_a_pending_purge_is_finished(api, function_env):
     assert purge_records(pending) == []
     assert keys_under(pending.prefix) == []
     assert partition(old_messages) == []
-    assert partition(f"C#{pending.team_id}:{pending.agent_id}#{old_epoch}") == []
+    assert partition(counter_pk(pending.team_id, pending.agent_id, old_epoch)) == []
     done = [e for e in audit_events(api, pending, "clear") if e["target"] == "purge_complete"]
     assert len(done) == 1 and done[0]["layer"] == "asset"
     assert done[0]["count"] >= 3  # the messages it erased
@@ -607,3 +608,28 @@ def test_the_scheduled_event_runs_the_cleanup(api, scope):
         for k in ("l0_deleted", "l1_deleted", "backups_deleted", "purges_completed", "idempotency_deleted")
     )
     assert l0_count(api, scope) == 50  # by the real clock, not the event's old `time`
+
+
+# ---- import uploads ------------------------------------------------------------------------------
+
+
+def test_uploads_never_ingested_are_deleted_even_without_a_memory(api):
+    """Here, not beside the other import tests: a run two days ahead expires every export and upload
+    of the stack, which tests sharing a module's export would see."""
+    target = make_scope()
+    created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
+    assert (
+        requests.put(
+            created["upload_url"],
+            data=tarball({CONVERSATIONS: jsonl([MESSAGE])}),
+            headers=created["headers"],
+            timeout=60,
+        ).status_code
+        == 200
+    )
+    assert s3_keys(target.prefix + ".imports/")
+    two_days = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2 * 86_400))
+    report = api.invoke("CleanupFunction", {"now": two_days})
+    assert report["done"] is True, report
+    assert s3_keys(target.prefix + ".imports/") == []
+    assert ok(api.post("/v3/memory/import/status", {"import_id": created["import_id"]}))["state"] == "failed"

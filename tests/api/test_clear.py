@@ -133,15 +133,20 @@ def wait_for_purge_complete(api, scope, timeout_s=60.0):
 
 
 # ---- what is stored, seen directly in the emulated account ------------------------------------------
+# Erasure is a promise about storage, which the API cannot show: these read it, with every key
+# spelled by the runtime's own layout module (memory_hub.storage.layout), never restated here. The
+# shape of the keys themselves is the unit tier's (tests/unit/test_use_cases.py).
 
 
 def epoch_of(memory_id):
-    """The content epoch of the one pair's asset under ``memory_id`` (keyed A#<team>:<agent>)."""
+    """The content epoch of the one pair's asset under ``memory_id``."""
+    from memory_hub.storage.assets import PAIR_PREFIX
+
     items = aws_client("dynamodb").query(
         TableName=TABLES["assets"],
         ConsistentRead=True,
         KeyConditionExpression="pk = :m AND begins_with(sk, :a)",
-        ExpressionAttributeValues={":m": {"S": memory_id}, ":a": {"S": "A#"}},
+        ExpressionAttributeValues={":m": {"S": memory_id}, ":a": {"S": PAIR_PREFIX}},
     )["Items"]
     (item,) = items
     return int(item["epoch"]["N"])
@@ -150,28 +155,35 @@ def epoch_of(memory_id):
 def rows_of_epoch(scope, epoch):
     """Items (messages, records, guards, postings, counters) of the scope's partitions of ``epoch``,
     and its scene-index entries of that epoch (live ones and tombstones)."""
-    part = f"{scope.team_id}:{scope.agent_id}#{epoch}"
-    items = [r for r in scan(TABLES["items"]) if r["pk"]["S"] != "PURGE" and part in r["pk"]["S"]]
+    from memory_hub.storage.layout import PURGE_PK, memory_part, scene_scope
+
+    part = memory_part(scope.team_id, scope.agent_id, epoch)
+    items = [r for r in scan(TABLES["items"]) if r["pk"]["S"] != PURGE_PK and part in r["pk"]["S"]]
     scenes = [
         r
         for r in scan(TABLES["scenes"])
-        if r["scope"]["S"] == f"{scope.team_id}:{scope.agent_id}" and int(r["epoch"]["N"]) == epoch
+        if r["scope"]["S"] == scene_scope(scope.team_id, scope.agent_id) and int(r["epoch"]["N"]) == epoch
     ]
     return items + scenes
 
 
 def purge_records(scope):
+    """The records of the scope's unfinished purges, whatever their epoch."""
+    from memory_hub.storage.layout import PURGE_PK
+
     found = aws_client("dynamodb").query(
         TableName=TABLES["items"],
         ConsistentRead=True,
-        KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
-        ExpressionAttributeValues={":p": {"S": "PURGE"}, ":s": {"S": f"{scope.team_id}:{scope.agent_id}#"}},
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": PURGE_PK}},
     )
-    return found["Items"]
+    mine = (scope.team_id, scope.agent_id)
+    return [r for r in found["Items"] if (r.get("team_id", {}).get("S"), r.get("agent_id", {}).get("S")) == mine]
 
 
 def purge_epochs(scope):
-    return [int(r["sk"]["S"].rsplit("#", 1)[1]) for r in purge_records(scope)]
+    """The epochs whose purge is unfinished."""
+    return sorted(int(r["epoch"]["N"]) for r in purge_records(scope))
 
 
 def all_stored_text():
@@ -429,9 +441,11 @@ def test_clear_erases_every_layer_with_per_layer_counts_in_request_order(api, sc
         write_persona(api, scope, f"persona v{n + 1}")
     assert len(s3_keys(scope.prefix)) == 6  # 3 scenes, persona, 2 backups
     old_epoch = epoch_of(scope.memory_id)
-    stored = rows_of_epoch(scope, old_epoch)
-    assert {r["pk"]["S"].split("#", 1)[0] for r in stored if "pk" in r} == {"L0", "L1", "C"}
-    assert any(r["sk"]["S"].startswith("p\x1f") for r in stored if "sk" in r)  # search postings among them
+    assert rows_of_epoch(scope, old_epoch)
+    # every layer holds something, the search index included (what the clear must then erase)
+    before = visible_everything(api, scope)
+    assert (before["l0_count"], before["l1_count"], before["l2_count"], before["l3_count"]) == (4, 3, 3, 1)
+    assert len(before["l0_search"]) == 1 and len(before["l1_search"]) == 1
 
     empty, untouched = make_scope(), make_scope()
     add_messages(api, empty, ["only to create the asset"])

@@ -37,7 +37,7 @@ def env(stack, monkeypatch):
 
 @pytest.fixture
 def client(env) -> MemoryHubClient:
-    return MemoryHubClient(env, ADMIN_KEY, SERVICE_ID, timeout=10)
+    return MemoryHubClient(env, ADMIN_KEY, SERVICE_ID, timeout=120)  # a cold function on a loaded machine
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

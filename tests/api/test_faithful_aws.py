@@ -178,7 +178,7 @@ def test_a_function_may_do_only_what_its_policy_allows(stack):
 
 
 def test_the_call_log_tells_a_policy_refusal_from_an_injected_fault(stack, hooks):
-    """The IAM check over the session (test_zz_iam_sufficiency) skips faults a test injected and
+    """The IAM check over the session (helpers.denied_calls) skips faults a test injected and
     must still see every refusal a policy made: the call log marks which is which."""
     own = stack.credentials.function("AdminFunction")
     admin = boto3.client(

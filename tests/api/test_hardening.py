@@ -193,9 +193,7 @@ def test_answers_are_strict_json(api, scope):
             "/v3/atomic/add", scope.body(content="big numbers", metadata={"x": 1.7976931348623157e308, "y": -1e-300})
         )
     )
-    text = api.session.post(
-        api.base_url + "/v3/atomic/query", data=json.dumps(scope.body()), headers=api.auth_headers(), timeout=30
-    ).text
+    text = api.post("/v3/atomic/query", scope.body()).raw.decode("utf-8")
     json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in an answer"))
 
 

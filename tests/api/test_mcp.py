@@ -64,7 +64,7 @@ def api_url(stack) -> str:
 
 @pytest.fixture
 def client(api_url) -> MemoryHubClient:
-    return MemoryHubClient(api_url, ADMIN_KEY, SERVICE_ID, timeout=10)
+    return MemoryHubClient(api_url, ADMIN_KEY, SERVICE_ID, timeout=120)  # a cold function on a loaded machine
 
 
 def scope_args(scope) -> dict[str, str]:

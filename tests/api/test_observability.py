@@ -2,20 +2,19 @@
 read from what the functions (in their own processes) actually printed."""
 
 import json
-import time
 from pathlib import Path
 
-from helpers import ADMIN_KEY
+from helpers import ADMIN_KEY, eventually
 
 
 def _lines_since(path: Path, offset: int, wanted: int) -> list[str]:
-    deadline = time.monotonic() + 10
-    while True:
-        text = path.read_bytes()[offset:].decode("utf-8", "replace")
-        lines = text.splitlines()
-        if sum(1 for line in lines if '"message":"request"' in line) >= wanted or time.monotonic() > deadline:
-            return lines
-        time.sleep(0.05)
+    """The log's lines after ``offset``, once they hold ``wanted`` request lines."""
+
+    def enough() -> list[str] | None:
+        lines = path.read_bytes()[offset:].decode("utf-8", "replace").splitlines()
+        return lines if sum(1 for line in lines if '"message":"request"' in line) >= wanted else None
+
+    return eventually(enough, f"fewer than {wanted} request lines in {path}", timeout=10, every=0.05)
 
 
 def test_each_request_logs_once_and_counts_once_by_route_and_status_class(api, scope, stack):

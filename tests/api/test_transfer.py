@@ -1443,23 +1443,3 @@ def test_scenario_rm_erases_the_memorys_exports(api):
     assert s3_keys(s.prefix + ".exports/")
     ok(api.post("/v3/scenario/rm", s.body(path="secret.md")))
     assert s3_keys(s.prefix + ".exports/") == []
-
-
-def test_zz_the_cleanup_deletes_uploads_never_ingested_even_without_a_memory(api):
-    target = make_scope()
-    created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
-    assert (
-        requests.put(
-            created["upload_url"],
-            data=tarball({CONVERSATIONS: jsonl([MESSAGE])}),
-            headers=created["headers"],
-            timeout=60,
-        ).status_code
-        == 200
-    )
-    assert s3_keys(target.prefix + ".imports/")
-    two_days = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2 * 86_400))
-    report = api.invoke("CleanupFunction", {"now": two_days})
-    assert report["done"] is True, report
-    assert s3_keys(target.prefix + ".imports/") == []
-    assert ok(api.post("/v3/memory/import/status", {"import_id": created["import_id"]}))["state"] == "failed"

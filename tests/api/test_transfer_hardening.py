@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import Api, make_scope, ok, s3_keys
+from helpers import Api, eventually, make_scope, ok, s3_keys
 from test_transfer import (
     CONVERSATIONS,
     MESSAGE,
@@ -323,6 +323,19 @@ def _transfer_processes() -> list[int]:
     return found
 
 
+def _wait_until_gone(pids: list[int]) -> None:
+    """Until every one of ``pids`` has stopped running (killed: a zombie, then gone)."""
+
+    def running(pid: int) -> bool:
+        try:
+            os.readlink(f"/proc/{pid}/cwd")  # a zombie has no working directory any more
+        except OSError:
+            return False
+        return True
+
+    eventually(lambda: not any(running(pid) for pid in pids), f"{pids} still running after SIGKILL", timeout=30)
+
+
 @pytest.mark.parametrize(
     "held_at",
     [
@@ -350,7 +363,7 @@ def test_an_import_killed_midway_leaves_nothing_after_the_cleanup_and_a_retry_su
         assert victims
         for pid in victims:
             os.kill(pid, signal.SIGKILL)
-    time.sleep(1)
+    _wait_until_gone(victims)
     an_hour = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
     report = api.invoke("CleanupFunction", {"now": an_hour})
     assert report["done"] is True, report
@@ -375,9 +388,10 @@ def test_a_killed_import_into_a_new_memory_leaves_no_memory(api, hooks):
     with hooks.paused(scene) as hook:
         ok(api.post("/v3/memory/import/start", {"import_id": created["import_id"]}))
         assert hooks.wait(hook, timeout=120)
-        for pid in _transfer_processes():
+        victims = _transfer_processes()
+        for pid in victims:
             os.kill(pid, signal.SIGKILL)
-    time.sleep(1)
+    _wait_until_gone(victims)
     an_hour = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
     assert api.invoke("CleanupFunction", {"now": an_hour})["done"] is True
     for layer in ("conversation", "atomic"):

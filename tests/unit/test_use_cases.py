@@ -15,6 +15,8 @@ from memory_hub.domain import assets, atomic, clear, conversation, persona, scen
 from memory_hub.domain.errors import Conflict, Invalid
 from memory_hub.domain.principal import Authorize, Principal, already
 from memory_hub.domain.scope import Scope
+from memory_hub.settings import get_settings
+from memory_hub.storage import aws as storage_aws
 from memory_hub.storage import blobs, layout
 
 REQUEST = "req-unit-use-cases-0001"
@@ -383,6 +385,45 @@ def test_clear_empties_every_layer_and_keeps_the_asset(aws):
     assert persona.write(scope, "third persona", auth, REQUEST).version == 1
     assert _add_record(scope, "Allergic to peanuts").reinforced_count == 1
     assert _every_layer(everyone) == {"l0": 0, "l1": 1, "l2": 1, "l3": 1}
+
+
+def _stored_keys(pk: str) -> list[str]:
+    """The sort keys of one ItemsTable partition, read directly (storage, not a use case)."""
+    table = get_settings().items_table
+    found = storage_aws.dynamodb().query(
+        TableName=table,
+        ConsistentRead=True,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": pk}},
+    )
+    return [row["sk"]["S"] for row in found["Items"]]
+
+
+def test_clear_leaves_nothing_of_the_old_epoch_in_storage(aws):
+    """What the API tier cannot see: the old epoch's partitions (items, natural-key guards, search
+    postings, counters) and the purge record are gone from the table once the clear answers."""
+    scope = _fresh(session_id="s1")
+    _fill_every_layer(scope)
+    before = assets.of_scope(scope)
+    assert before is not None
+    epoch = int(before.epoch)
+    partitions = [
+        layout.item_pk("L0", scope.team_id, scope.agent_id, epoch, scope.user_id),
+        layout.item_pk("L1", scope.team_id, scope.agent_id, epoch, scope.user_id),
+        layout.counter_pk(scope.team_id, scope.agent_id, epoch),
+    ]
+    l0, l1, counters = (_stored_keys(pk) for pk in partitions)
+    posting = f"p{layout.SEP}"
+    assert any(sk.startswith(posting) for sk in l0) and any(sk.startswith(posting) for sk in l1)
+    assert any(sk.startswith(f"nk{layout.SEP}") for sk in l1) and counters
+
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    checked = clear.checked(admin, clear.named(clear.memory_ids([scope.memory_id]), None))
+    assert clear.clear(admin, checked, REQUEST, lambda: 60_000).all_cleared is True
+
+    assert [_stored_keys(pk) for pk in partitions] == [[], [], []]
+    purge = layout.purge_sk(scope.team_id, scope.agent_id, epoch)
+    assert purge not in _stored_keys(layout.PURGE_PK)
 
 
 # ---------------------------------------------------------------- tenancy

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memory_hub_tools.client import memory_id_for
+
 from .client import Target
 
 Body = dict[str, Any]
@@ -29,7 +31,7 @@ class Scope:
 
     @property
     def memory_id(self) -> str:
-        return f"chat_memory-{self.team}-{self.agent}"
+        return memory_id_for(self.team, self.agent)
 
 
 @dataclass

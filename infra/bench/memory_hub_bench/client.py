@@ -1,15 +1,14 @@
-"""A lean HTTP client for the bench: one kept-alive connection per thread, JSON in and out, the
-time of each request measured at the client (what a caller of the API waits)."""
+"""The bench's view of an endpoint: the tools' transport (one kept-alive connection per thread),
+each round trip timed at the client (what a caller of the API waits), its ``data`` returned."""
 
 from __future__ import annotations
 
-import http.client
-import json
-import threading
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+
+from memory_hub_tools.transport import Transport
+
+TIMEOUT = 120.0
 
 
 class BenchError(Exception):
@@ -24,71 +23,30 @@ class Target:
     url: str
     key: str
     service_id: str = "default"
+    transport: Transport = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self.prefix = parts.path.rstrip("/")
-        self._local = threading.local()
-
-    def _connection(self) -> http.client.HTTPConnection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = http.client.HTTPConnection(self.host, self.port, timeout=120)
-            self._local.connection = connection
-        return connection
+        self.transport = Transport(self.url, self.key, self.service_id, TIMEOUT, ascii_json=True)
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[float, Any]:
-        """(milliseconds, data) of one request; raises BenchError unless it answered code 0."""
-        payload = json.dumps(body).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {self.key}",
-            "x-tdai-service-id": self.service_id,
-        }
-        for attempt in (1, 2):  # a kept-alive connection the server closed is opened again, once
-            connection = self._connection()
-            started = time.perf_counter()
-            try:
-                connection.request("POST", self.prefix + path, payload, headers)
-                response = connection.getresponse()
-                raw = response.read()
-            except (http.client.HTTPException, OSError):
-                connection.close()
-                self._local.connection = None
-                if attempt == 2:
-                    raise
-                continue
-            elapsed = (time.perf_counter() - started) * 1000
-            if response.getheader("Connection", "").lower() == "close":
-                connection.close()
-                self._local.connection = None
-            answer = json.loads(raw or b"null")
-            if not isinstance(answer, dict) or answer.get("code") not in (0, None) or response.status >= 400:
-                raise BenchError(f"{self.name} {path}: HTTP {response.status}: {str(answer)[:300]}")
-            return elapsed, answer.get("data", answer)
-        raise AssertionError("unreachable")
+        """(milliseconds, data) of one request; raises BenchError unless it answered code 0. An
+        endpoint compared with ours may answer without the envelope: its body is then the data."""
+        reply = self.transport.post(path, body)
+        answer = reply.body
+        if not isinstance(answer, dict) or answer.get("code") not in (0, None) or reply.status >= 400:
+            raise BenchError(f"{self.name} {path}: HTTP {reply.status}: {str(answer)[:300]}")
+        return reply.elapsed_ms, answer.get("data", answer)
 
 
 class Hooks:
     """The local stack's emulated AWS side: its call log and its delay hook (--test-hooks)."""
 
     def __init__(self, aws_url: str) -> None:
-        self.target = Target("aws", aws_url, "")
+        self.transport = Transport(aws_url, timeout=60)
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
-        connection = http.client.HTTPConnection(self.target.host, self.target.port, timeout=60)
-        try:
-            connection.request(
-                method,
-                "/_local" + path,
-                json.dumps(body).encode() if body is not None else None,
-                {"Content-Type": "application/json"},
-            )
-            response = connection.getresponse()
-            return json.loads(response.read() or b"null")
-        finally:
-            connection.close()
+        payload = None if body is None else Transport.encode(body)
+        return self.transport.send(method, "/_local" + path, payload, {"Content-Type": "application/json"}).body
 
     def calls(self, since: int) -> list[dict[str, Any]]:
         return list(self._call("GET", f"/calls?since={since}")["calls"])

@@ -1,8 +1,11 @@
-"""A small HTTP client for the Memory Hub API (standard library only).
+"""The typed client of the Memory Hub API (standard library only).
 
-Used by the ``memory-hub`` operator commands and by the MCP server. Every route is a ``POST`` of a
-JSON object answered by the envelope ``{code, message, request_id, data}`` (docs/API.md);
-:meth:`MemoryHubClient.call` returns ``data`` or raises :class:`ApiError`.
+Used by the ``memory-hub`` operator commands and by the MCP server; the bench and the API tests
+send through the same :class:`~memory_hub_tools.transport.Transport` (URLs, headers, replies).
+Every route is a ``POST`` of a JSON object answered by the envelope
+``{code, message, request_id, data}`` (docs/API.md): :func:`data_of` reads it,
+:meth:`MemoryHubClient.call` returns ``data`` or raises :class:`ApiError`, and there is one method
+per route on top.
 
 Configuration (explicit arguments win over the environment):
 
@@ -13,31 +16,40 @@ Configuration (explicit arguments win over the environment):
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-DEFAULT_ENDPOINT = "http://127.0.0.1:3000"
-DEFAULT_SERVICE_ID = "default"
-DEFAULT_TIMEOUT = 30.0
+from memory_hub.storage.layout import memory_id_of
+
+from .transport import (
+    DEFAULT_ENDPOINT,
+    DEFAULT_SERVICE_ID,
+    DEFAULT_TIMEOUT,
+    ConfigError,
+    MemoryHubError,
+    Reply,
+    Transport,
+    TransportError,
+)
+
+__all__ = [
+    "DEFAULT_ENDPOINT",
+    "DEFAULT_SERVICE_ID",
+    "DEFAULT_TIMEOUT",
+    "MAX_OFFSET",
+    "ApiError",
+    "ConfigError",
+    "MemoryHubClient",
+    "MemoryHubError",
+    "Pair",
+    "TransportError",
+    "data_of",
+    "memory_id_for",
+    "pair_fields",
+]
+
 MAX_OFFSET = 10_000  # the largest `offset` conversation/query and atomic/query accept
-
-
-class MemoryHubError(Exception):
-    """Anything that kept a request from getting an answer from the API."""
-
-
-class ConfigError(MemoryHubError):
-    """The client is missing something it needs (e.g. the API key)."""
-
-
-class TransportError(MemoryHubError):
-    """The endpoint could not be reached, or answered something that is not the envelope."""
 
 
 class ApiError(MemoryHubError):
@@ -72,6 +84,29 @@ class ApiError(MemoryHubError):
         return out
 
 
+def data_of(reply: Reply, path: str, endpoint: str) -> Any:
+    """The envelope's ``data`` of a success; :class:`ApiError` for an error envelope,
+    :class:`TransportError` for a reply that is not the envelope at all."""
+    envelope = reply.envelope
+    if envelope is None:
+        what = "an envelope" if reply.is_json else "a JSON envelope"
+        raise TransportError(
+            f"{path}: HTTP {reply.status} without {what} (is {endpoint} Memory Hub's API?): {reply.raw[:200]!r}"
+        )
+    if envelope.get("code") != 0 or reply.status >= 400:
+        code = envelope.get("code")
+        code = code if isinstance(code, int) and code else reply.status
+        raise ApiError(
+            int(code),
+            str(envelope.get("message") or ""),
+            data=envelope.get("data"),
+            request_id=envelope.get("request_id"),
+            retryable=envelope.get("retryable"),
+            path=path,
+        )
+    return envelope.get("data")
+
+
 class MemoryHubClient:
     """Calls the API's routes; one instance per endpoint + key + service id."""
 
@@ -86,82 +121,40 @@ class MemoryHubClient:
         self.api_key = api_key or os.environ.get("MEMORY_HUB_API_KEY") or None
         self.service_id = service_id or os.environ.get("MEMORY_HUB_SERVICE_ID") or DEFAULT_SERVICE_ID
         self.timeout = timeout
+        self._transport: Transport | None = None
 
     # -- transport -------------------------------------------------------------------------------
 
-    def call(self, path: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
+    def call(
+        self,
+        path: str,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> Any:
         """POST ``body`` to ``path``; returns the envelope's ``data`` (raises :class:`ApiError`)."""
+        reply = self.transport().post(path, body, headers, idempotency_key=idempotency_key)
+        return data_of(reply, path, self.endpoint)
+
+    def transport(self) -> Transport:
+        """The connection this client sends with (checked: a key, printable headers, a URL)."""
         if not self.api_key:
             raise ConfigError("no API key: set MEMORY_HUB_API_KEY or pass --api-key")
         for name, value in (("API key", self.api_key), ("service id", self.service_id)):
             if not value.isascii() or not value.isprintable():
                 raise ConfigError(f"the {name} must be printable ASCII (it is sent in an HTTP header)")
-        self._check_endpoint()
-        payload = json.dumps({} if body is None else body, ensure_ascii=False).encode("utf-8")
-        try:
-            request = urllib.request.Request(
-                self.endpoint + path,
-                data=payload,
-                method="POST",
-                headers={
-                    "Content-Type": "application/json",
-                    "Accept": "application/json",
-                    "Authorization": f"Bearer {self.api_key}",
-                    "x-tdai-service-id": self.service_id,
-                    **(headers or {}),
-                },
-            )
-        except ValueError as exc:  # no scheme, or not a URL at all
-            raise ConfigError(f"invalid endpoint {self.endpoint!r}: {exc} (e.g. http://127.0.0.1:3000)") from None
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-            reason = getattr(exc, "reason", None) or exc.__class__.__name__ + (f": {exc}" if str(exc) else "")
-            raise TransportError(f"cannot reach {self.endpoint}: {reason}") from exc
-        except ValueError as exc:  # e.g. an unknown URL scheme, a bad port
-            raise ConfigError(f"invalid endpoint {self.endpoint!r}: {exc}") from None
-        try:
-            envelope = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise TransportError(
-                f"{path}: HTTP {status} without a JSON envelope (is {self.endpoint} Memory Hub's API?): {raw[:200]!r}"
-            ) from None
-        if not isinstance(envelope, dict) or "code" not in envelope:
-            raise TransportError(
-                f"{path}: HTTP {status} without an envelope (is {self.endpoint} Memory Hub's API?): {raw[:200]!r}"
-            )
-        if envelope.get("code") != 0 or status >= 400:
-            code = envelope.get("code")
-            code = code if isinstance(code, int) and code else status
-            raise ApiError(
-                int(code),
-                str(envelope.get("message") or ""),
-                data=envelope.get("data"),
-                request_id=envelope.get("request_id"),
-                retryable=envelope.get("retryable"),
-                path=path,
-            )
-        return envelope.get("data")
-
-    def _check_endpoint(self) -> None:
-        try:
-            parts = urllib.parse.urlsplit(self.endpoint)
-            port_ok = parts.port is None or parts.port > 0
-        except ValueError:
-            port_ok = False
-        if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-            raise ConfigError(
-                f"invalid endpoint {self.endpoint!r}: expected http(s)://host[:port], e.g. {DEFAULT_ENDPOINT}"
-            )
+        wanted = (self.endpoint, self.api_key, self.service_id, self.timeout)
+        kept = self._transport
+        if kept is None or (kept.endpoint, kept.key, kept.service_id, kept.timeout) != wanted:
+            self._transport = kept = Transport(*wanted)  # kept alive across calls: one connection per thread
+        return kept
 
     def _object(
-        self, path: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+        self, path: str, body: dict[str, Any] | None = None, *, idempotency_key: str | None = None
     ) -> dict[str, Any]:
         """:meth:`call` for the routes whose ``data`` is a JSON object."""
-        data: dict[str, Any] = self.call(path, body, headers)
+        data: dict[str, Any] = self.call(path, body, idempotency_key=idempotency_key)
         return data
 
     # -- data plane ------------------------------------------------------------------------------
@@ -345,11 +338,10 @@ class MemoryHubClient:
         self, memory_ids: list[str], idempotency_key: str | None = None, pair: Pair | None = None
     ) -> dict[str, Any]:
         """``pair``: (team_id, agent_id) that each id means, when several pairs spell it."""
-        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         body: dict[str, Any] = {"memory_ids": list(memory_ids)}
         if pair is not None:
             body["targets"] = [{"memory_id": m, "team_id": pair[0], "agent_id": pair[1]} for m in memory_ids]
-        return self._object("/v3/chat-memory/clear", body, headers)
+        return self._object("/v3/chat-memory/clear", body, idempotency_key=idempotency_key or None)
 
     def user_memory_delete(
         self, memory_id: str, user_id: str, content_id: str | None = None, pair: Pair | None = None
@@ -401,5 +393,6 @@ def pair_fields(pair: Pair | None) -> dict[str, str]:
 
 
 def memory_id_for(team_id: str, agent_id: str) -> str:
-    """The chat memory asset id of a (team, agent) pair: ``chat_memory-<team_id>-<agent_id>``."""
-    return f"chat_memory-{team_id}-{agent_id}"
+    """The chat memory asset id of a (team, agent) pair: ``chat_memory-<team_id>-<agent_id>``
+    (the runtime's own formula)."""
+    return memory_id_of(team_id, agent_id)

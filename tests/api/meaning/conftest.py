@@ -1,15 +1,17 @@
 """Recall by meaning through a stack of its own, with the template's ``Embeddings`` on (as
-``make run`` has it): these tests run before the rest of the API tier, whose stack has meaning off."""
+``make run`` has it); the rest of the API tier's stack has meaning off."""
 
 from __future__ import annotations
 
 import pytest
-from helpers import Api, Hooks, local_stack
+from helpers import Api, Hooks, checked_stack
 
 
 @pytest.fixture(scope="package")
 def stack():
-    yield from local_stack("Enabled")
+    """Its teardown checks that no call of the meaning tests was refused by its function's policy."""
+    with checked_stack("Enabled") as running:
+        yield running
 
 
 @pytest.fixture(scope="package")

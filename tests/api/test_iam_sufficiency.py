@@ -1,16 +1,17 @@
-"""Sufficient privilege, checked over everything the suite did (this module runs last in the tier):
-every AWS call a function made was allowed by that function's own policy in template.yaml (SAM
-policy templates expanded by AWS's translator, evaluated per call by the emulated AWS side). A
-missing permission fails here — not in a deployment. (Meaning's calls — Bedrock, S3 Vectors, SQS —
-are checked the same way over the meaning stack: tests/api/meaning/test_zz_iam_meaning.py.)"""
+"""Sufficient privilege: every AWS call a function made is allowed by that function's own policy in
+template.yaml (SAM policy templates expanded by AWS's translator, evaluated per call by the emulated
+AWS side). These tests drive every function themselves, so they hold in any order; the same check
+over every call of the whole session runs at the teardown of the session's stack
+(helpers.checked_stack). Meaning's calls — Bedrock, S3 Vectors, SQS — are checked the same way over
+the meaning stack: tests/api/meaning/test_iam_meaning.py."""
 
 from __future__ import annotations
 
-from helpers import ok
+from helpers import denied_calls, ok
 
 
 def _drive_every_function(api, scope, hooks) -> None:
-    """Whatever ran before in the session, every function and the kinds of calls it makes."""
+    """Every function and the kinds of calls it makes, whatever ran before in the session."""
     ok(api.post("/v3/scenario/write", scope.body(path="iam/a.md", content="iam check")))
     ok(api.post("/v3/scenario/ls", scope.body()))
     ok(api.post("/v3/core/write", scope.body(content="persona")))
@@ -43,21 +44,13 @@ def test_no_function_call_of_the_session_was_denied_by_its_iam_policy(api, scope
         "AdminFunction",
         "CleanupFunction",
     } <= by_function
-    denied = [
-        c
-        for c in calls
-        if c["function"]
-        and not c.get("injected")  # a test's fault hook, not a policy
-        and c["refused"] in ("AccessDenied", "AccessDeniedException")
-        and not str(c.get("key") or "").startswith("outside/")
-        and not str(c.get("key")).startswith("profiles/iam/")
-    ]
+    denied = denied_calls(calls)
     assert denied == [], denied[:5]
 
 
 def test_every_kind_of_call_was_checked(api, scope, hooks):
     _drive_every_function(api, scope, hooks)
-    """The check above is not vacuous: the session's calls cover the actions the functions need."""
+    """The check above is not vacuous: the calls cover the actions the functions need."""
     actions = {action for c in hooks.calls() if c["function"] for action, _ in c["actions"]}
     assert {
         "dynamodb:GetItem",
