@@ -30,10 +30,10 @@ class Erased(Answer):
     purge_pending: bool | None = absent(PURGE_PENDING)
 
 
+# Erased's fields with ``cleared`` second and the reason last: the wire's order, which a subclass of
+# Erased could not keep (pydantic puts a base's fields first). A comment, not a docstring: a model's
+# docstring is its OpenAPI description.
 class ClearItem(Answer):
-    """One memory of a clear's answer: Erased's fields with ``cleared`` second and the reason last —
-    the wire's order, which a subclass of Erased could not keep (pydantic puts a base's fields first)."""
-
     memory_id: str
     cleared: bool = Field(description="false: nothing of this memory was cleared (see reason); the call still succeeds")
     team_id: str = Field(description="the pair whose memory this is (several pairs may spell one memory_id)")
