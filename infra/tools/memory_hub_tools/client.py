@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from memory_hub.domain.fields import MAX_OFFSET
 from memory_hub.storage.layout import memory_id_of
 
 from .transport import (
@@ -48,8 +49,6 @@ __all__ = [
     "memory_id_for",
     "pair_fields",
 ]
-
-MAX_OFFSET = 10_000  # the largest `offset` conversation/query and atomic/query accept
 
 
 class ApiError(MemoryHubError):

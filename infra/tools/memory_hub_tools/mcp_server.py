@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal
 from mcp.server import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from memory_hub.domain.fields import BACKGROUND_CHARS, MAX_TAGS, MESSAGE_CHARS
+from memory_hub.domain.fields import BACKGROUND_CHARS, MAX_TAGS, MESSAGE_CHARS, PAGE_LIMIT
 from pydantic import Field
 
 from .client import ApiError, MemoryHubClient, MemoryHubError
@@ -192,7 +192,9 @@ class Tools:
             Literal["l1", "l0"],
             Field(description="'l1' extracted memory records (default) or 'l0' raw conversation messages"),
         ] = "l1",
-        limit: Annotated[int, Field(ge=1, le=100, description="at most this many records (1-100)")] = 5,
+        limit: Annotated[
+            int, Field(ge=1, le=PAGE_LIMIT, description=f"at most this many records (1-{PAGE_LIMIT})")
+        ] = 5,
         team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
         agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
         user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
@@ -220,7 +222,9 @@ class Tools:
             Literal["l1", "l0"],
             Field(description="'l1' extracted memory records (default) or 'l0' raw conversation messages"),
         ] = "l1",
-        limit: Annotated[int, Field(ge=1, le=100, description="at most this many results (1-100)")] = 5,
+        limit: Annotated[
+            int, Field(ge=1, le=PAGE_LIMIT, description=f"at most this many results (1-{PAGE_LIMIT})")
+        ] = 5,
         type: Annotated[str | None, Field(description="l1 only: only records of this type")] = None,
         session_id: Annotated[str | None, Field(description="l0 only: only messages of this session")] = None,
         team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,

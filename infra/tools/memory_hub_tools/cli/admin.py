@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from memory_hub.domain.fields import PAGE_LIMIT
+
 from .common import EXIT_FAILED, EXIT_OK, UsageError, api_client, emit_json, pair_of, quote, say
 from .flags import add_pair, positive
 
@@ -150,7 +152,7 @@ def add_keys_and_audit(sub: Any, conn: argparse.ArgumentParser) -> None:
     audit = sub.add_parser("audit", parents=[conn], help="audit events, newest first (admin)")
     audit.add_argument("memory_id", nargs="?", default=None)
     audit.add_argument("--action", default=None, help="e.g. delete, clear, user_memory_delete, key_create")
-    audit.add_argument("--limit", type=positive, default=None, help="1-100 (API default 20)")
+    audit.add_argument("--limit", type=positive, default=None, help=f"1-{PAGE_LIMIT} (API default 20)")
     audit.add_argument("--next-token", default=None)
     audit.set_defaults(run=_audit)
 

@@ -27,7 +27,9 @@ import re
 import sys
 from typing import Any
 
-from ..client import MAX_OFFSET, memory_id_for
+from memory_hub.domain.fields import FILES_LIMIT, MAX_OFFSET, PAGE_LIMIT
+
+from ..client import memory_id_for
 from .common import EXIT_FAILED, EXIT_OK, UsageError, api_client, emit_json, quote, say, scope_of
 from .flags import positive, scope_flags
 
@@ -439,7 +441,9 @@ def add_commands(sub: Any, conn: argparse.ArgumentParser) -> None:
     listing.add_argument("--session", default=None, help="l0: only this session")
     listing.add_argument("--type", default=None, help="l1: only this record type")
     listing.add_argument("--prefix", default=None, help="l2: only paths starting with this string (e.g. notes/)")
-    listing.add_argument("--limit", type=positive, default=None, help="l0/l1: 1-100 (20); l2: 1-1000 (1000)")
+    listing.add_argument(
+        "--limit", type=positive, default=None, help=f"l0/l1: 1-{PAGE_LIMIT} (20); l2: 1-{FILES_LIMIT} ({FILES_LIMIT})"
+    )
     listing.add_argument("--offset", type=_offset, default=None, help=f"l0/l1: skip this many (0-{MAX_OFFSET:,})")
     listing.add_argument("--next-token", default=None, help="l2: the next page (printed as `more: …`)")
     listing.add_argument("-l", "--long", action="store_true", help="l0/l1: every field and the whole content")

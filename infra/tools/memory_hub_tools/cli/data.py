@@ -9,6 +9,8 @@ import argparse
 import sys
 from typing import Any
 
+from memory_hub.domain.fields import PAGE_LIMIT
+
 from ..client import MemoryHubError
 from .common import (
     EXIT_FAILED,
@@ -239,7 +241,7 @@ def add_commands(sub: Any, conn: argparse.ArgumentParser) -> None:
     search.add_argument("--layer", choices=("l1", "l0"), default="l1")
     search.add_argument("--type", default=None, help="L1 record type filter")
     search.add_argument("--session", default=None, help="L0 only: narrow to one session")
-    search.add_argument("--limit", type=positive, default=None, help="1-100 (API default 5)")
+    search.add_argument("--limit", type=positive, default=None, help=f"1-{PAGE_LIMIT} (API default 5)")
     search.set_defaults(run=_search)
 
     delete = sub.add_parser(

@@ -31,6 +31,10 @@ MAX_TAGS = 20
 METADATA_BYTES = 4096  # an L1 record's metadata as compact JSON
 SUMMARY_CHARS = 1024  # an L2 file's summary
 TEXT_CHARS = 1_000_000  # an L2 file's content, or the persona
+QUERY_CHARS = 2048  # a search's query
+PAGE_LIMIT = 100  # what one page or one search answers at most (a request's `limit`)
+FILES_LIMIT = 1000  # what one scenario/ls page answers at most
+MAX_OFFSET = 10_000  # the largest `offset` of conversation/query and atomic/query
 TYPE_PATTERN = r"^[a-z_]+$"
 TYPE_CHARS = 64  # an L1 record's type
 

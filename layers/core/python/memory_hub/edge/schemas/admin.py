@@ -11,7 +11,7 @@ from ...domain.principal import ALL_TEAMS
 from ...domain.results import AuditAction
 from ...domain.rules import team_or_agent_problem, trim
 from ...domain.scope import spells
-from .common import TEAM_PATTERN, NoControl, NoControlDoc, Strict, TeamId, rule
+from .common import TEAM_PATTERN, Limit, NoControl, NoControlDoc, Strict, TeamId, rule
 
 Role = Literal["reader", "writer", "admin"]
 Visibility = Literal["private", "team", "public"]
@@ -89,7 +89,7 @@ class MemoryGet(NamesMemory):
 
 class MemoryList(Strict):
     team_id: TeamId | None = None
-    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    limit: Limit = 20
     next_token: str | None = None
 
 
@@ -168,7 +168,7 @@ class KeyRevoke(Strict):
 class AuditQuery(Strict):
     memory_id: str | None = Field(None, min_length=1, max_length=300)
     action: AuditAction | None = None
-    limit: int = Field(20, ge=1, le=100)
+    limit: Limit = 20
     next_token: str | None = None
 
 

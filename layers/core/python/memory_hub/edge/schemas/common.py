@@ -9,7 +9,10 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from ...clock import TimeFormatError, parse_ns
 from ...domain.fields import (
+    MAX_OFFSET,
     NO_CONTROL_PATTERN,
+    PAGE_LIMIT,
+    QUERY_CHARS,
     TIME_PATTERN,
     FreeId,
     NoControl,
@@ -71,9 +74,9 @@ __all__ = [
     "rule",
 ]
 
-Limit = Annotated[int, Field(ge=1, le=100)]
-Offset = Annotated[int, Field(ge=0, le=10_000)]
-Query = Annotated[str, Field(min_length=1, max_length=2048)]
+Limit = Annotated[int, Field(ge=1, le=PAGE_LIMIT)]
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
+Query = Annotated[str, Field(min_length=1, max_length=QUERY_CHARS)]
 
 
 class Isolated(Strict):

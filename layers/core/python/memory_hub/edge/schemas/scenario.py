@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ...domain.fields import Summary, Text
+from ...domain.fields import FILES_LIMIT, Summary, Text
 from .common import FilePath, Isolated, PathPrefix, RmPath
 
 
 class ScenarioLs(Isolated):
     path_prefix: PathPrefix = ""
-    limit: int = Field(1000, ge=1, le=1000)
+    limit: int = Field(FILES_LIMIT, ge=1, le=FILES_LIMIT)
     next_token: str | None = None
 
 
