@@ -92,9 +92,7 @@ def ranked(
     want = max(depth or limit, 1)
     if not terms:
         return Ranked([], 0)
-    # Pages small enough that one per term reads about twice what is wanted, all terms together
-    # (and no more than the budget, but at least FIRST_PAGE each).
-    first_page = max(FIRST_PAGE, min(-(-2 * want // len(terms)), (budget or 2 * want) // len(terms)))
+    first_page = _first_page(want, len(terms), budget)
     lists = [_Term(t, layout.term_digest(t), page=first_page) for t in terms]
     (items, tokens), first = parallel(
         stats,
@@ -149,14 +147,7 @@ def ranked(
         room = left()
         if room is not None and room <= 0:
             break  # the best found so far: a search's cost stays bounded by limit and its words
-        chosen = _to_read(open_terms, unseen, threshold - floor)
-        sizes = _page_sizes(chosen, room)
-        pages = for_each(
-            lambda pair: postings.term_page(pk, pair[0].digest, pair[1], pair[0].next),
-            list(zip(chosen, sizes, strict=False)),
-            width=postings.READ_WIDTH,
-        )
-        for term, size, result in zip(chosen, sizes, pages, strict=False):
+        for term, size, result in _read_pages(pk, _to_read(open_terms, unseen, threshold - floor), room):
             take(term, result, size)
             read += len(result.rows)
     best = heapq.nlargest(
@@ -176,6 +167,23 @@ def _to_read(open_terms: list[_Term], unseen: Callable[[_Term], float], gap: flo
         if covered >= gap:
             break
     return chosen
+
+
+def _first_page(want: int, terms: int, budget: int | None) -> int:
+    """Postings per word on the first page: small enough that all words together read about twice
+    what is wanted and no more than the budget, but at least ``FIRST_PAGE`` each."""
+    return max(FIRST_PAGE, min(-(-2 * want // terms), (budget or 2 * want) // terms))
+
+
+def _read_pages(pk: str, chosen: list[_Term], room: int | None) -> list[tuple[_Term, int, postings.Page]]:
+    """The next page of each chosen term, within ``room``: (term, postings asked, page)."""
+    sizes = _page_sizes(chosen, room)
+    pages = for_each(
+        lambda pair: postings.term_page(pk, pair[0].digest, pair[1], pair[0].next),
+        list(zip(chosen, sizes, strict=False)),
+        width=postings.READ_WIDTH,
+    )
+    return list(zip(chosen, sizes, pages, strict=False))
 
 
 def _page_sizes(chosen: list[_Term], room: int | None) -> list[int]:
