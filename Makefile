@@ -30,7 +30,7 @@ run: $(VENV)/.installed  ## serve the API on 127.0.0.1:$(PORT) over embedded mot
 # report of the service's code), the others talk to real local servers.
 test: test-unit test-contract test-deployed test-api  ## the whole suite, tier by tier (browser tests run when Chromium is installed)
 
-test-fast: test-unit test-contract  ## the inner loop: the unit and contract tiers (no servers, about a minute)
+test-fast: test-unit test-contract  ## the inner loop: the unit and contract tiers (no servers, about 3 minutes)
 
 test-unit: $(VENV)/.installed  ## domain and storage in process over moto, with coverage
 	$(PY) -m pytest tests/unit --cov=memory_hub --cov=functions --cov-report=term:skip-covered
