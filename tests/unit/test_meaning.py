@@ -13,6 +13,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memory_hub.domain import meaning
 from memory_hub.storage import embeddings, layout, vectors
 
 TEAM_OR_AGENT = st.text(alphabet="ABCXYZabcxyz0189._@-", min_size=1, max_size=64)
@@ -198,7 +199,10 @@ def test_first_write_creates_the_index_and_racing_creators_are_fine(index):
 def test_query_is_hard_filtered_and_delete_by_key(index):
     vectors.put(index, 3, [_v("msg-a", [1.0, 0.0, 0.0]), _v("msg-b", [0.9, 0.1, 0.0], user="other")])
     mine = vectors.search_filter(layer="L0", user_id="u", model="m/3")
-    assert [k for k, _ in vectors.query(index, [1.0, 0.0, 0.0], 10, mine)] == ["msg-a"]
+    assert [m.key for m in vectors.query(index, [1.0, 0.0, 0.0], 10, mine)] == ["msg-a"]
+    [placed] = vectors.query(index, [1.0, 0.0, 0.0], 10, mine, with_metadata=True)
+    assert meaning._places([placed]) == {"msg-a": (layout.digest("s"), 1)}  # where it was said, for context
+    assert vectors.query(index, [1.0, 0.0, 0.0], 10, mine)[0].metadata == {}  # asked for only when needed
     assert vectors.delete(index, ["msg-a", "msg-unknown"]) == 1  # DeleteVectors calls made (one batch)
     assert vectors.query(index, [1.0, 0.0, 0.0], 10, mine) == []
     # a memory without an index has no vectors; deleting from it is fine and still makes its one call

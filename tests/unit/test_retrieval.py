@@ -23,7 +23,9 @@ def _corpus(rng: random.Random, size: int) -> dict[str, str]:
     return {f"msg-{i:06d}": " ".join(rng.choices(VOCABULARY, weights, k=rng.randint(1, 25))) for i in range(size)}
 
 
-def _index(corpus: dict[str, str], sessions: dict[str, str] | None = None) -> tuple[str, Stats]:
+def _index(
+    corpus: dict[str, str], sessions: dict[str, str] | None = None, times: dict[str, int] | None = None
+) -> tuple[str, Stats]:
     pk = f"L0#unit:{uuid.uuid4().hex}#1#{layout.digest('u')}"
     rows = []
     tokens = 0
@@ -32,7 +34,8 @@ def _index(corpus: dict[str, str], sessions: dict[str, str] | None = None) -> tu
         length = sum(counts.values())
         tokens += length
         session = (sessions or {}).get(item_id, "s")
-        rows += postings.build(pk, item_id, counts, length, timestamp=1, session_id=session)
+        at = (times or {}).get(item_id, 1)
+        rows += postings.build(pk, item_id, counts, length, timestamp=at, session_id=session)
     postings.put(rows)
     return pk, Stats(len(corpus), tokens)
 
@@ -167,6 +170,83 @@ def test_hybrid_combines_relative_bm25_with_half_the_cosine():
     assert retrieval.combine([], [("x", 0.5)], 5) == [("x", pytest.approx(0.5 * 0.5 * (2 / 61) / 1.5, abs=1e-6))]
     assert retrieval.combine([("a", 1.0)], [], 5)[0][0] == "a"
     assert len(retrieval.combine(words, meaning, 2)) == 2
+
+
+def test_a_candidate_gains_part_of_what_its_neighbours_in_its_session_lend():
+    scores = {"q": 1.0, "a": 0.2, "far": 0.1, "other": 0.3, "loose": 0.25}
+    lend = {"q": 0.8, "a": 0.1, "far": 0.0, "other": 0.9, "loose": 0.9}
+    places = {"q": ("s1", 10), "a": ("s1", 20), "far": ("s1", 90), "other": ("s2", 15)}
+    read = retrieval.in_context(scores, lend, places)
+    assert read["a"] == pytest.approx(0.2 + retrieval.CONTEXT_WEIGHT * 0.8)  # the better of q and far
+    assert read["q"] == pytest.approx(1.0 + retrieval.CONTEXT_WEIGHT * 0.1)  # its one neighbour, a
+    assert read["far"] == pytest.approx(0.1 + retrieval.CONTEXT_WEIGHT * 0.1)  # a is next to it among candidates
+    assert read["other"] == 0.3 and read["loose"] == 0.25  # alone in its session; no session at all
+    assert retrieval.in_context({"x": 0.5}, {"x": 1.0}, {}) == {"x": 0.5}
+
+
+def test_a_neighbour_lends_only_what_words_and_meaning_agree_on():
+    places = {"hit": ("s", 1), "next": ("s", 2)}
+    # "hit" matches the query's only word but means nothing like it: its neighbour gains nothing
+    spurious = dict(retrieval.combine([("hit", 5.0)], [("next", 0.3), ("hit", 0.0)], 5, places))
+    plain = dict(retrieval.combine([("hit", 5.0)], [("next", 0.3), ("hit", 0.0)], 5))
+    assert spurious["next"] / spurious["hit"] == pytest.approx(plain["next"] / plain["hit"], rel=1e-3)
+    # a turn strong in both lends the lesser of its two parts
+    agreed = dict(retrieval.combine([("hit", 5.0)], [("next", 0.3), ("hit", 0.6)], 5, places))
+    alone = dict(retrieval.combine([("hit", 5.0)], [("next", 0.3), ("hit", 0.6)], 5, {}))
+    assert agreed["next"] / alone["next"] == pytest.approx(
+        (0.5 * 0.3 + retrieval.CONTEXT_WEIGHT * 0.6) / (0.5 * 0.3), rel=1e-3
+    )
+
+
+def test_context_keeps_hybrid_scores_on_the_fusion_scale():
+    words = [("q", 9.0), ("n", 3.0)]
+    meaning = [("q", 1.0), ("n", 1.0)]
+    places = {"q": ("s", 1), "n": ("s", 2)}
+    scores = [score for _, score in retrieval.combine(words, meaning, 5, places)]
+    assert scores == sorted(scores, reverse=True) and scores[0] <= 2 / 61
+    alone = retrieval.combine(words, meaning, 5, {})  # nothing said in a session: the order of plain fusion
+    assert [item for item, _ in alone] == [item for item, _ in retrieval.combine(words, meaning, 5)]
+
+
+def _conversation() -> tuple[dict[str, str], dict[str, str], dict[str, int]]:
+    corpus = {
+        "msg-q": "When did you go to the pottery class?",  # the turn with the question's words
+        "msg-a": "Last Friday, with my sister.",  # the answer: no word in common, said next
+        "msg-x": "I love pottery, honestly.",  # a weaker match by words, in another session
+        "msg-z": "We bought the car last week.",  # closer by meaning, alone in its session
+    }
+    sessions = {"msg-q": "s1", "msg-a": "s1", "msg-x": "s2", "msg-z": "s3"}
+    times = {"msg-q": 1_000, "msg-a": 31_000, "msg-x": 5_000, "msg-z": 20_000}
+    return corpus, sessions, times
+
+
+@pytest.mark.parametrize("context", [True, False])
+def test_a_conversations_hybrid_search_reads_turns_in_their_sessions_context(aws, context):
+    corpus, sessions, times = _conversation()
+    pk, stats = _index(corpus, sessions, times)
+    places = {item: (layout.digest(sessions[item]), times[item]) for item in corpus}
+
+    def by_meaning(depth: int) -> retrieval.Meant:  # the answer: by meaning only, below a decoy
+        order = [("msg-q", 0.74), ("msg-z", 0.5), ("msg-a", 0.45), ("msg-x", 0.3)]
+        return retrieval.Meant(order, {item: places[item] for item, _ in order})
+
+    found = retrieval.search(
+        pk=pk,
+        text="When did Melanie go to pottery class?",
+        limit=4,
+        mode="hybrid",
+        filters=postings.Filters(),
+        stats=lambda: (stats.items, stats.tokens),
+        fetch=lambda ids: {i: corpus[i] for i in ids if i in corpus},
+        text_of=lambda text: text,
+        keep=lambda text: True,
+        semantic=by_meaning,
+        context=context,
+    )
+    order = [corpus_id for text, _ in found.items for corpus_id, t in corpus.items() if t == text]
+    assert order[0] == "msg-q"
+    # in context the answer, said right after the question's turn, ranks above the decoy; without, below
+    assert (order.index("msg-a") < order.index("msg-z")) is context
 
 
 def test_modes():

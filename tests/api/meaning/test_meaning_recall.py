@@ -72,3 +72,41 @@ def test_words_still_lead_where_they_match(api, scope, memory):
     assert found.data["messages"][0]["id"] == memory["Watched a documentary about volcanoes"]
     scores = [m["score"] for m in found.data["messages"]]
     assert scores == sorted(scores, reverse=True) and scores[0] <= 2 / 61
+
+
+def test_the_turn_after_the_one_with_the_questions_words_is_found_in_its_sessions_context(api, scope):
+    """An answer often shares nothing with the question but follows the turn that does: hybrid
+    conversation search reads each turn next to its session's other found turns, so it comes up
+    above a turn nearer in meaning said elsewhere; words alone never find it."""
+    question = "When did you go to the pottery workshop?"
+    answer_turn = "Last Friday, with my kids."
+    elsewhere = "We shaped clay bowls at the ceramics studio."  # nearer the question in meaning
+    assert not set(query_terms(question)) & (set(term_counts(answer_turn)) | set(term_counts(elsewhere)))
+    added = api.post(
+        "/v3/conversation/add",
+        scope.body(
+            session_id="talk",
+            messages=[
+                {"role": "user", "content": question, "timestamp": "2026-03-01T10:00:00Z"},
+                {"role": "assistant", "content": answer_turn, "timestamp": "2026-03-01T10:00:30Z"},
+            ],
+        ),
+    )
+    assert added.status == 200, added.body
+    asked_id, answer_id = added.data["accepted_ids"]
+    other = api.post(
+        "/v3/conversation/add",
+        scope.body(
+            session_id="other",
+            messages=[{"role": "user", "content": elsewhere, "timestamp": "2026-03-01T10:00:15Z"}]
+            + [{"role": "user", "content": text} for text in DISTRACTORS],
+        ),
+    )
+    assert other.status == 200, other.body
+    found = api.post(
+        "/v3/conversation/search", scope.body(query="When did Melanie go to the pottery workshop?", limit=2)
+    )
+    assert found.status == 200, found.body
+    assert [m["id"] for m in found.data["messages"]] == [asked_id, answer_id], found.data
+    by_words = api.post("/v3/conversation/search", scope.body(query="Melanie pottery workshop", mode="keyword"))
+    assert answer_id not in [m["id"] for m in by_words.data["messages"]]

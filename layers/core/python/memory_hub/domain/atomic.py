@@ -264,7 +264,7 @@ def search(
             return False
         return (start is None or int(record.updated_at) >= start) and (end is None or int(record.updated_at) <= end)
 
-    def by_meaning(depth: int) -> list[tuple[str, float]] | None:
+    def by_meaning(depth: int) -> retrieval.Meant | None:
         return meaning.semantic(where, LAYER, scope.user_id, text, depth, task_id=scope.task_id, type_=type_)
 
     result = retrieval.search(

@@ -124,9 +124,16 @@ def search(
         return MessageHits(messages=[], mode_used=cast(Mode, mode))
     where = _where(asset)
 
-    def by_meaning(depth: int) -> list[tuple[str, float]] | None:
+    def by_meaning(depth: int) -> retrieval.Meant | None:
         return meaning.semantic(
-            where, LAYER, scope.user_id, text, depth, session_id=scope.session_id, task_id=scope.task_id
+            where,
+            LAYER,
+            scope.user_id,
+            text,
+            depth,
+            session_id=scope.session_id,
+            task_id=scope.task_id,
+            with_places=True,
         )
 
     result = retrieval.search(
@@ -140,6 +147,7 @@ def search(
         text_of=lambda m: m.content,
         keep=lambda m: _admits(m, scope, start, end),
         semantic=by_meaning if mode != "keyword" else None,
+        context=True,
     )
     found = result.items
     return MessageHits(

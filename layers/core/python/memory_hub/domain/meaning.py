@@ -27,6 +27,7 @@ from ..storage import counters, embed_queue, embeddings, messages, records, vect
 from ..storage.counters import Where
 from ..storage.messages import NewMessage
 from ..storage.models import Message, Record
+from .retrieval import Meant, Place
 
 L0 = "L0"
 L1 = "L1"
@@ -265,11 +266,13 @@ def semantic(
     session_id: str | None = None,
     task_id: str | None = None,
     type_: str | None = None,
-) -> list[tuple[str, float]] | None:
+    with_places: bool = False,
+) -> Meant | None:
     """The meaning half of a search: ids best first with their cosine similarity, from one vector
     query over this memory's current index, hard-filtered to the user (and the task, the session
-    for L0 and the type for L1 where the request names one) and to the current model. None when the
-    query cannot be embedded or the vector query fails: the caller answers by words."""
+    for L0 and the type for L1 where the request names one) and to the current model; with
+    ``with_places``, also each item's session and time (from the vectors' metadata: the same call).
+    None when the query cannot be embedded or the vector query fails: the caller answers by words."""
     if not enabled():
         return None
     settings = get_settings()
@@ -286,14 +289,26 @@ def semantic(
         task_id=task_id,
         type_=type_ if layer == L1 else None,
     )
+    top_k = min(vectors.MAX_TOP_K, max(20, 4 * limit))
     try:
-        hits = vectors.query(_index(where), vector, min(vectors.MAX_TOP_K, max(20, 4 * limit)), where_filter)
+        hits = vectors.query(_index(where), vector, top_k, where_filter, with_metadata=with_places)
     except Exception:
         logger.exception("vector query failed; answering by words")
         count_event("VectorQueryFailures", 1)
         return None
     logger.debug("semantic half", extra={"hits": len(hits), "ms": int((time.monotonic() - started) * 1000)})
-    return [(key, 1.0 - distance) for key, distance in hits]
+    return Meant([(hit.key, 1.0 - hit.distance) for hit in hits], _places(hits) if with_places else {})
+
+
+def _places(hits: Sequence[vectors.Match]) -> dict[str, Place]:
+    """Where each found message was said, from its vector's metadata (none for an item without a
+    session)."""
+    places: dict[str, Place] = {}
+    for hit in hits:
+        session, at = hit.metadata.get("session"), hit.metadata.get("at")
+        if isinstance(session, str) and session != vectors.NONE and isinstance(at, int | float):
+            places[hit.key] = (session, int(at))
+    return places
 
 
 # --- the queue's consumer and the cleanup's backfill ---------------------------------------------

@@ -196,6 +196,10 @@ SCORE = (
     "relative to the query's best plus half the cosine similarity (hybrid); either part alone (keyword, "
     "semantic)"
 )
+TURN_SCORE = (
+    SCORE + "; in hybrid a turn also gains half of what the found turns said just before and after it in its "
+    "session agree on (the lesser of their relative BM25 and cosine), the better of the two"
+)
 Mode = Literal["hybrid", "keyword", "semantic"]
 ModeUsed = Annotated[
     Mode,
@@ -232,7 +236,7 @@ class MessageHit(Answer):
     role: Role
     content: str
     timestamp: Stamp
-    score: float = Field(description=SCORE)
+    score: float = Field(description=TURN_SCORE)
 
 
 class MessageHits(Answer):

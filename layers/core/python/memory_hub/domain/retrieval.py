@@ -12,7 +12,9 @@ pages per term (a pathological query answers with the best found so far).
 
 This module also fuses the word ranking with the meaning ranking (``combine``): a calibrated
 combination of the two scores, answered on the reciprocal-rank-fusion scale TencentDB's hybrid
-recall answers with (``fuse``, plain RRF, is kept for comparison in the tests).
+recall answers with (``fuse``, plain RRF, is kept for comparison in the tests). A conversation's
+hybrid search also reads its candidates in their session's context (``in_context``): a turn said
+next to a strong candidate gains part of that candidate's score.
 """
 
 from __future__ import annotations
@@ -62,19 +64,34 @@ class _Term:
     page: int = 0  # postings per page
 
 
+Place = tuple[str, int]
+"""Where an item was said: its session's digest and its time (epoch ms)."""
+
+
 @dataclass
 class _Candidate:
     found: dict[str, tuple[int, int]] = field(default_factory=dict)  # term → (frequency, length)
     resolved: set[str] = field(default_factory=set)  # terms known present or absent
+    place: Place | None = None
 
 
 @dataclass(frozen=True)
 class Ranked:
-    """The word ranking of one search: item ids best first with their BM25 scores, and how many
-    postings it read."""
+    """The word ranking of one search: item ids best first with their BM25 scores, how many
+    postings it read, and where each candidate was said (messages of a session)."""
 
     order: list[tuple[str, float]]
     postings_read: int
+    places: dict[str, Place] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Meant:
+    """The meaning half of a search: item ids best first with their cosine similarity, and where
+    each was said (messages of a session)."""
+
+    order: list[tuple[str, float]]
+    places: dict[str, Place] = field(default_factory=dict)
 
 
 def ranked(
@@ -153,7 +170,8 @@ def ranked(
     best = heapq.nlargest(
         len(candidates), ((score(c), item) for item, c in candidates.items()), key=lambda pair: (pair[0], pair[1])
     )
-    return Ranked([(item, round(value, 6)) for value, item in best if value > 0], read)
+    places = {item: c.place for item, c in candidates.items() if c.place is not None}
+    return Ranked([(item, round(value, 6)) for value, item in best if value > 0], read, places)
 
 
 def _to_read(open_terms: list[_Term], unseen: Callable[[_Term], float], gap: float) -> list[_Term]:
@@ -263,6 +281,8 @@ def _note(
     if candidate is not None:
         candidate.found[term] = (int(row.term_frequency), int(row.item_length))
         candidate.resolved.add(term)
+        if candidate.place is None and row.session_digest is not None and row.timestamp is not None:
+            candidate.place = (str(row.session_digest), int(row.timestamp))
 
 
 def best(
@@ -296,31 +316,66 @@ def best(
 
 
 MEANING_WEIGHT = 0.5
+CONTEXT_WEIGHT = MEANING_WEIGHT  # a neighbour's agreed relevance weighs as meaning does
 _BEST = 1.0 + MEANING_WEIGHT  # an item with the best word score and a cosine of 1
 
 
+def in_context(scores: dict[str, float], support: dict[str, float], places: dict[str, Place]) -> dict[str, float]:
+    """Each candidate read in its session's context: it gains ``CONTEXT_WEIGHT`` times the better
+    ``support`` of the candidates said just before and just after it in the same session
+    (candidates in time order; items without a session gain nothing). An answer is often the turn
+    after the one that holds the question ("when did you go to the workshop?" — "last Friday"),
+    which shares no word with the question and little meaning."""
+    sessions: dict[str, list[tuple[int, str]]] = {}
+    for item in scores:
+        place = places.get(item)
+        if place is not None:
+            sessions.setdefault(place[0], []).append((place[1], item))
+    read = dict(scores)
+    for said in sessions.values():
+        said.sort()
+        for position, (_, item) in enumerate(said):
+            around = [support.get(said[n][1], 0.0) for n in (position - 1, position + 1) if 0 <= n < len(said)]
+            if around:
+                read[item] += CONTEXT_WEIGHT * max(around)
+    return read
+
+
 def combine(
-    by_words: list[tuple[str, float]], by_meaning: list[tuple[str, float]], limit: int
+    by_words: list[tuple[str, float]],
+    by_meaning: list[tuple[str, float]],
+    limit: int,
+    places: dict[str, Place] | None = None,
 ) -> list[tuple[str, float]]:
     """Hybrid ranking: each item scores its BM25 score relative to the query's best (0..1) plus
     half its cosine similarity to the query; best first (ties: the word ranking's order, then the
     meaning ranking's). Measured on two public benchmarks (LoCoMo, LongMemEval) against plain
     reciprocal-rank fusion: with the local model, RRF lost hit@1 to words alone (LoCoMo 0.26 vs
     0.37), this combination is at least as good as words alone at hit@1, 5 and 10 on both, and finds
-    what shares no word with the query. The answered score is put on reciprocal-rank fusion's scale
-    (at most 2/61, what an item first in both of two rankings scores), as TencentDB's hybrid recall
-    answers."""
-    scores: dict[str, float] = {}
+    what shares no word with the query.
+
+    With ``places``, the candidates are then read in their sessions' context (``in_context``)
+    before the best ``limit`` are taken: a neighbour lends what both halves agree on — the lesser
+    of its relative BM25 and its cosine — so a turn that only shares a common word with the query
+    (or is only vaguely near it) lifts nothing around it. The answered score is put on
+    reciprocal-rank fusion's scale (at most 2/61, what an item first in both of two rankings
+    scores), as TencentDB's hybrid recall answers."""
+    words: dict[str, float] = {}
     top = max((score for _, score in by_words), default=0.0)
     for item, score in by_words:
-        scores[item] = score / top if top > 0 else 0.0
-    for item, similarity in by_meaning:
-        scores[item] = scores.get(item, 0.0) + MEANING_WEIGHT * max(similarity, 0.0)
+        words[item] = score / top if top > 0 else 0.0
+    meaning = {item: max(similarity, 0.0) for item, similarity in by_meaning}
+    scores = {item: words.get(item, 0.0) + MEANING_WEIGHT * meaning.get(item, 0.0) for item in words | meaning}
+    best_possible = _BEST
+    if places is not None:
+        agreed = {item: min(words.get(item, 0.0), meaning.get(item, 0.0)) for item in scores}
+        scores = in_context(scores, agreed, places)
+        best_possible = _BEST + CONTEXT_WEIGHT  # a neighbour lends at most 1
     order: dict[str, int] = {}
     for item in [i for i, _ in by_words] + [i for i, _ in by_meaning]:
         order.setdefault(item, len(order))
     ranked = sorted(scores, key=lambda item: (-scores[item], order[item]))[:limit]
-    scale = (2 / (RRF_K + 1)) / _BEST
+    scale = (2 / (RRF_K + 1)) / best_possible
     return [(item, round(scores[item] * scale, 6)) for item in ranked]
 
 
@@ -353,9 +408,10 @@ def resolve_mode(requested: str | None, meaning_available: bool) -> str:
     return requested
 
 
-Semantic = Callable[[int], "list[tuple[str, float]] | None"]
+Semantic = Callable[[int], "Meant | None"]
 """The meaning half of a search: given how many to return, item ids best first with their
-similarity, or None when the query could not be embedded."""
+similarity (and their places when asked for context), or None when the query could not be
+embedded."""
 
 
 @dataclass(frozen=True)
@@ -378,11 +434,14 @@ def search(
     text_of: Callable[[Any], str],
     keep: Callable[[Any], bool],
     semantic: Semantic | None,
+    context: bool = False,
 ) -> Found:
     """One search in ``mode`` (``keyword``, ``hybrid`` or ``semantic``; the caller has checked that
     meaning is available for the latter two). Words and meaning run side by side; when the query
     cannot be embedded the answer is by words (``mode_used`` says so). A query without a word that
-    counts (only stop words or punctuation) finds nothing by words, and so nothing in ``hybrid``."""
+    counts (only stop words or punctuation) finds nothing by words, and so nothing in ``hybrid``.
+    With ``context`` (a conversation's turns), hybrid reads its candidates in their sessions'
+    context (``in_context``); ``keyword`` stays exact BM25 and ``semantic`` pure similarity."""
     terms = query_terms(text)
     if mode != "semantic" and not terms:
         return Found([], mode)
@@ -399,18 +458,19 @@ def search(
         return by_words_alone(words_half().order if terms else [])
     search_meaning = semantic
 
-    def meaning_half() -> list[tuple[str, float]] | None:
+    def meaning_half() -> Meant | None:
         return search_meaning(depth)
 
     if mode == "semantic":
         by_meaning = meaning_half()
         if by_meaning is None:
             return by_words_alone(words_half().order if terms else [])
-        scored = combine([], by_meaning, len(by_meaning))
+        scored = combine([], by_meaning.order, len(by_meaning.order))
         return Found(best(scored, limit, fetch, text_of, [], keep), "semantic")
     by_words, by_meaning = parallel(words_half, meaning_half)
     if by_meaning is None:
         return by_words_alone(by_words.order)
-    fused = combine(by_words.order, by_meaning, depth)
-    meant = {i for i, _ in by_meaning}
+    places = {**by_meaning.places, **by_words.places} if context else None
+    fused = combine(by_words.order, by_meaning.order, depth, places)
+    meant = {i for i, _ in by_meaning.order}
     return Found(best(fused, limit, fetch, text_of, terms, keep, needs_term=lambda i: i not in meant), "hybrid")

@@ -207,9 +207,21 @@ def delete(index: Index, keys: Sequence[str]) -> int:
     return len(chunks)
 
 
-def query(index: Index, vector: list[float], top_k: int, where: dict[str, Any]) -> list[tuple[str, float]]:
-    """The nearest vectors that pass ``where``: (key, cosine distance), nearest first. A memory
-    without an index yet has no vectors: []."""
+@dataclass(frozen=True)
+class Match:
+    """One vector a query found: its key, its cosine distance, and its metadata when asked for."""
+
+    key: str
+    distance: float
+    metadata: dict[str, Any]
+
+
+def query(
+    index: Index, vector: list[float], top_k: int, where: dict[str, Any], *, with_metadata: bool = False
+) -> list[Match]:
+    """The nearest vectors that pass ``where``, nearest first (with their metadata when
+    ``with_metadata``: the same call, a larger answer). A memory without an index yet has no
+    vectors: []."""
     if not index.bucket:
         return []
     try:
@@ -220,13 +232,17 @@ def query(index: Index, vector: list[float], top_k: int, where: dict[str, Any]) 
             queryVector={"float32": vector},
             filter=where,
             returnDistance=True,
+            returnMetadata=with_metadata,
         )
     except Exception as exc:
         if _missing(exc):
             return []
         raise
-    found = [(str(v["key"]), float(v.get("distance", 0.0))) for v in answer.get("vectors", [])]
-    return sorted(found, key=lambda pair: pair[1])
+    found = [
+        Match(str(v["key"]), float(v.get("distance", 0.0)), dict(v.get("metadata") or {}))
+        for v in answer.get("vectors", [])
+    ]
+    return sorted(found, key=lambda match: match.distance)
 
 
 def drop(index: Index) -> bool:
