@@ -14,7 +14,7 @@ This module also fuses the word ranking with the meaning ranking (``combine``): 
 combination of the two scores, answered on the reciprocal-rank-fusion scale TencentDB's hybrid
 recall answers with (``fuse``, plain RRF, is kept for comparison in the tests). A conversation's
 hybrid search also reads its candidates in their session's context (``in_context``): a turn said
-next to a strong candidate gains part of that candidate's score.
+next to a candidate that both halves find relevant gains part of that agreed relevance.
 """
 
 from __future__ import annotations
