@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from memory_hub_tools.client import memory_id_for
 from memory_hub_tools.transport import Transport
 
@@ -292,6 +293,28 @@ def checked_stack(embeddings: str) -> Iterator[Any]:
         assert denied == [], f"{len(denied)} calls refused by their function's IAM policy: {denied[:5]}"
     finally:
         next(running, None)
+
+
+def own_stack(embeddings: str = "Disabled") -> tuple[Any, Any, Any]:
+    """The fixtures ``stack``, ``api`` and ``hooks`` of a stack for one module alone, for modules
+    whose tests walk whole tables (the cleanup, erasure checks that read a table whole): on the
+    session's stack those tables hold what every earlier test wrote, and each walk pays for it.
+    In the module: ``stack, api, hooks = own_stack()``. Its teardown checks IAM as the session's."""
+
+    @pytest.fixture(scope="module", name="stack")
+    def module_stack() -> Iterator[Any]:
+        with checked_stack(embeddings) as running:
+            yield running
+
+    @pytest.fixture(scope="module", name="api")
+    def module_api(stack: Any) -> Api:
+        return Api(stack.api_url, lambda_url=stack.lambda_url)
+
+    @pytest.fixture(scope="module", name="hooks")
+    def module_hooks(stack: Any) -> Hooks:
+        return Hooks(stack.aws_url)
+
+    return module_stack, module_api, module_hooks
 
 
 def local_stack(embeddings: str) -> Iterator[Any]:

@@ -6,8 +6,8 @@ records, the lease against overlapping runs and the resumable cursor.
 The cleanup is CleanupFunction, run in its own process through the Lambda Invoke API; what it left
 is read back over HTTP (the API) and with boto3 (the emulated AWS). Interleavings are made with the
 test hooks of the emulated AWS side: a run is held inside one of its AWS calls while something else
-happens. The cleanup walks every asset of the shared test stack, so assertions are about this
-file's own memories only. Clocks are controlled with the event's ``now`` (and old message
+happens. The cleanup walks every asset of the account: the module has a stack of its own, and
+assertions are about each test's own memories only. Clocks are controlled with the event's ``now`` (and old message
 timestamps), budgets with its ``budget_s``."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import BUCKET, TABLES, Scope, aws_client, eventually, make_scope, ok, s3_keys, scan
+from helpers import BUCKET, TABLES, Scope, aws_client, eventually, make_scope, ok, own_stack, s3_keys, scan
 from memory_hub.storage.assets import LEGACY_SK, PAIR_PREFIX
 from memory_hub.storage.layout import CLEANUP_PK, PURGE_PK, counter_pk, item_pk
 from memory_hub.storage.leases import CURSOR_SK, LEASE_SK
@@ -36,6 +36,8 @@ DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
 CLEANUP = "CleanupFunction"
 SHORTEST_BUDGET_S = 1.0  # a run's deadline is never closer than this, whatever its budget_s
+# Every run walks every memory of the account: a stack of this module's own keeps that to its own.
+stack, api, hooks = own_stack()
 
 
 # ---- helpers --------------------------------------------------------------------------------------

@@ -7,7 +7,10 @@ the meaning stack: tests/api/meaning/test_iam_meaning.py."""
 
 from __future__ import annotations
 
-from helpers import denied_calls, ok
+import pytest
+from helpers import denied_calls, make_scope, ok, own_stack
+
+stack, api, hooks = own_stack()
 
 
 def _drive_every_function(api, scope, hooks) -> None:
@@ -32,9 +35,14 @@ def _drive_every_function(api, scope, hooks) -> None:
     api.invoke("CleanupFunction", {})
 
 
-def test_no_function_call_of_the_session_was_denied_by_its_iam_policy(api, scope, hooks):
-    _drive_every_function(api, scope, hooks)
-    calls = hooks.calls()
+@pytest.fixture(scope="module")
+def calls(api, hooks) -> list:
+    """Every call of the module's stack once every function was driven."""
+    _drive_every_function(api, make_scope(), hooks)
+    return hooks.calls()
+
+
+def test_no_function_call_of_the_session_was_denied_by_its_iam_policy(calls):
     by_function = {c["function"] for c in calls if c["function"]}
     assert {
         "ScenarioFunction",
@@ -48,10 +56,9 @@ def test_no_function_call_of_the_session_was_denied_by_its_iam_policy(api, scope
     assert denied == [], denied[:5]
 
 
-def test_every_kind_of_call_was_checked(api, scope, hooks):
-    _drive_every_function(api, scope, hooks)
+def test_every_kind_of_call_was_checked(calls):
     """The check above is not vacuous: the calls cover the actions the functions need."""
-    actions = {action for c in hooks.calls() if c["function"] for action, _ in c["actions"]}
+    actions = {action for c in calls if c["function"] for action, _ in c["actions"]}
     assert {
         "dynamodb:GetItem",
         "dynamodb:PutItem",

@@ -11,10 +11,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from helpers import TABLES, Scope, aws_client, ok, scan
+from helpers import TABLES, Scope, aws_client, ok, own_stack, scan
 
 AMBIGUOUS = "memory_id ambiguous"
 ZERO = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
+# The cleanup walks every asset of the account and the checks read AssetsTable whole: a stack of
+# this module's own.
+stack, api, hooks = own_stack()
 
 
 def squatted() -> tuple[Scope, Scope]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import Api, eventually, make_scope, ok, s3_keys
+from helpers import Api, eventually, make_scope, ok, own_stack, s3_keys
 from test_transfer import (
     CONVERSATIONS,
     MESSAGE,
@@ -36,6 +36,8 @@ from test_transfer import (
 
 ROOT = Path(__file__).resolve().parents[2]
 META = "-----META-START-----\n{}\n-----META-END-----\n\nbody"
+# The cleanup that undoes killed imports walks every memory: a stack of this module's own.
+stack, api, hooks = own_stack()
 
 
 def _raw(line: str) -> str:
