@@ -70,8 +70,8 @@ def test_the_report_has_a_row_per_kind_of_write_and_one_per_round() -> None:
     lines = table(rounds)
     assert "| crash | conversation/add (1 message) | 1 | 1 | 0 | 1 | – |" in lines
     assert "| crash | scenario/write | 1 | 0 | 1 | 0 | 0 |" in lines
-    assert "| crash | 0.0 | 2 (1) | 0 | 5 | 3.2 | 4.0 |" in lines
-    assert "| crash during compaction | 1.5 | 1 (2) | 0 | 7 | 3.0 | 4.0 |" in lines
+    assert "| crash | 0.04 | 2 (1) | 0.0 | 5 | 3.2 | 4.0 |" in lines
+    assert "| crash during compaction | 1.50 | 1 (2) | 0.5 | 7 | 3.0 | 4.0 |" in lines
     assert lines[-1] == "\ncrash during compaction: the compaction was running at the SIGKILL."
     assert rounds[0].lost == 1 and rounds[0].result()["writes"][1]["lost"] == 1
     assert rounds[1].result()["compaction_at_kill"] == "running" and rounds[0].result()["compaction_at_kill"] is None

@@ -21,9 +21,9 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
    (``--recall-only`` runs just this; ``--mode`` sends a search mode; see ``recall``).
 
 ``--quick`` runs it all with fewer requests and smaller memories (sections 1–5 in under two
-minutes; memory after 300 messages instead of 6,000; durability with 30 writes of each kind
-instead of 200; recall on 2 LoCoMo conversations and 2 LongMemEval users, its 10x pass on 60
-questions).
+minutes, durability aside: it starts three stacks, about a minute more; memory after 300
+messages instead of 6,000; durability with 30 writes of each kind instead of 200; recall on 2
+LoCoMo conversations and 2 LongMemEval users, its 10x pass on 60 questions).
 Results also go to ``bench-results.json``. Nothing here is a test: it measures and reports."""
 
 from __future__ import annotations

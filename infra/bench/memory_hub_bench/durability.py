@@ -171,8 +171,8 @@ def table(rounds: list[Round]) -> list[str]:
     ]
     for r in rounds:
         lines.append(
-            f"| {r.name} | {r.kill_ms:.1f} | {r.disk.journal_bytes / 1024:.0f} ({r.disk.segments}) | "
-            f"{r.disk.snapshot_bytes / 1024:.0f} | {r.replayed} | {r.banner_s:.1f} | {r.serving_s:.1f} |"
+            f"| {r.name} | {r.kill_ms:.2f} | {r.disk.journal_bytes / 1024:.0f} ({r.disk.segments}) | "
+            f"{r.disk.snapshot_bytes / 1024:.1f} | {r.replayed} | {r.banner_s:.1f} | {r.serving_s:.1f} |"
         )
     lines += [f"\n{r.name}: the compaction was {r.compaction} at the SIGKILL." for r in rounds if r.compaction]
     return lines
