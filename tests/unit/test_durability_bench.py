@@ -65,13 +65,25 @@ def test_the_report_has_a_row_per_kind_of_write_and_one_per_round() -> None:
         Round(
             "crash", [tally(ADD, ["m1"], ["m1"], 1), tally(WRITE, ["a"], [], 0, 0)], 0.04, Disk(1, 2048, 0), 5, 3.2, 4.0
         ),
-        Round("crash during compaction", [tally(ADD, ["m2"], ["m2"], 1)], 1.5, Disk(2, 1024, 512), 7, 3, 4, "running"),
+        Round(
+            "crash during compaction",
+            [tally(ADD, ["m2"], ["m2"], 1)],
+            1.5,
+            Disk(2, 1024, 512),
+            7,
+            3,
+            4,
+            "the SIGKILL landed while its child ran",
+        ),
     ]
     lines = table(rounds)
     assert "| crash | conversation/add (1 message) | 1 | 1 | 0 | 1 | – |" in lines
     assert "| crash | scenario/write | 1 | 0 | 1 | 0 | 0 |" in lines
     assert "| crash | 0.04 | 2 (1) | 0.0 | 5 | 3.2 | 4.0 |" in lines
     assert "| crash during compaction | 1.50 | 1 (2) | 0.5 | 7 | 3.0 | 4.0 |" in lines
-    assert lines[-1] == "\ncrash during compaction: the compaction was running at the SIGKILL."
+    assert lines[-1] == "\ncrash during compaction: the SIGKILL landed while its child ran."
     assert rounds[0].lost == 1 and rounds[0].result()["writes"][1]["lost"] == 1
-    assert rounds[1].result()["compaction_at_kill"] == "running" and rounds[0].result()["compaction_at_kill"] is None
+    assert (
+        rounds[1].result()["compaction_at_kill"].startswith("the SIGKILL")
+        and rounds[0].result()["compaction_at_kill"] is None
+    )

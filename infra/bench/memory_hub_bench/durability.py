@@ -15,7 +15,9 @@ hooks), in a process group of its own, its output in a file. Two rounds:
    asks for one (``POST /_local/snapshot`` on the AWS endpoint: the journal's segment is switched
    and a child process replays the closed ones onto the last snapshot and writes a new one). Once
    the child runs, writes are sent while it runs (up to N of each, at least one), and SIGKILL goes
-   to the group right after the last answer; where the compaction was at that moment is reported.
+   to the group right after the last answer. When the child ended before that, the compaction is
+   let finish and another one asked for, with half as many writes as the last one outlived (three
+   tries at most); where the compaction was at the kill is reported.
    A third start counts this round's writes and the first round's again, then stops as Ctrl-C does.
 
 After each kill the journal's size on disk is read (segments, snapshot). Every process of every
@@ -120,7 +122,7 @@ class Round:
     replayed: int  # changes the restart replayed from the journal
     banner_s: float  # from the restart's launch to its banner
     serving_s: float  # from the restart's launch to its first answer (200)
-    compaction: str = ""  # where a compaction was at the kill (the second round)
+    compaction: str = ""  # where a compaction was at the kill, and how many were asked for (the second round)
 
     @property
     def lost(self) -> int:
@@ -174,7 +176,7 @@ def table(rounds: list[Round]) -> list[str]:
             f"| {r.name} | {r.kill_ms:.2f} | {r.disk.journal_bytes / 1024:.0f} ({r.disk.segments}) | "
             f"{r.disk.snapshot_bytes / 1024:.1f} | {r.replayed} | {r.banner_s:.1f} | {r.serving_s:.1f} |"
         )
-    lines += [f"\n{r.name}: the compaction was {r.compaction} at the SIGKILL." for r in rounds if r.compaction]
+    lines += [f"\n{r.name}: {r.compaction}." for r in rounds if r.compaction]
     return lines
 
 
@@ -319,8 +321,9 @@ class Written:
     def __post_init__(self) -> None:
         self.scope = Scope.fresh("durable")
 
-    def write(self, target: Target, i: int) -> None:
+    def write(self, target: Target) -> None:
         """One conversation/add of one message and one scenario/write of a new file."""
+        i = len(self.files)
         message = {"role": "user", "content": f"durability {self.tag}: message {i}"}
         _, added = target.post("/v3/conversation/add", self.scope.body(session_id=self.tag, messages=[message]))
         self.messages += added["accepted_ids"]
@@ -399,13 +402,12 @@ class Compaction:
     def where(self) -> str:
         """Where the compaction is now (called right before the kill)."""
         if not self.child_alive():
-            answered = self.answer is not None or not self._thread.is_alive()
-            return "done (answered)" if answered else "done (its child ended; the old segments not deleted yet)"
+            return "after its child ended"
         if _identity(self.data / SNAPSHOT) != self._snapshot:
-            return "running (the new snapshot written; its child not ended yet)"
+            return "while its child ran, the new snapshot written"
         if any(self.data.glob(".state-*.tmp")):
-            return "running (its child writing the new snapshot)"
-        return "running (its child starting or replaying the journal)"
+            return "while its child ran, writing the new snapshot"
+        return "while its child ran, before it wrote the new snapshot"
 
     def join(self) -> None:
         self._thread.join(timeout=30)
@@ -457,6 +459,34 @@ def crash(launched: Launched, written: Written, data: Path) -> tuple[float, Disk
     return (sent - written.last_answer) * 1000, Disk.read(data)
 
 
+def during_compaction(
+    launched: Launched, data: Path, written: Written, n: int, progress: Callable[[str], None]
+) -> tuple[tuple[float, Disk], str]:
+    """Writes while a compaction's child runs, then SIGKILL right after the last answer; the
+    kill (as ``crash`` says it) and where the compaction was then."""
+    target = launched.target()
+    budget = n
+    for asked in range(1, 4):
+        compaction = Compaction(launched, data)
+        if not compaction.wait_for_child():
+            progress(f"durability: the compaction ended before its child was seen ({compaction.answer})")
+        sent = 0
+        while sent < budget:
+            written.write(target)
+            sent += 1
+            if not compaction.child_alive():
+                break
+        if compaction.child_alive() or asked == 3:
+            break
+        compaction.join()  # it ended before the last answer: let it finish, ask again with fewer writes
+        progress(f"durability: the compaction outlived {sent - 1} pairs of writes; asking for another")
+        budget = max(1, (sent - 1) // 2)
+    where = compaction.where()
+    killed = crash(launched, written, data)
+    compaction.join()
+    return killed, f"the SIGKILL landed {where} (compaction {asked} asked for)"
+
+
 def measure(n: int, progress: Callable[[str], None]) -> Durability:
     leftovers: list[int] = []
     rounds: list[Round] = []
@@ -465,25 +495,15 @@ def measure(n: int, progress: Callable[[str], None]) -> Durability:
         first_writes, during = Written("crash"), Written("compaction")
         with running(data, logs / "start-1.log", leftovers) as first:
             target = first.target()
-            for i in range(n):
-                first_writes.write(target, i)
+            for _ in range(n):
+                first_writes.write(target)
             killed = crash(first, first_writes, data)
         progress(f"durability: {n} + {n} writes acknowledged, SIGKILL {killed[0]:.1f} ms after the last; restarting")
         with running(data, logs / "start-2.log", leftovers) as second:
             rounds.append(restarted("crash", killed, second, lambda t: count(t, first_writes)))
             progress("durability: a compaction asked for; writes while it runs, then SIGKILL")
-            compaction = Compaction(second, data)
-            if not compaction.wait_for_child():
-                progress(f"durability: the compaction ended before its child was seen ({compaction.answer})")
-            target = second.target()
-            for i in range(n):
-                during.write(target, i)
-                if not compaction.child_alive():
-                    break
-            where = compaction.where()
-            killed = crash(second, during, data)
-            compaction.join()
-        progress(f"durability: SIGKILL with the compaction {where}; restarting")
+            killed, where = during_compaction(second, data, during, n, progress)
+        progress(f"durability: {where}; restarting")
         with running(data, logs / "start-3.log", leftovers) as third:
 
             def both(target: Target) -> list[Tally]:
