@@ -11,6 +11,9 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
 4. cold start per function vs ``import boto3``, and the layer's size;
    resident memory of a stack of its own (as ``make run`` starts it) at start and after storing
    LoCoMo turns, per process kind and per 1,000 messages (``memory``);
+   durability: acknowledged writes a stack of its own still has after a SIGKILL of its whole
+   process group, once right after the last answer and once during a compaction, and how long
+   the restart took (``durability``);
 5. with ``--compare URL --compare-key KEY``: the v3 routes side by side with that endpoint,
    request by request alternately, with ratios (and its throughput);
 6. recall on public data with labelled evidence (LoCoMo, LongMemEval): hit@1/5/10 of L0 and L1
@@ -18,8 +21,9 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
    (``--recall-only`` runs just this; ``--mode`` sends a search mode; see ``recall``).
 
 ``--quick`` runs it all with fewer requests and smaller memories (sections 1–5 in under two
-minutes; memory after 300 messages instead of 6,000; recall on 2 LoCoMo conversations and 2
-LongMemEval users, its 10x pass on 60 questions).
+minutes, durability aside: it starts three stacks, about a minute more; memory after 300
+messages instead of 6,000; durability with 30 writes of each kind instead of 200; recall on 2
+LoCoMo conversations and 2 LongMemEval users, its 10x pass on 60 questions).
 Results also go to ``bench-results.json``. Nothing here is a test: it measures and reports."""
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from . import coldstart, measure, memory, recall
+from . import coldstart, durability, measure, memory, recall
 from .cases import FileMaker, Scope, cases
 from .client import Hooks, Target
 
@@ -274,6 +278,18 @@ def memory_section(run: Run) -> None:
     )
 
 
+def durability_section(run: Run) -> None:
+    n = 30 if run.args.quick else 200
+    _progress(f"durability: a stack of its own, {n} + {n} acknowledged writes, SIGKILL, restart (twice)")
+    found = durability.measure(n, _progress)
+    run.results["durability"] = found.result()
+    _say("\n### Durability: acknowledged writes after a SIGKILL of the whole stack (as `make run` starts it)\n")
+    for line in durability.table(found.rounds):
+        _say(line)
+    if found.leftovers:
+        _say(f"\nProcesses of the stacks still alive at the end: {found.leftovers}")
+
+
 def recall_section(run: Run) -> None:
     config = recall.settings(run.args.quick, run.args.mode)
     _progress("recall: public data with labelled evidence, over HTTP")
@@ -296,6 +312,7 @@ SECTION_RUNNERS: dict[str, Callable[[Run], None]] = {
     "compare": compare_section,
     "cold": cold_section,
     "memory": memory_section,
+    "durability": durability_section,
     "recall": recall_section,
 }
 SECTIONS = list(SECTION_RUNNERS)

@@ -36,18 +36,47 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def descendants(root: int) -> set[int]:
-    """Every process below ``root`` (children, their children, …)."""
-    parents: dict[int, list[int]] = {}
+@dataclass(frozen=True)
+class Process:
+    """One line of ``/proc/<pid>/stat``, the fields read here."""
+
+    pid: int
+    state: str  # R, S, D, Z (a zombie: dead, not reaped yet), …
+    parent: int
+    group: int  # the process group
+
+    @classmethod
+    def parse(cls, pid: int, stat: str) -> Process:
+        state, parent, group = stat.rsplit(")", 1)[1].split()[:3]  # the name, in (), may hold anything
+        return cls(pid, state, int(parent), int(group))
+
+
+def processes() -> list[Process]:
+    """Every process on the machine now."""
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            found.append(Process.parse(int(entry.name), (entry / "stat").read_text()))
         except OSError:
             continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        parents.setdefault(parent, []).append(int(entry.name))
+    return found
+
+
+def command_line(pid: int) -> bytes:
+    """The process's arguments joined by spaces (empty when it has gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return b""
+
+
+def descendants(root: int) -> set[int]:
+    """Every process below ``root`` (children, their children, …)."""
+    parents: dict[int, list[int]] = {}
+    for process in processes():
+        parents.setdefault(process.parent, []).append(process.pid)
     found: set[int] = set()
     todo = [root]
     while todo:
@@ -59,11 +88,7 @@ def descendants(root: int) -> set[int]:
 
 
 def kind_of(pid: int) -> str:
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-    except OSError:
-        return "functions"
-    return "emulated AWS" if b"memory_hub_local.aws" in command else "functions"
+    return "emulated AWS" if b"memory_hub_local.aws" in command_line(pid) else "functions"
 
 
 @dataclass
