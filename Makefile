@@ -41,8 +41,12 @@ test-contract: $(VENV)/.installed  ## the template, the wheel, the repo's own ru
 test-deployed: $(VENV)/.installed  ## the functions as Lambda runs them: plain moto, the template's environment
 	$(PY) -m pytest tests/deployed
 
+# The API tier runs its modules in API_WORKERS processes, a module at a time each (a module's tests
+# share its stacks): its tests wait on other processes (stack starts, jobs, the browser) about half
+# the time, so two workers keep both cores of a 2-core machine busy. API_WORKERS=0: one process.
+API_WORKERS ?= 2
 test-api: $(VENV)/.installed  ## the wire and the races, over the local stack as make run starts it
-	$(PY) -m pytest tests/api -rs  # -rs: says which tests were skipped and why (no Chromium)
+	$(PY) -m pytest tests/api -rs -n $(API_WORKERS) --dist loadfile  # -rs: says which tests were skipped and why (no Chromium)
 
 lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cfn-lint
 	$(VENV)/bin/ruff check .

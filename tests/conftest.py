@@ -5,6 +5,7 @@ tests isolate themselves with fresh team/agent ids (``scope``)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -40,6 +41,22 @@ def _no_hooks_left(request):
     yield
     if "hooks" in request.fixturenames:
         request.getfixturevalue("hooks").clear()
+
+
+@pytest.fixture(autouse=True)
+def _aws_environment_of_this_tests_stack(request):
+    """boto3 in a test (``helpers.aws_client``, ``scan``, ``s3_keys``, plain ``boto3.client``) talks
+    to the stack the test runs on, whatever other stacks this process started before it: a stack's
+    start points the environment at it and its stop puts back what was there, which is right only
+    when stacks nest — the meaning package's stack and the modules' own are not torn down in
+    order when the API tier runs its modules in several processes."""
+    if "stack" in request.fixturenames:
+        stack = request.getfixturevalue("stack")
+        if os.environ.get("AWS_ENDPOINT_URL") != stack.aws_url:
+            import boto3
+
+            os.environ.update(stack.aws_environment())
+            boto3.DEFAULT_SESSION = None  # clients made from here on resolve this stack's credentials
 
 
 @pytest.fixture
