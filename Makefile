@@ -28,9 +28,14 @@ run: $(VENV)/.installed  ## serve the API on 127.0.0.1:$(PORT) over embedded mot
 
 # One pytest run per tier: the unit tier patches botocore with moto in process (with a coverage
 # report of the service's code), the others talk to real local servers.
-test: test-unit test-contract test-deployed test-api  ## the whole suite, tier by tier (browser tests run when Chromium is installed)
+# The unit tier runs in one process: the contract and deployed tiers run beside it (-j2), each
+# tier's output printed whole when it ends (--output-sync); then the API tier, in its own workers.
+test: $(VENV)/.installed  ## the whole suite, tier by tier (browser tests run when Chromium is installed)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-contract test-deployed
+	@$(MAKE) --no-print-directory test-api
 
-test-fast: test-unit test-contract  ## the inner loop: the unit and contract tiers (no servers, about 3 minutes)
+test-fast: $(VENV)/.installed  ## the inner loop: the unit and contract tiers side by side (no servers, under 2 minutes)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-contract
 
 test-unit: $(VENV)/.installed  ## domain and storage in process over moto, with coverage
 	$(PY) -m pytest tests/unit --cov=memory_hub --cov=functions --cov-report=term:skip-covered
