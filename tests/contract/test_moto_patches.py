@@ -106,6 +106,28 @@ def test_patched_moto_reads_only_what_the_key_condition_and_limit_reach_with_the
     assert found["moved"] == ["00000", "00149"]  # an update of the index key is seen at once
 
 
+EXACT_LIMIT = """
+    for i in range(20):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}, "lsi": {"S": f"{19 - i:03d}"}})
+    pages = []
+    for index, attribute in ((None, "sk"), ("by-lsi", "lsi")):
+        for forward in (True, False):
+            for low, high, limit in (("005", "009", 5), ("005", "009", 6), ("000", "004", 5), ("015", "019", 5)):
+                extra = {"IndexName": index} if index else {}
+                page = ddb.query(TableName="t", KeyConditionExpression=f"pk = :p AND {attribute} BETWEEN :a AND :b",
+                    ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": low}, ":b": {"S": high}},
+                    ScanIndexForward=forward, Limit=limit, ConsistentRead=True, **extra)
+                pages.append([page["Count"], page["ScannedCount"], page.get("LastEvaluatedKey")])
+    print(json.dumps(pages))
+"""
+
+
+def test_a_query_that_fills_its_limit_exactly_answers_moto_s_last_evaluated_key():
+    alone = run(False, EXACT_LIMIT)
+    assert alone[0] == [5, 5, {"pk": {"S": "p"}, "sk": {"S": "009"}}]  # an item follows the 5th match: moto says so
+    assert run(True, EXACT_LIMIT) == alone
+
+
 TRANSACTION = """
     import copy as copymod
     copies = []

@@ -234,10 +234,13 @@ class SortedPartition:
         self, comparison: str | None, values: list[str], start: tuple[str, str] | None, forward: bool, limit: int | None
     ) -> list[Any]:
         """The items a Query reads, in ascending order: within the key condition, after the
-        exclusive start key, and (with a limit) only as many as it can reach, plus one."""
+        exclusive start key, and (with a limit) only as many as it can reach, plus one. moto
+        answers a LastEvaluatedKey when any item follows the Limit-th match (DynamoDB stops at
+        the Limit-th), so the first item past the key condition, in the query's direction, is read too."""
         low, high = 0, len(self.keys)
         if comparison is not None:
             low, high = _bounds(self.keys, comparison, values)
+            low, high = (low, min(high + 1, len(self.keys))) if forward else (max(low - 1, 0), high)
         if start is not None:
             if forward:
                 low = max(low, bisect.bisect_right(self.keys, start))
