@@ -194,3 +194,82 @@ def test_moto_alone_keeps_every_item_it_ever_made():
 
 def test_patched_moto_frees_an_overwritten_or_deleted_item():
     assert run(True, REPLACED_ITEM) == {"replaced_kept": False, "deleted_kept": False, "stored": "new", "count": 1}
+
+
+UPDATED_PARTITION = """
+    import random
+    from memory_hub_local.aws import moto_patches
+    builds = []
+    if PATCHED:
+        made = moto_patches.SortedPartition.__init__
+        def counted(self, *args):
+            builds.append(1)
+            made(self, *args)
+        moto_patches.SortedPartition.__init__ = counted
+    rng = random.Random(7)
+    answers = []
+    def key(i):
+        return {"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}}
+    for i in range(120):
+        ddb.put_item(TableName="t", Item={**key(i), "lsi": {"S": f"{rng.randrange(50):03d}"}})
+    for step in range(150):
+        i, v = rng.randrange(140), f"{rng.randrange(50):03d}"
+        action = rng.choice(["set", "set", "remove", "other", "failed", "put", "delete"])
+        if action == "set":  # moves the item in the index (or makes a new item)
+            answers.append(outcome(lambda: ddb.update_item(TableName="t", Key=key(i), UpdateExpression="SET lsi = :v",
+                ExpressionAttributeValues={":v": {"S": v}})))
+        elif action == "remove":
+            answers.append(outcome(lambda: ddb.update_item(TableName="t", Key=key(i), UpdateExpression="REMOVE lsi")))
+        elif action == "other":
+            answers.append(outcome(lambda: ddb.update_item(TableName="t", Key=key(i), UpdateExpression="SET o = :v",
+                ExpressionAttributeValues={":v": {"S": v}})))
+        elif action == "failed":
+            answers.append(outcome(lambda: ddb.update_item(TableName="t", Key=key(i), UpdateExpression="SET lsi = :v",
+                ConditionExpression="attribute_not_exists(sk)", ExpressionAttributeValues={":v": {"S": v}})))
+        elif action == "put":
+            answers.append(outcome(lambda: ddb.put_item(TableName="t", Item={**key(i), "lsi": {"S": v}})))
+        else:
+            answers.append(outcome(lambda: ddb.delete_item(TableName="t", Key=key(i))))
+        low, high = sorted([f"{rng.randrange(50):03d}", f"{rng.randrange(50):03d}"])
+        for index, attribute in ((None, "sk"), ("by-lsi", "lsi")):
+            extra = {"IndexName": index} if index else {}
+            page = ddb.query(TableName="t", KeyConditionExpression=f"pk = :p AND {attribute} BETWEEN :a AND :b",
+                ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": low}, ":b": {"S": high}},
+                ScanIndexForward=rng.random() < 0.5, Limit=rng.choice([3, 10, 200]), ConsistentRead=True, **extra)
+            answers.append([[i["sk"]["S"], i.get("lsi", {}).get("S")] for i in page["Items"]])
+            answers.append(page.get("LastEvaluatedKey"))
+    print(json.dumps({"answers": answers, "builds": len(builds)}))
+"""
+
+
+def test_patched_moto_keeps_a_partition_sorted_through_updates_and_answers_as_moto_does():
+    alone, patched = run(False, UPDATED_PARTITION), run(True, UPDATED_PARTITION)
+    assert patched["answers"] == alone["answers"]
+    assert patched["builds"] == 2  # one view of the partition by sk and one by lsi, never made again
+
+
+REFUSED_UPDATE = """
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+    for i in range(10):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}, "lsi": {"S": f"{i:03d}"}})
+    def newest():
+        page = ddb.query(TableName="t", IndexName="by-lsi", KeyConditionExpression="pk = :p AND lsi > :a",
+            ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": "000"}}, ScanIndexForward=False, Limit=4)
+        return [i["sk"]["S"] for i in page["Items"]]
+    first = newest()
+    refused = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "008"}},
+        UpdateExpression="SET lsi = :v", ExpressionAttributeValues={":v": {"S": "x" * 1025}}))
+    moved = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "002"}},
+        UpdateExpression="SET lsi = :v", ExpressionAttributeValues={":v": {"S": "100"}}))
+    kept = newest()
+    table = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table("t")
+    table._memory_hub_sorted.clear()  # sorted again from the items as they are
+    print(json.dumps({"first": first, "refused": refused, "moved": moved, "kept": kept, "sorted_anew": newest()}))
+"""
+
+
+def test_a_refused_update_leaves_the_sorted_partition_as_the_items_are():
+    found = run(True, REFUSED_UPDATE)
+    assert found["first"] == ["009", "008", "007", "006"] and found["refused"] == "ValidationException"
+    assert found["kept"] == found["sorted_anew"] == ["002", "009", "008", "007"]

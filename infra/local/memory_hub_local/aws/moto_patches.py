@@ -10,7 +10,8 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
   generic serializer (~3 ms an item); the items already are DynamoDB JSON and are spliced in.
 - ``sorted_partitions``: moto answers a Query by sorting every item of the table; here each
   partition keeps its items sorted by each of its range keys (table and local indexes), so a Query
-  hands moto only the items its key condition and Limit can reach — newest N reads N.
+  hands moto only the items its key condition and Limit can reach — newest N reads N. An
+  UpdateItem moves its one item where it now sorts (the partition is not sorted again).
 - ``index_key_sizes``: DynamoDB refuses an item whose local-index sort key exceeds 1,024 bytes, also
   when an UpdateItem sets it; moto checks keys only on PutItem, and never LSI keys.
 - ``untracked_models``: moto keeps every model object it ever made in a list on its class (for its
@@ -206,6 +207,7 @@ class SortedPartition:
         rows = sorted((key, i) for i in items if (key := self.key(i)) is not None)
         self.keys = [k for k, _ in rows]
         self.items = [i for _, i in rows]
+        self.placed = {id(i): k for k, i in rows}  # where each item is (an item changed in place moves)
 
     def key(self, item: Any) -> tuple[str, str] | None:
         value = item.attrs.get(self.attribute)
@@ -220,9 +222,10 @@ class SortedPartition:
             at = bisect.bisect_left(self.keys, key)
             self.keys.insert(at, key)
             self.items.insert(at, item)
+            self.placed[id(item)] = key
 
-    def remove(self, item: Any, key: tuple[str, str] | None = None) -> None:
-        key = key if key is not None else self.key(item)
+    def remove(self, item: Any) -> None:
+        key = self.placed.pop(id(item), None)
         if key is None:
             return
         at = bisect.bisect_left(self.keys, key)
@@ -333,6 +336,15 @@ def _partition_query(table: Any, hash_value: Any, attribute: str, arguments: Any
         del table.all_items  # back to the class's method
 
 
+def _update_unsorted(backend: Any, table: Any, key: dict[str, Any], update: Callable[[], Any]) -> Any:
+    try:
+        return update()
+    finally:  # the views of the item's partition are made again on the next query
+        hash_value, _ = backend.get_keys_value(table, key)
+        for view in [v for v in _sorted_views(table) if v[0] == hash_value]:
+            del _sorted_views(table)[view]
+
+
 def sorted_partitions() -> None:
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.table import Table
@@ -366,11 +378,20 @@ def sorted_partitions() -> None:
     def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         table = self.get_table(table_name)
         try:
+            hash_value, range_value = self.get_keys_value(table, key)
+            before = table.get_item(hash_value, range_value)
+        except Exception:  # noqa: BLE001 - moto's update answers it; the partition is sorted again
+            return _update_unsorted(self, table, key, lambda: original_update(self, table_name, key, *args, **kwargs))
+        try:
             return original_update(self, table_name, key, *args, **kwargs)
-        finally:  # moto changes the item in place: its partition is sorted again on the next query
-            hash_value, _ = self.get_keys_value(table, key)
-            for view in [v for v in _sorted_views(table) if v[0] == hash_value]:
-                del _sorted_views(table)[view]
+        finally:  # moto changes the item in place (or makes it): it moves to where it now sorts
+            now = table.get_item(hash_value, range_value)
+            for (partition, _), view in _sorted_views(table).items():
+                if partition == hash_value:
+                    for item in {id(i): i for i in (before, now) if i is not None}.values():
+                        view.remove(item)
+                    if now is not None:
+                        view.add(now)
 
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
         arguments = signature.bind(self, *args, **kwargs).arguments
