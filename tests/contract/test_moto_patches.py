@@ -273,3 +273,29 @@ def test_a_refused_update_leaves_the_sorted_partition_as_the_items_are():
     found = run(True, REFUSED_UPDATE)
     assert found["first"] == ["009", "008", "007", "006"] and found["refused"] == "ValidationException"
     assert found["kept"] == found["sorted_anew"] == ["002", "009", "008", "007"]
+
+
+ACTION_LOOKUP = """
+    import inspect
+    listed = []
+    members = inspect.getmembers
+    def spy(owner, *args, **kwargs):
+        listed.append(getattr(owner, "__name__", "?"))
+        return members(owner, *args, **kwargs)
+    inspect.getmembers = spy
+    answers = [outcome(lambda: ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": str(i)}}))
+               for i in range(10)]
+    answers.append(outcome(lambda: ddb.describe_table(TableName="t")))
+    answers.append(outcome(lambda: ddb.describe_table(TableName="missing")))
+    answers.append(outcome(lambda: ddb._make_api_call("DescribeLimits", {})))
+    print(json.dumps({"listed": listed.count("DynamoHandler"), "answers": answers}))
+"""
+
+
+def test_moto_alone_lists_every_function_of_its_response_class_on_every_request():
+    assert run(False, ACTION_LOOKUP)["listed"] >= 13
+
+
+def test_patched_moto_looks_up_the_one_action_with_the_same_answers():
+    alone, patched = run(False, ACTION_LOOKUP), run(True, ACTION_LOOKUP)
+    assert patched == {"listed": 0, "answers": alone["answers"]}

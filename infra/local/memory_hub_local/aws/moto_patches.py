@@ -18,6 +18,8 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
   own dashboard and its reset): every version of every item ever written, overwritten or deleted,
   every vector, every S3 object. Nothing of the emulated account reads those lists; here objects
   are no longer added to them, so what the account no longer holds is freed.
+- ``action_lookup``: to find the method of a request's action, moto lists every function of its
+  response class (``inspect.getmembers``: DynamoDB's has 76) on every request; here the one name is looked up.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def install() -> None:
     sorted_partitions()
     index_key_sizes()
     untracked_models()
+    action_lookup()
     from . import s3vectors  # S3 Vectors' QueryVectors and limits (documented and tested there)
 
     s3vectors.install()
@@ -480,3 +483,28 @@ def _size(value: Any) -> int:
     if "N" in value:
         return len(str(value["N"]).lstrip("-").replace(".", "")) // 2 + 1
     return 0
+
+
+# ---------------------------------------------------------------- action lookup
+
+
+class _ActionNames:
+    """What moto's ``method_names_from_class`` answers (the names of a class's functions), asked
+    only ``name in …``: whether that one attribute of the class is a function."""
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and inspect.isfunction(getattr(self.owner, name, None))
+
+    def __iter__(self) -> Any:
+        return iter([name for name, _ in inspect.getmembers(self.owner, predicate=inspect.isfunction)])
+
+
+def action_lookup() -> None:
+    from moto.core import responses
+
+    if not _once(responses.BaseResponse, "_memory_hub_action_lookup"):
+        return
+    responses.method_names_from_class = _ActionNames  # type: ignore[assignment]
