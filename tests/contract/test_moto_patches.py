@@ -448,10 +448,21 @@ PARSES_COMPARED = """
     from moto.dynamodb.models.dynamo_type import DynamoType, Item
     from moto.dynamodb.parsing import validators
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+    from moto.dynamodb.parsing import ast_nodes
     moto_parse, moto_make = ConditionExpressionParser.parse, UpdateExpressionParser.make
+    walks = ast_nodes.DepthFirstTraverser, ast_nodes.Node
+    moto_walk = walks[0].traverse_node_recursively, walks[1].find_clauses
     from memory_hub_local.aws import moto_patches
     moto_patches.install()
     table = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table("t")
+    patched_walk = walks[0].traverse_node_recursively, walks[1].find_clauses
+
+    def walking(walk, call):  # call with moto's own tree walks, or the patched ones
+        walks[0].traverse_node_recursively, walks[1].find_clauses = walk
+        try:
+            return call()
+        finally:
+            walks[0].traverse_node_recursively, walks[1].find_clauses = patched_walk
 
     def dump(value, seen):  # a tree as plain data: node types, attributes, and which node is whose parent
         if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
@@ -480,7 +491,7 @@ PARSES_COMPARED = """
         return parts.map(lambda p: prefix + separator.join(p))
 
     paths = st.sampled_from(["pk", "n", "#a", "#b", "#a.#b", "#a[1]", "a.b[2].c"] * 3 + ["#gone", "name", "#a.size"])
-    values = st.sampled_from([":s", ":n", ":l"] * 3 + [":gone"])
+    values = st.sampled_from([":s", ":n", ":l"] * 3 + [":e", ":gone"])
     operands = st.one_of(paths, values, paths.map(lambda p: f"size({p})"))
     comparisons = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
     functions = st.sampled_from(["attribute_exists", "attribute_not_exists", "attribute_type", "begins_with",
@@ -500,7 +511,8 @@ PARSES_COMPARED = """
         inner.map(lambda c: f"NOT {c}"),
         inner.map(lambda c: f"({c})"),
     ), max_leaves=6)
-    every_name, every_value = {"#a": "x", "#b": "y"}, {":s": {"S": "v"}, ":n": {"N": "1"}, ":l": {"L": [{"S": "w"}]}}
+    every_name, every_value = {"#a": "x", "#b": "y"}, {":s": {"S": "v"}, ":n": {"N": "1"}, ":l": {"L": [{"S": "w"}]},
+                                         ":e": {"S": ""}}
     names = st.one_of(st.just(every_name), st.just(every_name), st.just(every_name), st.none(), st.dictionaries(
         st.sampled_from(["#a", "#b", "#c"]), st.sampled_from(["x", "y", "pk"])))
     attribute_values = st.one_of(st.just(every_value), st.just(every_value), st.just(every_value), st.none(),
@@ -520,7 +532,7 @@ PARSES_COMPARED = """
         assert outcome(ours) == expected  # parsed now (or known to fail)
         assert outcome(ours) == expected  # from what was parsed
 
-    targets = st.sampled_from(["#a", "#b", "n", "#a.#b", "l[0]", "#gone", "name", "pk"])
+    targets = st.sampled_from(["#a", "#b", "n", "#a.#b", "l[0]", "#gone", "name", "pk", "lsi"])
     sources = st.one_of(targets, values, st.tuples(targets, values).map(lambda t: f"if_not_exists({t[0]}, {t[1]})"),
                         st.tuples(targets, values).map(lambda t: f"list_append({t[0]}, {t[1]})"),
                         joined(st.tuples(targets, st.sampled_from([" + ", " - "]), values), ""))
@@ -530,7 +542,8 @@ PARSES_COMPARED = """
         joined(st.tuples(targets, values), " ", "ADD "),
         joined(st.tuples(targets, values), " ", "DELETE "),
     )
-    updates = joined(st.lists(clauses, min_size=1, max_size=3, unique_by=lambda c: c.split()[0]), " ")
+    distinct = joined(st.lists(clauses, min_size=1, max_size=3, unique_by=lambda c: c.split()[0]), " ")
+    updates = st.one_of(distinct, distinct, distinct, joined(st.lists(clauses, min_size=2, max_size=3), " "))
 
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
     @given(noisy(updates, ["=", ",", "SET", "(", " "]), names, attribute_values)
@@ -542,14 +555,19 @@ PARSES_COMPARED = """
             return
         parsed = UpdateExpressionParser.make(expression)
         before = dump(parsed, {})
-        item = Item(DynamoType({"S": "p"}), DynamoType({"S": "a"}), {"pk": {"S": "p"}, "sk": {"S": "a"},
-            "x": {"M": {"y": {"N": "1"}}}, "n": {"N": "2"}, "l": {"L": [{"S": "z"}]}})
-        validator = validators.UpdateExpressionValidator(parsed, expression_attribute_names=names or {},
-            expression_attribute_values=values or {}, item=item, table=table)
-        assert dump(validator.node_to_validate, {}) == dump(copy.deepcopy(parsed), {})  # the copy moto makes
-        validated = outcome(validator.validate)
+
+        def validator():
+            item = Item(DynamoType({"S": "p"}), DynamoType({"S": "a"}), {"pk": {"S": "p"}, "sk": {"S": "a"},
+                "x": {"M": {"y": {"N": "1"}}}, "n": {"N": "2"}, "l": {"L": [{"S": "z"}]}})
+            return validators.UpdateExpressionValidator(parsed, expression_attribute_names=names or {},
+                expression_attribute_values=values or {}, item=item, table=table)
+
+        ours = validator()
+        assert dump(ours.node_to_validate, {}) == dump(copy.deepcopy(parsed), {})  # the copy moto makes
+        validated = outcome(ours.validate)
+        assert validated == walking(moto_walk, lambda: outcome(validator().validate))  # moto's own walks
         if validated[0] == "answer":
-            done = validator.node_to_validate
+            done = ours.node_to_validate
             assert dump(validators.deepcopy(done), {}) == dump(copy.deepcopy(done), {})
         assert dump(parsed, {}) == before  # what was parsed is kept as parsed
 
@@ -561,3 +579,29 @@ PARSES_COMPARED = """
 
 def test_patched_parses_equal_moto_s_own_for_generated_expressions():
     assert run(False, "    EXAMPLES = 1000\n" + PARSES_COMPARED) == {"compared": True}
+
+
+WALKS = """
+    from moto.dynamodb.parsing import validators
+    made = []
+    for processor in vars(validators).values():
+        if isinstance(processor, type) and "_processing_map" in vars(processor):
+            def counted(self, original=processor._processing_map):
+                made.append(1)
+                return original(self)
+            processor._processing_map = counted
+    names = {f"#{i}": f"a{i}" for i in range(8)}
+    values = {f":{i}": {"N": str(i)} for i in range(8)}
+    update = "SET " + ", ".join(f"#{i} = :{i}" for i in range(8))
+    answer = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "a"}},
+        UpdateExpression=update, ExpressionAttributeNames=names, ExpressionAttributeValues=values))
+    print(json.dumps({"answer": answer, "tables_made": len(made)}))
+"""
+
+
+def test_moto_alone_remakes_each_validation_walk_s_table_at_every_node():
+    assert run(False, WALKS)["tables_made"] > 500  # about two per node per walk, and the update is validated twice
+
+
+def test_patched_moto_makes_each_walk_s_table_once():
+    assert run(True, WALKS) == {"answer": "accepted", "tables_made": 20}  # ten walks, twice

@@ -24,6 +24,10 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
   ExpressionAttributeNames/Values, in moto's order, with moto's own lookups (the same errors).
   moto's validator deep-copies an UpdateExpression before it changes it; here the copy is made
   node by node (the same tree, ~2.5x faster than ``copy.deepcopy``).
+- ``fast_traversal``: moto validates an UpdateExpression with ten walks over its tree; at every node
+  each walk rebuilds its table of node classes and asks ``isinstance`` of abc classes (ABCMeta's
+  slow path) — a SET of 8 attributes took ~4 ms. Here each walk's table is made once and the
+  answer for a node class is kept (moto's node classes have no virtual subclasses); ~35% less.
 - ``action_lookup``: to find the method of a request's action, moto lists every function of its
   response class (``inspect.getmembers``: DynamoDB's has 76) on every request; here the one name is looked up.
 """
@@ -68,6 +72,7 @@ def install() -> None:
     index_key_sizes()
     untracked_models()
     parsed_expressions()
+    fast_traversal()
     action_lookup()
     from . import s3vectors  # S3 Vectors' QueryVectors and limits (documented and tested there)
 
@@ -652,3 +657,66 @@ def action_lookup() -> None:
     if not _once(responses.BaseResponse, "_memory_hub_action_lookup"):
         return
     responses.method_names_from_class = _ActionNames  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------- fast traversal
+
+
+@functools.cache
+def _is_a(node_type: type, kind: type) -> bool:
+    """``isinstance`` for a node of ``node_type``, asked once per pair of classes: moto's nodes are
+    abc classes (every isinstance goes through ABCMeta) and none has a virtual subclass."""
+    return issubclass(node_type, kind)
+
+
+def _processor(traverser: Any, node_type: type) -> Any:
+    """The function of ``traverser._processing_map()`` that moto's ``process`` would call for a node
+    of ``node_type`` (the first whose class it is an instance of), or None when it processes none."""
+    kept = traverser.__dict__.get("_memory_hub_processors")
+    if kept is None:  # moto's walks answer the same table every time
+        kept = traverser.__dict__["_memory_hub_processors"] = (tuple(traverser._processing_map().items()), {})
+    kinds, chosen = kept
+    if node_type not in chosen:
+        chosen[node_type] = next((function for kind, function in kinds if _is_a(node_type, kind)), None)
+    return chosen[node_type]
+
+
+def fast_traversal() -> None:
+    from moto.dynamodb.parsing import ast_nodes
+
+    traverser, node_class = ast_nodes.DepthFirstTraverser, ast_nodes.Node
+    if not _once(traverser, "_memory_hub_fast_traversal"):
+        return
+    original_traverse = traverser.traverse_node_recursively
+    expression, function = ast_nodes.Expression, ast_nodes.UpdateExpressionFunction
+
+    def traverse_node_recursively(self: Any, node: Any, child_id: int = -1) -> Any:
+        if type(self).process is not traverser.process or type(self).nodes_to_be_processed is not (
+            traverser.nodes_to_be_processed
+        ):
+            return original_traverse(self, node, child_id)
+        if _is_a(type(node), node_class):
+            parent_node = node.parent
+            if node.children is not None:
+                for i, child_node in enumerate(node.children):
+                    self.pre_processing_of_child(node, i)
+                    self.traverse_node_recursively(child_node, i)
+            processor = _processor(self, type(node))
+            if processor is not None:
+                node = processor(node)
+                node.parent = parent_node
+                if parent_node:
+                    parent_node.children[child_id] = node
+        return node
+
+    def find_clauses(self: Any, clause_types: Any) -> list[Any]:
+        clauses = []
+        for child in self.children or []:
+            if type(child) in clause_types:
+                clauses.append(child)
+            elif _is_a(type(child), expression) or _is_a(type(child), function):
+                clauses.extend(child.find_clauses(clause_types))
+        return clauses
+
+    traverser.traverse_node_recursively = traverse_node_recursively  # type: ignore[method-assign]
+    node_class.find_clauses = find_clauses  # type: ignore[method-assign]
