@@ -37,6 +37,7 @@ from __future__ import annotations
 import bisect
 import copy
 import functools
+import importlib
 import inspect
 import json
 import threading
@@ -77,6 +78,11 @@ def install() -> None:
     from . import s3vectors  # S3 Vectors' QueryVectors and limits (documented and tested there)
 
     s3vectors.install()
+
+
+def _untyped(module: str) -> Any:
+    """A module of moto's that declares no types (its expression parsing is ``# type: ignore``)."""
+    return importlib.import_module(module)
 
 
 def _once(owner: Any, flag: str) -> bool:
@@ -522,7 +528,7 @@ def _condition_template(parser_class: Any, original_parse: Callable[[Any], Any],
     lookups: list[tuple[bool, str]] = []
     trees: list[Any] = []
 
-    class Recorder(parser_class):  # type: ignore[misc, valid-type]
+    class Recorder(parser_class):  # type: ignore[misc]
         def _lookup_expression_attribute_value(self, name: str) -> Any:
             lookups.append((True, name))
             return _Slot(len(lookups) - 1)
@@ -556,8 +562,9 @@ def _filled(node: Any, found: list[Any]) -> Any:
 
 def parsed_expressions() -> None:
     from moto.dynamodb.comparisons import ConditionExpressionParser
-    from moto.dynamodb.parsing import validators
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    validators = _untyped("moto.dynamodb.parsing.validators")
+    parser = _untyped("moto.dynamodb.parsing.expressions").UpdateExpressionParser
 
     if not _once(ConditionExpressionParser, "_memory_hub_parsed_expressions"):
         return
@@ -583,38 +590,58 @@ def parsed_expressions() -> None:
     ConditionExpressionParser.parse = parse  # type: ignore[method-assign]
 
     # moto never changes a parsed UpdateExpression: its validator works on a deep copy of it.
-    original_make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
+    original_make = parser.make.__func__
     parsed = functools.lru_cache(maxsize=EXPRESSIONS_KEPT)(original_make)
 
     def make(cls: Any, expression: Any) -> Any:
         return (parsed if type(expression) is str else original_make)(cls, expression)
 
-    UpdateExpressionParser.make = classmethod(make)  # type: ignore[method-assign, assignment]
+    parser.make = classmethod(make)
     validators.deepcopy = _tree_copy
 
 
 _ATOMIC = frozenset({str, int, float, bool, type(None)})  # what deepcopy hands back as it is
 
 
+_KINDS: dict[tuple[Any, Any], bool] = {}
+
+
+def _is_a(node_type: Any, kind: Any) -> bool:
+    """``isinstance`` for an object of ``node_type``, asked once per pair of classes: moto's nodes
+    are abc classes (every isinstance goes through ABCMeta) and none has a virtual subclass."""
+    answer = _KINDS.get((node_type, kind))
+    if answer is None:
+        answer = _KINDS[node_type, kind] = issubclass(node_type, kind)
+    return answer
+
+
 @functools.cache
-def _plain_class(cls: type) -> bool:
+def _ast_nodes() -> Any:
+    return _untyped("moto.dynamodb.parsing.ast_nodes")
+
+
+_PLAIN: dict[Any, bool] = {}
+
+
+def _plain_class(cls: Any) -> bool:
     """Whether deepcopy copies an object of ``cls`` as new object + deep copy of its ``__dict__``
     (no copy hook of its own, no slots)."""
     import copyreg
 
-    hooks = ("__deepcopy__", "__setstate__", "__slots__")
-    return (
-        cls not in copyreg.dispatch_table
-        and not any(hasattr(cls, hook) for hook in hooks)
-        and all(getattr(cls, name) is getattr(object, name) for name in ("__reduce_ex__", "__reduce__", "__getstate__"))
-    )
+    if cls not in _PLAIN:
+        hooks = ("__deepcopy__", "__setstate__", "__slots__")
+        methods = ("__reduce_ex__", "__reduce__", "__getstate__")
+        _PLAIN[cls] = (
+            cls not in copyreg.dispatch_table
+            and not any(hasattr(cls, hook) for hook in hooks)
+            and all(getattr(cls, name) is getattr(object, name) for name in methods)
+        )
+    return _PLAIN[cls]
 
 
 def _tree_copy(value: Any, memo: dict[int, Any] | None = None) -> Any:
     """``copy.deepcopy`` of an UpdateExpression's tree, made directly: a node's attributes (its
     type, children, parent) are copied as deepcopy copies them; anything else goes to deepcopy."""
-    from moto.dynamodb.parsing.ast_nodes import Node
-
     memo = {} if memo is None else memo
     made = memo.get(id(value))
     if made is not None:
@@ -626,7 +653,7 @@ def _tree_copy(value: Any, memo: dict[int, Any] | None = None) -> Any:
         memo[id(value)] = items
         items.extend([_tree_copy(item, memo) for item in value])
         return items
-    if isinstance(value, Node) and _plain_class(type(value)):
+    if _is_a(type(value), _ast_nodes().Node) and _plain_class(type(value)):
         node = object.__new__(type(value))
         memo[id(value)] = node
         node.__dict__.update({name: _tree_copy(attribute, memo) for name, attribute in value.__dict__.items()})
@@ -656,17 +683,10 @@ def action_lookup() -> None:
 
     if not _once(responses.BaseResponse, "_memory_hub_action_lookup"):
         return
-    responses.method_names_from_class = _ActionNames  # type: ignore[assignment]
+    setattr(responses, "method_names_from_class", _ActionNames)  # noqa: B010 - not an exported name
 
 
 # ---------------------------------------------------------------- fast traversal
-
-
-@functools.cache
-def _is_a(node_type: type, kind: type) -> bool:
-    """``isinstance`` for a node of ``node_type``, asked once per pair of classes: moto's nodes are
-    abc classes (every isinstance goes through ABCMeta) and none has a virtual subclass."""
-    return issubclass(node_type, kind)
 
 
 def _processor(traverser: Any, node_type: type) -> Any:
@@ -682,7 +702,7 @@ def _processor(traverser: Any, node_type: type) -> Any:
 
 
 def fast_traversal() -> None:
-    from moto.dynamodb.parsing import ast_nodes
+    ast_nodes = _ast_nodes()
 
     traverser, node_class = ast_nodes.DepthFirstTraverser, ast_nodes.Node
     if not _once(traverser, "_memory_hub_fast_traversal"):
@@ -718,5 +738,5 @@ def fast_traversal() -> None:
                 clauses.extend(child.find_clauses(clause_types))
         return clauses
 
-    traverser.traverse_node_recursively = traverse_node_recursively  # type: ignore[method-assign]
-    node_class.find_clauses = find_clauses  # type: ignore[method-assign]
+    traverser.traverse_node_recursively = traverse_node_recursively
+    node_class.find_clauses = find_clauses
