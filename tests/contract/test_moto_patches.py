@@ -106,6 +106,28 @@ def test_patched_moto_reads_only_what_the_key_condition_and_limit_reach_with_the
     assert found["moved"] == ["00000", "00149"]  # an update of the index key is seen at once
 
 
+EXACT_LIMIT = """
+    for i in range(20):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}, "lsi": {"S": f"{19 - i:03d}"}})
+    pages = []
+    for index, attribute in ((None, "sk"), ("by-lsi", "lsi")):
+        for forward in (True, False):
+            for low, high, limit in (("005", "009", 5), ("005", "009", 6), ("000", "004", 5), ("015", "019", 5)):
+                extra = {"IndexName": index} if index else {}
+                page = ddb.query(TableName="t", KeyConditionExpression=f"pk = :p AND {attribute} BETWEEN :a AND :b",
+                    ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": low}, ":b": {"S": high}},
+                    ScanIndexForward=forward, Limit=limit, ConsistentRead=True, **extra)
+                pages.append([page["Count"], page["ScannedCount"], page.get("LastEvaluatedKey")])
+    print(json.dumps(pages))
+"""
+
+
+def test_a_query_that_fills_its_limit_exactly_answers_moto_s_last_evaluated_key():
+    alone = run(False, EXACT_LIMIT)
+    assert alone[0] == [5, 5, {"pk": {"S": "p"}, "sk": {"S": "009"}}]  # an item follows the 5th match: moto says so
+    assert run(True, EXACT_LIMIT) == alone
+
+
 TRANSACTION = """
     import copy as copymod
     copies = []
@@ -172,3 +194,414 @@ def test_moto_alone_keeps_every_item_it_ever_made():
 
 def test_patched_moto_frees_an_overwritten_or_deleted_item():
     assert run(True, REPLACED_ITEM) == {"replaced_kept": False, "deleted_kept": False, "stored": "new", "count": 1}
+
+
+UPDATED_PARTITION = """
+    import random
+    from memory_hub_local.aws import moto_patches
+    builds = []
+    if PATCHED:
+        made = moto_patches.SortedPartition.__init__
+        def counted(self, *args):
+            builds.append(1)
+            made(self, *args)
+        moto_patches.SortedPartition.__init__ = counted
+    rng = random.Random(7)
+    answers = []
+    def key(i):
+        return {"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}}
+    for i in range(120):
+        ddb.put_item(TableName="t", Item={**key(i), "lsi": {"S": f"{rng.randrange(50):03d}"}})
+    for step in range(150):
+        i, v = rng.randrange(140), f"{rng.randrange(50):03d}"
+        action = rng.choice(["set", "set", "remove", "other", "failed", "put", "delete"])
+        if action == "set":  # moves the item in the index (or makes a new item)
+            answers.append(outcome(lambda: ddb.update_item(TableName="t", Key=key(i), UpdateExpression="SET lsi = :v",
+                ExpressionAttributeValues={":v": {"S": v}})))
+        elif action == "remove":
+            answers.append(outcome(lambda: ddb.update_item(TableName="t", Key=key(i), UpdateExpression="REMOVE lsi")))
+        elif action == "other":
+            answers.append(outcome(lambda: ddb.update_item(TableName="t", Key=key(i), UpdateExpression="SET o = :v",
+                ExpressionAttributeValues={":v": {"S": v}})))
+        elif action == "failed":
+            answers.append(outcome(lambda: ddb.update_item(TableName="t", Key=key(i), UpdateExpression="SET lsi = :v",
+                ConditionExpression="attribute_not_exists(sk)", ExpressionAttributeValues={":v": {"S": v}})))
+        elif action == "put":
+            answers.append(outcome(lambda: ddb.put_item(TableName="t", Item={**key(i), "lsi": {"S": v}})))
+        else:
+            answers.append(outcome(lambda: ddb.delete_item(TableName="t", Key=key(i))))
+        low, high = sorted([f"{rng.randrange(50):03d}", f"{rng.randrange(50):03d}"])
+        for index, attribute in ((None, "sk"), ("by-lsi", "lsi")):
+            extra = {"IndexName": index} if index else {}
+            page = ddb.query(TableName="t", KeyConditionExpression=f"pk = :p AND {attribute} BETWEEN :a AND :b",
+                ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": low}, ":b": {"S": high}},
+                ScanIndexForward=rng.random() < 0.5, Limit=rng.choice([3, 10, 200]), ConsistentRead=True, **extra)
+            answers.append([[i["sk"]["S"], i.get("lsi", {}).get("S")] for i in page["Items"]])
+            answers.append(page.get("LastEvaluatedKey"))
+    print(json.dumps({"answers": answers, "builds": len(builds)}))
+"""
+
+
+def test_patched_moto_keeps_a_partition_sorted_through_updates_and_answers_as_moto_does():
+    alone, patched = run(False, UPDATED_PARTITION), run(True, UPDATED_PARTITION)
+    assert patched["answers"] == alone["answers"]
+    assert patched["builds"] == 2  # one view of the partition by sk and one by lsi, never made again
+
+
+REFUSED_UPDATE = """
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+    for i in range(10):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}, "lsi": {"S": f"{i:03d}"}})
+    def newest():
+        page = ddb.query(TableName="t", IndexName="by-lsi", KeyConditionExpression="pk = :p AND lsi > :a",
+            ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": "000"}}, ScanIndexForward=False, Limit=4)
+        return [i["sk"]["S"] for i in page["Items"]]
+    first = newest()
+    refused = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "008"}},
+        UpdateExpression="SET lsi = :v", ExpressionAttributeValues={":v": {"S": "x" * 1025}}))
+    moved = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "002"}},
+        UpdateExpression="SET lsi = :v", ExpressionAttributeValues={":v": {"S": "100"}}))
+    kept = newest()
+    table = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table("t")
+    table._memory_hub_sorted.clear()  # sorted again from the items as they are
+    print(json.dumps({"first": first, "refused": refused, "moved": moved, "kept": kept, "sorted_anew": newest()}))
+"""
+
+
+def test_a_refused_update_leaves_the_sorted_partition_as_the_items_are():
+    found = run(True, REFUSED_UPDATE)
+    assert found["first"] == ["009", "008", "007", "006"] and found["refused"] == "ValidationException"
+    assert found["kept"] == found["sorted_anew"] == ["002", "009", "008", "007"]
+
+
+REPEATED_EXPRESSIONS = """
+    import copy
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.tokens import ExpressionTokenizer
+    counts = {"lexed": 0, "tokenized": 0}
+    def counting(owner, name, what):
+        original = getattr(owner, name)
+        def spy(*args, **kwargs):
+            counts[what] += 1
+            return original(*args, **kwargs)
+        return spy
+    ConditionExpressionParser._lex_condition_expression = counting(
+        ConditionExpressionParser, "_lex_condition_expression", "lexed")
+    ExpressionTokenizer.make_list = counting(ExpressionTokenizer, "make_list", "tokenized")
+    for i in range(20):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": str(i)}, "n": {"N": "0"}},
+            ConditionExpression="attribute_not_exists(#p)", ExpressionAttributeNames={"#p": "pk"})
+        ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": str(i)}},
+            UpdateExpression="SET #n = #n + :one, #l = :l", ConditionExpression="#n = :zero",
+            ExpressionAttributeNames={"#n": "n", "#l": "lsi"},
+            ExpressionAttributeValues={":one": {"N": "1"}, ":zero": {"N": "0"}, ":l": {"S": f"l{i}"}})
+    print(json.dumps(dict(counts, generic_copy=validators.deepcopy is copy.deepcopy)))
+"""
+
+
+def test_moto_alone_parses_every_expression_of_every_request():
+    found = run(False, REPEATED_EXPRESSIONS)
+    assert found["lexed"] >= 40  # each put's condition, each update's condition (twice)
+    assert found["tokenized"] >= 40  # each update's UpdateExpression, in the response and in the model
+    assert found["generic_copy"]  # its validator copies the parsed UpdateExpression with copy.deepcopy
+
+
+def test_patched_moto_parses_each_expression_once():
+    found = run(True, REPEATED_EXPRESSIONS)
+    assert found == {"lexed": 2, "tokenized": 1, "generic_copy": False}
+
+
+ACTION_LOOKUP = """
+    import inspect
+    listed = []
+    members = inspect.getmembers
+    def spy(owner, *args, **kwargs):
+        listed.append(getattr(owner, "__name__", "?"))
+        return members(owner, *args, **kwargs)
+    inspect.getmembers = spy
+    answers = [outcome(lambda: ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": str(i)}}))
+               for i in range(10)]
+    answers.append(outcome(lambda: ddb.describe_table(TableName="t")))
+    answers.append(outcome(lambda: ddb.describe_table(TableName="missing")))
+    answers.append(outcome(lambda: ddb._make_api_call("DescribeLimits", {})))
+    print(json.dumps({"listed": listed.count("DynamoHandler"), "answers": answers}))
+"""
+
+
+def test_moto_alone_lists_every_function_of_its_response_class_on_every_request():
+    assert run(False, ACTION_LOOKUP)["listed"] >= 13
+
+
+def test_patched_moto_looks_up_the_one_action_with_the_same_answers():
+    alone, patched = run(False, ACTION_LOOKUP), run(True, ACTION_LOOKUP)
+    assert patched == {"listed": 0, "answers": alone["answers"]}
+
+
+EXPRESSION_ANSWERS = """
+    def answer(call, **request):
+        try:
+            found = call(**request)
+            found.pop("ResponseMetadata", None)
+            return found
+        except Exception as exc:
+            error = getattr(exc, "response", {}).get("Error", {})
+            return [type(exc).__name__, error.get("Code"), error.get("Message", str(exc)),
+                    getattr(exc, "response", {}).get("Item"), getattr(exc, "response", {}).get("CancellationReasons")]
+    key = {"pk": {"S": "p"}, "sk": {"S": "a"}}
+    ddb.put_item(TableName="t", Item={**key, "n": {"N": "1"}, "l": {"L": [{"S": "x"}, {"S": "y"}]},
+        "m": {"M": {"in": {"S": "deep"}}}, "ss": {"SS": ["a", "b"]}, "lsi": {"S": "l0"}})
+    names = {"#n": "n", "#m": "m", "#i": "in", "#l": "l", "#s": "ss", "#k": "sk"}
+    values = {":one": {"N": "1"}, ":two": {"N": "2"}, ":x": {"S": "x"}, ":set": {"SS": ["c"]},
+              ":list": {"L": [{"S": "z"}]}}
+    conditions = [
+        ("#n = :one", {"#n": "n"}, {":one": values[":one"]}),
+        ("#n <> :one", {"#n": "n"}, {":one": values[":one"]}),
+        ("attribute_exists(#n) AND NOT (#n > :two)", {"#n": "n"}, {":two": values[":two"]}),
+        ("#n BETWEEN :one AND :two OR begins_with(#m.#i, :x)", {"#n": "n", "#m": "m", "#i": "in"}, values),
+        ("#n IN (:one, :two)", {"#n": "n"}, {":one": values[":one"], ":two": values[":two"]}),
+        ("size(#l) > :one AND #l[0] = :x", {"#l": "l"}, {":one": values[":one"], ":x": values[":x"]}),
+        ("contains(#s, :x) OR attribute_type(#n, :x)", {"#s": "ss", "#n": "n"}, {":x": values[":x"]}),
+        ("attribute_not_exists(#n)", {"#n": "n"}, None),
+        ("#n = :missing", {"#n": "n"}, {":one": values[":one"]}),
+        ("#missing = :one", {"#n": "n"}, {":one": values[":one"]}),
+        ("#n = :one", None, {":one": values[":one"]}),
+        ("#n = :one", {"#n": "n", "#unused": "u"}, {":one": values[":one"]}),
+        ("#n = :one", {"#n": "n"}, {":one": values[":one"], ":unused": values[":two"]}),
+        ("((#n = :one))", {"#n": "n"}, {":one": values[":one"]}),
+        ("#n = = :one", {"#n": "n"}, {":one": values[":one"]}),
+        ("#n = :one AND", {"#n": "n"}, {":one": values[":one"]}),
+        ("name = :x", None, {":x": values[":x"]}),
+        ("#n = :one AND name = :x", {"#n": "n"}, {":one": values[":one"], ":x": values[":x"]}),
+        ("#missing = :one AND name = :x", {"#n": "n"}, {":one": values[":one"], ":x": values[":x"]}),
+        ("begins_with(#n)", {"#n": "n"}, None),
+        ("attribute_exists(:x)", None, {":x": values[":x"]}),
+        ("#n = :one $", {"#n": "n"}, {":one": values[":one"]}),
+        ("", None, None),
+    ]
+    updates = [
+        ("SET #n = #n + :one", {"#n": "n"}, {":one": values[":one"]}),
+        ("SET #l = list_append(#l, :list), #m.#i = :x REMOVE #s", {"#l": "l", "#m": "m", "#i": "in", "#s": "ss"},
+         {":list": values[":list"], ":x": values[":x"]}),
+        ("ADD #s :set SET #n = if_not_exists(#n, :one) - :two", {"#s": "ss", "#n": "n"},
+         {":set": values[":set"], ":one": values[":one"], ":two": values[":two"]}),
+        ("REMOVE #l[0], #l[1]", {"#l": "l"}, None),
+        ("DELETE #s :set", {"#s": "ss"}, {":set": values[":set"]}),
+        ("SET #k = :x", {"#k": "sk"}, {":x": values[":x"]}),
+        ("SET #n = :x + :one", {"#n": "n"}, {":x": values[":x"], ":one": values[":one"]}),
+        ("SET #n = :one, #n = :two", {"#n": "n"}, {":one": values[":one"], ":two": values[":two"]}),
+        ("SET #n = :missing", {"#n": "n"}, {":one": values[":one"]}),
+        ("SET #missing = :one", {"#n": "n"}, {":one": values[":one"]}),
+        ("SET #n = :one SET #n = :two", {"#n": "n"}, {":one": values[":one"], ":two": values[":two"]}),
+        ("SET name = :one", None, {":one": values[":one"]}),
+        ("SET #n :one", {"#n": "n"}, {":one": values[":one"]}),
+        ("   ", None, None),
+        ("SET #n = #nothing.#deeper", {"#n": "n", "#nothing": "nothing", "#deeper": "deeper"}, None),
+    ]
+    out = []
+    def optional(**fields):
+        return {k: v for k, v in fields.items() if v is not None}
+    for repeat in range(2):  # the second time, a patched moto answers from what it parsed the first time
+        for expression, names_, values_ in conditions:
+            extra = optional(ExpressionAttributeNames=names_, ExpressionAttributeValues=values_)
+            out.append(answer(ddb.update_item, TableName="t", Key=key, UpdateExpression="SET lsi = lsi",
+                ConditionExpression=expression, ReturnValuesOnConditionCheckFailure="ALL_OLD", **extra))
+            out.append(answer(ddb.put_item, TableName="t", Item={"pk": {"S": "q"}, "sk": {"S": expression}},
+                ConditionExpression=expression, **extra))
+            out.append(answer(ddb.delete_item, TableName="t", Key={"pk": {"S": "q"}, "sk": {"S": "none"}},
+                ConditionExpression=expression, **extra))
+            out.append(answer(ddb.query, TableName="t", KeyConditionExpression="pk = :pk",
+                FilterExpression=expression, ExpressionAttributeNames=names_ or None,
+                ExpressionAttributeValues={**(values_ or {}), ":pk": {"S": "p"}}) if names_ else
+                answer(ddb.scan, TableName="t", FilterExpression=expression, **extra))
+            out.append(answer(ddb.transact_write_items, TransactItems=[{"ConditionCheck": {"TableName": "t",
+                "Key": key, "ConditionExpression": expression, **extra}}]))
+        for expression, names_, values_ in updates:
+            extra = optional(ExpressionAttributeNames=names_, ExpressionAttributeValues=values_)
+            out.append(answer(ddb.update_item, TableName="t", Key=key, UpdateExpression=expression,
+                ReturnValues="ALL_NEW", **extra))
+            out.append(answer(ddb.update_item, TableName="t", Key={"pk": {"S": "new"}, "sk": {"S": expression}},
+                UpdateExpression=expression, ReturnValues="UPDATED_NEW", **extra))
+            out.append(answer(ddb.transact_write_items, TransactItems=[{"Update": {"TableName": "t",
+                "Key": key, "UpdateExpression": expression, **extra}}]))
+    out.append(sorted(json.dumps(i, sort_keys=True) for i in ddb.scan(TableName="t")["Items"]))
+    print(json.dumps(out))
+"""
+
+
+def test_patched_moto_answers_every_expression_as_moto_does():
+    alone, patched = run(False, EXPRESSION_ANSWERS), run(True, EXPRESSION_ANSWERS)
+    assert len(alone) > 200
+    half = (len(alone) - 1) // 2
+    assert any(isinstance(a, list) and a[0] == "ClientError" for a in alone[:half])  # errors are asked too
+    for at, (theirs, ours) in enumerate(zip(alone, patched, strict=True)):
+        assert ours == theirs, at
+
+
+PARSES_COMPARED = """
+    import copy
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item
+    from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+    from moto.dynamodb.parsing import ast_nodes
+    moto_parse, moto_make = ConditionExpressionParser.parse, UpdateExpressionParser.make
+    walks = ast_nodes.DepthFirstTraverser, ast_nodes.Node
+    moto_walk = walks[0].traverse_node_recursively, walks[1].find_clauses
+    from memory_hub_local.aws import moto_patches
+    moto_patches.install()
+    table = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table("t")
+    patched_walk = walks[0].traverse_node_recursively, walks[1].find_clauses
+
+    def walking(walk, call):  # call with moto's own tree walks, or the patched ones
+        walks[0].traverse_node_recursively, walks[1].find_clauses = walk
+        try:
+            return call()
+        finally:
+            walks[0].traverse_node_recursively, walks[1].find_clauses = patched_walk
+
+    def dump(value, seen):  # a tree as plain data: node types, attributes, and which node is whose parent
+        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+            return [dump(v, seen) for v in value]
+        if hasattr(value, "_fields"):  # moto's parse nodes (namedtuples)
+            return [type(value).__name__, [dump(v, seen) for v in value]]
+        if hasattr(value, "__dict__"):
+            if id(value) in seen:
+                return ["seen", seen[id(value)]]
+            seen[id(value)] = len(seen)
+            return [type(value).__name__, {k: dump(v, seen) for k, v in vars(value).items()}]
+        return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+    def outcome(call):
+        try:
+            return ["answer", dump(call(), {})]
+        except Exception as exc:
+            return ["raised", type(exc).__name__, str(exc)]
+
+    def noisy(expressions, marks):  # mostly well formed; now and then a mark put somewhere into it
+        marked = st.tuples(expressions, st.sampled_from(marks), st.integers(0, 60))
+        inserted = marked.map(lambda t: t[0][: t[2]] + t[1] + t[0][t[2] :])
+        return st.one_of(expressions, expressions, expressions, inserted)
+
+    def joined(parts, separator, prefix=""):
+        return parts.map(lambda p: prefix + separator.join(p))
+
+    paths = st.sampled_from(["pk", "n", "#a", "#b", "#a.#b", "#a[1]", "a.b[2].c"] * 3 + ["#gone", "name", "#a.size"])
+    values = st.sampled_from([":s", ":n", ":l"] * 3 + [":e", ":gone"])
+    operands = st.one_of(paths, values, paths.map(lambda p: f"size({p})"))
+    comparisons = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
+    functions = st.sampled_from(["attribute_exists", "attribute_not_exists", "attribute_type", "begins_with",
+                                 "contains", "size"])
+    leaves = st.one_of(
+        joined(st.tuples(operands, comparisons, operands), " "),
+        st.tuples(st.sampled_from(["attribute_exists", "attribute_not_exists"]), paths).map(
+            lambda f: f"{f[0]}({f[1]})"),
+        st.tuples(st.sampled_from(["begins_with", "contains", "attribute_type"]), paths, values).map(
+            lambda f: f"{f[0]}({f[1]}, {f[2]})"),
+        st.tuples(functions, st.lists(operands, max_size=3)).map(lambda f: f"{f[0]}({', '.join(f[1])})"),
+        st.tuples(operands, operands, operands).map(lambda o: f"{o[0]} BETWEEN {o[1]} AND {o[2]}"),
+        st.tuples(operands, st.lists(operands, min_size=1, max_size=3)).map(lambda o: f"{o[0]} IN ({', '.join(o[1])})"),
+    )
+    conditions = st.recursive(leaves, lambda inner: st.one_of(
+        joined(st.tuples(inner, st.sampled_from([" AND ", " and ", " OR ", "  OR  "]), inner), ""),
+        inner.map(lambda c: f"NOT {c}"),
+        inner.map(lambda c: f"({c})"),
+    ), max_leaves=6)
+    every_name, every_value = {"#a": "x", "#b": "y"}, {":s": {"S": "v"}, ":n": {"N": "1"}, ":l": {"L": [{"S": "w"}]},
+                                         ":e": {"S": ""}}
+    names = st.one_of(st.just(every_name), st.just(every_name), st.just(every_name), st.none(), st.dictionaries(
+        st.sampled_from(["#a", "#b", "#c"]), st.sampled_from(["x", "y", "pk"])))
+    attribute_values = st.one_of(st.just(every_value), st.just(every_value), st.just(every_value), st.none(),
+        st.dictionaries(st.sampled_from([":s", ":n", ":l", ":x"]), st.sampled_from(
+            [{"S": "v"}, {"N": "1"}, {"L": [{"S": "w"}]}, {"SS": ["a"]}])))
+
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(noisy(conditions, ["(", ")", ",", "AND", "=", "$", "[1]", " "]), names, attribute_values)
+    def same_condition(expression, names, values):
+        def ours():
+            parser = ConditionExpressionParser(expression, names, values)
+            return parser.parse(), parser.expr_attr_names_found, parser.expr_attr_values_found
+        def theirs():
+            parser = ConditionExpressionParser(expression, names, values)
+            return moto_parse(parser), parser.expr_attr_names_found, parser.expr_attr_values_found
+        expected = outcome(theirs)
+        assert outcome(ours) == expected  # parsed now (or known to fail)
+        assert outcome(ours) == expected  # from what was parsed
+
+    targets = st.sampled_from(["#a", "#b", "n", "#a.#b", "l[0]", "#gone", "name", "pk", "lsi"])
+    sources = st.one_of(targets, values, st.tuples(targets, values).map(lambda t: f"if_not_exists({t[0]}, {t[1]})"),
+                        st.tuples(targets, values).map(lambda t: f"list_append({t[0]}, {t[1]})"),
+                        joined(st.tuples(targets, st.sampled_from([" + ", " - "]), values), ""))
+    clauses = st.one_of(
+        joined(st.lists(joined(st.tuples(targets, sources), " = "), min_size=1, max_size=3), ", ", "SET "),
+        joined(st.lists(targets, min_size=1, max_size=2), ", ", "REMOVE "),
+        joined(st.tuples(targets, values), " ", "ADD "),
+        joined(st.tuples(targets, values), " ", "DELETE "),
+    )
+    distinct = joined(st.lists(clauses, min_size=1, max_size=3, unique_by=lambda c: c.split()[0]), " ")
+    updates = st.one_of(distinct, distinct, distinct, joined(st.lists(clauses, min_size=2, max_size=3), " "))
+
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(noisy(updates, ["=", ",", "SET", "(", " "]), names, attribute_values)
+    def same_update(expression, names, values):
+        expected = outcome(lambda: moto_make(expression))
+        assert outcome(lambda: UpdateExpressionParser.make(expression)) == expected
+        assert outcome(lambda: UpdateExpressionParser.make(expression)) == expected
+        if expected[0] != "answer":
+            return
+        parsed = UpdateExpressionParser.make(expression)
+        before = dump(parsed, {})
+
+        def validator():
+            item = Item(DynamoType({"S": "p"}), DynamoType({"S": "a"}), {"pk": {"S": "p"}, "sk": {"S": "a"},
+                "x": {"M": {"y": {"N": "1"}}}, "n": {"N": "2"}, "l": {"L": [{"S": "z"}]}})
+            return validators.UpdateExpressionValidator(parsed, expression_attribute_names=names or {},
+                expression_attribute_values=values or {}, item=item, table=table)
+
+        ours = validator()
+        assert dump(ours.node_to_validate, {}) == dump(copy.deepcopy(parsed), {})  # the copy moto makes
+        validated = outcome(ours.validate)
+        assert validated == walking(moto_walk, lambda: outcome(validator().validate))  # moto's own walks
+        if validated[0] == "answer":
+            done = ours.node_to_validate
+            assert dump(validators.deepcopy(done), {}) == dump(copy.deepcopy(done), {})
+        assert dump(parsed, {}) == before  # what was parsed is kept as parsed
+
+    same_condition()
+    same_update()
+    print(json.dumps({"compared": True}))
+"""
+
+
+def test_patched_parses_equal_moto_s_own_for_generated_expressions():
+    assert run(False, "    EXAMPLES = 1000\n" + PARSES_COMPARED) == {"compared": True}
+
+
+WALKS = """
+    from moto.dynamodb.parsing import validators
+    made = []
+    for processor in vars(validators).values():
+        if isinstance(processor, type) and "_processing_map" in vars(processor):
+            def counted(self, original=processor._processing_map):
+                made.append(1)
+                return original(self)
+            processor._processing_map = counted
+    names = {f"#{i}": f"a{i}" for i in range(8)}
+    values = {f":{i}": {"N": str(i)} for i in range(8)}
+    update = "SET " + ", ".join(f"#{i} = :{i}" for i in range(8))
+    answer = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "a"}},
+        UpdateExpression=update, ExpressionAttributeNames=names, ExpressionAttributeValues=values))
+    print(json.dumps({"answer": answer, "tables_made": len(made)}))
+"""
+
+
+def test_moto_alone_remakes_each_validation_walk_s_table_at_every_node():
+    assert run(False, WALKS)["tables_made"] > 500  # about two per node per walk, and the update is validated twice
+
+
+def test_patched_moto_makes_each_walk_s_table_once():
+    assert run(True, WALKS) == {"answer": "accepted", "tables_made": 20}  # ten walks, twice

@@ -394,3 +394,30 @@ def test_moto_alone_holds_every_vector_value_as_a_python_float():
 
 def test_patched_moto_holds_float_vectors_packed_and_answers_them_exactly():
     assert run(True, HELD_VALUES) == {"held": {"f": "array", "i": "array"}, "same": True}
+
+
+MATRIX = """
+    import random
+    import numpy as np
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3vectors.models import s3vectors_backends
+    from memory_hub_local.aws.s3vectors import search
+    rng = random.Random(3)
+    rows = [{"key": f"k{i}", "data": {"float32": [rng.uniform(-2, 2) for _ in range(3)]}} for i in range(200)]
+    rows.append({"key": "tiny", "data": {"float32": [1e-46, 3.4e38, -0.1]}})  # below and near float32's range
+    vectors.put_vectors(**AT, vectors=rows)
+    index = next(i for b in s3vectors_backends[DEFAULT_ACCOUNT_ID]["aws"].vector_buckets.values()
+                 for i in b.indexes.values())
+    def as_floats(held):  # the matrix made from Python floats, as before
+        return np.asarray([v.data["float32"] for v in held], dtype=np.float32).reshape(len(held), 3)
+    held = list(index.vectors.values())
+    packed = all(search.PACKED in v.__dict__ for v in held)
+    same = bool(np.array_equal(search._rows(held, 3), as_floats(held)))
+    held[5].data = {"float32": [1, 2, 3]}  # values kept as given: not packed
+    mixed = bool(np.array_equal(search._rows(held, 3), as_floats(held)))
+    print(json.dumps({"packed": packed, "same": same, "mixed": mixed}))
+"""
+
+
+def test_the_query_matrix_read_from_packed_values_equals_the_one_made_from_floats():
+    assert run(True, MATRIX) == {"packed": True, "same": True, "mixed": True}

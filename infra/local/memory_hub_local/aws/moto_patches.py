@@ -10,13 +10,18 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
   generic serializer (~3 ms an item); the items already are DynamoDB JSON and are spliced in.
 - ``sorted_partitions``: moto answers a Query by sorting every item of the table; here each
   partition keeps its items sorted by each of its range keys (table and local indexes), so a Query
-  hands moto only the items its key condition and Limit can reach — newest N reads N.
+  hands moto only the items its key condition and Limit can reach — newest N reads N. An
+  UpdateItem moves its one item where it now sorts (the partition is not sorted again).
 - ``index_key_sizes``: DynamoDB refuses an item whose local-index sort key exceeds 1,024 bytes, also
   when an UpdateItem sets it; moto checks keys only on PutItem, and never LSI keys.
 - ``untracked_models``: moto keeps every model object it ever made in a list on its class (for its
   own dashboard and its reset): every version of every item ever written, overwritten or deleted,
   every vector, every S3 object. Nothing of the emulated account reads those lists; here objects
   are no longer added to them, so what the account no longer holds is freed.
+- ``parsed_expressions``, ``fast_traversal`` (in ``moto_expressions``): each expression string
+  parsed once, and moto's UpdateExpression validation without its per-node overheads.
+- ``action_lookup``: to find the method of a request's action, moto lists every function of its
+  response class (``inspect.getmembers``: DynamoDB's has 76) on every request; here the one name is looked up.
 """
 
 from __future__ import annotations
@@ -57,8 +62,10 @@ def install() -> None:
     sorted_partitions()
     index_key_sizes()
     untracked_models()
-    from . import s3vectors  # S3 Vectors' QueryVectors and limits (documented and tested there)
+    action_lookup()
+    from . import moto_expressions, s3vectors  # each documented (and tested) there
 
+    moto_expressions.install()
     s3vectors.install()
 
 
@@ -206,6 +213,7 @@ class SortedPartition:
         rows = sorted((key, i) for i in items if (key := self.key(i)) is not None)
         self.keys = [k for k, _ in rows]
         self.items = [i for _, i in rows]
+        self.placed = {id(i): k for k, i in rows}  # where each item is (an item changed in place moves)
 
     def key(self, item: Any) -> tuple[str, str] | None:
         value = item.attrs.get(self.attribute)
@@ -220,9 +228,10 @@ class SortedPartition:
             at = bisect.bisect_left(self.keys, key)
             self.keys.insert(at, key)
             self.items.insert(at, item)
+            self.placed[id(item)] = key
 
-    def remove(self, item: Any, key: tuple[str, str] | None = None) -> None:
-        key = key if key is not None else self.key(item)
+    def remove(self, item: Any) -> None:
+        key = self.placed.pop(id(item), None)
         if key is None:
             return
         at = bisect.bisect_left(self.keys, key)
@@ -234,10 +243,13 @@ class SortedPartition:
         self, comparison: str | None, values: list[str], start: tuple[str, str] | None, forward: bool, limit: int | None
     ) -> list[Any]:
         """The items a Query reads, in ascending order: within the key condition, after the
-        exclusive start key, and (with a limit) only as many as it can reach, plus one."""
+        exclusive start key, and (with a limit) only as many as it can reach, plus one. moto
+        answers a LastEvaluatedKey when any item follows the Limit-th match (DynamoDB stops at
+        the Limit-th), so the first item past the key condition, in the query's direction, is read too."""
         low, high = 0, len(self.keys)
         if comparison is not None:
             low, high = _bounds(self.keys, comparison, values)
+            low, high = (low, min(high + 1, len(self.keys))) if forward else (max(low - 1, 0), high)
         if start is not None:
             if forward:
                 low = max(low, bisect.bisect_right(self.keys, start))
@@ -330,6 +342,15 @@ def _partition_query(table: Any, hash_value: Any, attribute: str, arguments: Any
         del table.all_items  # back to the class's method
 
 
+def _update_unsorted(backend: Any, table: Any, key: dict[str, Any], update: Callable[[], Any]) -> Any:
+    try:
+        return update()
+    finally:  # the views of the item's partition are made again on the next query
+        hash_value, _ = backend.get_keys_value(table, key)
+        for view in [v for v in _sorted_views(table) if v[0] == hash_value]:
+            del _sorted_views(table)[view]
+
+
 def sorted_partitions() -> None:
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.models.table import Table
@@ -363,11 +384,20 @@ def sorted_partitions() -> None:
     def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         table = self.get_table(table_name)
         try:
+            hash_value, range_value = self.get_keys_value(table, key)
+            before = table.get_item(hash_value, range_value)
+        except Exception:  # noqa: BLE001 - moto's update answers it; the partition is sorted again
+            return _update_unsorted(self, table, key, lambda: original_update(self, table_name, key, *args, **kwargs))
+        try:
             return original_update(self, table_name, key, *args, **kwargs)
-        finally:  # moto changes the item in place: its partition is sorted again on the next query
-            hash_value, _ = self.get_keys_value(table, key)
-            for view in [v for v in _sorted_views(table) if v[0] == hash_value]:
-                del _sorted_views(table)[view]
+        finally:  # moto changes the item in place (or makes it): it moves to where it now sorts
+            now = table.get_item(hash_value, range_value)
+            for (partition, _), view in _sorted_views(table).items():
+                if partition == hash_value:
+                    for item in {id(i): i for i in (before, now) if i is not None}.values():
+                        view.remove(item)
+                    if now is not None:
+                        view.add(now)
 
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
         arguments = signature.bind(self, *args, **kwargs).arguments
@@ -456,3 +486,28 @@ def _size(value: Any) -> int:
     if "N" in value:
         return len(str(value["N"]).lstrip("-").replace(".", "")) // 2 + 1
     return 0
+
+
+# ---------------------------------------------------------------- action lookup
+
+
+class _ActionNames:
+    """What moto's ``method_names_from_class`` answers (the names of a class's functions), asked
+    only ``name in …``: whether that one attribute of the class is a function."""
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and inspect.isfunction(getattr(self.owner, name, None))
+
+    def __iter__(self) -> Any:
+        return iter([name for name, _ in inspect.getmembers(self.owner, predicate=inspect.isfunction)])
+
+
+def action_lookup() -> None:
+    from moto.core import responses
+
+    if not _once(responses.BaseResponse, "_memory_hub_action_lookup"):
+        return
+    setattr(responses, "method_names_from_class", _ActionNames)  # noqa: B010 - not an exported name

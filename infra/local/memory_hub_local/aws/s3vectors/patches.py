@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from .search import changed
+from .search import PACKED, changed
 
 
 def _once(owner: Any, flag: str) -> bool:
@@ -39,17 +39,17 @@ def packed_vectors() -> None:
     from moto.s3vectors.models import Vector
 
     def get_data(self: Any) -> Any:
-        packed = self.__dict__.get("_memory_hub_packed")
+        packed = self.__dict__.get(PACKED)
         return self.__dict__.get("_memory_hub_data") if packed is None else {"float32": packed.tolist()}
 
     def set_data(self: Any, value: Any) -> None:
         values = value.get("float32") if isinstance(value, dict) and len(value) == 1 else None
         if isinstance(values, list) and all(type(v) is float for v in values):
-            self.__dict__["_memory_hub_packed"] = array("d", values)
+            self.__dict__[PACKED] = array("d", values)
             self.__dict__.pop("_memory_hub_data", None)
         else:
             self.__dict__["_memory_hub_data"] = value
-            self.__dict__.pop("_memory_hub_packed", None)
+            self.__dict__.pop(PACKED, None)
 
     Vector.data = property(get_data, set_data)  # type: ignore[assignment]
 

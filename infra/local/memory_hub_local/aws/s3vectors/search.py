@@ -10,6 +10,17 @@ import numpy as np
 
 from .filters import matches
 
+PACKED = "_memory_hub_packed"  # a vector's values as kept (an array of doubles; see patches.packed_vectors)
+
+
+def _rows(rows: list[Any], dimension: int) -> np.ndarray:
+    """The vectors' values as one float32 matrix. Packed values are read as kept, each double cast
+    to float32 as numpy casts the same floats from a list (not made into Python floats first)."""
+    packed = [v.__dict__.get(PACKED) for v in rows]
+    if rows and all(p is not None for p in packed):
+        return np.frombuffer(b"".join(packed), dtype=np.float64).astype(np.float32).reshape(len(rows), dimension)
+    return np.asarray([v.data["float32"] for v in rows], dtype=np.float32).reshape(len(rows), dimension)
+
 
 def _matrix(index: Any) -> tuple[list[Any], np.ndarray, np.ndarray]:
     """The index's vectors as one float32 matrix with their norms, kept until the index changes."""
@@ -17,7 +28,7 @@ def _matrix(index: Any) -> tuple[list[Any], np.ndarray, np.ndarray]:
     cached = getattr(index, "_memory_hub_matrix", None)
     if cached is None or cached[0] != version:
         rows = list(index.vectors.values())
-        data = np.asarray([v.data["float32"] for v in rows], dtype=np.float32).reshape(len(rows), index.dimension)
+        data = _rows(rows, index.dimension)
         cached = (version, rows, data, np.linalg.norm(data, axis=1))
         index._memory_hub_matrix = cached
     return cached[1], cached[2], cached[3]
