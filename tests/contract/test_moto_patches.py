@@ -605,3 +605,46 @@ def test_moto_alone_remakes_each_validation_walk_s_table_at_every_node():
 
 def test_patched_moto_makes_each_walk_s_table_once():
     assert run(True, WALKS) == {"answer": "accepted", "tables_made": 20}  # ten walks, twice
+
+
+THREADED_WRITES = """
+    import random, threading
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+    def query():
+        found, start = [], {}
+        while True:
+            page = ddb.query(TableName="t", IndexName="by-lsi", KeyConditionExpression="pk = :p AND lsi >= :a",
+                ExpressionAttributeValues={":p": {"S": "p"}, ":a": {"S": "0"}}, Limit=50, **start)
+            found += [(i["lsi"]["S"], i["sk"]["S"]) for i in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                return found
+            start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+    for i in range(100):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}, "lsi": {"S": f"{i:03d}"}})
+    query()  # the partition's views are made
+    def writer(n):
+        rng = random.Random(n)
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        for _ in range(150):
+            i, v = rng.randrange(100), {"S": f"{rng.randrange(1000):03d}"}
+            if rng.random() < 0.5:
+                client.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}},
+                    UpdateExpression="SET lsi = :v", ExpressionAttributeValues={":v": v})
+            else:
+                client.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}, "lsi": v})
+    import sys
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can: a step that is not one shows
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = query()
+    dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table("t")._memory_hub_sorted.clear()
+    print(json.dumps({"same": kept == query(), "count": len(kept)}))
+"""
+
+
+def test_writes_from_several_threads_keep_the_sorted_views_as_the_items_are():
+    assert run(True, THREADED_WRITES) == {"same": True, "count": 100}

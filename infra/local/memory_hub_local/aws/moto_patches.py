@@ -417,10 +417,20 @@ def sorted_partitions() -> None:
                 self, hash_value, attribute, arguments, lambda: original_query(self, *args, **kwargs)
             )
 
-    Table.put_item = put_item  # type: ignore[method-assign]
-    Table.delete_item = delete_item  # type: ignore[method-assign]
+    def locked(change: Callable[..., Any]) -> Callable[..., Any]:
+        """A change of the views as one step: in-process moto (the unit tier) serves several threads,
+        and a view's keys and items are two lists; a query reads the views under the same lock."""
+
+        def change_locked(*args: Any, **kwargs: Any) -> Any:
+            with _QUERY_LOCK:
+                return change(*args, **kwargs)
+
+        return change_locked
+
+    Table.put_item = locked(put_item)  # type: ignore[method-assign]
+    Table.delete_item = locked(delete_item)  # type: ignore[method-assign]
     Table.query = query  # type: ignore[method-assign]
-    DynamoDBBackend.update_item = update_item  # type: ignore[method-assign]
+    DynamoDBBackend.update_item = locked(update_item)  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------- index key sizes
