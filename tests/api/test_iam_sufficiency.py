@@ -42,7 +42,7 @@ def calls(api, hooks) -> list:
     return hooks.calls()
 
 
-def test_no_function_call_of_the_session_was_denied_by_its_iam_policy(calls):
+def test_no_function_call_was_denied_by_its_iam_policy(calls):
     by_function = {c["function"] for c in calls if c["function"]}
     assert {
         "ScenarioFunction",
