@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory_hub_local.aws import journal, state
 from memory_hub_tools.transport import MemoryHubError, Transport
 
 from .cases import Scope
@@ -53,8 +54,6 @@ POLL_S = 0.005
 ADD = "conversation/add (1 message)"
 WRITE = "scenario/write"
 COMPACTION_CHILD = b"--compact-upto"  # in the compaction child's arguments (memory_hub_local.aws)
-SNAPSHOT = "state.json.gz"
-SEGMENT = re.compile(r"^journal\.\d{8}$")
 BANNER = {
     "api_url": re.compile(r"^\s+API\s+(http://\S+)", re.MULTILINE),
     "aws_url": re.compile(r"^\s+AWS endpoint\s+(http://\S+)", re.MULTILINE),
@@ -103,10 +102,10 @@ class Disk:
     def read(cls, directory: Path) -> Disk:
         found = cls()
         for path in directory.iterdir():
-            if SEGMENT.match(path.name):
+            if journal.SEGMENT.match(path.name):
                 found.segments += 1
                 found.journal_bytes += path.stat().st_size
-            elif path.name == SNAPSHOT:
+            elif path.name == state.SNAPSHOT:
                 found.snapshot_bytes = path.stat().st_size
         return found
 
@@ -369,7 +368,7 @@ class Compaction:
         self.launched, self.data = launched, data
         self.answer: Any = None
         self.child = 0
-        self._snapshot = _identity(data / SNAPSHOT)
+        self._snapshot = _identity(data / state.SNAPSHOT)
         self._thread = threading.Thread(target=self._ask, daemon=True, name="compaction")
         self._thread.start()
 
@@ -403,7 +402,7 @@ class Compaction:
         """Where the compaction is now (called right before the kill)."""
         if not self.child_alive():
             return "after its child ended"
-        if _identity(self.data / SNAPSHOT) != self._snapshot:
+        if _identity(self.data / state.SNAPSHOT) != self._snapshot:
             return "while its child ran, the new snapshot written"
         if any(self.data.glob(".state-*.tmp")):
             return "while its child ran, writing the new snapshot"
