@@ -22,6 +22,12 @@ SETUP = textwrap.dedent("""
         moto_patches.install()
     mock = mock_aws(); mock.start()
     ddb = boto3.client("dynamodb", region_name="us-east-1")
+    if PACKED:  # as the local stack's AWS side does: what each request touched is packed after it
+        from memory_hub_local.aws import moto_items
+        from memory_hub_local.aws.server import _READ_ONLY
+        moto_items.start_packing()
+        ddb.meta.events.register("after-call.dynamodb",
+            lambda model, **_: moto_items.pack_touched(changed=model.name not in _READ_ONLY))
     ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk", "lsi")],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -36,8 +42,8 @@ SETUP = textwrap.dedent("""
 """)
 
 
-def run(patched: bool, body: str) -> dict:
-    code = f"PATCHED = {patched}\n" + SETUP + textwrap.dedent(body)
+def run(patched: bool, body: str, packed: bool = False) -> dict:
+    code = f"PATCHED = {patched}\nPACKED = {packed}\n" + SETUP + textwrap.dedent(body)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -155,8 +161,9 @@ def test_moto_alone_copies_the_whole_table_for_every_transaction_action():
     assert found["table_copies"] >= 50
 
 
-def test_patched_transactions_copy_no_table_and_keep_all_or_nothing():
-    found = run(True, TRANSACTION)
+@pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "packed"])
+def test_patched_transactions_copy_no_table_and_keep_all_or_nothing(packed):
+    found = run(True, TRANSACTION, packed=packed)
     assert found == {"table_copies": 0, "failed": "TransactionCanceledException", "written": False}
 
 
@@ -242,8 +249,9 @@ UPDATED_PARTITION = """
 """
 
 
-def test_patched_moto_keeps_a_partition_sorted_through_updates_and_answers_as_moto_does():
-    alone, patched = run(False, UPDATED_PARTITION), run(True, UPDATED_PARTITION)
+@pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "packed"])
+def test_patched_moto_keeps_a_partition_sorted_through_updates_and_answers_as_moto_does(packed):
+    alone, patched = run(False, UPDATED_PARTITION), run(True, UPDATED_PARTITION, packed=packed)
     assert patched["answers"] == alone["answers"]
     assert patched["builds"] == 2  # one view of the partition by sk and one by lsi, never made again
 
@@ -430,8 +438,9 @@ EXPRESSION_ANSWERS = """
 """
 
 
-def test_patched_moto_answers_every_expression_as_moto_does():
-    alone, patched = run(False, EXPRESSION_ANSWERS), run(True, EXPRESSION_ANSWERS)
+@pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "packed"])
+def test_patched_moto_answers_every_expression_as_moto_does(packed):
+    alone, patched = run(False, EXPRESSION_ANSWERS), run(True, EXPRESSION_ANSWERS, packed=packed)
     assert len(alone) > 200
     half = (len(alone) - 1) // 2
     assert any(isinstance(a, list) and a[0] == "ClientError" for a in alone[:half])  # errors are asked too
@@ -648,3 +657,45 @@ THREADED_WRITES = """
 
 def test_writes_from_several_threads_keep_the_sorted_views_as_the_items_are():
     assert run(True, THREADED_WRITES) == {"same": True, "count": 100}
+
+
+ATTRIBUTE_OBJECTS = """
+    import gc
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    for i in range(100):
+        ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:03d}"}, "lsi": {"S": f"l{i}"},
+            "n": {"N": str(i)}, "text": {"S": "a message"}, "tags": {"SS": ["a", "b"]},
+            "m": {"M": {"at": {"N": "1"}, "by": {"S": "u"}}}, "l": {"L": [{"S": "x"}, {"N": "2"}]}})
+    ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "007"}}, UpdateExpression="SET n = n + :one",
+        ExpressionAttributeValues={":one": {"N": "1"}})
+    newest = ddb.query(TableName="t", IndexName="by-lsi", KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "p"}}, ScanIndexForward=False, Limit=3)["Items"]
+    gc.collect()
+    table = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table("t")
+    held = [i for partition in table.items.values() for i in partition.values()]
+    objects = sum(1 for o in gc.get_objects() if type(o) is DynamoType)
+    print(json.dumps({"items": len(held), "objects_per_item": objects / len(held),
+                      "packed": sum(getattr(i, "_attrs", "moto's") is None for i in held),
+                      "updated": ddb.get_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "007"}})["Item"]["n"],
+                      "newest": [i["sk"]["S"] for i in newest]}))
+"""
+
+
+def test_moto_alone_holds_an_object_per_attribute_value():
+    found = run(False, ATTRIBUTE_OBJECTS)
+    assert found["items"] == 100 and found["objects_per_item"] >= 12  # 8 attributes, 4 more in the map and list
+
+
+def test_packed_items_hold_their_keys_beside_one_packed_string_and_answer_the_same():
+    alone, packed = run(False, ATTRIBUTE_OBJECTS), run(True, ATTRIBUTE_OBJECTS, packed=True)
+    assert packed["items"] == 100 and packed["packed"] == 100
+    assert packed["objects_per_item"] <= 2.1  # the hash and range keys (the table's dictionary keys)
+    assert packed["updated"] == alone["updated"] == {"N": "8"}
+    assert packed["newest"] == alone["newest"] == ["099", "098", "097"]
+
+
+def test_without_packing_an_item_is_moto_s_own():
+    found = run(True, ATTRIBUTE_OBJECTS)
+    assert found["packed"] == 0 and found["objects_per_item"] >= 12

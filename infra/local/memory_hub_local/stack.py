@@ -97,6 +97,10 @@ class Stack:
             args.append("--test-hooks")
         assert self.credentials is not None
         env = {**os.environ, **self.credentials.environment()}
+        # The AWS side answers each request on a thread of its own, and glibc gives each thread that
+        # allocates a heap of its own (up to 8 a core) that keeps what was freed in it: a grown
+        # account's RSS was half such free space (67 vs 34 MiB per 1,000 messages with two).
+        env.setdefault("MALLOC_ARENA_MAX", "2")
         env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
         self._aws = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=self.log)
         assert self._aws.stdout is not None

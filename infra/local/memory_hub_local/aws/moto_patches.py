@@ -11,7 +11,8 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
 - ``sorted_partitions``: moto answers a Query by sorting every item of the table; here each
   partition keeps its items sorted by each of its range keys (table and local indexes), so a Query
   hands moto only the items its key condition and Limit can reach — newest N reads N. An
-  UpdateItem moves its one item where it now sorts (the partition is not sorted again).
+  UpdateItem moves its one item where it now sorts (the partition is not sorted again). The items
+  of a partition share one hash-key object (moto makes one per item).
 - ``index_key_sizes``: DynamoDB refuses an item whose local-index sort key exceeds 1,024 bytes, also
   when an UpdateItem sets it; moto checks keys only on PutItem, and never LSI keys.
 - ``untracked_models``: moto keeps every model object it ever made in a list on its class (for its
@@ -20,6 +21,8 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
   are no longer added to them, so what the account no longer holds is freed.
 - ``parsed_expressions``, ``fast_traversal`` (in ``moto_expressions``): each expression string
   parsed once, and moto's UpdateExpression validation without its per-node overheads.
+- ``packed_items`` (in ``moto_items``): an item at rest is one packed string instead of an object
+  per attribute value, unpacked while a request uses it (the local stack's AWS side only).
 - ``action_lookup``: to find the method of a request's action, moto lists every function of its
   response class (``inspect.getmembers``: DynamoDB's has 76) on every request; here the one name is looked up.
 """
@@ -33,6 +36,8 @@ import json
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from . import moto_items
 
 _QUERY_LOCK = threading.RLock()
 
@@ -66,6 +71,7 @@ def install() -> None:
     from . import moto_expressions, s3vectors  # each documented (and tested) there
 
     moto_expressions.install()
+    moto_items.install()
     s3vectors.install()
 
 
@@ -216,10 +222,10 @@ class SortedPartition:
         self.placed = {id(i): k for k, i in rows}  # where each item is (an item changed in place moves)
 
     def key(self, item: Any) -> tuple[str, str] | None:
-        value = item.attrs.get(self.attribute)
+        rest = item.range_key  # the table's range key: held beside the attributes (a packed item stays packed)
+        value = rest if self.attribute == self.table_range else item.attrs.get(self.attribute)
         if value is None or value.type != "S":
             return None
-        rest = item.attrs.get(self.table_range) if self.table_range else None
         return value.value, (rest.value if rest is not None and rest.type == "S" else "")
 
     def add(self, item: Any) -> None:
@@ -370,6 +376,7 @@ def sorted_partitions() -> None:
             DynamoType(item_attrs[self.range_key_attr])
         )
         item = original_put(self, item_attrs, *args, **kwargs)
+        item.hash_key = moto_items.partition_key(self, item.hash_key)
         if old is not None:
             _forget(self, old)
         _remember(self, item)
@@ -379,6 +386,7 @@ def sorted_partitions() -> None:
         item = original_delete(self, hash_key, range_key)
         if item is not None and self.range_key_attr:
             _forget(self, item)
+            moto_items.forget_partition(self, hash_key)
         return item
 
     def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
@@ -417,20 +425,21 @@ def sorted_partitions() -> None:
                 self, hash_value, attribute, arguments, lambda: original_query(self, *args, **kwargs)
             )
 
-    def locked(change: Callable[..., Any]) -> Callable[..., Any]:
-        """A change of the views as one step: in-process moto (the unit tier) serves several threads,
-        and a view's keys and items are two lists; a query reads the views under the same lock."""
-
-        def change_locked(*args: Any, **kwargs: Any) -> Any:
-            with _QUERY_LOCK:
-                return change(*args, **kwargs)
-
-        return change_locked
-
-    Table.put_item = locked(put_item)  # type: ignore[method-assign]
-    Table.delete_item = locked(delete_item)  # type: ignore[method-assign]
+    Table.put_item = _locked(put_item)  # type: ignore[method-assign]
+    Table.delete_item = _locked(delete_item)  # type: ignore[method-assign]
     Table.query = query  # type: ignore[method-assign]
-    DynamoDBBackend.update_item = locked(update_item)  # type: ignore[method-assign]
+    DynamoDBBackend.update_item = _locked(update_item)  # type: ignore[method-assign]
+
+
+def _locked(change: Callable[..., Any]) -> Callable[..., Any]:
+    """A change of the views as one step: in-process moto (the unit tier) serves several threads,
+    and a view's keys and items are two lists; a query reads the views under the same lock."""
+
+    def change_locked(*args: Any, **kwargs: Any) -> Any:
+        with _QUERY_LOCK:
+            return change(*args, **kwargs)
+
+    return change_locked
 
 
 # ---------------------------------------------------------------- index key sizes

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, unquote_to_bytes, urlsplit
 
 from .. import http
 from ..identity import Credentials
-from . import bedrock, calls, faithful, s3vectors, signing
+from . import bedrock, calls, faithful, moto_items, s3vectors, signing
 from .hooks import Hooks
 from .journal import KEPT_SERVICES, Journal, Record, encode, lock_data_dir, pause_point, replay, segment_path, segments
 from .state import State, apply_writes, dynamodb_backend, s3_backend
@@ -142,6 +142,7 @@ class AwsSide:
         self.bedrock_models = bedrock.served_models(state.cfn)
         self.schemas = faithful.Schemas(dynamodb_backend(region))
         self.journal: Journal | None = None
+        moto_items.start_packing()  # items at rest are packed; each request packs what it touched
         self._compacting = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         self._data_lock = -1  # the data directory's lock, held while the process lives
@@ -180,9 +181,12 @@ class AwsSide:
             else:
                 with LOCK:
                     started = time.perf_counter()
-                    status, out_headers, out_body = self._moto(
-                        call, method, raw_path, headers, lowered, body, server_name, port
-                    )
+                    try:
+                        status, out_headers, out_body = self._moto(
+                            call, method, raw_path, headers, lowered, body, server_name, port
+                        )
+                    finally:
+                        moto_items.pack_touched(changed=call.operation not in _READ_ONLY)
                     spent = (time.perf_counter() - started) * 1000
                     if status < 300 and self.journal is not None and _kept(call):
                         meta = {"m": method, "p": raw_path, "h": headers, "n": server_name, "o": port}
@@ -356,7 +360,10 @@ class AwsSide:
             for table, (puts, deletes) in writes.items():
                 apply_writes(dynamodb_backend(self.region).get_table(table), puts, deletes)
             return
-        status, _, _ = self._moto(call, meta["m"], meta["p"], headers, lowered, body, meta["n"], int(meta["o"]))
+        try:
+            status, _, _ = self._moto(call, meta["m"], meta["p"], headers, lowered, body, meta["n"], int(meta["o"]))
+        finally:
+            moto_items.pack_touched(changed=True)
         if status >= 300:
             print(f"journal: a {call.operation} did not apply again ({status})", file=sys.stderr, flush=True)
             return

@@ -21,7 +21,7 @@ from typing import Any
 
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
-from . import s3vectors
+from . import moto_items, s3vectors
 
 SNAPSHOT = "state.json.gz"
 FORMAT = 2
@@ -143,8 +143,7 @@ class State:
         """Everything the account holds, as plain data (call under the AWS lock)."""
         dynamodb = dynamodb_backend(self.region)
         tables = {
-            name: [item.to_json()["Attributes"] for item in table.all_items()]
-            for name, table in dynamodb.tables.items()
+            name: [moto_items.attributes(item) for item in table.all_items()] for name, table in dynamodb.tables.items()
         }
         objects: dict[str, list[dict[str, Any]]] = {}
         for name, bucket in s3_backend().buckets.items():
@@ -200,6 +199,7 @@ def apply_writes(table: Any, puts: list[dict[str, Any]], deletes: list[dict[str,
         hash_value = DynamoType(key[table.hash_key_attr])
         if table.range_key_attr:
             table.items[hash_value].pop(DynamoType(key[table.range_key_attr]), None)
+            moto_items.forget_partition(table, hash_value)
         else:
             table.items.pop(hash_value, None)
     if deletes and hasattr(table, "_memory_hub_sorted"):
@@ -209,19 +209,20 @@ def apply_writes(table: Any, puts: list[dict[str, Any]], deletes: list[dict[str,
 def _fill(table: Any, items: list[dict[str, Any]]) -> None:
     """Put saved items into a moto table as moto holds them, without re-checking each (they were
     checked when written; moto's per-attribute size check makes a put quadratic in its size)."""
-    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+    from moto.dynamodb.models.dynamo_type import DynamoType
 
     hash_attr, range_attr = table.hash_key_attr, table.range_key_attr
     for attrs in items:
-        item: Any = Item.__new__(Item)
-        converted = LimitedSizeDict()
-        dict.update(converted, {name: DynamoType(value) for name, value in attrs.items()})
-        item.hash_key = converted[hash_attr]
-        item.range_key = converted[range_attr] if range_attr else None
-        item.attrs = converted
+        hash_key = (
+            moto_items.partition_key(table, DynamoType(attrs[hash_attr]))
+            if range_attr
+            else DynamoType(attrs[hash_attr])
+        )
+        range_key = DynamoType(attrs[range_attr]) if range_attr else None
+        item = moto_items.packed(hash_key, range_key, attrs)
         if range_attr:
-            table.items[item.hash_key][item.range_key] = item
+            table.items[hash_key][range_key] = item
         else:
-            table.items[item.hash_key] = item
+            table.items[hash_key] = item
     if items and hasattr(table, "_memory_hub_sorted"):  # sorted views of partitions are made again on use
         table._memory_hub_sorted.clear()

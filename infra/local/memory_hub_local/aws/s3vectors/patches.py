@@ -1,8 +1,9 @@
 """The wiring of the S3 Vectors patches into moto: ``install()`` routes QueryVectors, gives vector
 buckets a creation time, marks an index changed when its vectors are written, holds a vector's
-values packed (8 bytes a dimension, not a Python float object each: 1,024 dimensions took ~33 KB,
-now 8 KB; the same values are answered), and puts the functions of ``handlers`` in place of
-moto's, as its tables name them. Installing twice changes nothing."""
+values packed (4 bytes a dimension when each is a float32, 8 otherwise, not a Python float object
+each: 1,024 dimensions took ~33 KB, now 4 KB; the same values are answered), and puts the
+functions of ``handlers`` in place of moto's, as its tables name them. Installing twice changes
+nothing."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def install() -> None:
 
 
 def packed_vectors() -> None:
-    """A vector's ``data`` ({"float32": [...]}) is kept as an array of doubles when every value is
-    a float (so every value comes back exactly as it was given); anything else is kept as given."""
+    """A vector's ``data`` ({"float32": [...]}) is kept packed when every value is a float: 4 bytes a
+    value when each is a float32 exactly (an embedding model's are), else 8 (a double each); so every
+    value comes back exactly as it was given. Anything else is kept as given."""
     from moto.s3vectors.models import Vector
 
     def get_data(self: Any) -> Any:
@@ -45,7 +47,8 @@ def packed_vectors() -> None:
     def set_data(self: Any, value: Any) -> None:
         values = value.get("float32") if isinstance(value, dict) and len(value) == 1 else None
         if isinstance(values, list) and all(type(v) is float for v in values):
-            self.__dict__[PACKED] = array("d", values)
+            single = array("f", values)
+            self.__dict__[PACKED] = single if single.tolist() == values else array("d", values)
             self.__dict__.pop("_memory_hub_data", None)
         else:
             self.__dict__["_memory_hub_data"] = value

@@ -10,25 +10,42 @@ import numpy as np
 
 from .filters import matches
 
-PACKED = "_memory_hub_packed"  # a vector's values as kept (an array of doubles; see patches.packed_vectors)
+PACKED = "_memory_hub_packed"  # a vector's values as kept (an array of float32 or doubles; see patches.packed_vectors)
+
+
+def _single(packed: Any) -> bool:
+    """Values kept as float32 (an ``array("f")`` as put, or a row of an index's matrix)."""
+    return isinstance(packed, np.ndarray) or getattr(packed, "typecode", "") == "f"
 
 
 def _rows(rows: list[Any], dimension: int) -> np.ndarray:
-    """The vectors' values as one float32 matrix. Packed values are read as kept, each double cast
-    to float32 as numpy casts the same floats from a list (not made into Python floats first)."""
+    """The vectors' values as one float32 matrix. Packed values are read as kept (float32 as they
+    are; a double cast to float32 as numpy casts the same floats from a list, not made into Python
+    floats first)."""
     packed = [v.__dict__.get(PACKED) for v in rows]
     if rows and all(p is not None for p in packed):
-        return np.frombuffer(b"".join(packed), dtype=np.float64).astype(np.float32).reshape(len(rows), dimension)
+        if all(_single(p) for p in packed):
+            return np.frombuffer(b"".join(packed), dtype=np.float32).reshape(len(rows), dimension)
+        return np.concatenate(
+            [np.frombuffer(p, dtype=np.float32 if _single(p) else np.float64).astype(np.float32) for p in packed]
+        ).reshape(len(rows), dimension)
     return np.asarray([v.data["float32"] for v in rows], dtype=np.float32).reshape(len(rows), dimension)
 
 
 def _matrix(index: Any) -> tuple[list[Any], np.ndarray, np.ndarray]:
-    """The index's vectors as one float32 matrix with their norms, kept until the index changes."""
+    """The index's vectors as one float32 matrix with their norms, kept until the index changes. A
+    vector kept as float32 then holds its row of the matrix (a view), not a copy of its own: the
+    values are held once."""
     version = getattr(index, "_memory_hub_version", 0)
     cached = getattr(index, "_memory_hub_matrix", None)
     if cached is None or cached[0] != version:
+        index._memory_hub_matrix = None  # the old matrix goes as its rows are replaced
         rows = list(index.vectors.values())
         data = _rows(rows, index.dimension)
+        data.setflags(write=False)
+        for vector, values in zip(rows, data, strict=True):
+            if _single(vector.__dict__.get(PACKED)):
+                vector.__dict__[PACKED] = values
         cached = (version, rows, data, np.linalg.norm(data, axis=1))
         index._memory_hub_matrix = cached
     return cached[1], cached[2], cached[3]
