@@ -254,3 +254,11 @@ def test_shipped_openapi_matches_the_code():
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_emulated_aws_process_keeps_two_malloc_arenas(stack):
+    """It answers each request on a thread of its own; glibc would give each thread a heap of its own
+    that keeps what was freed in it (half of a grown account's resident memory)."""
+    assert stack._aws is not None
+    environment = Path(f"/proc/{stack._aws.pid}/environ").read_bytes().split(b"\0")
+    assert b"MALLOC_ARENA_MAX=2" in environment

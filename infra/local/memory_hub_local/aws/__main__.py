@@ -45,12 +45,13 @@ def _aws_side(args: argparse.Namespace) -> tuple[State, AwsSide]:
 
     from .. import template
     from ..identity import access_key_of
-    from . import moto_patches
+    from . import moto_items, moto_patches
     from .hooks import Hooks
     from .server import AwsSide, Identity
     from .state import State
 
     moto_patches.install()
+    moto_items.start_packing()  # before the snapshot is loaded: its items are held packed too
     mock = mock_aws()
     mock.start()
     cfn = template.expanded(args.region)

@@ -433,8 +433,9 @@ class AwsSide:
             self.journal.close()
 
 
-# _LONG_LIVED: the account's items are millions of Python objects (20,000 messages: 3.3 million);
-# a full collection of the cyclic garbage collector walks them all (~0.9 s, every request waiting).
+# _LONG_LIVED: the account's items are many Python objects (20,000 messages: 3.3 million as moto
+# holds them, ~2 an item packed: the item and its range key; ~700,000); a full collection of the
+# cyclic garbage collector walks them all (~0.9 s at 3.3 million, every request waiting).
 # They are freed by reference counting, so after a start and after each compaction the objects held
 # so far are moved out of the collector's sight (gc.freeze): a collection walks what was written
 # since the last compaction, not everything the account holds.
