@@ -31,8 +31,9 @@ def install() -> None:
 
     if not _once(Item, "_memory_hub_packed"):
         return
-    Item._attrs = None  # the unpacked attributes (moto's own objects), None while packed
-    Item._packed = None  # the packed string, None when what is unpacked is newer
+    item_class: Any = Item
+    item_class._attrs = None  # the unpacked attributes (moto's own objects), None while packed
+    item_class._packed = None  # the packed string, None when what is unpacked is newer
 
     def get_attrs(self: Any) -> Any:
         attrs = self._attrs
