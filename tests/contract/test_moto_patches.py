@@ -712,7 +712,7 @@ RESTORED_FROM_A_SNAPSHOT = """
         for i in range(20):
             item = {"pk": {"S": "p"}, "sk": {"S": f"{i:02d}"}, "text": {"S": "a message"}, "n": {"N": str(i)}}
             table.put_item(item)
-        state.save(state.capture(), 0)
+        state.save(0)
     held = [i for partition in table.items.values() for i in partition.values()]
     print(json.dumps({"items": len(held), "packed": sum(i._attrs is None for i in held),
                       "n": sorted(int(i.attrs["n"].value) for i in held)}))

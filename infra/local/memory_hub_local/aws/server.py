@@ -345,7 +345,7 @@ class AwsSide:
                 flush=True,
             )
         if not self.state.snapshot_found:  # a first start: the generated secrets go to disk now
-            self.state.save(self.state.capture(), self.journal.number)
+            self.state.save(self.journal.number)
             self.journal.forget_below(self.journal.number)
         gc.freeze()  # see _LONG_LIVED
 
@@ -405,7 +405,7 @@ class AwsSide:
         for _ in replay(directory, self.state.journal_start, upto, self.replay_one, repair=False):
             pass
         pause_point(directory, "replayed")
-        self.state.save(self.state.capture(), upto)
+        self.state.save(upto)
         pause_point(directory, "saved")
         return 0
 

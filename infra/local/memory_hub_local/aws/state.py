@@ -1,11 +1,14 @@
 """The emulated account's resources: made from the template (tables, bucket, secrets) and kept in
 a data directory, so keys and memory survive a stop, a crash and a restart of the local stack.
 
-A snapshot is one gzip'd JSON file (``state.json.gz``): every item of every table in DynamoDB
-JSON, every object with its metadata, every secret's value, every vector, and the number of the
-first journal segment it does not hold (``journal``). It is written atomically and durably (a
-temporary file, fsync'd, renamed over the old one, the directory fsync'd) by a compaction, never
-while requests wait; the journal (``journal.py``) holds every change since."""
+A snapshot is one gzip'd file of JSON lines (``state.json.gz``): a header (the format, every
+secret's value, and the number of the first journal segment it does not hold, ``journal``), then
+one record a line — every vector bucket, index and vector, every item of every table in DynamoDB
+JSON, every object with its metadata — each after what holds it. It is written and read a record
+at a time, so neither a compaction nor a start holds the whole snapshot (formats 1 and 2, one JSON
+document, are still read). It is written atomically and durably (a temporary file, fsync'd,
+renamed over the old one, the directory fsync'd) by a compaction, never while requests wait; the
+journal (``journal.py``) holds every change since."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import json
 import os
 import secrets
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,8 +28,8 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from . import moto_items, s3vectors
 
 SNAPSHOT = "state.json.gz"
-FORMAT = 2
-FORMATS = (1, 2)  # a format 1 snapshot (before the journal) holds no journal segment
+FORMAT = 3
+FORMATS = (1, 2, 3)  # 1 and 2: one JSON document (1, before the journal, holds no journal segment)
 
 
 def dynamodb_backend(region: str) -> Any:
@@ -114,10 +118,11 @@ class State:
         return self.data_dir / SNAPSHOT if self.data_dir else None
 
     def _load(self) -> dict[str, Any] | None:
+        """The snapshot's first line: its header (format 3), or the whole snapshot (formats 1, 2)."""
         if self.path is None or not self.path.exists():
             return None
         with gzip.open(self.path, "rt", encoding="utf-8") as handle:
-            data: dict[str, Any] = json.load(handle)
+            data: dict[str, Any] = json.loads(handle.readline())
         if data.get("format") not in FORMATS:
             return None
         self.snapshot_found = True
@@ -125,48 +130,62 @@ class State:
         return data
 
     def _restore(self, saved: dict[str, Any]) -> None:
+        if saved.get("format") != FORMAT:
+            self._restore_document(saved)
+            return
+        assert self.path is not None
+        with gzip.open(self.path, "rt", encoding="utf-8") as handle:
+            handle.readline()  # the header, read already
+            for line in handle:
+                self._restore_record(json.loads(line))
+
+    def _restore_record(self, record: dict[str, Any]) -> None:
+        kind = record.pop("kind")
+        if kind == "item":
+            table = dynamodb_backend(self.region).tables.get(record["table"])
+            if table is not None:
+                _fill(table, [record["item"]])
+        elif kind == "object":
+            if record["bucket"] in s3_backend().buckets:
+                _put_object(record["bucket"], record)
+        else:
+            s3vectors.load_record(kind, record)
+
+    def _restore_document(self, saved: dict[str, Any]) -> None:
+        """A snapshot of format 1 or 2: one JSON document."""
         s3vectors.load_state(saved.get("s3vectors", {}))
         dynamodb = dynamodb_backend(self.region)
         for table_name, items in saved.get("dynamodb", {}).items():
             if table_name in dynamodb.tables:
                 _fill(dynamodb.get_table(table_name), items)
-        s3 = s3_backend()
         for bucket, objects in saved.get("s3", {}).items():
-            if bucket not in s3.buckets:
-                continue
-            for entry in objects:
-                key = s3.put_object(bucket, entry["key"], base64.b64decode(entry["body"]))
-                key.set_metadata(entry["metadata"], replace=True)
-                key.last_modified = datetime.fromisoformat(entry["last_modified"])
+            if bucket in s3_backend().buckets:
+                for entry in objects:
+                    _put_object(bucket, entry)
 
-    def capture(self) -> dict[str, Any]:
-        """Everything the account holds, as plain data (call under the AWS lock)."""
-        dynamodb = dynamodb_backend(self.region)
-        tables = {
-            name: [moto_items.attributes(item) for item in table.all_items()] for name, table in dynamodb.tables.items()
-        }
-        objects: dict[str, list[dict[str, Any]]] = {}
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Everything the account holds, one record at a time, each after what holds it (call where
+        nothing changes the account: a compaction child, or a start before it serves)."""
+        for kind, vectors in s3vectors.dump_records():
+            yield {"kind": kind, **vectors}
+        for name, table in dynamodb_backend(self.region).tables.items():
+            for item in table.all_items():
+                yield {"kind": "item", "table": name, "item": moto_items.attributes(item)}
         for name, bucket in s3_backend().buckets.items():
-            objects[name] = [
-                {
-                    "key": key.name,
-                    "body": base64.b64encode(key.value).decode(),
-                    "metadata": dict(key.metadata),
-                    "last_modified": key.last_modified.replace(tzinfo=key.last_modified.tzinfo or UTC).isoformat(),
-                }
-                for key in bucket.keys.values()
-                if hasattr(key, "value")
-            ]
-        return {
-            "format": FORMAT,
-            "dynamodb": tables,
-            "s3": objects,
-            "secrets": dict(self.secret_values),
-            "s3vectors": s3vectors.dump_state(),
-        }
+            for key in list(bucket.keys.values()):
+                if hasattr(key, "value"):
+                    yield {
+                        "kind": "object",
+                        "bucket": name,
+                        "key": key.name,
+                        "body": base64.b64encode(key.value).decode(),
+                        "metadata": dict(key.metadata),
+                        "last_modified": key.last_modified.replace(tzinfo=key.last_modified.tzinfo or UTC).isoformat(),
+                    }
 
-    def save(self, data: dict[str, Any], journal: int) -> None:
-        """Write a snapshot that holds every journal segment below ``journal``, durably."""
+    def save(self, journal: int) -> None:
+        """Write a snapshot of the account as it is that holds every journal segment below
+        ``journal``, durably, a record at a time (what is written is never held whole)."""
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -176,7 +195,10 @@ class State:
         try:
             with os.fdopen(handle, "wb") as raw:
                 with gzip.open(raw, "wt", encoding="utf-8", compresslevel=1) as out:
-                    json.dump({**data, "journal": journal}, out, separators=(",", ":"))
+                    header = {"format": FORMAT, "journal": journal, "secrets": dict(self.secret_values)}
+                    out.write(json.dumps(header, separators=(",", ":")) + "\n")
+                    for record in self.records():
+                        out.write(json.dumps(record, separators=(",", ":")) + "\n")
                 raw.flush()
                 os.fsync(raw.fileno())
             os.replace(temporary, self.path)
@@ -188,6 +210,12 @@ class State:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+def _put_object(bucket: str, entry: dict[str, Any]) -> None:
+    key = s3_backend().put_object(bucket, entry["key"], base64.b64decode(entry["body"]))
+    key.set_metadata(entry["metadata"], replace=True)
+    key.last_modified = datetime.fromisoformat(entry["last_modified"])
 
 
 def apply_writes(table: Any, puts: list[dict[str, Any]], deletes: list[dict[str, Any]]) -> None:

@@ -1,6 +1,6 @@
 """Amazon S3 Vectors as the functions use it, over moto 5.2.5's ``s3vectors`` (buckets, indexes and
 vectors, but no QueryVectors and few of the service's limits). ``install()`` patches moto's
-S3 Vectors request handler; ``dump_state``/``load_state`` carry every vector bucket, index and
+S3 Vectors request handler; ``dump_records``/``load_record`` carry every vector bucket, index and
 vector (with its metadata) through the local stack's snapshot.
 
 Every patch is a claim about moto 5.2.5 and about AWS (tests/contract/test_moto_vectors.py shows
@@ -33,7 +33,8 @@ The modules, one job each:
 - ``search``: the exact nearest-neighbour search of QueryVectors (``query``);
 - ``handlers``: what each changed operation answers, in moto's response class (imports moto);
 - ``patches``: ``install()``, which puts the handlers and model changes into moto;
-- ``snapshot``: ``dump_state`` and ``load_state``;
+- ``snapshot``: ``dump_records`` and ``load_record`` (one record at a time), ``dump_state`` and
+  ``load_state`` (nested);
 - ``resources``: the template's vector buckets and indexes (``create_from_template``).
 """
 
@@ -45,16 +46,18 @@ from .patches import install
 from .resources import create_from_template
 from .search import changed, query
 from .service import backend, error
-from .snapshot import dump_state, load_state
+from .snapshot import dump_records, dump_state, load_record, load_state
 
 __all__ = [
     "backend",
     "changed",
     "check_metadata",
     "create_from_template",
+    "dump_records",
     "dump_state",
     "error",
     "install",
+    "load_record",
     "load_state",
     "matches",
     "query",

@@ -4,6 +4,7 @@ snapshot, and back (vector data as base64 of little-endian float32)."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +21,7 @@ def _unpack(text: str) -> list[float]:
     return [float(x) for x in np.frombuffer(base64.b64decode(text), dtype="<f4").tolist()]
 
 
-def _dump_index(index: Any) -> dict[str, Any]:
+def _index_entry(index: Any) -> dict[str, Any]:
     return {
         "name": index.index_name,
         "dimension": index.dimension,
@@ -28,48 +29,81 @@ def _dump_index(index: Any) -> dict[str, Any]:
         "distanceMetric": index.distance_metric,
         "metadataConfiguration": getattr(index, "metadata_configuration", None) or {},
         "created": getattr(index, "creation_time", datetime.now(UTC)).isoformat(),
-        "vectors": [
-            {"key": v.key, "data": _pack(v.data["float32"]), "metadata": v.metadata} for v in index.vectors.values()
-        ],
     }
 
 
+def _bucket_entry(bucket: Any) -> dict[str, Any]:
+    return {
+        "name": bucket.vector_bucket_name,
+        "arn": bucket.vector_bucket_arn,
+        "encryption": bucket.encryption_configuration,
+        "created": getattr(bucket, "creation_time", datetime.now(UTC)).isoformat(),
+    }
+
+
+def dump_records() -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every vector bucket, index and vector, one record at a time, each after what holds it:
+    ("bucket", …), ("index", … with its bucket's "arn"), ("vector", … with its "arn" and "index")."""
+    for bucket in list(backend().vector_buckets.values()):
+        yield "bucket", _bucket_entry(bucket)
+        for index in list(bucket.indexes.values()):
+            yield "index", {"arn": bucket.vector_bucket_arn, **_index_entry(index)}
+            for v in list(index.vectors.values()):
+                record = {"key": v.key, "data": _pack(v.data["float32"]), "metadata": v.metadata}
+                yield "vector", {"arn": bucket.vector_bucket_arn, "index": index.index_name, **record}
+
+
+def load_record(kind: str, record: dict[str, Any]) -> None:
+    """Put one record of ``dump_records`` back (a bucket the template already made is filled, not
+    made again)."""
+    from moto.s3vectors.models import Index, Vector, VectorBucket
+
+    vectors_backend = backend()
+    if kind == "bucket":
+        bucket = vectors_backend.vector_buckets.get(record["arn"])
+        if bucket is None:
+            bucket = VectorBucket(arn=record["arn"], name=record["name"], encryption_configuration=record["encryption"])
+            vectors_backend.vector_buckets[record["arn"]] = bucket
+        bucket.creation_time = datetime.fromisoformat(record["created"])
+        return
+    bucket = vectors_backend.vector_buckets[record["arn"]]
+    if kind == "index":
+        index: Any = Index(
+            bucket=bucket,
+            name=record["name"],
+            dimension=record["dimension"],
+            data_type=record["dataType"],
+            distance_metric=record["distanceMetric"],
+        )
+        index.creation_time = datetime.fromisoformat(record["created"])
+        index.metadata_configuration = record.get("metadataConfiguration") or {}
+        bucket.indexes[index.index_arn] = index
+    elif kind == "vector":
+        index = bucket.indexes[f"{record['arn']}/index/{record['index']}"]  # moto's index ARN
+        index.vectors[record["key"]] = Vector(
+            record["key"], {"float32": _unpack(record["data"])}, record.get("metadata")
+        )
+
+
 def dump_state() -> dict[str, Any]:
-    """Every vector bucket, index and vector as plain data (call under the AWS lock)."""
-    buckets = [
-        {
-            "name": bucket.vector_bucket_name,
-            "arn": bucket.vector_bucket_arn,
-            "encryption": bucket.encryption_configuration,
-            "created": getattr(bucket, "creation_time", datetime.now(UTC)).isoformat(),
-            "indexes": [_dump_index(index) for index in bucket.indexes.values()],
-        }
-        for bucket in backend().vector_buckets.values()
-    ]
+    """Every vector bucket, index and vector as plain data, nested (call under the AWS lock)."""
+    buckets: list[dict[str, Any]] = []
+    for kind, record in dump_records():
+        if kind == "bucket":
+            buckets.append({**record, "indexes": []})
+        elif kind == "index":
+            buckets[-1]["indexes"].append({k: v for k, v in record.items() if k != "arn"} | {"vectors": []})
+        else:
+            vector = {k: v for k, v in record.items() if k not in ("arn", "index")}
+            buckets[-1]["indexes"][-1]["vectors"].append(vector)
     return {"format": 1, "buckets": buckets}
 
 
 def load_state(saved: dict[str, Any]) -> None:
-    """Put a dumped state back (buckets the template already made are filled, not made again)."""
-    from moto.s3vectors.models import Index, Vector, VectorBucket
-
-    vectors_backend = backend()
-    for entry in saved.get("buckets", []):
-        bucket = vectors_backend.vector_buckets.get(entry["arn"])
-        if bucket is None:
-            bucket = VectorBucket(arn=entry["arn"], name=entry["name"], encryption_configuration=entry["encryption"])
-            vectors_backend.vector_buckets[entry["arn"]] = bucket
-        bucket.creation_time = datetime.fromisoformat(entry["created"])
-        for saved_index in entry.get("indexes", []):
-            index: Any = Index(
-                bucket=bucket,
-                name=saved_index["name"],
-                dimension=saved_index["dimension"],
-                data_type=saved_index["dataType"],
-                distance_metric=saved_index["distanceMetric"],
-            )
-            index.creation_time = datetime.fromisoformat(saved_index["created"])
-            index.metadata_configuration = saved_index.get("metadataConfiguration") or {}
-            for v in saved_index.get("vectors", []):
-                index.vectors[v["key"]] = Vector(v["key"], {"float32": _unpack(v["data"])}, v.get("metadata"))
-            bucket.indexes[index.index_arn] = index
+    """Put a nested state of ``dump_state`` back (a snapshot of format 1 or 2)."""
+    for bucket in saved.get("buckets", []):
+        load_record("bucket", {k: v for k, v in bucket.items() if k != "indexes"})
+        for index in bucket.get("indexes", []):
+            load_record("index", {"arn": bucket["arn"], **{k: v for k, v in index.items() if k != "vectors"}})
+            for vector in index.get("vectors", []):
+                load_record("vector", {"arn": bucket["arn"], "index": index["name"], **vector})
