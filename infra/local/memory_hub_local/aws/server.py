@@ -11,6 +11,7 @@ answer waits until the journal is on disk up to it (``journal``)."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import io
 import json
@@ -348,6 +349,7 @@ class AwsSide:
             self.state.save(self.journal.number)
             self.journal.forget_below(self.journal.number)
         gc.freeze()  # see _LONG_LIVED
+        give_back_freed_memory()  # what loading the snapshot and replaying the journal freed
 
     def replay_one(self, record: Record) -> None:
         """Apply one journalled request as it was applied when it was received."""
@@ -410,8 +412,13 @@ class AwsSide:
         return 0
 
     def keep_compacting(self, stop: threading.Event) -> None:
-        """Compact whenever the journal has grown past its threshold, until ``stop``."""
+        """Compact whenever the journal has grown past its threshold, until ``stop``; give the
+        memory freed since back to the system every TRIM_EVERY_S."""
+        trimmed = time.monotonic()
         while not stop.wait(0.5):
+            if time.monotonic() - trimmed > TRIM_EVERY_S:
+                trimmed = time.monotonic()
+                give_back_freed_memory()
             if self.journal is None or not self.journal.wants_compaction():
                 continue
             try:
@@ -431,6 +438,20 @@ class AwsSide:
             child.wait()
         if self.journal is not None:
             self.journal.close()
+
+
+TRIM_EVERY_S = 30.0
+
+
+def give_back_freed_memory() -> None:
+    """glibc keeps what a process freed for its next allocations; ``malloc_trim`` returns the free
+    pages to the system (~2 ms at 20,000 messages; it gave back 30 of 466 MiB after a start).
+    Nothing where the C library is not glibc."""
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 # _LONG_LIVED: the account's items are many Python objects (20,000 messages: 3.3 million as moto
