@@ -455,8 +455,9 @@ def give_back_freed_memory() -> None:
 
 
 # _LONG_LIVED: the account's items are many Python objects (20,000 messages: 3.3 million as moto
-# holds them, ~2 an item packed: the item and its range key; ~700,000); a full collection of the
-# cyclic garbage collector walks them all (~0.9 s at 3.3 million, every request waiting).
+# holds them; packed, ~2 an item that the collector tracks: the item and its range key); a full
+# collection of the cyclic garbage collector walks them all (~0.9 s at 3.3 million, every request
+# waiting).
 # They are freed by reference counting, so after a start and after each compaction the objects held
 # so far are moved out of the collector's sight (gc.freeze): a collection walks what was written
 # since the last compaction, not everything the account holds.
