@@ -61,14 +61,12 @@ def start_packing() -> None:
 def packed(hash_key: Any, range_key: Any, attributes: dict[str, Any]) -> Any:
     """A moto Item made packed from its DynamoDB JSON attributes (a restore, a replayed write): its
     keys as moto holds them, its attributes not unpacked until a request reads them."""
-    from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+    from moto.dynamodb.models.dynamo_type import Item
 
     item: Any = Item.__new__(Item)
     item.hash_key, item.range_key = hash_key, range_key
     if _touched is None:
-        attrs = LimitedSizeDict.__new__(LimitedSizeDict)  # checked when it was first written
-        dict.update(attrs, {name: DynamoType(value) for name, value in attributes.items()})
-        item.attrs = attrs
+        item.attrs = _as_moto(attributes)
     else:
         item._packed = _pack(item, attributes)
     return item
@@ -114,10 +112,15 @@ def _attributes(item: Any) -> dict[str, Any]:
 
 
 def _unpack(item: Any) -> Any:
+    return _as_moto(_attributes(item))
+
+
+def _as_moto(attributes: dict[str, Any]) -> Any:
+    """Attributes as moto holds them: a ``LimitedSizeDict`` of ``DynamoType`` objects."""
     from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
 
     attrs = LimitedSizeDict.__new__(LimitedSizeDict)  # moto's own size check ran when it was written
-    dict.update(attrs, {name: DynamoType(value) for name, value in _attributes(item).items()})
+    dict.update(attrs, {name: DynamoType(value) for name, value in attributes.items()})
     return attrs
 
 
