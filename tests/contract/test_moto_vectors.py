@@ -421,3 +421,29 @@ MATRIX = """
 
 def test_the_query_matrix_read_from_packed_values_equals_the_one_made_from_floats():
     assert run(True, MATRIX) == {"packed": True, "same": True, "mixed": True}
+
+
+KEPT_VALUES = """
+    import numpy as np
+    from memory_hub_local.aws.s3vectors import backend
+    single = [float(x) for x in np.asarray([0.1, -2.7, 3.3], dtype=np.float32)]  # a model's values
+    double = [0.1, -2.7, 3.3]  # not float32s: kept as doubles
+    vectors.put_vectors(**AT, vectors=[{"key": "f", "data": {"float32": single}},
+                                       {"key": "d", "data": {"float32": double}}])
+    def got():
+        answer = vectors.get_vectors(**AT, keys=["f", "d"], returnData=True)["vectors"]
+        return {v["key"]: v["data"]["float32"] for v in answer}
+    before = got()
+    hit = vectors.query_vectors(**AT, topK=2, queryVector={"float32": single}, returnDistance=True)["vectors"]
+    index = next(iter(next(iter(backend().vector_buckets.values())).indexes.values()))
+    kept = {key: type(v.__dict__["_memory_hub_packed"]).__name__ for key, v in index.vectors.items()}
+    print(json.dumps({"single": single, "double": double, "before": before, "after_query": got(),
+                      "nearest": hit[0]["key"], "kept": kept}))
+"""
+
+
+def test_values_come_back_as_given_whether_kept_as_float32_or_as_doubles():
+    found = run(True, KEPT_VALUES)
+    assert found["before"] == found["after_query"] == {"f": found["single"], "d": found["double"]}
+    assert found["nearest"] == "f"
+    assert found["kept"] == {"f": "ndarray", "d": "array"}  # a row of the index's matrix; a copy of its own
