@@ -95,7 +95,7 @@ def test_a_snapshot_of_the_one_document_format_is_still_read(tmp_path):
             r.pop("arn")
             buckets[-1]["indexes"].append({**r, "vectors": []})
         else:
-            r.pop("arn"), r.pop("index")
+            r.pop("arn"), r.pop("index_arn")
             buckets[-1]["indexes"][-1]["vectors"].append(r)
     document["s3vectors"] = {"format": 1, "buckets": buckets}
     with gzip.open(tmp_path / "state.json.gz", "wt", encoding="utf-8") as out:

@@ -43,19 +43,20 @@ def _bucket_entry(bucket: Any) -> dict[str, Any]:
 
 def dump_records() -> Iterator[tuple[str, dict[str, Any]]]:
     """Every vector bucket, index and vector, one record at a time, each after what holds it:
-    ("bucket", …), ("index", … with its bucket's "arn"), ("vector", … with its "arn" and "index")."""
+    ("bucket", …), ("index", … with its bucket's "arn"), ("vector", … with its bucket's "arn" and
+    its index's "index_arn")."""
     for bucket in list(backend().vector_buckets.values()):
         yield "bucket", _bucket_entry(bucket)
         for index in list(bucket.indexes.values()):
             yield "index", {"arn": bucket.vector_bucket_arn, **_index_entry(index)}
             for v in list(index.vectors.values()):
                 record = {"key": v.key, "data": _pack(v.data["float32"]), "metadata": v.metadata}
-                yield "vector", {"arn": bucket.vector_bucket_arn, "index": index.index_name, **record}
+                yield "vector", {"arn": bucket.vector_bucket_arn, "index_arn": index.index_arn, **record}
 
 
-def load_record(kind: str, record: dict[str, Any]) -> None:
-    """Put one record of ``dump_records`` back (a bucket the template already made is filled, not
-    made again)."""
+def load_record(kind: str, record: dict[str, Any]) -> Any:
+    """Put one record of ``dump_records`` back and answer what it made (a bucket the template
+    already made is filled, not made again)."""
     from moto.s3vectors.models import Index, Vector, VectorBucket
 
     vectors_backend = backend()
@@ -65,7 +66,7 @@ def load_record(kind: str, record: dict[str, Any]) -> None:
             bucket = VectorBucket(arn=record["arn"], name=record["name"], encryption_configuration=record["encryption"])
             vectors_backend.vector_buckets[record["arn"]] = bucket
         bucket.creation_time = datetime.fromisoformat(record["created"])
-        return
+        return bucket
     bucket = vectors_backend.vector_buckets[record["arn"]]
     if kind == "index":
         index: Any = Index(
@@ -78,11 +79,10 @@ def load_record(kind: str, record: dict[str, Any]) -> None:
         index.creation_time = datetime.fromisoformat(record["created"])
         index.metadata_configuration = record.get("metadataConfiguration") or {}
         bucket.indexes[index.index_arn] = index
-    elif kind == "vector":
-        index = bucket.indexes[f"{record['arn']}/index/{record['index']}"]  # moto's index ARN
-        index.vectors[record["key"]] = Vector(
-            record["key"], {"float32": _unpack(record["data"])}, record.get("metadata")
-        )
+        return index
+    vector = Vector(record["key"], {"float32": _unpack(record["data"])}, record.get("metadata"))
+    bucket.indexes[record["index_arn"]].vectors[record["key"]] = vector
+    return vector
 
 
 def dump_state() -> dict[str, Any]:
@@ -94,7 +94,7 @@ def dump_state() -> dict[str, Any]:
         elif kind == "index":
             buckets[-1]["indexes"].append({k: v for k, v in record.items() if k != "arn"} | {"vectors": []})
         else:
-            vector = {k: v for k, v in record.items() if k not in ("arn", "index")}
+            vector = {k: v for k, v in record.items() if k not in ("arn", "index_arn")}
             buckets[-1]["indexes"][-1]["vectors"].append(vector)
     return {"format": 1, "buckets": buckets}
 
@@ -104,6 +104,6 @@ def load_state(saved: dict[str, Any]) -> None:
     for bucket in saved.get("buckets", []):
         load_record("bucket", {k: v for k, v in bucket.items() if k != "indexes"})
         for index in bucket.get("indexes", []):
-            load_record("index", {"arn": bucket["arn"], **{k: v for k, v in index.items() if k != "vectors"}})
+            made = load_record("index", {"arn": bucket["arn"], **{k: v for k, v in index.items() if k != "vectors"}})
             for vector in index.get("vectors", []):
-                load_record("vector", {"arn": bucket["arn"], "index": index["name"], **vector})
+                load_record("vector", {"arn": bucket["arn"], "index_arn": made.index_arn, **vector})
