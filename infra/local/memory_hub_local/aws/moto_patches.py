@@ -400,6 +400,8 @@ def sorted_partitions() -> None:
             return original_update(self, table_name, key, *args, **kwargs)
         finally:  # moto changes the item in place (or makes it): it moves to where it now sorts
             now = table.get_item(hash_value, range_value)
+            if now is not None and now is not before:  # made by the update: its partition's hash key
+                now.hash_key = moto_items.partition_key(table, now.hash_key)
             for (partition, _), view in _sorted_views(table).items():
                 if partition == hash_value:
                     for item in {id(i): i for i in (before, now) if i is not None}.values():
