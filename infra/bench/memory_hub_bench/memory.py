@@ -131,21 +131,20 @@ def turns(limit: int) -> list[tuple[Scope, list[Turn]]]:
     return taken
 
 
-def split(conversations: list[tuple[Scope, list[Turn]]], first: int) -> tuple[list[tuple[Scope, list[Turn]]], ...]:
+def split(
+    conversations: list[tuple[Scope, list[Turn]]], first: int
+) -> tuple[list[tuple[Scope, list[Turn]]], list[tuple[Scope, list[Turn]]]]:
     """The conversations cut in two: the first ``first`` turns, and the rest (a conversation cut
     in two stays one user)."""
     head: list[tuple[Scope, list[Turn]]] = []
     tail: list[tuple[Scope, list[Turn]]] = []
-    left = first
     for scope, conversation in conversations:
-        if left > 0:
-            head.append((scope, conversation[:left]))
-            rest = conversation[left:]
-            left -= len(head[-1][1])
-            if rest:
-                tail.append((scope, rest))
-        else:
-            tail.append((scope, conversation))
+        taken = conversation[: max(first, 0)]
+        first -= len(taken)
+        if taken:
+            head.append((scope, taken))
+        if len(taken) < len(conversation):
+            tail.append((scope, conversation[len(taken) :]))
     return head, tail
 
 
@@ -222,7 +221,7 @@ def measure(
             began = time.perf_counter()
             stored = load(target, warm_up, progress)
             time.sleep(settle_s)
-            warmed = sample(stored, before)
+            warmed = settled(stored, before)
             stored += load(target, rest, progress)
             seconds = time.perf_counter() - began
             time.sleep(settle_s)
