@@ -2,13 +2,14 @@
 rules (tests/contract/test_moto_patches.py: moto alone lacks it; patched answers are moto's own).
 
 moto holds an item as a ``LimitedSizeDict`` of ``DynamoType`` objects, one per attribute value (and
-one per element of a list or map): a 7-attribute search posting is ~1.5 KB of Python objects, and
-the collector tracks every one of them. Here, once packing is on (``start_packing()``: the local
-stack's AWS side), an item at rest is its DynamoDB JSON attributes as one ``marshal`` string, an
-attribute equal to the item's hash or range key held as a mark (the key is beside it already).
-``Item.attrs`` becomes a property: the first read in a request unpacks the item into the very
-objects moto made (so every moto code path — expressions, conditions, updates in place — sees what
-it always saw), and the server calls ``pack_touched()`` under its lock when the request is
+one per element of a list or map), and the collector tracks every one of them. A census of 2,000
+restored LoCoMo messages (their items and vectors): 69.4 MiB traced as moto holds them, 28.3 MiB
+packed, with float32 vectors (~230 bytes an item). Here, once packing is on (``start_packing()``:
+the local stack's AWS side), an item at rest is its DynamoDB JSON attributes as one ``marshal``
+string, an attribute equal to the item's hash or range key held as a mark (the key is beside it
+already). ``Item.attrs`` becomes a property: the first read in a request unpacks the item into the
+very objects moto made (so every moto code path — expressions, conditions, updates in place — sees
+what it always saw), and the server calls ``pack_touched()`` under its lock when the request is
 answered: what a write touched is packed again from the objects as they are now; what a read
 touched drops its unpacked copy (a read changes nothing; the packed string still holds it).
 
