@@ -23,6 +23,24 @@ SETUP = textwrap.dedent("""
         moto_patches.install()
     mock = mock_aws(); mock.start()
     ddb = boto3.client("dynamodb", region_name="us-east-1")
+    HEADERS = []
+    if DISPATCH:  # answered as the local stack's AWS side answers: through moto's Flask app, or past it
+        from botocore.awsrequest import AWSResponse
+        from moto.core.botocore_stubber import MockRawResponse
+        from moto.moto_server.werkzeug_app import create_backend_app
+        from memory_hub_local.aws import server
+        FLASK = create_backend_app("dynamodb")
+        def local(request, **_):
+            sent = {k: v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
+            environ = server.wsgi_environ("POST", "/", sent, request.body or b"", "127.0.0.1", 3002)
+            if DISPATCH == "direct":
+                status, headers, body = server.dynamodb_direct(environ)
+            else:
+                status, headers, body = server.through_flask(FLASK, environ)
+            HEADERS.append(sorted((k.lower(), v) for k, v in headers.items()
+                                  if k.lower() not in ("x-amzn-requestid", "date", "content-length")))
+            return AWSResponse(request.url, status, headers, MockRawResponse(body))
+        ddb.meta.events.register_first("before-send.dynamodb", local)
     if PACKED:  # as the local stack's AWS side does: what each request touched is packed after it
         from memory_hub_local.aws import moto_items
         from memory_hub_local.aws.server import _READ_ONLY
@@ -43,8 +61,8 @@ SETUP = textwrap.dedent("""
 """)
 
 
-def run(patched: bool, body: str, packed: bool = False) -> dict:
-    code = f"PATCHED = {patched}\nPACKED = {packed}\n" + SETUP + textwrap.dedent(body)
+def run(patched: bool, body: str, packed: bool = False, dispatch: str | None = None) -> dict:
+    code = f"PATCHED = {patched}\nPACKED = {packed}\nDISPATCH = {dispatch!r}\n" + SETUP + textwrap.dedent(body)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -453,6 +471,39 @@ def test_patched_moto_answers_every_expression_as_moto_does(packed):
     assert any(isinstance(a, list) and a[0] == "ClientError" for a in answers[:half])  # errors are asked too
     for at, (theirs, ours) in enumerate(zip(answers, patched, strict=True)):
         assert ours == theirs, at
+
+
+@functools.cache
+def dispatched(how: str) -> dict:
+    """The expression corpus answered as the local stack answers it (``how``: through moto's Flask
+    app, or straight to its DynamoDB handler), with each answer's headers."""
+    body = EXPRESSION_ANSWERS.replace("print(json.dumps(out))", "print(json.dumps({'out': out, 'headers': HEADERS}))")
+    return run(True, body, packed=True, dispatch=how)
+
+
+def test_dynamodb_answers_past_flask_are_flask_s_answers_status_headers_and_body():
+    through, past = dispatched("flask"), dispatched("direct")
+    assert len(through["headers"]) > 200  # every request of the corpus, the failed ones too
+    assert past["out"] == through["out"]
+    # the first answer is CreateTable's: its table id and creation time (and so its CRC) are new each run
+    for at, (theirs, ours) in enumerate(zip(through["headers"][1:], past["headers"][1:], strict=True)):
+        assert ours == theirs, at
+
+
+FLASK_SPY = """
+    import flask
+    calls = []
+    original = flask.Flask.wsgi_app
+    flask.Flask.wsgi_app = lambda self, *a, **k: calls.append(1) or original(self, *a, **k)
+    ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "a"}})
+    ddb.get_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "a"}})
+    print(json.dumps({"flask": len(calls)}))
+"""
+
+
+def test_the_direct_path_leaves_flask_out():
+    assert run(True, FLASK_SPY, dispatch="flask") == {"flask": 2}
+    assert run(True, FLASK_SPY, dispatch="direct") == {"flask": 0}
 
 
 PARSES_COMPARED = """
