@@ -194,3 +194,36 @@ def test_the_console_and_every_module_are_served_as_deployed(functions):
         assert "script-src 'self'" in answer["headers"]["Content-Security-Policy"], path
     page = functions.invoke(function, api_event("GET", "/console", {}, None, resource="/console")).result["body"]
     assert '<script type="module" src="console/app.js"></script>' in page
+
+
+def test_environments_idle_for_the_limit_are_retired_as_lambda_retires_them(functions):
+    """A burst leaves environments behind (a process each); once idle for ``idle_retire_s`` they are
+    closed, and the next invocation starts a new one (a cold start, as on Lambda)."""
+    event = json.loads((EVENTS / "scheduled" / "cleanup.json").read_text())
+    functions.warm(["CleanupFunction"], each=2)
+    left = functions.idle("CleanupFunction")
+    assert len(left) >= 2
+    oldest, newest = min(e.idle_since for e in left), max(e.idle_since for e in left)
+    assert functions.retire_idle(now=oldest + functions.idle_retire_s - 0.001) == 0  # none idle long enough yet
+    assert functions.retire_idle(now=newest + functions.idle_retire_s) == len(left)
+    assert functions.idle("CleanupFunction") == []
+    assert all(e.process.wait(timeout=10) is not None for e in left)  # their processes are gone
+    outcome = functions.invoke("CleanupFunction", event)
+    assert outcome.error is None and outcome.cold
+
+
+def test_a_pool_retires_idle_environments_by_itself(plain_aws, tmp_path):
+    from memory_hub_local.functions import FunctionPool
+    from memory_hub_local.template import deploy
+
+    url, secret_arns = plain_aws
+    with (tmp_path / "functions.log").open("wb") as log:
+        pool = FunctionPool(deploy(REGION, secret_arns), url, "http://127.0.0.1:9", log=log, idle_retire_s=0.2)
+        try:
+            pool.warm(["CleanupFunction"])
+            started = pool.idle("CleanupFunction")
+            assert len(started) == 1
+            assert started[0].process.wait(timeout=30) is not None  # retired (killed) by the pool's own thread
+            assert pool.idle("CleanupFunction") == []
+        finally:
+            pool.close()

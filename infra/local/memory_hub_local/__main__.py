@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from .functions import IDLE_RETIRE_S
 from .stack import DEFAULT_DATA_DIR, run
 
 
@@ -22,8 +23,15 @@ def main(argv: list[str] | None = None) -> int:
         help="where keys and memory are kept between runs (default .memory-hub/)",
     )
     parser.add_argument("--ephemeral", action="store_true", help="keep nothing: state lives in memory only")
+    parser.add_argument(
+        "--idle-retire-s",
+        type=float,
+        default=float(os.environ.get("MEMORY_HUB_IDLE_RETIRE_S") or IDLE_RETIRE_S),
+        help="a function environment idle this long is retired, as Lambda does (default 600; 0: never)",
+    )
     args = parser.parse_args(argv)
-    return run(args.port, args.lambda_port, args.aws_port, args.region, None if args.ephemeral else Path(args.data_dir))
+    data_dir = None if args.ephemeral else Path(args.data_dir)
+    return run(args.port, args.lambda_port, args.aws_port, args.region, data_dir, args.idle_retire_s)
 
 
 if __name__ == "__main__":

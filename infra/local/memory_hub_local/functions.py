@@ -45,6 +45,10 @@ RUNTIME_DISTRIBUTIONS = (
     "snowballstemmer",
 )
 MAX_ENVIRONMENTS = 16
+# Lambda retires an execution environment that has served nothing for a while (how long is not
+# documented; minutes). So does the local pool: a burst of concurrent requests leaves environments
+# behind (a process each, ~50 MiB), and they go once idle this long. 0 keeps every one.
+IDLE_RETIRE_S = 600.0
 SYNC_RESPONSE_LIMIT = 6 * 1024 * 1024  # Lambda's limit for a synchronous response
 START_TIMEOUT_S = 60.0
 
@@ -135,6 +139,7 @@ class Environment:
         os.close(from_child_w)
         self.ready = False
         self.generation = 0
+        self.idle_since = time.monotonic()
 
     def start(self) -> None:
         try:
@@ -207,6 +212,7 @@ class FunctionPool:
         overrides: dict[str, dict[str, str]] | None = None,
         log: IO[bytes] | None = None,
         credentials: Credentials | None = None,
+        idle_retire_s: float = IDLE_RETIRE_S,
     ) -> None:
         self.deployment = deployment
         self.credentials = credentials or Credentials.create(None)
@@ -220,6 +226,10 @@ class FunctionPool:
         self._condition = threading.Condition()
         self._closed = False
         self._generation = 0
+        self.idle_retire_s = idle_retire_s
+        self._stopping = threading.Event()
+        if idle_retire_s > 0:
+            threading.Thread(target=self._retire_idle, daemon=True, name="retire-idle").start()
 
     def function(self, name: str) -> Function | None:
         """A function by logical id, physical name or ARN."""
@@ -294,11 +304,37 @@ class FunctionPool:
         name = environment.function.logical_id
         with self._condition:
             if environment.alive() and not self._closed and environment.generation == self._generation:
-                self._free[name].append(environment)
+                environment.idle_since = time.monotonic()
+                self._free[name].append(environment)  # the most recently used is taken first
             else:
                 self._count[name] -= 1
                 environment.close()
             self._condition.notify()
+
+    def idle(self, name: str) -> list[Environment]:
+        """The environments of a function waiting for an invocation (the most recently used last)."""
+        with self._condition:
+            return list(self._free[name])
+
+    def retire_idle(self, now: float | None = None) -> int:
+        """Close the environments idle for ``idle_retire_s`` or longer; how many were closed."""
+        now = time.monotonic() if now is None else now
+        retired: list[Environment] = []
+        with self._condition:
+            for name, free in self._free.items():
+                kept = [e for e in free if now - e.idle_since < self.idle_retire_s]
+                retired += [e for e in free if e not in kept]
+                self._count[name] -= len(free) - len(kept)
+                free[:] = kept
+            if retired:
+                self._condition.notify_all()
+        for environment in retired:
+            environment.close()
+        return len(retired)
+
+    def _retire_idle(self) -> None:
+        while not self._stopping.wait(max(self.idle_retire_s / 4, 0.05)):
+            self.retire_idle()
 
     def invoke(self, name: str, event: Any, timeout_s: float | None = None) -> Invocation:
         function = self.function(name)
@@ -352,6 +388,7 @@ class FunctionPool:
                 free.clear()
 
     def close(self) -> None:
+        self._stopping.set()
         with self._condition:
             self._closed = True
             environments = [e for free in self._free.values() for e in free]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import event_sources, http
-from .functions import FunctionPool
+from .functions import IDLE_RETIRE_S, FunctionPool
 from .gateway import make_servers
 from .identity import Credentials
 from .template import ROOT, Deployment, deploy
@@ -41,6 +41,7 @@ class Stack:
     log: IO[bytes] | None = None
     overrides: dict[str, dict[str, str]] = field(default_factory=dict)
     warm: bool = True
+    idle_retire_s: float = IDLE_RETIRE_S  # an environment idle this long is retired, as Lambda does (0: never)
     parameters: dict[str, str] = field(default_factory=dict)
     admin_key: str = ""
     deployment: Deployment | None = None
@@ -70,7 +71,13 @@ class Stack:
         self.admin_key = ready.get("admin_key") or ""
         self.deployment = deploy(self.region, ready["secrets"], self.parameters)
         self.pool = FunctionPool(
-            self.deployment, self.aws_url, self.lambda_url, self.overrides, self.log, self.credentials
+            self.deployment,
+            self.aws_url,
+            self.lambda_url,
+            self.overrides,
+            self.log,
+            self.credentials,
+            idle_retire_s=self.idle_retire_s,
         )
         self._servers = make_servers(self.pool, self.port, self.lambda_port)
         for server in self._servers:
@@ -163,10 +170,12 @@ PARAMETERS_FROM_ENVIRONMENT = {
 }
 
 
-def run(port: int, lambda_port: int, aws_port: int, region: str, data_dir: Path | None) -> int:
+def run(
+    port: int, lambda_port: int, aws_port: int, region: str, data_dir: Path | None, idle_retire_s: float = IDLE_RETIRE_S
+) -> int:
     """``make run``: serve until SIGTERM or Ctrl-C, then save the state and stop."""
     parameters = {p: os.environ[e] for e, p in PARAMETERS_FROM_ENVIRONMENT.items() if os.environ.get(e)}
-    stack = Stack(port, lambda_port, aws_port, region, data_dir, parameters=parameters)
+    stack = Stack(port, lambda_port, aws_port, region, data_dir, parameters=parameters, idle_retire_s=idle_retire_s)
     try:
         stack.start()
     except (OSError, RuntimeError) as exc:
