@@ -328,8 +328,7 @@ def delete(
         ) from None
     gone = {r.id for r in removed}
     if gone:
-        meaning.erase(where, list(gone))
-        assets.forget_exports(asset)
+        assets.forget_erased(asset, where, list(gone))
     return RecordsDeleted(
         deleted_count=len(gone),
         deleted_ids=[i for i in wanted if i in gone],

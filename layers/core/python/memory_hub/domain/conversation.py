@@ -215,8 +215,7 @@ def delete(
     removed, recorded = messages.delete(where, list(doomed.values()), events)
     gone = {m.id for m in removed}
     if gone:
-        meaning.erase(where, list(gone))
-        assets.forget_exports(asset)
+        assets.forget_erased(asset, where, list(gone))
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]
     return MessagesDeleted(

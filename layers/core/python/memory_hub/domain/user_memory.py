@@ -14,7 +14,7 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.models import AuditEvent
-from . import assets, meaning, reindex
+from . import assets, reindex
 from .audit import user_target
 from .principal import Principal
 from .results_admin import UserItemDeleted, UserMemoryDeleted, UserMemoryErased
@@ -42,8 +42,7 @@ def delete(
         recorded = events_l0 + events_l1 + _nothing_deleted(removed_l0, removed_l1, target, context)
         counters.forget_user(where, user_id)
         reindex.forget(where, user_id)
-        meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
-        assets.forget_exports(asset)
+        assets.forget_erased(asset, where, [item.id for item in removed_l0 + removed_l1])
         return UserMemoryErased(
             memory_id=memory_id,
             user_id=user_id,
@@ -60,8 +59,7 @@ def delete(
         found_records = records.get_many(where, user_id, [content_id])
         removed, recorded = records.delete(where, list(found_records.values()), events("L1"))
     if removed:
-        meaning.erase(where, [item.id for item in removed])
-        assets.forget_exports(asset)
+        assets.forget_erased(asset, where, [item.id for item in removed])
     return UserItemDeleted(
         memory_id=memory_id,
         user_id=user_id,
