@@ -28,15 +28,15 @@ SETUP = textwrap.dedent("""
         from botocore.awsrequest import AWSResponse
         from moto.core.botocore_stubber import MockRawResponse
         from moto.moto_server.werkzeug_app import create_backend_app
-        from memory_hub_local.aws import server
+        from memory_hub_local.aws import dispatch
         FLASK = create_backend_app("dynamodb")
         def local(request, **_):
             sent = {k: v.decode() if isinstance(v, bytes) else v for k, v in request.headers.items()}
-            environ = server.wsgi_environ("POST", "/", sent, request.body or b"", "127.0.0.1", 3002)
+            environ = dispatch.wsgi_environ("POST", "/", sent, request.body or b"", "127.0.0.1", 3002)
             if DISPATCH == "direct":
-                status, headers, body = server.dynamodb_direct(environ)
+                status, headers, body = dispatch.dynamodb_direct(environ)
             else:
-                status, headers, body = server.through_flask(FLASK, environ)
+                status, headers, body = dispatch.through_flask(FLASK, environ)
             HEADERS.append(sorted((k.lower(), v) for k, v in headers.items()
                                   if k.lower() not in ("x-amzn-requestid", "date", "content-length")))
             return AWSResponse(request.url, status, headers, MockRawResponse(body))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import io
 import json
 import os
 import subprocess
@@ -23,11 +22,11 @@ import time
 import traceback
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, unquote_to_bytes, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from .. import http
 from ..identity import Credentials
-from . import bedrock, calls, faithful, moto_items, s3vectors, signing
+from . import bedrock, calls, dispatch, faithful, moto_items, s3vectors, signing
 from .hooks import Hooks
 from .journal import KEPT_SERVICES, Journal, Record, encode, lock_data_dir, pause_point, replay, segment_path, segments
 from .state import State, apply_writes, dynamodb_backend, s3_backend
@@ -117,75 +116,6 @@ def _items_read(call: calls.Call, status: int, body: bytes) -> int:
     if call.operation == "BatchGetItem":
         return sum(len(items) for items in answer.get("Responses", {}).values())
     return len(answer.get("Responses", []))
-
-
-def wsgi_environ(
-    method: str, raw_path: str, headers: dict[str, str], body: bytes, server_name: str, port: int
-) -> dict[str, Any]:
-    """The WSGI environ of one request as it came off the wire (the path undecoded in ``RAW_URI``)."""
-    url = urlsplit(raw_path)
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": method,
-        "SCRIPT_NAME": "",
-        "PATH_INFO": unquote_to_bytes(url.path).decode("latin-1"),
-        "QUERY_STRING": url.query,
-        "REQUEST_URI": raw_path,
-        "RAW_URI": raw_path,
-        "SERVER_NAME": server_name,
-        "SERVER_PORT": str(port),
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "CONTENT_LENGTH": str(len(body)),
-        "wsgi.version": (1, 0),
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": io.StringIO(),
-        "wsgi.multithread": True,
-        "wsgi.multiprocess": False,
-        "wsgi.run_once": False,
-    }
-    for name, value in headers.items():
-        key = name.upper().replace("-", "_")
-        if key == "CONTENT_TYPE":
-            environ["CONTENT_TYPE"] = value
-        elif key != "CONTENT_LENGTH":
-            environ[f"HTTP_{key}"] = value
-    return environ
-
-
-def through_flask(app: Callable[..., Any], environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-    """What one of moto's Flask apps answers."""
-    started: dict[str, Any] = {}
-
-    def start_response(status: str, response_headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-        started["status"], started["headers"] = int(status.split(" ", 1)[0]), response_headers
-        return lambda data: None  # WSGI's write(): moto never calls it
-
-    chunks = app(environ, start_response)
-    try:
-        out = b"".join(chunks)
-    finally:
-        getattr(chunks, "close", lambda: None)()
-    return started["status"], dict(started["headers"]), out
-
-
-def dynamodb_direct(environ: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-    """A DynamoDB request answered by moto's handler without Flask around it: what moto's Flask app
-    does for DynamoDB (its request class, its handler, its HTTP errors as their responses), plus
-    the one header Flask's CORS extension adds to every answer. Flask's URL map, request context and
-    response object cost ~0.3 ms a call and hold no DynamoDB behaviour: every DynamoDB request is a
-    POST to ``/``, told apart by ``X-Amz-Target``. A contract test sends ~230 requests (errors
-    among them) both ways and compares status, headers and body."""
-    from moto.dynamodb.responses import DynamoHandler
-    from moto.moto_server.werkzeug_app import BackendRequest
-    from werkzeug.exceptions import HTTPException
-
-    request = BackendRequest(environ)
-    try:
-        status, headers, content = DynamoHandler.dispatch(request, request.raw_url, dict(request.headers))
-    except HTTPException as exc:
-        status, headers, content = exc.code or 500, dict(exc.get_headers()), exc.get_body()
-    headers = {**headers, "Access-Control-Allow-Origin": "*"}
-    return int(status), headers, content.encode("utf-8") if isinstance(content, str) else bytes(content)
 
 
 class AwsSide:
@@ -312,10 +242,10 @@ class AwsSide:
         server_name: str,
         port: int,
     ) -> tuple[int, dict[str, str], bytes]:
-        environ = wsgi_environ(method, raw_path, headers, body, server_name, port)
+        environ = dispatch.wsgi_environ(method, raw_path, headers, body, server_name, port)
         if service == "dynamodb":
-            return dynamodb_direct(environ)
-        return through_flask(self.apps.get(service, self.app), environ)
+            return dispatch.dynamodb_direct(environ)
+        return dispatch.through_flask(self.apps.get(service, self.app), environ)
 
     # ---------------------------------------------------------------- control (tests and operators)
     def control(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> tuple[int, Any]:
