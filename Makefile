@@ -51,7 +51,7 @@ test-deployed: $(VENV)/.installed  ## the functions as Lambda runs them: plain m
 # the time, so two workers keep both cores of a 2-core machine busy. API_WORKERS=0: one process.
 API_WORKERS ?= 2
 test-api: $(VENV)/.installed  ## the wire and the races, over the local stack as make run starts it
-	$(PY) -m pytest tests/api -rs -n $(API_WORKERS) --dist loadfile  # -rs: says which tests were skipped and why (no Chromium)
+	$(PY) -m pytest tests/api -rs -n $(API_WORKERS) --dist loadfile --durations=15  # -rs: which tests were skipped and why (no Chromium); the 15 slowest
 
 lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cfn-lint
 	$(VENV)/bin/ruff check .

@@ -44,3 +44,37 @@ def test_growth_per_thousand_counts_only_what_came_after_the_warm_up():
     assert growth.per_thousand("emulated AWS") == 10
     assert growth.per_thousand("functions") == 1
     assert growth.per_thousand() == 11
+
+
+def test_the_proportional_set_counts_a_page_mapped_by_two_processes_half_in_each():
+    """A page shared after a fork is in both processes' RSS, and half of it in each one's PSS."""
+    import mmap
+    import os
+    import signal
+
+    from memory_hub_bench.memory import pss_kib, rss_kib
+
+    size = 64 * 1024 * 1024
+    shared = mmap.mmap(-1, size, flags=mmap.MAP_SHARED)
+    shared.write(b"x" * size)  # touched: resident in this process
+    alone = pss_kib(os.getpid())
+    child = os.fork()
+    if child == 0:  # maps the same pages and waits to be killed
+        signal.pause()
+        os._exit(0)
+    try:
+        both = pss_kib(os.getpid())
+        assert rss_kib(os.getpid()) > size // 1024  # RSS counts the whole mapping here …
+        assert alone - both > 0.4 * size // 1024  # … PSS only half of it once the child maps it too
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        shared.close()
+    assert pss_kib(child) == 0  # gone
+
+
+def test_the_whole_stack_s_proportional_growth_counts_after_the_warm_up():
+    start, warmed, end = (_sample(m, 0, 0) for m in (0, 200, 2200))
+    for sample, pss in ((start, 500.0), (warmed, 560.0), (end, 580.0)):
+        sample.pss_mib = dict(zip(KINDS, (pss, 0.0), strict=True))
+    assert Growth(start, warmed, end, seconds=60).per_thousand_pss() == 10

@@ -269,6 +269,7 @@ def memory_section(run: Run) -> None:
         "end": asdict(growth.end),
         "first_use_mib": round(growth.first_use(), 1),
         "mib_per_1000": round(growth.per_thousand(), 1),
+        "pss_mib_per_1000": round(growth.per_thousand_pss(), 1),
     }
     _say("\n### Resident memory (local stack, RSS MiB)\n")
     _say(
@@ -287,10 +288,17 @@ def memory_section(run: Run) -> None:
         f"{_fmt(growth.warmed.total, 0)} | {_fmt(growth.end.total, 0)} | {_fmt(growth.per_thousand())} |"
     )
     _say(
+        f"| whole stack, proportional set (PSS: a page shared by n processes counts 1/n in each) | "
+        f"{sum(growth.end.processes.values())} | {_fmt(growth.start.total_pss, 0)} | "
+        f"{_fmt(growth.warmed.total_pss, 0)} | {_fmt(growth.end.total_pss, 0)} | "
+        f"{_fmt(growth.per_thousand_pss())} |"
+    )
+    _say(
         f"\nThe first {growth.warmed.messages} messages are each process's first use of its routes "
         f"(imports, the embedding model's buffers): {_fmt(growth.first_use(), 0)} MiB once. "
         f"The gateway's process (it runs the bench too, so not in the sum): {_fmt(growth.start.gateway_mib, 0)} → "
-        f"{_fmt(growth.end.gateway_mib, 0)} MiB; loading took {growth.seconds:.0f} s."
+        f"{_fmt(growth.end.gateway_mib, 0)} MiB (PSS {_fmt(growth.end.gateway_pss_mib, 0)}); "
+        f"loading took {growth.seconds:.0f} s."
     )
 
 

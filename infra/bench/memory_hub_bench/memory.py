@@ -5,8 +5,10 @@ compactions run; no test hooks), every function warmed once; then LoCoMo turns (
 go in through ``/v3/conversation/add``, one conversation per user, in batches of one session's
 consecutive turns. RSS is read from ``/proc/<pid>/status`` (VmRSS) for every process the stack
 started, grouped by kind: the emulated AWS side (with a compaction child, when one is running) and
-the function processes. The process that runs the gateway also runs the bench, so it is reported
-apart and left out of the stack's sum. Linux only (``/proc``)."""
+the function processes; their proportional sets (PSS, ``/proc/<pid>/smaps_rollup``) too, since a sum
+of RSS counts the pages the processes share (the interpreter, its libraries) once per process. The
+process that runs the gateway also runs the bench, so it is reported apart and left out of the
+stack's sum. Linux only (``/proc``)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,19 @@ def rss_kib(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def pss_kib(pid: int) -> int:
+    """The process's proportional set (KiB): its private pages, plus each page it shares with other
+    processes divided by how many map it (the interpreter, numpy's and pydantic's libraries are
+    mapped by every process of the stack, and RSS counts them in each). 0 when it has gone."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -99,22 +114,31 @@ class Sample:
     mib: dict[str, float] = field(default_factory=dict)
     processes: dict[str, int] = field(default_factory=dict)
     gateway_mib: float = 0.0
+    pss_mib: dict[str, float] = field(default_factory=dict)  # the same processes' proportional sets
+    gateway_pss_mib: float = 0.0
 
     @property
     def total(self) -> float:
         return sum(self.mib.values())
 
+    @property
+    def total_pss(self) -> float:
+        return sum(self.pss_mib.values())
+
 
 def sample(messages: int, before: set[int]) -> Sample:
     """RSS of the processes started since ``before`` was taken (this process's descendants)."""
     found = Sample(messages, {kind: 0.0 for kind in KINDS}, {kind: 0 for kind in KINDS})
+    found.pss_mib = {kind: 0.0 for kind in KINDS}
     for pid in sorted(descendants(os.getpid()) - before):
         kib = rss_kib(pid)
         if kib:
             kind = kind_of(pid)
             found.mib[kind] += kib / 1024
+            found.pss_mib[kind] += pss_kib(pid) / 1024
             found.processes[kind] += 1
     found.gateway_mib = rss_kib(os.getpid()) / 1024
+    found.gateway_pss_mib = pss_kib(os.getpid()) / 1024
     return found
 
 
@@ -194,6 +218,11 @@ class Growth:
         stored = self.end.messages - self.warmed.messages
         return _grown(self.warmed, self.end, kind) / max(stored, 1) * 1000
 
+    def per_thousand_pss(self) -> float:
+        """The whole stack's proportional set, MiB per 1,000 messages after the warm-up."""
+        stored = self.end.messages - self.warmed.messages
+        return (self.end.total_pss - self.warmed.total_pss) / max(stored, 1) * 1000
+
 
 def _grown(first: Sample, then: Sample, kind: str | None) -> float:
     return then.total - first.total if kind is None else then.mib[kind] - first.mib[kind]
@@ -210,7 +239,11 @@ def measure(
     before = descendants(os.getpid())
     warm_up, rest = split(turns(limit), min(WARM_UP, limit // 2))
     with tempfile.TemporaryDirectory(prefix="memory-hub-bench-memory-") as data, open(os.devnull, "wb") as quiet:
-        stack = Stack(port=0, lambda_port=0, aws_port=0, data_dir=keep or Path(data), log=quiet, warm=False)
+        # every function keeps its one warmed environment to the end (none retired when idle): the
+        # stack's ceiling at one environment a function
+        stack = Stack(
+            port=0, lambda_port=0, aws_port=0, data_dir=keep or Path(data), log=quiet, warm=False, idle_retire_s=0
+        )
         stack.start()
         try:
             assert stack.pool is not None
