@@ -218,6 +218,29 @@ def test_a_vector_that_lands_after_its_item_was_erased_is_removed(api, scope, ho
     assert vectors_of(added) == {}
 
 
+def test_the_model_call_runs_beside_the_write_and_the_vector_is_put_after_it(api, scope, hooks):
+    """While the add's transaction is held, its message is already being embedded; the vector is
+    put only once the write has answered (an item is never found by meaning before it exists)."""
+    import threading
+
+    ok(api.post("/v3/conversation/add", scope.body(session_id="s0", messages=[{"role": "user", "content": "hi"}])))
+    seq = hooks.last_seq()
+    with hooks.paused({"operation": "TransactWriteItems", "function": "MemoryFunction"}) as hook:
+        added: list[str] = []
+        writer = threading.Thread(target=lambda: added.extend(add_messages(api, scope, "a write and its meaning")))
+        writer.start()
+        assert hooks.wait(hook)
+        eventually(
+            lambda: calls_of(hooks, seq, "InvokeModel", "MemoryFunction"), "no model call while the write was held", 20
+        )
+        assert calls_of(hooks, seq, "PutVectors", "MemoryFunction") == []
+        hooks.release(hook)
+        writer.join(30)
+    assert len(added) == 1
+    wait_for_vector(scope, added[0])
+    assert semantic(api, scope, "conversation", "a write and its meaning")[:1] == added
+
+
 # ---------------------------------------------------------------- Bedrock faults
 
 

@@ -63,16 +63,22 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> Adde
         )
         for index, m in enumerate(batch)
     ]
-    for _ in attempts("conversation/add"):
-        asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
-        try:
-            messages.add(_where(asset), scope.user_id, scope.session_id, scope.task_id, new, start)
-            break
-        except Cancelled as exc:
-            if "epoch" not in exc.failed:
-                raise
-            raw = assets.of_scope(scope)  # a clear moved the memory on: write into the new epoch
-    meaning.embed_after_write(_where(asset), meaning.new_messages(scope.user_id, scope.session_id, scope.task_id, new))
+    pieces = meaning.new_messages(scope.user_id, scope.session_id, scope.task_id, new)
+    ahead = meaning.embed_ahead(pieces)  # the model calls run beside the write; the vectors go after it
+    try:
+        for _ in attempts("conversation/add"):
+            asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
+            try:
+                messages.add(_where(asset), scope.user_id, scope.session_id, scope.task_id, new, start)
+                break
+            except Cancelled as exc:
+                if "epoch" not in exc.failed:
+                    raise
+                raw = assets.of_scope(scope)  # a clear moved the memory on: write into the new epoch
+    except BaseException:
+        meaning.settle(ahead)
+        raise
+    meaning.embed_after_write(_where(asset), pieces, ahead=ahead)
     ids = [m.id for m in new]
     return Added(accepted_ids=ids, accepted_versions=["v1"] * len(ids), total_count=len(ids))
 

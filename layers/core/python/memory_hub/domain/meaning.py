@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any
 
 from ..observability import count_event, logger
 from ..settings import get_settings
 from ..storage import counters, embed_queue, embeddings, messages, records, vectors
+from ..storage.concurrency import submit
 from ..storage.counters import Where
 from ..storage.messages import NewMessage
 from ..storage.models import Message, Record
@@ -126,13 +128,41 @@ def _live(where: Where, layer: str, user_id: str, ids: list[str]) -> dict[str, M
     return found
 
 
-def _embed(where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome) -> list[str]:
-    """Embed and store vectors for ``items``: the ids worth retrying later."""
+Ahead = Future[list[embeddings.Outcome]]
+
+
+def embed_ahead(items: Sequence[Piece], budget_s: float | None = None) -> Ahead | None:
+    """Start the model calls for items about to be written, so that they run beside the write
+    (the items' ids and texts are known before it); ``embed_after_write`` takes the result. None
+    when meaning is off. Whoever starts it settles it (``settle``) if the write fails."""
+    if not items or not enabled():
+        return None
+    settings = get_settings()
+    budget = settings.embed_budget_s if budget_s is None else budget_s
+    texts = [i.text for i in items]
+    return submit(embeddings.embed_many, settings.embedding_model, settings.embedding_dimensions, texts, budget)
+
+
+def settle(ahead: Ahead | None) -> None:
+    """Wait for model calls started ahead of a write that failed: no call outlives its request."""
+    if ahead is not None:
+        wait([ahead])
+
+
+def _embed(
+    where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome, ahead: Ahead | None = None
+) -> list[str]:
+    """Embed (or take what ``ahead`` embedded) and store vectors for ``items``: the ids worth
+    retrying later."""
     settings = get_settings()
     described = model()
     index = _index(where)
-    results = embeddings.embed_many(
-        settings.embedding_model, settings.embedding_dimensions, [i.text for i in items], budget_s
+    results = (
+        ahead.result()
+        if ahead is not None
+        else embeddings.embed_many(
+            settings.embedding_model, settings.embedding_dimensions, [i.text for i in items], budget_s
+        )
     )
     ready = [_vector(i, r, described) for i, r in zip(items, results, strict=True) if isinstance(r, list)]
     retry = [i.id for i, r in zip(items, results, strict=True) if r == embeddings.RETRY]
@@ -186,15 +216,19 @@ def _queue(where: Where, layer: str, user_id: str, ids: list[str]) -> bool:
         return False
 
 
-def embed_after_write(where: Where, items: Sequence[Piece], budget_s: float | None = None) -> Outcome:
+def embed_after_write(
+    where: Where, items: Sequence[Piece], budget_s: float | None = None, ahead: Ahead | None = None
+) -> Outcome:
     """Give just-written items their vectors within ``budget_s`` (the settings' budget by default)
-    and queue the rest. Never raises: a write's answer never depends on meaning."""
+    and queue the rest; ``ahead``: the model calls ``embed_ahead`` started beside the write. Never
+    raises: a write's answer never depends on meaning."""
     outcome = Outcome()
     if not items or not enabled():
+        settle(ahead)
         return outcome
     budget = get_settings().embed_budget_s if budget_s is None else budget_s
     try:
-        retry = _embed(where, items, budget, outcome)
+        retry = _embed(where, items, budget, outcome, ahead)
     except Exception:
         logger.exception("embedding after a write failed; queued")
         retry = [i.id for i in items]
