@@ -27,28 +27,27 @@ KINDS = ("emulated AWS", "functions")
 BATCH = 100  # turns per conversation/add (one session's consecutive turns)
 
 
-def rss_kib(pid: int) -> int:
-    """The process's resident set (KiB), 0 when it has gone."""
+def _field_kib(path: str, name: str) -> int:
+    """One ``Name:  N kB`` line of a /proc file, 0 when the process has gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(name):
                 return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def rss_kib(pid: int) -> int:
+    """The process's resident set (KiB), 0 when it has gone."""
+    return _field_kib(f"/proc/{pid}/status", "VmRSS:")
 
 
 def pss_kib(pid: int) -> int:
     """The process's proportional set (KiB): its private pages, plus each page it shares with other
     processes divided by how many map it (the interpreter, numpy's and pydantic's libraries are
     mapped by every process of the stack, and RSS counts them in each). 0 when it has gone."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return _field_kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 @dataclass(frozen=True)
