@@ -268,12 +268,13 @@ SNAPSHOT = """
     from memory_hub_local.aws import s3vectors
     vectors.put_vectors(**AT, vectors=[{"key": "a", "data": {"float32": [0.25, -1.5, 3.0]},
                                         "metadata": {"user": "u1", "note": "kept"}}])
-    saved = json.loads(json.dumps(s3vectors.dump_state()))
+    saved = json.loads(json.dumps(list(s3vectors.dump_records())))
     mock.stop()
     mock = mock_aws(); mock.start()  # a fresh account: what a restart of the local stack starts from
     vectors = boto3.client("s3vectors", region_name="us-east-1")
     empty = vectors.list_vector_buckets()["vectorBuckets"]
-    s3vectors.load_state(saved)
+    for kind, record in saved:
+        s3vectors.load_record(kind, record)
     got = vectors.get_vectors(**AT, keys=["a"], returnData=True, returnMetadata=True)["vectors"][0]
     index = vectors.get_index(**AT)["index"]
     hit = vectors.query_vectors(**AT, topK=1, queryVector={"float32": [0.25, -1.5, 3.0]}, filter={"user": "u1"})

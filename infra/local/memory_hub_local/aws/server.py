@@ -141,7 +141,6 @@ class AwsSide:
         self.bedrock_models = bedrock.served_models(state.cfn)
         self.schemas = faithful.Schemas(dynamodb_backend(region))
         self.journal: Journal | None = None
-        moto_items.start_packing()  # items at rest are packed; each request packs what it touched
         self._compacting = threading.Lock()
         self._child: subprocess.Popen[bytes] | None = None
         self._data_lock = -1  # the data directory's lock, held while the process lives

@@ -33,8 +33,8 @@ The modules, one job each:
 - ``search``: the exact nearest-neighbour search of QueryVectors (``query``);
 - ``handlers``: what each changed operation answers, in moto's response class (imports moto);
 - ``patches``: ``install()``, which puts the handlers and model changes into moto;
-- ``snapshot``: ``dump_records`` and ``load_record`` (one record at a time), ``dump_state`` and
-  ``load_state`` (nested);
+- ``snapshot``: ``dump_records`` and ``load_record`` (one record at a time), and ``load_state``
+  (the nested vectors of a format 1 or 2 snapshot);
 - ``resources``: the template's vector buckets and indexes (``create_from_template``).
 """
 
@@ -46,7 +46,7 @@ from .patches import install
 from .resources import create_from_template
 from .search import changed, query
 from .service import backend, error
-from .snapshot import dump_records, dump_state, load_record, load_state
+from .snapshot import dump_records, load_record, load_state
 
 __all__ = [
     "backend",
@@ -54,7 +54,6 @@ __all__ = [
     "check_metadata",
     "create_from_template",
     "dump_records",
-    "dump_state",
     "error",
     "install",
     "load_record",

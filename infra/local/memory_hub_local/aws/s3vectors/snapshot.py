@@ -85,22 +85,9 @@ def load_record(kind: str, record: dict[str, Any]) -> Any:
     return vector
 
 
-def dump_state() -> dict[str, Any]:
-    """Every vector bucket, index and vector as plain data, nested (call under the AWS lock)."""
-    buckets: list[dict[str, Any]] = []
-    for kind, record in dump_records():
-        if kind == "bucket":
-            buckets.append({**record, "indexes": []})
-        elif kind == "index":
-            buckets[-1]["indexes"].append({k: v for k, v in record.items() if k != "arn"} | {"vectors": []})
-        else:
-            vector = {k: v for k, v in record.items() if k not in ("arn", "index_arn")}
-            buckets[-1]["indexes"][-1]["vectors"].append(vector)
-    return {"format": 1, "buckets": buckets}
-
-
 def load_state(saved: dict[str, Any]) -> None:
-    """Put a nested state of ``dump_state`` back (a snapshot of format 1 or 2)."""
+    """Put back the vectors of a snapshot of format 1 or 2 (one JSON document: buckets holding their
+    indexes, indexes their vectors)."""
     for bucket in saved.get("buckets", []):
         load_record("bucket", {k: v for k, v in bucket.items() if k != "indexes"})
         for index in bucket.get("indexes", []):
