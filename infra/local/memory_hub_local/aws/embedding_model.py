@@ -10,10 +10,14 @@ residual LayerNorm. Inputs are cut to 256 word pieces ([CLS] and [SEP] included)
 sentence-transformers configuration of the model says.
 
 The model is loaded on the first call (about a second) and kept; texts of one call run as one
-padded batch."""
+padded batch. The word-piece table (30,522 rows of 384 float32, 45 MiB of the model's 87) is mapped
+from the file, read-only, not copied: a process holds only the pages of the word pieces its texts
+used (about 18 MiB after all of LoCoMo's 5,882 turns)."""
 
 from __future__ import annotations
 
+import json
+import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +31,7 @@ HEADS = 12
 LAYERS = 6
 EPSILON = 1e-12
 PROJECTION_SEED = 20250715  # the fixed seed of the 384 -> 256 projection (see ``to_dimensions``)
+WORD_PIECES = "embeddings.word_embeddings.weight"
 
 
 def model_dir() -> Path:
@@ -60,19 +65,39 @@ class Encoded:
     token_counts: list[int]  # word pieces of each whole input (before the cut, without [CLS]/[SEP])
 
 
+def mapped(path: Path, name: str) -> np.ndarray:
+    """One float32 tensor of a safetensors file, mapped read-only rather than read: its pages are
+    loaded as they are touched and belong to the file. (The format: an 8-byte little-endian header
+    length, the header as JSON giving each tensor's dtype, shape and byte range past the header,
+    then the data.) safetensors' own readers copy the tensor into memory."""
+    with path.open("rb") as handle:
+        (length,) = struct.unpack("<Q", handle.read(8))
+        entry = json.loads(handle.read(length))[name]
+    if entry["dtype"] != "F32":
+        raise ValueError(f"{name} is {entry['dtype']}, not F32")
+    begin, end = entry["data_offsets"]
+    shape = tuple(entry["shape"])
+    if end - begin != 4 * int(np.prod(shape)):
+        raise ValueError(f"{name}: {end - begin} bytes for the shape {shape}")
+    return np.memmap(path, dtype="<f4", mode="r", offset=8 + length + begin, shape=shape)
+
+
 class MiniLM:
     def __init__(self, directory: Path | None = None) -> None:
-        from safetensors.numpy import load_file
+        from safetensors import safe_open
         from tokenizers import Tokenizer
 
         directory = directory or model_dir()
         self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
-        self.weights: dict[str, np.ndarray] = {
-            k: np.ascontiguousarray(v, dtype=np.float32) if v.dtype != np.int64 else v
-            for k, v in load_file(str(directory / "model.safetensors")).items()
-        }
+        path = directory / "model.safetensors"
+        self.weights: dict[str, np.ndarray] = {WORD_PIECES: mapped(path, WORD_PIECES)}
+        with safe_open(str(path), framework="numpy") as tensors:
+            for name in tensors.keys():  # noqa: SIM118 - safe_open is not a mapping
+                if name != WORD_PIECES:
+                    v = tensors.get_tensor(name)
+                    self.weights[name] = np.ascontiguousarray(v, dtype=np.float32) if v.dtype != np.int64 else v
         # pre-transposed linear weights: x @ W.T  ==  x @ W_t
         for name in [n for n in self.weights if n.endswith(".weight")]:
             if name.endswith("dense.weight") or name.split(".")[-2] in ("query", "key", "value"):
@@ -103,7 +128,7 @@ class MiniLM:
             ids[i, : len(row)] = row
             mask[i, : len(row)] = 1.0
         x = (
-            w["embeddings.word_embeddings.weight"][ids]
+            w[WORD_PIECES][ids]
             + w["embeddings.position_embeddings.weight"][:length][None, :, :]
             + w["embeddings.token_type_embeddings.weight"][0][None, None, :]
         )
