@@ -19,7 +19,7 @@ from . import event_sources, http
 from .functions import IDLE_RETIRE_S, FunctionPool
 from .gateway import make_servers
 from .identity import Credentials
-from .template import ROOT, Deployment, deploy
+from .template import ROOT, Deployment, deploy, expanded
 
 DEFAULT_DATA_DIR = ROOT / ".memory-hub"
 
@@ -67,7 +67,11 @@ class Stack:
             if getattr(self, name) == 0:
                 setattr(self, name, free_port())
         self.credentials = Credentials.create(self.data_dir)
+        # the SAM transform (a child process) runs for this process beside the AWS side's own
+        expanding = threading.Thread(target=expanded, args=(self.region,), daemon=True, name="sam-transform")
+        expanding.start()
         ready = self._start_aws()
+        expanding.join()
         self.admin_key = ready.get("admin_key") or ""
         self.deployment = deploy(self.region, ready["secrets"], self.parameters)
         self.pool = FunctionPool(

@@ -7,9 +7,12 @@ from __future__ import annotations
 import copy
 import fnmatch
 import hashlib
+import json
 import logging
 import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -56,12 +59,29 @@ class _NoManagedPolicies:
 
 
 @lru_cache(maxsize=4)
-def _expanded(text_digest: str, region: str) -> dict[str, Any]:
-    """The template after AWS's SAM transform (what CloudFormation deploys)."""
+def _expanded(text_digest: str, region: str, path: Path) -> dict[str, Any]:
+    """The template after AWS's SAM transform (what CloudFormation deploys), made by a child process
+    (``python -m memory_hub_local.template REGION PATH``): the translator, pydantic v1 and their
+    schemas (~25 MiB once imported, and never released) stay out of the stack's long-lived processes."""
+    done = subprocess.run(
+        [sys.executable, "-m", "memory_hub_local.template", region, str(path)],
+        capture_output=True,
+        check=False,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        raise RuntimeError(f"the SAM transform of {path.name} failed: {message[0]}")
+    expanded: dict[str, Any] = json.loads(done.stdout)
+    return expanded
+
+
+def transform_here(region: str, path: Path = TEMPLATE) -> dict[str, Any]:
+    """The SAM transform in this process (the child's work)."""
     from samtranslator.translator.transform import transform
 
     logging.getLogger("samtranslator").setLevel(logging.ERROR)
-    raw = load_raw()
+    raw = load_raw(path)
     for resource in raw["Resources"].values():  # the translator wants S3 locations for code
         props = resource.get("Properties", {})
         for name in ("CodeUri", "ContentUri"):
@@ -85,8 +105,8 @@ def _expanded(text_digest: str, region: str) -> dict[str, Any]:
             os.environ["AWS_DEFAULT_REGION"] = previous
 
 
-def expanded(region: str) -> dict[str, Any]:
-    return _expanded(hashlib.sha256(TEMPLATE.read_bytes()).hexdigest(), region)
+def expanded(region: str, path: Path = TEMPLATE) -> dict[str, Any]:
+    return _expanded(hashlib.sha256(path.read_bytes()).hexdigest(), region, path)
 
 
 @dataclass(frozen=True)
@@ -319,3 +339,7 @@ def cfn_layer_uri(raw: dict[str, Any], layer: Any) -> str:
         if name == logical_id or logical_id.startswith(name):
             return str(Path(resource["Properties"]["ContentUri"]) / "python")
     raise KeyError(f"unknown layer {layer}")
+
+
+if __name__ == "__main__":
+    json.dump(transform_here(sys.argv[1], Path(sys.argv[2])), sys.stdout)

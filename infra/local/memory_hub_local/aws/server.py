@@ -311,6 +311,7 @@ class AwsSide:
         if not self.state.snapshot_found:  # a first start: the generated secrets go to disk now
             self.state.save(self.journal.number)
             self.journal.forget_below(self.journal.number)
+        gc.collect()  # cyclic garbage frozen now would never be freed (a start's boto3 sessions)
         gc.freeze()  # see _LONG_LIVED
         give_back_freed_memory()  # what loading the snapshot and replaying the journal freed
 

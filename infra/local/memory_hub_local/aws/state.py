@@ -50,6 +50,17 @@ def secrets_backend(region: str) -> Any:
     return secretsmanager_backends[DEFAULT_ACCOUNT_ID][region]
 
 
+def forget_sessions() -> None:
+    """Drop the boto3 session that made the resources and the one moto keeps to list regions: each
+    holds botocore's endpoint data (~6.6 MiB once parsed) and the service models it loaded, and
+    nothing needs them once the resources exist (a later client would load its own)."""
+    import boto3
+    from moto.core.base_backend import AccountSpecificBackend
+
+    boto3.DEFAULT_SESSION = None
+    AccountSpecificBackend.get_session.cache_clear()
+
+
 class State:
     """Creates the template's resources in moto and keeps them across restarts."""
 
@@ -111,6 +122,7 @@ class State:
             self.secret_values[logical_id] = value
         if saved:
             self._restore(saved)
+        forget_sessions()
 
     # ---------------------------------------------------------------- persistence
     @property
