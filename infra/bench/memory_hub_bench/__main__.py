@@ -4,7 +4,8 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
 
 1. every route: p50 latency at the client, AWS calls, sequential AWS round trips (every call
    delayed by 30 ms in a second pass: the extra time ÷ 30 ms), the emulated-AWS floor (the time
-   the emulated AWS side spent on the request's calls) and the overhead ratio p50 ÷ floor;
+   the emulated AWS side spent on the request's calls), the overhead ratio p50 ÷ floor, and the
+   mean CPU a request took in the function processes and in the emulated AWS side (/proc);
 2. memory size: search and newest-20 latency at a small vs a large memory, and the DynamoDB items
    a search reads (same matches);
 3. throughput: scenario write+read pairs per second with 1 and with 8 clients;
@@ -180,12 +181,16 @@ def routes_section(run: Run) -> None:
     rows = [measure.route(case, run.ours, run.n, run.hooks, run.log) for case in workload.cases]
     run.results["routes"] = [asdict(r) | {"overhead": r.overhead} for r in rows]
     _say("### Per route (local stack)\n")
-    _say("| route | p50 ms | AWS calls | sequential round trips | emulated AWS ms | p50 ÷ AWS | items read | calls |")
-    _say("|---|---:|---:|---:|---:|---:|---:|---|")
+    _say(
+        "| route | p50 ms | AWS calls | sequential round trips | emulated AWS ms | p50 ÷ AWS | items read "
+        "| CPU ms: function / emulated AWS | calls |"
+    )
+    _say("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         _say(
             f"| `{r.route}` | {_fmt(r.p50_ms)} | {_fmt(r.calls, 0)} | {_fmt(r.round_trips, 0)} | "
-            f"{_fmt(r.floor_ms)} | {_fmt(r.overhead)} | {_fmt(r.items_read, 0)} | {r.operations} |"
+            f"{_fmt(r.floor_ms)} | {_fmt(r.overhead)} | {_fmt(r.items_read, 0)} | "
+            f"{_fmt(r.function_cpu_ms)} / {_fmt(r.aws_cpu_ms)} | {r.operations} |"
         )
 
 

@@ -4,6 +4,7 @@ of these side by side with another v3 endpoint."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -13,6 +14,7 @@ from typing import Any
 
 from .cases import Case, Scope, Workload, messages
 from .client import Hooks, Target
+from .memory import KINDS, descendants, kind_of
 
 ROUND_TRIP_S = 0.030  # the delay added to every AWS call to count the sequential ones
 
@@ -35,6 +37,22 @@ class CallLog:
         return [c for c in calls if c.get("function")]
 
 
+def cpu_ms_by_kind(pids: set[int] | None = None) -> dict[str, float]:
+    """CPU time (user + system, ms) the stack's processes have used so far, by kind: this process's
+    descendants (``pids``: those only). /proc's clock ticks are 10 ms, so one request's figure is
+    coarse; the bench reports the mean of many."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = dict.fromkeys(KINDS, 0.0)
+    for pid in descendants(os.getpid()) if pids is None else pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        used[kind_of(pid)] += (int(fields[11]) + int(fields[12])) * 1000 / ticks  # utime + stime
+    return used
+
+
 @dataclass
 class RouteRow:
     route: str
@@ -44,19 +62,29 @@ class RouteRow:
     floor_ms: float = float("nan")
     items_read: float = float("nan")
     operations: str = ""
+    function_cpu_ms: float = float("nan")  # mean CPU a request took in the function processes
+    aws_cpu_ms: float = float("nan")  # … and in the emulated AWS side
 
     @property
     def overhead(self) -> float:
         return self.p50_ms / self.floor_ms if self.floor_ms else float("nan")
 
 
-def _run(case: Case, target: Target, start: int, n: int, log: CallLog | None) -> tuple[list[float], list[list[Any]]]:
+def _run(
+    case: Case, target: Target, start: int, n: int, log: CallLog | None, cpu: dict[str, float] | None = None
+) -> tuple[list[float], list[list[Any]]]:
+    """Time requests start … start + n - 1 (with their AWS calls when ``log``; adding the CPU each
+    took, by kind, to ``cpu`` when given: what ``case.before`` costs is left out)."""
     times, calls = [], []
     for i in range(start, start + n):
         case.before(i)
         if log is not None:
             log.take()
+        used = cpu_ms_by_kind() if cpu is not None else {}
         elapsed, _ = target.post(case.route, case.body(i))
+        if cpu is not None:
+            for kind, ms in cpu_ms_by_kind().items():
+                cpu[kind] += ms - used.get(kind, 0.0)
         times.append(elapsed)
         if log is not None:
             calls.append(log.take())
@@ -67,8 +95,9 @@ def route(case: Case, target: Target, n: int, hooks: Hooks | None, log: CallLog 
     """One route: warm it, time ``n`` requests (with their AWS calls), then ``n`` more with every
     AWS call delayed by ROUND_TRIP_S: the extra time counts the sequential round trips."""
     _run(case, target, -2, 2, None)  # warm: the environment exists, the caches are filled
-    times, calls = _run(case, target, 0, n, log)
-    row = RouteRow(case.route, p50(times))
+    cpu = dict.fromkeys(KINDS, 0.0)
+    times, calls = _run(case, target, 0, n, log, cpu)
+    row = RouteRow(case.route, p50(times), function_cpu_ms=cpu["functions"] / n, aws_cpu_ms=cpu["emulated AWS"] / n)
     if hooks is None or log is None:
         return row
     row.calls = p50([len(c) for c in calls])
