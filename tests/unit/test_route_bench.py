@@ -62,3 +62,12 @@ def test_the_cpu_of_what_comes_before_a_request_is_left_out(monkeypatch):
 
     row = measure.route(Case("/v3/x", lambda i: {}, before=before), _Target(clock), 5, None, None)  # type: ignore[arg-type]
     assert row.function_cpu_ms == 7 and row.aws_cpu_ms == 0
+
+
+def test_the_bench_runs_its_stack_with_or_without_meaning():
+    from memory_hub_bench.__main__ import parse
+
+    assert parse([]).embeddings == "Enabled"  # the template's default
+    assert parse(["--embeddings", "Disabled"]).embeddings == "Disabled"
+    with pytest.raises(SystemExit):
+        parse(["--embeddings", "off"])

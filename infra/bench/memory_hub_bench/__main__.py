@@ -129,6 +129,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         metavar="N",
         help="memory: store N messages (default 6,000; 300 with --quick; past LoCoMo's 5,882, as new users)",
     )
+    parser.add_argument(
+        "--embeddings",
+        choices=("Enabled", "Disabled"),
+        default="Enabled",
+        help="the template's Embeddings parameter for the stack the routes, sizes, throughput and compare "
+        "sections use (Disabled: no Bedrock or S3 Vectors call, search by words alone — like for like with "
+        "a peer run without embeddings)",
+    )
     parser.add_argument("--recall-only", action="store_true", help="run only the recall section")
     parser.add_argument(
         "--mode",
@@ -149,9 +157,21 @@ def main(argv: list[str] | None = None) -> int:
 
     key = os.environ.setdefault("MEMORY_HUB_BOOTSTRAP_ADMIN_KEY", BENCH_KEY)
     began = time.perf_counter()
-    results: dict[str, Any] = {"quick": args.quick, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    results: dict[str, Any] = {
+        "quick": args.quick,
+        "embeddings": args.embeddings,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     with open(os.devnull, "wb") as quiet:
-        stack = Stack(port=0, lambda_port=0, aws_port=0, data_dir=None, test_hooks=True, log=quiet)
+        stack = Stack(
+            port=0,
+            lambda_port=0,
+            aws_port=0,
+            data_dir=None,
+            test_hooks=True,
+            log=quiet,
+            parameters={"Embeddings": args.embeddings},
+        )
         stack.start()
         try:
             assert stack.pool is not None
@@ -240,7 +260,10 @@ def compare_section(run: Run) -> None:
         run.n,
     )
     run.results["compare"] = [asdict(r) | {"ratio": r.ratio} for r in rows]
-    _say(f"\n### Side by side with {run.theirs.url} (p50 ms, alternating requests)\n")
+    _say(
+        f"\n### Side by side with {run.theirs.url} (p50 ms, alternating requests; "
+        f"ours: Embeddings {run.args.embeddings})\n"
+    )
     _say("| route | Memory Hub | other | ratio |")
     _say("|---|---:|---:|---:|")
     for r in rows:
