@@ -448,3 +448,75 @@ def test_values_come_back_as_given_whether_kept_as_float32_or_as_doubles():
     assert found["before"] == found["after_query"] == {"f": found["single"], "d": found["double"]}
     assert found["nearest"] == "f"
     assert found["kept"] == {"f": "ndarray", "d": "array"}  # a row of the index's matrix; a copy of its own
+
+
+TRAILING_ZEROS = """
+    import math, random
+    import numpy as np
+    from memory_hub_local.aws.s3vectors import backend, search
+    for metric in ("cosine", "euclidean"):
+        vectors.create_index(vectorBucketName="memory-vectors", indexName=f"z-{metric}", dataType="float32",
+                             dimension=8, distanceMetric=metric)
+    rng = random.Random(5)
+    def f32(xs):
+        return [float(x) for x in np.asarray(xs, dtype=np.float32)]
+    given = {
+        "padded": f32([0.5, -0.25, 0.75] + [0.0] * 5),  # a small model's vector put at a larger size
+        "negative_zero_last": f32([0.5, 0.25, 0.0, 0.0, 0.0, 0.0, 0.0, -0.0]),
+        "all_zero": [0.0] * 8,
+        "dense": f32([rng.uniform(-1, 1) for _ in range(8)]),
+        "tiny_last": f32([0.1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1e-45]),  # float32's smallest: kept
+    }
+    for _ in range(40):
+        n = rng.randrange(0, 9)
+        given[f"r{len(given)}"] = f32([rng.uniform(-1, 1) for _ in range(n)] + [0.0] * (8 - n))
+    def spelled(values):  # repr tells -0.0 from 0.0
+        return [repr(v) for v in values]
+    found = {}
+    for metric in ("cosine", "euclidean"):
+        at = {"vectorBucketName": "memory-vectors", "indexName": f"z-{metric}"}
+        vectors.put_vectors(**at, vectors=[{"key": k, "data": {"float32": v}} for k, v in given.items()])
+        index = next(i for b in backend().vector_buckets.values() for n, i in b.indexes.items()
+                     if n.endswith(f"/index/z-{metric}"))
+        kept = {k: len(v.__dict__[search.PACKED]) for k, v in index.vectors.items()}
+        def back():
+            answer = vectors.get_vectors(**at, keys=list(given), returnData=True)["vectors"]
+            return {v["key"]: spelled(v["data"]["float32"]) for v in answer}
+        before = back()
+        full = np.asarray(list(given.values()), dtype=np.float32)
+        worst, orders = 0.0, 0
+        for _ in range(20):
+            probe = f32([rng.uniform(-1, 1) for _ in range(8)])
+            answer = vectors.query_vectors(**at, topK=len(given), queryVector={"float32": probe}, returnDistance=True)
+            got = {v["key"]: v["distance"] for v in answer["vectors"]}
+            p = np.asarray(probe, dtype=np.float64)
+            if metric == "cosine":
+                norms = np.maximum(np.linalg.norm(full, axis=1) * np.linalg.norm(p), 1e-30)
+                reference = 1.0 - (full.astype(np.float64) @ p) / norms
+            else:
+                reference = np.linalg.norm(full.astype(np.float64) - p, axis=1)
+            for key, distance in zip(given, reference):
+                worst = max(worst, abs(got[key] - distance))
+            distances = [v["distance"] for v in answer["vectors"]]
+            orders += len(got) == len(given) and distances == sorted(distances)  # all, nearest first
+        found[metric] = {"kept": kept, "before": before == {k: spelled(v) for k, v in given.items()},
+                         "after_query": back() == before, "worst": worst, "orders": orders}
+    print(json.dumps(found))
+"""
+
+
+def test_a_vector_s_trailing_zeros_are_not_held_yet_come_back_and_count_in_every_distance():
+    found = run(True, TRAILING_ZEROS)
+    for metric in ("cosine", "euclidean"):
+        result = found[metric]
+        assert result["before"] and result["after_query"]  # every value as given, -0.0 included
+        kept = result["kept"]
+        assert (kept["padded"], kept["negative_zero_last"], kept["all_zero"], kept["dense"], kept["tiny_last"]) == (
+            3,
+            8,
+            0,
+            8,
+            8,
+        )
+        assert result["worst"] < 1e-5  # float32 arithmetic against a float64 reference on whole vectors
+        assert result["orders"] == 20

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from .search import PACKED, changed
+from .search import LENGTH, PACKED, changed
 
 
 def _once(owner: Any, flag: str) -> bool:
@@ -37,18 +37,32 @@ def install() -> None:
 def packed_vectors() -> None:
     """A vector's ``data`` ({"float32": [...]}) is kept packed when every value is a float: 4 bytes a
     value when each is a float32 exactly (an embedding model's are), else 8 (a double each); so every
-    value comes back exactly as it was given. Anything else is kept as given."""
+    value comes back exactly as it was given. Anything else is kept as given. A float32 vector's
+    trailing zeros (+0.0) are not kept, only its length: a 384-dimension model's vectors put at
+    1,024 dimensions (zero-padded) hold 1.5 KB, not 4."""
     from moto.s3vectors.models import Vector
 
     def get_data(self: Any) -> Any:
         packed = self.__dict__.get(PACKED)
-        return self.__dict__.get("_memory_hub_data") if packed is None else {"float32": packed.tolist()}
+        if packed is None:
+            return self.__dict__.get("_memory_hub_data")
+        values = packed.tolist()
+        return {"float32": values + [0.0] * (self.__dict__.get(LENGTH, len(values)) - len(values))}
 
     def set_data(self: Any, value: Any) -> None:
         values = value.get("float32") if isinstance(value, dict) and len(value) == 1 else None
+        self.__dict__.pop(LENGTH, None)
         if isinstance(values, list) and all(type(v) is float for v in values):
             single = array("f", values)
-            self.__dict__[PACKED] = single if single.tolist() == values else array("d", values)
+            if single.tolist() == values:
+                # the values up to the last byte that is not zero (-0.0 is kept: its sign bit is set)
+                kept = (len(single.tobytes().rstrip(b"\0")) + single.itemsize - 1) // single.itemsize
+                if kept < len(single):
+                    single = single[:kept]
+                    self.__dict__[LENGTH] = len(values)
+                self.__dict__[PACKED] = single
+            else:
+                self.__dict__[PACKED] = array("d", values)
             self.__dict__.pop("_memory_hub_data", None)
         else:
             self.__dict__["_memory_hub_data"] = value

@@ -11,6 +11,7 @@ import numpy as np
 from .filters import matches
 
 PACKED = "_memory_hub_packed"  # a vector's values as kept (an array of float32 or doubles; see patches.packed_vectors)
+LENGTH = "_memory_hub_length"  # a float32 vector's length when its trailing zeros are not kept
 
 
 def _single(packed: Any) -> bool:
@@ -19,16 +20,19 @@ def _single(packed: Any) -> bool:
 
 
 def _rows(rows: list[Any], dimension: int) -> np.ndarray:
-    """The vectors' values as one float32 matrix. Packed values are read as kept (float32 as they
-    are; a double cast to float32 as numpy casts the same floats from a list, not made into Python
-    floats first)."""
+    """The vectors' values as one float32 matrix, as wide as the longest values kept: a vector's
+    trailing zeros are not kept (see patches.packed_vectors), and a shorter row is zero-filled.
+    Packed values are read as kept (float32 as they are; a double cast to float32 as numpy casts
+    the same floats from a list, not made into Python floats first)."""
     packed = [v.__dict__.get(PACKED) for v in rows]
     if rows and all(p is not None for p in packed):
-        if all(_single(p) for p in packed):
-            return np.frombuffer(b"".join(packed), dtype=np.float32).reshape(len(rows), dimension)
-        return np.concatenate(
-            [np.frombuffer(p, dtype=np.float32 if _single(p) else np.float64).astype(np.float32) for p in packed]
-        ).reshape(len(rows), dimension)
+        width = max(len(p) for p in packed)
+        if all(_single(p) and len(p) == width for p in packed):
+            return np.frombuffer(b"".join(packed), dtype=np.float32).reshape(len(rows), width)
+        data = np.zeros((len(rows), width), dtype=np.float32)
+        for at, values in enumerate(packed):
+            data[at, : len(values)] = np.frombuffer(values, dtype=np.float32 if _single(values) else np.float64)
+        return data
     return np.asarray([v.data["float32"] for v in rows], dtype=np.float32).reshape(len(rows), dimension)
 
 
@@ -62,9 +66,14 @@ def query(index: Any, vector: list[float], top_k: int, where: dict[str, Any] | N
     if not rows:
         return []
     probe = np.asarray(vector, dtype=np.float32)
+    # the matrix leaves out the dimensions where every vector is zero: there the probe adds nothing to
+    # a dot product, and its own squares to every distance
+    head, rest = probe[: data.shape[1]], probe[data.shape[1] :]
     distances: np.ndarray
     if index.distance_metric == "cosine":
-        distances = 1.0 - (data @ probe) / np.maximum(norms * np.linalg.norm(probe), np.float32(1e-30))
+        distances = 1.0 - (data @ head) / np.maximum(norms * np.linalg.norm(probe), np.float32(1e-30))
+    elif rest.size:
+        distances = np.sqrt(np.sum((data - head) ** 2, axis=1) + np.float32(rest @ rest))
     else:
         distances = np.linalg.norm(data - probe, axis=1)
     found: list[tuple[Any, float]] = []
