@@ -326,15 +326,7 @@ def local_stack(embeddings: str) -> Iterator[Any]:
     artifacts.mkdir(exist_ok=True)
     os.environ["MEMORY_HUB_BOOTSTRAP_ADMIN_KEY"] = ADMIN_KEY
     log = open(artifacts / "stack.log", "ab")  # noqa: SIM115 - open for the whole session
-    stack = Stack(
-        port=0,
-        lambda_port=0,
-        aws_port=0,
-        data_dir=None,
-        test_hooks=True,
-        log=log,
-        parameters={"Embeddings": embeddings},
-    )
+    stack = Stack.with_hooks(log, embeddings)
     stack.start()
     previous = {name: os.environ.get(name) for name in stack.aws_environment()}
     os.environ.update(stack.aws_environment())

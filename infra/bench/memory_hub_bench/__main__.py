@@ -163,15 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     with open(os.devnull, "wb") as quiet:
-        stack = Stack(
-            port=0,
-            lambda_port=0,
-            aws_port=0,
-            data_dir=None,
-            test_hooks=True,
-            log=quiet,
-            parameters={"Embeddings": args.embeddings},
-        )
+        stack = Stack.with_hooks(quiet, args.embeddings)
         stack.start()
         try:
             assert stack.pool is not None

@@ -50,6 +50,20 @@ class Stack:
     _aws: subprocess.Popen[bytes] | None = None
     _servers: list[http.Server] = field(default_factory=list)
 
+    @classmethod
+    def with_hooks(cls, log: IO[bytes] | None, embeddings: str = "Enabled") -> Stack:
+        """A stack for the tests and the bench: free ports, nothing on disk, the emulated AWS side's
+        test hooks on, and the template's ``Embeddings`` parameter as given."""
+        return cls(
+            port=0,
+            lambda_port=0,
+            aws_port=0,
+            data_dir=None,
+            test_hooks=True,
+            log=log,
+            parameters={"Embeddings": embeddings},
+        )
+
     @property
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
