@@ -40,8 +40,11 @@ test-fast: $(VENV)/.installed  ## the inner loop: the unit and contract tiers si
 test-unit: $(VENV)/.installed  ## domain and storage in process over moto, with coverage
 	$(PY) -m pytest tests/unit --cov=memory_hub --cov=functions --cov-report=term:skip-covered
 
+# The contract tier is the longest of the three that run side by side (its moto patch claims alone
+# ~75 s in one process): two workers, a module at a time each, end it with the unit tier.
+CONTRACT_WORKERS ?= 2
 test-contract: $(VENV)/.installed  ## the template, the wheel, the repo's own rules
-	$(PY) -m pytest tests/contract
+	$(PY) -m pytest tests/contract -n $(CONTRACT_WORKERS) --dist loadfile
 
 test-deployed: $(VENV)/.installed  ## the functions as Lambda runs them: plain moto, the template's environment
 	$(PY) -m pytest tests/deployed
