@@ -34,7 +34,7 @@ test: $(VENV)/.installed  ## the whole suite, tier by tier (browser tests run wh
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-contract test-deployed
 	@$(MAKE) --no-print-directory test-api
 
-test-fast: $(VENV)/.installed  ## the inner loop: the unit and contract tiers side by side (no servers, under 2 minutes)
+test-fast: $(VENV)/.installed  ## the inner loop: the unit and contract tiers side by side (no servers, 1.5–2 minutes here)
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-contract
 
 test-unit: $(VENV)/.installed  ## domain and storage in process over moto, with coverage
