@@ -41,7 +41,8 @@ test-unit: $(VENV)/.installed  ## domain and storage in process over moto, with 
 	$(PY) -m pytest tests/unit --cov=memory_hub --cov=functions --cov-report=term:skip-covered
 
 # The contract tier is the longest of the three that run side by side (its moto patch claims alone
-# ~75 s in one process): two workers, a module at a time each, end it with the unit tier.
+# ~75 s in one process): in two workers, a module at a time each, it ends about when the unit tier
+# does. CONTRACT_WORKERS=0: one process.
 CONTRACT_WORKERS ?= 2
 test-contract: $(VENV)/.installed  ## the template, the wheel, the repo's own rules
 	$(PY) -m pytest tests/contract -n $(CONTRACT_WORKERS) --dist loadfile
