@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -182,12 +183,24 @@ def make_scope() -> Scope:
 # ---------------------------------------------------------------- the emulated account
 
 
+_CLIENTS: dict[tuple[str, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
 def aws_client(service: str) -> Any:
-    """A client of the stack the environment points at now (a fresh session: boto3's default one
-    would keep the credentials of the first stack it saw)."""
+    """A client of the stack the environment points at now. One is made per service and stack (its
+    endpoint and credentials in the environment) and kept: making a client reads botocore's JSON
+    models again in a fresh session (~0.1 s of CPU), which the API tier's table walks and polls
+    once paid thousands of times. boto3's default session would keep the first stack's credentials."""
     import boto3
 
-    return boto3.session.Session().client(service, region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    aws = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
+    key = (service, *(f"{k}={v}" for k, v in aws))
+    with _CLIENTS_LOCK:
+        if key not in _CLIENTS:
+            region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+            _CLIENTS[key] = boto3.session.Session().client(service, region_name=region)
+        return _CLIENTS[key]
 
 
 def s3_keys(prefix: str) -> list[str]:
