@@ -17,9 +17,8 @@ from ..storage import assets as stored
 from ..storage import blobs, counters, layout, scenes
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
-from ..storage.counters import Where
 from ..storage.models import Asset
-from . import meaning, tokens
+from . import tokens
 from .errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from .principal import Principal
 from .results import Visibility
@@ -59,12 +58,6 @@ def owned_by(asset: Asset | None, team_id: str, agent_id: str) -> Asset | None:
     if asset is not None and asset.team_id == team_id and asset.agent_id == agent_id:
         return asset
     return None
-
-
-def forget_erased(asset: Asset, where: Where, ids: list[str]) -> None:
-    """What an erasure removes besides its items, both before the request answers and at once (one
-    round trip less): the erased items' vectors and every export of the memory."""
-    parallel(lambda: meaning.erase(where, ids), lambda: forget_exports(asset))
 
 
 def forget_exports(asset: Asset) -> int:

@@ -14,7 +14,7 @@ from ..storage.counters import Where
 from ..storage.errors import Cancelled
 from ..storage.models import AuditEvent, Record
 from ..storage.retry import attempts
-from . import assets, meaning, retrieval
+from . import assets, erasure, meaning, retrieval
 from .conversation import time_window
 from .errors import Conflict, Invalid, NotFound
 from .principal import Authorize
@@ -328,7 +328,7 @@ def delete(
         ) from None
     gone = {r.id for r in removed}
     if gone:
-        assets.forget_erased(asset, where, list(gone))
+        erasure.forget_erased(asset, where, list(gone))
     return RecordsDeleted(
         deleted_count=len(gone),
         deleted_ids=[i for i in wanted if i in gone],

@@ -12,7 +12,7 @@ from ..storage.counters import Where
 from ..storage.errors import Cancelled
 from ..storage.models import AuditEvent, Message
 from ..storage.retry import attempts
-from . import assets, meaning, retrieval
+from . import assets, erasure, meaning, retrieval
 from .errors import Invalid
 from .principal import Authorize
 from .results import Added, MessageHit, MessageHits, MessageItem, Messages, MessagesDeleted, Mode, Role, Total
@@ -221,7 +221,7 @@ def delete(
     removed, recorded = messages.delete(where, list(doomed.values()), events)
     gone = {m.id for m in removed}
     if gone:
-        assets.forget_erased(asset, where, list(gone))
+        erasure.forget_erased(asset, where, list(gone))
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]
     return MessagesDeleted(

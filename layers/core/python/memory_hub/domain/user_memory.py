@@ -14,7 +14,7 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.models import AuditEvent
-from . import assets, reindex
+from . import assets, erasure, reindex
 from .audit import user_target
 from .principal import Principal
 from .results_admin import UserItemDeleted, UserMemoryDeleted, UserMemoryErased
@@ -42,7 +42,7 @@ def delete(
         recorded = events_l0 + events_l1 + _nothing_deleted(removed_l0, removed_l1, target, context)
         counters.forget_user(where, user_id)
         reindex.forget(where, user_id)
-        assets.forget_erased(asset, where, [item.id for item in removed_l0 + removed_l1])
+        erasure.forget_erased(asset, where, [item.id for item in removed_l0 + removed_l1])
         return UserMemoryErased(
             memory_id=memory_id,
             user_id=user_id,
@@ -59,7 +59,7 @@ def delete(
         found_records = records.get_many(where, user_id, [content_id])
         removed, recorded = records.delete(where, list(found_records.values()), events("L1"))
     if removed:
-        assets.forget_erased(asset, where, [item.id for item in removed])
+        erasure.forget_erased(asset, where, [item.id for item in removed])
     return UserItemDeleted(
         memory_id=memory_id,
         user_id=user_id,
