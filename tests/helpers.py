@@ -340,6 +340,9 @@ def local_stack(embeddings: str) -> Iterator[Any]:
     os.environ["MEMORY_HUB_BOOTSTRAP_ADMIN_KEY"] = ADMIN_KEY
     log = open(artifacts / "stack.log", "ab")  # noqa: SIM115 - open for the whole session
     stack = Stack.with_hooks(log, embeddings)
+    # Environments start at their function's first invocation, not all at once ahead of it: most
+    # modules call a few of the nine functions, and each environment's start costs ~0.5 s of CPU.
+    stack.warm = False
     stack.start()
     previous = {name: os.environ.get(name) for name in stack.aws_environment()}
     os.environ.update(stack.aws_environment())
