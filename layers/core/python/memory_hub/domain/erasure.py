@@ -1,6 +1,6 @@
 """What an erasure by id removes besides its items. Apart from ``assets`` so that the functions that
-never erase (scenario files, keys, exports) do not load the meaning and search modules at their
-cold start."""
+never erase by id (scenario files, keys, the clear) do not load the meaning and search modules at
+their cold start."""
 
 from __future__ import annotations
 
