@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers import launch
+from helpers import eventually, launch
 
 ROOT = Path(__file__).resolve().parents[2]
 START_S = 120
@@ -157,3 +157,55 @@ def test_a_port_in_use_is_one_clear_line_and_a_non_zero_exit(taken):
         )
     assert result.returncode != 0
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_killed_stack_leaves_nothing_running_and_the_next_start_keeps_what_was_answered(tmp_path):
+    """SIGKILL to the stack's own process alone (an OOM kill, a debugger): the processes it started —
+    the emulated AWS side, the functions' environments — do not live on holding the ports and the
+    data directory; the next start on that directory serves what was answered before the kill."""
+    api, lam, aws = ports()
+    data = tmp_path / "state"
+    command = [str(ROOT / ".venv" / "bin" / "memory-hub"), "local", "--port", str(api), "--lambda-port", str(lam)]
+    command += ["--aws-port", str(aws), "--data-dir", str(data)]
+    first = start(command, api)
+    scope = {"team_id": "killed", "agent_id": "agent", "user_id": "u"}
+    written = first.post("/v3/scenario/write", {**scope, "path": "kept.md", "content": "answered before the kill"})
+    assert written["code"] == 0, written
+    started = _children(first.process.pid)
+    sides = [p for p in started if b"memory_hub_local.aws" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert len(sides) == 1, started
+    os.kill(first.process.pid, signal.SIGKILL)
+    first.process.wait(timeout=60)
+    eventually(
+        lambda: not any(_running(p) for p in started),
+        lambda: f"still running after their stack was killed: {[p for p in started if _running(p)]}",
+    )
+    second = start(command, api)
+    try:
+        read = second.post("/v3/scenario/read", {**scope, "path": "kept.md"})
+        assert read["code"] == 0 and read["data"]["content"].endswith("answered before the kill"), read
+        assert read["data"]["version"] == 1
+    finally:
+        second.stop()

@@ -2,8 +2,9 @@
 
 It starts moto (in this process, patched), makes the template's resources (or restores them from
 the data directory), serves them on the port, and prints one line ``READY {json}`` with the
-secrets' ARNs. Every change is on disk before it is answered (``journal``); on SIGTERM or SIGINT it
-ends a compaction under way and exits. ``--compact-upto N`` runs a compaction child instead."""
+secrets' ARNs. Every change is on disk before it is answered (``journal``); on SIGTERM or SIGINT, or
+when the process that started it is gone, it ends a compaction under way and exits.
+``--compact-upto N`` runs a compaction child instead."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ import os
 import signal
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .server import AwsSide
     from .state import State
+
+PARENT_POLL_S = 0.5
 
 for name, value in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}.items():
     os.environ.setdefault(name, value)
@@ -96,6 +101,7 @@ def _serve(state: State, side: AwsSide, port: int) -> int:
 
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
+    threading.Thread(target=_end_with_parent, args=(os.getppid(), finish), daemon=True, name="parent").start()
     ready = {
         "port": server.server_address[1],
         "secrets": state.secret_arns,
@@ -105,6 +111,16 @@ def _serve(state: State, side: AwsSide, port: int) -> int:
     server.serve_forever()
     side.close()
     return 0
+
+
+def _end_with_parent(parent: int, finish: Callable[[], None]) -> None:
+    """The stack that started this process is gone (a SIGKILL, a closed terminal): finish as on
+    SIGTERM instead of holding the port and the data directory's lock for nobody. Every answered
+    change is already on disk. (Polled: Linux's parent-death signal follows the starting thread,
+    not the process, and a stack may be started from any thread.)"""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    finish()
 
 
 def main(argv: list[str] | None = None) -> int:
