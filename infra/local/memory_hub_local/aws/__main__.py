@@ -77,7 +77,7 @@ def _aws_side(args: argparse.Namespace) -> tuple[State, AwsSide]:
     return state, AwsSide(state, args.region, identities, Hooks() if args.test_hooks else None)
 
 
-def _serve(state: State, side: AwsSide, port: int) -> int:
+def _serve(state: State, side: AwsSide, port: int, parent: int) -> int:
     """Recover from the journal, listen, say READY, and serve until SIGTERM or SIGINT."""
     from .server import make_server
 
@@ -101,7 +101,7 @@ def _serve(state: State, side: AwsSide, port: int) -> int:
 
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
-    threading.Thread(target=_end_with_parent, args=(os.getppid(), finish), daemon=True, name="parent").start()
+    threading.Thread(target=_end_with_parent, args=(parent, finish), daemon=True, name="parent").start()
     ready = {
         "port": server.server_address[1],
         "secrets": state.secret_arns,
@@ -124,6 +124,7 @@ def _end_with_parent(parent: int, finish: Callable[[], None]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    parent = os.getppid()  # read first: a stack killed during the start-up is noticed too
     args = _arguments(argv)
     if args.compact_upto is not None:
         from .journal import die_with_parent
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from . import embedding_model
 
     threading.Thread(target=embedding_model.model, name="embedding-model", daemon=True).start()
-    return _serve(state, side, args.port)
+    return _serve(state, side, args.port, parent)
 
 
 if __name__ == "__main__":
