@@ -1299,6 +1299,7 @@ def test_cli_export_refuses_a_non_empty_out_directory(api, cli, tmp_path):
             "version: 3\ncreated_at: 2024-05-01T10:00:00Z\nupdated_at: 2024-05-01T10:00:00.5+00:00",
             "2024-05-01T10:00:00.000Z",
         ),
+        ("created_at: 2020-01-01T00:00:00Z\nfoo: bar", "2020-01-01T00:00:00.000Z"),  # ours, no version line
     ],
 )
 def test_meta_times_in_another_rfc3339_form_are_written_in_ours(api, meta, created_at):
@@ -1314,7 +1315,14 @@ def test_meta_times_in_another_rfc3339_form_are_written_in_ours(api, meta, creat
 
 @pytest.mark.parametrize(
     "meta",
-    ["created: 2024-05-01 10:00:00", "updated: last tuesday", "version: 2\ncreated_at: whenever", "version: zero"],
+    [
+        "created: 2024-05-01 10:00:00",
+        "updated: last tuesday",
+        "version: 2\ncreated_at: whenever",
+        "version: zero",
+        "created_at: yesterday\nfoo: bar",
+        "updated_at: 2026-01-01",
+    ],
 )
 def test_meta_that_cannot_be_read_fails_the_import_naming_the_file(api, meta):
     target = make_scope()

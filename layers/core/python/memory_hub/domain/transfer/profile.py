@@ -16,6 +16,7 @@ from .shapes import Selection
 
 BACKUP_NAME = re.compile(r"persona_\d{8}_\d{6}_\d{1,9}\.md", re.ASCII)
 META_VERSION = re.compile(r"[0-9]{1,16}", re.ASCII)
+OURS = frozenset({"version", "created_at", "updated_at"})  # the keys only a Memory Hub META block has
 
 
 def _stamp(value: str | None, name: str) -> str | None:
@@ -47,21 +48,23 @@ def _check_meta(keys: dict[str, str]) -> None:
 
 def stored_scene(text: str) -> str:
     """A scene file as Memory Hub stores it: our META block kept as it is (times in another RFC
-    3339 form written in ours); TencentDB's (created, updated, summary, heat) turned into ours, its
-    other keys kept. ValueError (what is wrong) when a version or time cannot be read."""
+    3339 form written in ours; a block with our times but no version line is at version 1);
+    TencentDB's (created, updated, summary, heat) turned into ours, its other keys kept. ValueError
+    (what is wrong) when a version or time cannot be read."""
     keys, content = meta.split(text)
     if not keys:
         stamp = format_ms(now_ms())
         return meta.render(version=1, created_at=stamp, updated_at=stamp, summary=None, previous={}, content=text)
     _check_meta(keys)
-    if "version" in keys:
-        created = _stamp(keys.get("created_at"), "created_at") or format_ms(now_ms())
-        updated = _stamp(keys.get("updated_at"), "updated_at") or created
-        if (created, updated) == (keys.get("created_at"), keys.get("updated_at")):
+    if OURS.intersection(keys):
+        given_update = _stamp(keys.get("updated_at"), "updated_at")
+        created = _stamp(keys.get("created_at"), "created_at") or given_update or format_ms(now_ms())
+        updated = given_update or created
+        if "version" in keys and (created, updated) == (keys.get("created_at"), keys.get("updated_at")):
             return text  # exactly as exported
-        previous = {k: v for k, v in keys.items() if k not in ("version", "created_at", "updated_at", "summary")}
+        previous = {k: v for k, v in keys.items() if k not in OURS and k != "summary"}
         return meta.render(
-            version=int(keys["version"]),
+            version=int(keys.get("version", 1)),
             created_at=created,
             updated_at=updated,
             summary=keys.get("summary") or None,
