@@ -38,10 +38,6 @@ def searchable(content: str, background: str) -> str:
     return f"{content}\n{background}"
 
 
-def _where(asset: Any) -> Where:
-    return Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
-
-
 def as_item(scope: Scope, item: Record) -> RecordItem:
     return _answer(RecordItem, scope, item)
 
@@ -83,7 +79,7 @@ def add(
     key = natural_key(scope.task_id, type_, background, content)
     counts = term_counts(searchable(content, background))
     for _ in attempts("atomic/add"):
-        where = _where(asset)
+        where = assets.where_of(asset)
         now = now_ms()
         record = records.new(
             where,
@@ -147,7 +143,7 @@ def update(
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:
         raise NotFound(NOT_FOUND)
-    where = _where(asset)
+    where = assets.where_of(asset)
     context = EventContext(scope.team_id, principal.key_id, request_id, scope.agent_id, scope.memory_id)
     for _ in attempts("atomic/update"):
         record = _get(scope, where, atom_id)
@@ -205,12 +201,6 @@ def _reindex(scope: Scope, where: Where, atom_id: str) -> None:
             return
 
 
-def _asset(scope: Scope, authorize: Authorize) -> Any:
-    raw = assets.of_scope(scope)
-    authorize()
-    return assets.owned_by(raw, scope.team_id, scope.agent_id)
-
-
 def query(
     scope: Scope,
     type_: str | None,
@@ -221,23 +211,26 @@ def query(
     authorize: Authorize,
 ) -> Records:
     start, end = time_window(time_start, time_end)
-    asset = _asset(scope, authorize)
-    if asset is None:
+
+    def read(where: Where) -> list[Any]:
+        return parallel(
+            lambda: list(records.newest(where, scope.user_id, type_, scope.task_id, start, end, offset + limit)),
+            lambda: records.count(where, scope.user_id, type_, scope.task_id, start, end),
+        )
+
+    asset, found = assets.read_at_epoch(scope, authorize, read)
+    if asset is None or found is None:
         return Records(items=[], total=0)
-    where = _where(asset)
-    page, total = parallel(
-        lambda: list(records.newest(where, scope.user_id, type_, scope.task_id, start, end, offset + limit)),
-        lambda: records.count(where, scope.user_id, type_, scope.task_id, start, end),
-    )
+    page, total = found
     return Records(items=[as_item(scope, r) for r in page[offset : offset + limit]], total=total)
 
 
 def count(scope: Scope, type_: str | None, time_start: str | None, time_end: str | None, authorize: Authorize) -> Total:
     start, end = time_window(time_start, time_end)
-    asset = _asset(scope, authorize)
-    if asset is None:
-        return Total(total=0)
-    return Total(total=records.count(_where(asset), scope.user_id, type_, scope.task_id, start, end))
+    _, total = assets.read_at_epoch(
+        scope, authorize, lambda where: records.count(where, scope.user_id, type_, scope.task_id, start, end)
+    )
+    return Total(total=total or 0)
 
 
 def search(
@@ -252,10 +245,6 @@ def search(
 ) -> RecordHits:
     start, end = time_window(time_start, time_end)
     mode = retrieval.resolve_mode(mode, meaning.enabled())
-    asset = _asset(scope, authorize)
-    if asset is None:
-        return RecordHits(items=[], mode_used=cast(Mode, mode))
-    where = _where(asset)
 
     def keep(record: Record) -> bool:  # L1 time filters apply to updated_at
         if type_ is not None and record.type != type_:
@@ -264,21 +253,26 @@ def search(
             return False
         return (start is None or int(record.updated_at) >= start) and (end is None or int(record.updated_at) <= end)
 
-    def by_meaning(depth: int) -> retrieval.Meant | None:
-        return meaning.semantic(where, LAYER, scope.user_id, text, depth, task_id=scope.task_id, type_=type_)
+    def run(where: Where) -> retrieval.Found:
+        def by_meaning(depth: int) -> retrieval.Meant | None:
+            return meaning.semantic(where, LAYER, scope.user_id, text, depth, task_id=scope.task_id, type_=type_)
 
-    result = retrieval.search(
-        pk=where.item_pk(LAYER, scope.user_id),
-        text=text,
-        limit=limit,
-        mode=mode,
-        filters=postings.Filters(task_id=scope.task_id, type=type_),
-        stats=lambda: counters.of_user(where, LAYER, scope.user_id),
-        fetch=lambda ids: records.get_many(where, scope.user_id, ids),
-        text_of=lambda r: searchable(r.content, r.background or ""),
-        keep=keep,
-        semantic=by_meaning if mode != "keyword" else None,
-    )
+        return retrieval.search(
+            pk=where.item_pk(LAYER, scope.user_id),
+            text=text,
+            limit=limit,
+            mode=mode,
+            filters=postings.Filters(task_id=scope.task_id, type=type_),
+            stats=lambda: counters.of_user(where, LAYER, scope.user_id),
+            fetch=lambda ids: records.get_many(where, scope.user_id, ids),
+            text_of=lambda r: searchable(r.content, r.background or ""),
+            keep=keep,
+            semantic=by_meaning if mode != "keyword" else None,
+        )
+
+    asset, result = assets.read_at_epoch(scope, authorize, run)
+    if asset is None or result is None:
+        return RecordHits(items=[], mode_used=cast(Mode, mode))
     return RecordHits(
         items=[_answer(RecordHit, scope, r, score=score) for r, score in result.items],
         mode_used=cast(Mode, result.mode_used),
@@ -300,7 +294,7 @@ def delete(
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:
         return RecordsDeleted(deleted_count=0, deleted_ids=[], not_found_ids=wanted, audit_ids=[])
-    where = _where(asset)
+    where = assets.where_of(asset)
     lookable = [i for i in wanted if issued_here("atom-", i)]
     found = records.get_many(where, scope.user_id, lookable) if lookable else {}
     in_scope = {i: r for i, r in found.items() if scope.task_id is None or r.task_id == scope.task_id}

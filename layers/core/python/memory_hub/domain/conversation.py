@@ -29,10 +29,6 @@ def time_window(time_start: str | None, time_end: str | None) -> tuple[int | Non
     return (lower_bound_ms(time_start) if time_start else None, upper_bound_ms(time_end) if time_end else None)
 
 
-def _where(asset: Any) -> Where:
-    return Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
-
-
 def as_item(scope: Scope, item: Message) -> MessageItem:
     return MessageItem(
         id=item.id,
@@ -69,7 +65,7 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> Adde
         for _ in attempts("conversation/add"):
             asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
             try:
-                messages.add(_where(asset), scope.user_id, scope.session_id, scope.task_id, new, start)
+                messages.add(assets.where_of(asset), scope.user_id, scope.session_id, scope.task_id, new, start)
                 break
             except Cancelled as exc:
                 if "epoch" not in exc.failed:
@@ -78,40 +74,39 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> Adde
     except BaseException:
         meaning.settle(ahead)
         raise
-    meaning.embed_after_write(_where(asset), pieces, ahead=ahead)
+    meaning.embed_after_write(assets.where_of(asset), pieces, ahead=ahead)
     ids = [m.id for m in new]
     return Added(accepted_ids=ids, accepted_versions=["v1"] * len(ids), total_count=len(ids))
-
-
-def _asset(scope: Scope, authorize: Authorize) -> Any:
-    raw = assets.of_scope(scope)
-    authorize()
-    return assets.owned_by(raw, scope.team_id, scope.agent_id)
 
 
 def query(
     scope: Scope, limit: int, offset: int, time_start: str | None, time_end: str | None, authorize: Authorize
 ) -> Messages:
     start, end = time_window(time_start, time_end)
-    asset = _asset(scope, authorize)
-    if asset is None:
+
+    def read(where: Where) -> list[Any]:
+        return parallel(
+            lambda: list(
+                messages.newest(where, scope.user_id, scope.session_id, scope.task_id, start, end, offset + limit)
+            ),
+            lambda: messages.count(where, scope.user_id, scope.session_id, scope.task_id, start, end),
+        )
+
+    asset, found = assets.read_at_epoch(scope, authorize, read)
+    if asset is None or found is None:
         return Messages(messages=[], total=0)
-    where = _where(asset)
-    page, total = parallel(
-        lambda: list(
-            messages.newest(where, scope.user_id, scope.session_id, scope.task_id, start, end, offset + limit)
-        ),
-        lambda: messages.count(where, scope.user_id, scope.session_id, scope.task_id, start, end),
-    )
+    page, total = found
     return Messages(messages=[as_item(scope, m) for m in page[offset : offset + limit]], total=total)
 
 
 def count(scope: Scope, time_start: str | None, time_end: str | None, authorize: Authorize) -> Total:
     start, end = time_window(time_start, time_end)
-    asset = _asset(scope, authorize)
-    if asset is None:
-        return Total(total=0)
-    return Total(total=messages.count(_where(asset), scope.user_id, scope.session_id, scope.task_id, start, end))
+    _, total = assets.read_at_epoch(
+        scope,
+        authorize,
+        lambda where: messages.count(where, scope.user_id, scope.session_id, scope.task_id, start, end),
+    )
+    return Total(total=total or 0)
 
 
 def search(
@@ -125,36 +120,37 @@ def search(
 ) -> MessageHits:
     start, end = time_window(time_start, time_end)
     mode = retrieval.resolve_mode(mode, meaning.enabled())
-    asset = _asset(scope, authorize)
-    if asset is None:
-        return MessageHits(messages=[], mode_used=cast(Mode, mode))
-    where = _where(asset)
 
-    def by_meaning(depth: int) -> retrieval.Meant | None:
-        return meaning.semantic(
-            where,
-            LAYER,
-            scope.user_id,
-            text,
-            depth,
-            session_id=scope.session_id,
-            task_id=scope.task_id,
-            with_places=True,
+    def run(where: Where) -> retrieval.Found:
+        def by_meaning(depth: int) -> retrieval.Meant | None:
+            return meaning.semantic(
+                where,
+                LAYER,
+                scope.user_id,
+                text,
+                depth,
+                session_id=scope.session_id,
+                task_id=scope.task_id,
+                with_places=True,
+            )
+
+        return retrieval.search(
+            pk=where.item_pk(LAYER, scope.user_id),
+            text=text,
+            limit=limit,
+            mode=mode,
+            filters=postings.Filters(session_id=scope.session_id, task_id=scope.task_id, start_ms=start, end_ms=end),
+            stats=lambda: counters.of_user(where, LAYER, scope.user_id),
+            fetch=lambda ids: messages.get_many(where, scope.user_id, ids),
+            text_of=lambda m: m.content,
+            keep=lambda m: _admits(m, scope, start, end),
+            semantic=by_meaning if mode != "keyword" else None,
+            context=True,
         )
 
-    result = retrieval.search(
-        pk=where.item_pk(LAYER, scope.user_id),
-        text=text,
-        limit=limit,
-        mode=mode,
-        filters=postings.Filters(session_id=scope.session_id, task_id=scope.task_id, start_ms=start, end_ms=end),
-        stats=lambda: counters.of_user(where, LAYER, scope.user_id),
-        fetch=lambda ids: messages.get_many(where, scope.user_id, ids),
-        text_of=lambda m: m.content,
-        keep=lambda m: _admits(m, scope, start, end),
-        semantic=by_meaning if mode != "keyword" else None,
-        context=True,
-    )
+    asset, result = assets.read_at_epoch(scope, authorize, run)
+    if asset is None or result is None:
+        return MessageHits(messages=[], mode_used=cast(Mode, mode))
     found = result.items
     return MessageHits(
         messages=[
@@ -194,7 +190,7 @@ def delete(
         return MessagesDeleted(
             deleted_count=0, deleted_ids=[], deleted_session_ids=[], not_found_ids=named + sessions, audit_ids=[]
         )
-    where = _where(asset)
+    where = assets.where_of(asset)
     in_task = (lambda m: True) if scope.task_id is None else (lambda m: m.task_id == scope.task_id)
     lookable = [m for m in named if issued_here("msg-", m)]
     found = messages.get_many(where, scope.user_id, lookable) if lookable else {}

@@ -1,0 +1,138 @@
+"""domain/assets.read_at_epoch: a read route's first data read starts beside the asset's lookup, at
+the content epoch this environment last saw for the pair, and is made again at the asset's epoch
+when that guess is wrong. In this process over moto (the unit tier's ``aws``)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from memory_hub.domain import assets, atomic, clear, conversation
+from memory_hub.domain.errors import Forbidden
+from memory_hub.domain.principal import Authorize, Principal, already
+from memory_hub.domain.scope import Scope
+from memory_hub.storage import messages
+
+REQUEST = "req-unit-read-at-epoch-01"
+
+
+def _fresh() -> Scope:
+    suffix = uuid.uuid4().hex[:10]
+    return Scope(f"team{suffix}", f"agent{suffix}", "u1", "s1")
+
+
+def _writer(scope: Scope) -> Authorize:
+    return already(Principal(f"key-writer-{scope.team_id}", "writer", (scope.team_id,)))
+
+
+def _add(scope: Scope, *contents: str) -> None:
+    conversation.add(scope, [{"role": "user", "content": text} for text in contents], _writer(scope))
+
+
+def _contents(scope: Scope) -> list[str]:
+    return sorted(m.content for m in conversation.query(scope, 50, 0, None, None, _writer(scope)).messages)
+
+
+def test_a_warm_read_does_not_wait_for_the_asset(aws, monkeypatch):
+    scope = _fresh()
+    _add(scope, "one", "two")
+    assert _contents(scope) == ["one", "two"]  # this environment has now seen the pair's epoch
+    counting = threading.Event()
+    real_count, real_lookup = messages.count, assets.of_scope
+
+    def count(*args, **kwargs):
+        counting.set()
+        return real_count(*args, **kwargs)
+
+    def lookup(scope_: Scope):
+        assert counting.wait(10), "the data read waited for the asset's lookup"
+        return real_lookup(scope_)
+
+    monkeypatch.setattr(messages, "count", count)
+    monkeypatch.setattr(assets, "of_scope", lookup)
+    assert conversation.count(scope, None, None, _writer(scope)).total == 2
+
+
+def test_after_a_clear_a_read_sees_only_the_new_epoch_while_the_old_one_is_still_stored(aws):
+    scope = _fresh()
+    _add(scope, "before the clear")
+    atomic.add(scope, "an old fact", "fact", "", [], {}, _writer(scope))
+    assert _contents(scope) == ["before the clear"]
+    assert atomic.count(scope, None, None, None, _writer(scope)).total == 1
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    checked = clear.checked(admin, clear.named(clear.memory_ids([scope.memory_id]), None))
+    (item,) = clear.clear(admin, checked, REQUEST, lambda: 0).items  # no time to purge: the old epoch stays
+    assert item.cleared is True and item.purge_pending is True
+    _add(scope, "after the clear")
+
+    auth = _writer(scope)
+    assert _contents(scope) == ["after the clear"]
+    assert conversation.count(scope, None, None, auth).total == 1
+    assert conversation.search(scope, "before", 10, None, None, auth).messages == []
+    assert atomic.query(scope, None, 10, 0, None, None, auth).wire() == {"items": [], "total": 0}
+    assert atomic.count(scope, None, None, None, auth).total == 0
+    assert atomic.search(scope, "fact", None, 10, None, None, auth).items == []
+
+
+def test_a_guessed_epoch_never_answers_for_another_pair(aws):
+    """Whatever this environment remembers, the answer is read at the asset's own epoch."""
+    mine, theirs = _fresh(), _fresh()
+    _add(mine, "mine")
+    _add(theirs, "theirs")
+    other = assets.of_scope(theirs)
+    assert other is not None
+    assets._remember((mine.team_id, mine.agent_id), assets.where_of(other))
+    assert _contents(mine) == ["mine"]
+    assets._remember((mine.team_id, mine.agent_id), assets.where_of(other))
+    assert [m.content for m in conversation.search(mine, "theirs mine", 10, None, None, _writer(mine)).messages] == [
+        "mine"
+    ]
+
+
+def test_a_guessed_read_that_fails_is_made_again(aws, monkeypatch):
+    scope = _fresh()
+    _add(scope, "kept")
+    assert _contents(scope) == ["kept"]
+    real_count, failures = messages.count, []
+
+    def count(*args, **kwargs):
+        if not failures:
+            failures.append(1)
+            raise RuntimeError("throttled")
+        return real_count(*args, **kwargs)
+
+    monkeypatch.setattr(messages, "count", count)
+    assert conversation.count(scope, None, None, _writer(scope)).total == 1
+    assert failures == [1]
+
+
+def test_nothing_is_answered_to_a_caller_the_key_check_refuses(aws):
+    scope = _fresh()
+    _add(scope, "private")
+    assert _contents(scope) == ["private"]
+
+    def refuse() -> Principal:
+        raise Forbidden("team_id: outside this key's teams")
+
+    with pytest.raises(Forbidden):
+        conversation.query(scope, 10, 0, None, None, refuse)
+    with pytest.raises(Forbidden):
+        atomic.search(scope, "private", None, 10, None, None, refuse)
+
+
+def test_a_pair_without_memory_reads_nothing_and_is_not_remembered(aws):
+    scope = _fresh()
+    assert conversation.query(scope, 10, 0, None, None, _writer(scope)).wire() == {"messages": [], "total": 0}
+    assert (scope.team_id, scope.agent_id) not in assets._seen
+
+
+def test_it_remembers_a_bounded_number_of_pairs(aws, monkeypatch):
+    monkeypatch.setattr(assets, "SEEN_PAIRS", 3)
+    scopes = [_fresh() for _ in range(5)]
+    for scope in scopes:
+        _add(scope, "x")
+        assert _contents(scope) == ["x"]
+    assert len(assets._seen) <= 3
+    assert (scopes[-1].team_id, scopes[-1].agent_id) in assets._seen
+    assert (scopes[0].team_id, scopes[0].agent_id) not in assets._seen
