@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -58,11 +59,30 @@ class _NoManagedPolicies:
         return {}
 
 
+def cache_dir() -> Path:
+    """Where expanded templates are kept between starts: ``MEMORY_HUB_CACHE_DIR``, else under the
+    interpreter's prefix (the project's ``.venv``, which ``make clean`` removes)."""
+    return Path(os.environ.get("MEMORY_HUB_CACHE_DIR") or Path(sys.prefix) / "var" / "memory-hub")
+
+
 @lru_cache(maxsize=4)
 def _expanded(text_digest: str, region: str, path: Path) -> dict[str, Any]:
     """The template after AWS's SAM transform (what CloudFormation deploys), made by a child process
     (``python -m memory_hub_local.template REGION PATH``): the translator, pydantic v1 and their
-    schemas (~25 MiB once imported, and never released) stay out of the stack's long-lived processes."""
+    schemas (~25 MiB once imported, and never released) stay out of the stack's long-lived processes.
+    The result is kept on disk (``cache_dir``), keyed by the template, the region, this module and
+    the translator's version: the stack's process and the emulated AWS side's each needed a
+    transform at every start (~1 s of CPU apiece), and the same inputs always expand the same."""
+    from importlib import metadata
+
+    parts = [text_digest, region, hashlib.sha256(Path(__file__).read_bytes()).hexdigest()]
+    parts.append(metadata.version("aws-sam-translator"))
+    cached = cache_dir() / f"transform-{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()}.json"
+    try:
+        kept: dict[str, Any] = json.loads(cached.read_bytes())
+        return kept
+    except (OSError, ValueError):
+        pass  # not made yet, or unreadable: transform again
     done = subprocess.run(
         [sys.executable, "-m", "memory_hub_local.template", region, str(path)],
         capture_output=True,
@@ -73,7 +93,24 @@ def _expanded(text_digest: str, region: str, path: Path) -> dict[str, Any]:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
         raise RuntimeError(f"the SAM transform of {path.name} failed: {message[0]}")
     expanded: dict[str, Any] = json.loads(done.stdout)
+    _keep(cached, done.stdout)
     return expanded
+
+
+def _keep(target: Path, data: bytes) -> None:
+    """Write ``target`` whole or not at all (a reader never sees part of it); nothing where the
+    folder cannot be written (the next start transforms again)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".transform-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, target)
+    except OSError:
+        Path(temporary).unlink(missing_ok=True)
 
 
 def transform_here(region: str, path: Path = TEMPLATE) -> dict[str, Any]:
