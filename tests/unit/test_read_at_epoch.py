@@ -8,8 +8,8 @@ import threading
 import uuid
 
 import pytest
-from memory_hub.domain import assets, atomic, clear, conversation
-from memory_hub.domain.errors import Forbidden
+from memory_hub.domain import assets, atomic, clear, conversation, scenario
+from memory_hub.domain.errors import Forbidden, NotFound
 from memory_hub.domain.principal import Authorize, Principal, already
 from memory_hub.domain.scope import Scope
 from memory_hub.storage import messages
@@ -73,6 +73,32 @@ def test_after_a_clear_a_read_sees_only_the_new_epoch_while_the_old_one_is_still
     assert atomic.query(scope, None, 10, 0, None, None, auth).wire() == {"items": [], "total": 0}
     assert atomic.count(scope, None, None, None, auth).total == 0
     assert atomic.search(scope, "fact", None, 10, None, None, auth).items == []
+
+
+def test_after_a_clear_deletes_updates_and_listings_act_on_the_new_epoch_only(aws):
+    scope = _fresh()
+    auth = _writer(scope)
+    old_message = conversation.add(scope, [{"role": "user", "content": "old"}], auth).accepted_ids[0]
+    old_record = atomic.add(scope, "an old fact", "fact", "", [], {}, auth).id
+    scenario.write(scope, "notes/old.md", "old file", None, None, auth, REQUEST)
+    # each read below once, so this environment remembers the epoch before the clear
+    assert conversation.count(scope, None, None, auth).total == 1
+    assert atomic.count(scope, None, None, None, auth).total == 1
+    assert scenario.count(scope, "", auth).count == 1
+    assert [e.path for e in scenario.ls(scope, "", 10, None, auth).entries] == ["notes/old.md"]
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    checked = clear.checked(admin, clear.named(clear.memory_ids([scope.memory_id]), None))
+    (item,) = clear.clear(admin, checked, REQUEST, lambda: 0).items
+    assert item.purge_pending is True  # the old epoch's items are still stored
+
+    assert scenario.ls(scope, "", 10, None, auth).entries == []
+    assert scenario.count(scope, "", auth).count == 0
+    with pytest.raises(NotFound):
+        atomic.update(scope, old_record, {"content": "changed"}, None, auth, REQUEST)
+    gone = atomic.delete(scope, [old_record], None, auth, REQUEST)
+    assert (gone.deleted_count, gone.not_found_ids) == (0, [old_record])
+    gone_messages = conversation.delete(scope, [old_message], ["s1"], auth, REQUEST)
+    assert (gone_messages.deleted_count, gone_messages.not_found_ids) == (0, [old_message, "s1"])
 
 
 def test_a_guessed_epoch_never_answers_for_another_pair(aws):

@@ -138,15 +138,14 @@ def update(
     authorize: Authorize,
     request_id: str,
 ) -> RecordUpdated:
-    raw = assets.of_scope(scope)
+    asset, read = assets.read_at_epoch(scope, authorize, lambda where: _get(scope, where, atom_id))
     principal = authorize()
-    asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
     if asset is None:
         raise NotFound(NOT_FOUND)
     where = assets.where_of(asset)
     context = EventContext(scope.team_id, principal.key_id, request_id, scope.agent_id, scope.memory_id)
-    for _ in attempts("atomic/update"):
-        record = _get(scope, where, atom_id)
+    for attempt in attempts("atomic/update"):
+        record = read if attempt == 0 else _get(scope, where, atom_id)
         if record is None:
             raise NotFound(NOT_FOUND)
         version = int(record.version)
@@ -289,14 +288,14 @@ def delete(
     stray = [k for k in expected if k not in wanted]
     if stray:
         raise Invalid("expected_versions: keys must be in ids (" + ", ".join(stray[:5]) + ")")
-    raw = assets.of_scope(scope)
+    lookable = [i for i in wanted if issued_here("atom-", i)]
+    asset, found = assets.read_at_epoch(
+        scope, authorize, lambda where: records.get_many(where, scope.user_id, lookable) if lookable else {}
+    )
     principal = authorize()
-    asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
-    if asset is None:
+    if asset is None or found is None:
         return RecordsDeleted(deleted_count=0, deleted_ids=[], not_found_ids=wanted, audit_ids=[])
     where = assets.where_of(asset)
-    lookable = [i for i in wanted if issued_here("atom-", i)]
-    found = records.get_many(where, scope.user_id, lookable) if lookable else {}
     in_scope = {i: r for i, r in found.items() if scope.task_id is None or r.task_id == scope.task_id}
     conflicts = [
         {"id": i, "expected": expected[i], "actual": int(in_scope[i].version)}

@@ -183,25 +183,30 @@ def delete(
     named, sessions = clean_ids(message_ids), clean_ids(session_ids)
     if not named and not sessions:
         raise Invalid("(root): give at least one non-blank id in message_ids or session_ids")
-    raw = assets.of_scope(scope)
+    lookable = [m for m in named if issued_here("msg-", m)]
+
+    def look(where: Where) -> tuple[dict[str, Message], dict[str, list[Message]]]:
+        found = messages.get_many(where, scope.user_id, lookable) if lookable else {}
+        listed = {
+            session: list(messages.newest(where, scope.user_id, session, scope.task_id, None, None, None))
+            if len(session) <= MAX_ID_CHARS
+            else []
+            for session in sessions
+        }
+        return found, listed
+
+    asset, looked = assets.read_at_epoch(scope, authorize, look)
     principal = authorize()
-    asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
-    if asset is None:
+    if asset is None or looked is None:
         return MessagesDeleted(
             deleted_count=0, deleted_ids=[], deleted_session_ids=[], not_found_ids=named + sessions, audit_ids=[]
         )
     where = assets.where_of(asset)
     in_task = (lambda m: True) if scope.task_id is None else (lambda m: m.task_id == scope.task_id)
-    lookable = [m for m in named if issued_here("msg-", m)]
-    found = messages.get_many(where, scope.user_id, lookable) if lookable else {}
+    found, listed_by_session = looked
     doomed: dict[str, Message] = {i: m for i, m in found.items() if in_task(m)}
     members: dict[str, list[str]] = {}
-    for session in sessions:
-        listed = (
-            list(messages.newest(where, scope.user_id, session, scope.task_id, None, None, None))
-            if len(session) <= MAX_ID_CHARS
-            else []
-        )
+    for session, listed in listed_by_session.items():
         members[session] = [m.id for m in listed]
         for message in listed:
             doomed.setdefault(message.id, message)

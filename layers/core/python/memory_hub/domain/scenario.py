@@ -16,6 +16,7 @@ from ..clock import format_ms, now_ms
 from ..storage import blobs, layout, scenes
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
+from ..storage.counters import Where
 from ..storage.errors import Cancelled
 from ..storage.models import SceneEntry
 from ..storage.retry import attempts
@@ -206,26 +207,27 @@ def _entry(scope: Scope, item: SceneEntry) -> ScenarioEntry:
 def ls(scope: Scope, prefix: str, limit: int, next_token: str | None, authorize: Authorize) -> ScenarioList:
     filters = {"route": "scenario/ls", "team": scope.team_id, "agent": scope.agent_id, "prefix": prefix}
     after = tokens.decode(next_token, filters) if next_token is not None else None
-    raw = assets.of_scope(scope)
-    authorize()
-    asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
-    if asset is None:
+
+    def read(where: Where) -> list[Any]:
+        return parallel(
+            lambda: scenes.live(scope.team_id, scope.agent_id, where.epoch, prefix, after, limit + 1),
+            lambda: scenes.count(scope.team_id, scope.agent_id, where.epoch, prefix),
+        )
+
+    asset, listed = assets.read_at_epoch(scope, authorize, read)
+    if asset is None or listed is None:
         return ScenarioList(entries=[], scenes=[], total=0)
-    epoch = int(asset.epoch)
-    found, total = parallel(
-        lambda: scenes.live(scope.team_id, scope.agent_id, epoch, prefix, after, limit + 1),
-        lambda: scenes.count(scope.team_id, scope.agent_id, epoch, prefix),
-    )
+    found, total = listed
     entries = [_entry(scope, item) for item in found[:limit]]
     more = tokens.encode(entries[-1].path, filters) if len(found) > limit else None
     return ScenarioList(entries=entries, scenes=entries, total=total, next_token=more)
 
 
 def count(scope: Scope, prefix: str, authorize: Authorize) -> ScenarioCounted:
-    raw = assets.of_scope(scope)
-    authorize()
-    asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
-    total = scenes.count(scope.team_id, scope.agent_id, int(asset.epoch), prefix) if asset else 0
+    _, counted = assets.read_at_epoch(
+        scope, authorize, lambda where: scenes.count(scope.team_id, scope.agent_id, where.epoch, prefix)
+    )
+    total = counted or 0
     return ScenarioCounted(count=total, total=total)
 
 
