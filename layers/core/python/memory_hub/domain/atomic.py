@@ -138,14 +138,14 @@ def update(
     authorize: Authorize,
     request_id: str,
 ) -> RecordUpdated:
-    asset, read = assets.read_at_epoch(scope, authorize, lambda where: _get(scope, where, atom_id))
+    asset, first = assets.read_at_epoch(scope, authorize, lambda where: _get(scope, where, atom_id))
     principal = authorize()
     if asset is None:
         raise NotFound(NOT_FOUND)
     where = assets.where_of(asset)
     context = EventContext(scope.team_id, principal.key_id, request_id, scope.agent_id, scope.memory_id)
     for attempt in attempts("atomic/update"):
-        record = read if attempt == 0 else _get(scope, where, atom_id)
+        record = first if attempt == 0 else _get(scope, where, atom_id)
         if record is None:
             raise NotFound(NOT_FOUND)
         version = int(record.version)
