@@ -314,14 +314,18 @@ def delete(
     # version-checked records first, so that (up to a transaction's worth) they go all or nothing
     doomed = sorted((in_scope[i] for i in wanted if i in in_scope), key=lambda r: r.id not in expected)
     try:
-        removed, recorded = records.delete(where, doomed, events, at_version=set(expected))
+        removed, recorded = records.delete(
+            where,
+            doomed,
+            events,
+            at_version=set(expected),
+            beside=lambda erased: erasure.forget_erased(asset, where, [r.id for r in erased]),
+        )
     except records.VersionConflict as exc:
         raise Conflict(
             "expected_versions: a record was edited meanwhile; it was not deleted", {"conflicts": exc.conflicts}
         ) from None
     gone = {r.id for r in removed}
-    if gone:
-        erasure.forget_erased(asset, where, list(gone))
     return RecordsDeleted(
         deleted_count=len(gone),
         deleted_ids=[i for i in wanted if i in gone],

@@ -219,10 +219,13 @@ def delete(
         wanted += [NewEvent("delete", LAYER, s, n) for s in sessions if (n := sum(1 for i in members[s] if i in ids))]
         return event_items(wanted, context)
 
-    removed, recorded = messages.delete(where, list(doomed.values()), events)
+    removed, recorded = messages.delete(
+        where,
+        list(doomed.values()),
+        events,
+        beside=lambda erased: erasure.forget_erased(asset, where, [m.id for m in erased]),
+    )
     gone = {m.id for m in removed}
-    if gone:
-        erasure.forget_erased(asset, where, list(gone))
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]
     return MessagesDeleted(

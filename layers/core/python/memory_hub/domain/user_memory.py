@@ -52,14 +52,16 @@ def delete(
         )
     removed: list[Any] = []
     recorded = []
+
+    def forget(erased: list[Any]) -> None:
+        erasure.forget_erased(asset, where, [item.id for item in erased])
+
     if ISSUED_ID.fullmatch(content_id) and content_id.startswith("msg-"):
         found_messages = messages.get_many(where, user_id, [content_id])
-        removed, recorded = messages.delete(where, list(found_messages.values()), events("L0"))
+        removed, recorded = messages.delete(where, list(found_messages.values()), events("L0"), beside=forget)
     elif ISSUED_ID.fullmatch(content_id):
         found_records = records.get_many(where, user_id, [content_id])
-        removed, recorded = records.delete(where, list(found_records.values()), events("L1"))
-    if removed:
-        erasure.forget_erased(asset, where, [item.id for item in removed])
+        removed, recorded = records.delete(where, list(found_records.values()), events("L1"), beside=forget)
     return UserItemDeleted(
         memory_id=memory_id,
         user_id=user_id,
