@@ -1,5 +1,6 @@
-"""A delete by id, after its transaction: the search postings and the erasure's vectors-and-exports
-step run at the same time (one round trip instead of two). In this process over moto."""
+"""Erasures that run their independent steps side by side: a delete by id, after its transaction,
+erases the search postings beside the vectors and exports; a user's erasure deletes their messages
+beside their records. In this process over moto."""
 
 from __future__ import annotations
 
@@ -46,3 +47,32 @@ def test_a_delete_erases_postings_vectors_and_exports_at_the_same_time(aws, monk
     assert atomic.delete(scope, [record], None, auth, REQUEST).deleted_ids == [record]
     assert conversation.search(scope, "forget", 10, None, None, auth).messages == []
     assert atomic.search(scope, "forget", None, 10, None, None, auth).items == []
+
+
+def test_erasing_a_user_erases_their_messages_and_records_side_by_side(aws, monkeypatch):
+    from memory_hub.domain import assets, user_memory
+    from memory_hub.storage import messages, records
+
+    scope = _fresh()
+    auth = _writer(scope)
+    conversation.add(scope, [{"role": "user", "content": "a message"}], auth)
+    atomic.add(scope, "a record", "fact", "", [], {}, auth)
+    started = threading.Event()
+    real_messages, real_records = messages.delete, records.delete
+
+    def delete_messages(*args, **kwargs):
+        assert started.wait(10), "the messages waited for the records"
+        return real_messages(*args, **kwargs)
+
+    def delete_records(*args, **kwargs):
+        started.set()
+        return real_records(*args, **kwargs)
+
+    monkeypatch.setattr(messages, "delete", delete_messages)
+    monkeypatch.setattr(records, "delete", delete_records)
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    named = assets.Named(scope.memory_id, scope.team_id, scope.agent_id)
+    erased = user_memory.delete(admin, named, scope.user_id, None, REQUEST)
+    assert (erased.l0_deleted, erased.l1_deleted) == (1, 1)
+    assert conversation.count(scope, None, None, auth).total == 0
+    assert atomic.count(scope, None, None, None, auth).total == 0

@@ -37,12 +37,20 @@ def delete(
 
     if content_id is None:
         found_l0, found_l1 = parallel(lambda: messages.of_user(where, user_id), lambda: records.of_user(where, user_id))
-        removed_l0, events_l0 = messages.delete(where, found_l0, events("L0"))
-        removed_l1, events_l1 = records.delete(where, found_l1, events("L1"))
-        recorded = events_l0 + events_l1 + _nothing_deleted(removed_l0, removed_l1, target, context)
-        counters.forget_user(where, user_id)
-        reindex.forget(where, user_id)
-        erasure.forget_erased(asset, where, [item.id for item in removed_l0 + removed_l1])
+        # L0 and L1 are apart (their items, counters and postings): erased side by side; then, side by
+        # side too, the audit of a layer that had nothing, the user's counters and re-index marks, and
+        # the vectors and exports.
+        (removed_l0, events_l0), (removed_l1, events_l1) = parallel(
+            lambda: messages.delete(where, found_l0, events("L0")),
+            lambda: records.delete(where, found_l1, events("L1")),
+        )
+        empty, *_ = parallel(
+            lambda: _nothing_deleted(removed_l0, removed_l1, target, context),
+            lambda: counters.forget_user(where, user_id),
+            lambda: reindex.forget(where, user_id),
+            lambda: erasure.forget_erased(asset, where, [item.id for item in removed_l0 + removed_l1]),
+        )
+        recorded = events_l0 + events_l1 + empty
         return UserMemoryErased(
             memory_id=memory_id,
             user_id=user_id,
