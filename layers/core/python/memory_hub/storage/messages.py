@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import assets, counters, layout, postings
-from .concurrency import in_batches, parallel
+from .concurrency import in_batches
 from .counters import Where
 from .errors import Cancelled
 from .models import AuditEvent, Message
@@ -179,13 +179,7 @@ def delete(
         recorded += chunk_events
         pending = pending[len(part) :]
 
-    def erase() -> None:
-        postings.erase_of((message.pk, message.id) for message in removed)
-
-    if beside is not None and removed:
-        parallel(erase, lambda: beside(removed))  # one round trip less than one after the other
-    else:
-        erase()
+    postings.erase_removed(removed, beside)
     return removed, recorded
 
 

@@ -14,7 +14,6 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist
 
 from . import assets, counters, layout, postings
-from .concurrency import parallel
 from .counters import Where
 from .errors import Cancelled
 from .models import AuditEvent, Guard, Record
@@ -241,13 +240,7 @@ def delete(
         recorded += chunk_events
         pending = pending[len(part) :]
 
-    def erase() -> None:
-        postings.erase_of((record.pk, record.id) for record in removed)
-
-    if beside is not None and removed:
-        parallel(erase, lambda: beside(removed))  # one round trip less than one after the other
-    else:
-        erase()
+    postings.erase_removed(removed, beside)
     return removed, recorded
 
 

@@ -1,6 +1,9 @@
-"""domain/assets.read_at_epoch: a read route's first data read starts beside the asset's lookup, at
-the content epoch this environment last saw for the pair, and is made again at the asset's epoch
-when that guess is wrong. In this process over moto (the unit tier's ``aws``)."""
+"""Round trips the domain saves, in this process over moto (the unit tier's ``aws``).
+
+Reads: a read route's first data read starts beside the asset's lookup, at the content epoch this
+environment last saw for the pair (``assets.read_at_epoch``), and is made again at the asset's epoch
+when that guess is wrong. Erasures: a delete by id erases the search postings beside the vectors and
+exports; a user's erasure deletes their messages beside their records."""
 
 from __future__ import annotations
 
@@ -8,13 +11,13 @@ import threading
 import uuid
 
 import pytest
-from memory_hub.domain import assets, atomic, clear, conversation, scenario
+from memory_hub.domain import assets, atomic, clear, conversation, erasure, scenario, user_memory
 from memory_hub.domain.errors import Forbidden, NotFound
 from memory_hub.domain.principal import Authorize, Principal, already
 from memory_hub.domain.scope import Scope
-from memory_hub.storage import messages
+from memory_hub.storage import messages, postings, records
 
-REQUEST = "req-unit-read-at-epoch-01"
+REQUEST = "req-unit-round-trips-0001"
 
 
 def _fresh() -> Scope:
@@ -34,23 +37,31 @@ def _contents(scope: Scope) -> list[str]:
     return sorted(m.content for m in conversation.query(scope, 50, 0, None, None, _writer(scope)).messages)
 
 
+def _side_by_side(monkeypatch, first: tuple[object, str], then: tuple[object, str]) -> threading.Event:
+    """Make ``then`` (an owner and the name of one of its functions) wait until ``first`` has
+    started: a call that runs them one after the other fails instead of waiting for ever. The event
+    is returned for a test that calls them again (``clear()`` it)."""
+    started = threading.Event()
+    real_first, real_then = getattr(*first), getattr(*then)
+
+    def first_started(*args, **kwargs):
+        started.set()
+        return real_first(*args, **kwargs)
+
+    def then_waits(*args, **kwargs):
+        assert started.wait(10), f"{then[1]} waited for {first[1]} to end"
+        return real_then(*args, **kwargs)
+
+    monkeypatch.setattr(*first, first_started)
+    monkeypatch.setattr(*then, then_waits)
+    return started
+
+
 def test_a_warm_read_does_not_wait_for_the_asset(aws, monkeypatch):
     scope = _fresh()
     _add(scope, "one", "two")
     assert _contents(scope) == ["one", "two"]  # this environment has now seen the pair's epoch
-    counting = threading.Event()
-    real_count, real_lookup = messages.count, assets.of_scope
-
-    def count(*args, **kwargs):
-        counting.set()
-        return real_count(*args, **kwargs)
-
-    def lookup(scope_: Scope):
-        assert counting.wait(10), "the data read waited for the asset's lookup"
-        return real_lookup(scope_)
-
-    monkeypatch.setattr(messages, "count", count)
-    monkeypatch.setattr(assets, "of_scope", lookup)
+    _side_by_side(monkeypatch, (messages, "count"), (assets, "of_scope"))
     assert conversation.count(scope, None, None, _writer(scope)).total == 2
 
 
@@ -162,3 +173,30 @@ def test_it_remembers_a_bounded_number_of_pairs(aws, monkeypatch):
     assert len(assets._seen) <= 3
     assert (scopes[-1].team_id, scopes[-1].agent_id) in assets._seen
     assert (scopes[0].team_id, scopes[0].agent_id) not in assets._seen
+
+
+def test_a_delete_erases_postings_vectors_and_exports_at_the_same_time(aws, monkeypatch):
+    scope = _fresh()
+    auth = _writer(scope)
+    message = conversation.add(scope, [{"role": "user", "content": "forget me"}], auth).accepted_ids[0]
+    record = atomic.add(scope, "forget this fact", "fact", "", [], {}, auth).id
+    forgetting = _side_by_side(monkeypatch, (erasure, "forget_erased"), (postings, "erase_of"))
+    assert conversation.delete(scope, [message], None, auth, REQUEST).deleted_ids == [message]
+    forgetting.clear()
+    assert atomic.delete(scope, [record], None, auth, REQUEST).deleted_ids == [record]
+    assert conversation.search(scope, "forget", 10, None, None, auth).messages == []
+    assert atomic.search(scope, "forget", None, 10, None, None, auth).items == []
+
+
+def test_erasing_a_user_erases_their_messages_and_records_side_by_side(aws, monkeypatch):
+    scope = _fresh()
+    auth = _writer(scope)
+    conversation.add(scope, [{"role": "user", "content": "a message"}], auth)
+    atomic.add(scope, "a record", "fact", "", [], {}, auth)
+    _side_by_side(monkeypatch, (records, "delete"), (messages, "delete"))
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    named = assets.Named(scope.memory_id, scope.team_id, scope.agent_id)
+    erased = user_memory.delete(admin, named, scope.user_id, None, REQUEST)
+    assert (erased.l0_deleted, erased.l1_deleted) == (1, 1)
+    assert conversation.count(scope, None, None, auth).total == 0
+    assert atomic.count(scope, None, None, None, auth).total == 0
