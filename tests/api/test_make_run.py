@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -202,10 +203,25 @@ def test_a_killed_stack_leaves_nothing_running_and_the_next_start_keeps_what_was
         lambda: not any(_running(p) for p in started),
         lambda: f"still running after their stack was killed: {[p for p in started if _running(p)]}",
     )
+    killed = str(first.process.pid)
+    assert killed in _runtime_dir_owners()  # its runtime-site folder, which it could not remove
     second = start(command, api)
     try:
         read = second.post("/v3/scenario/read", {**scope, "path": "kept.md"})
         assert read["code"] == 0 and read["data"]["content"].endswith("answered before the kill"), read
         assert read["data"]["version"] == 1
+        assert killed not in _runtime_dir_owners()  # the next start removed it
     finally:
         second.stop()
+
+
+def _runtime_dir_owners() -> list[str]:
+    from memory_hub_local.functions import RUNTIME_PREFIX
+
+    owners = []
+    for folder in Path(tempfile.gettempdir()).glob(RUNTIME_PREFIX + "*"):
+        try:
+            owners.append((folder / "owner").read_text())
+        except OSError:
+            pass
+    return owners

@@ -67,6 +67,35 @@ def runtime_site(target: Path) -> Path:
     return target
 
 
+RUNTIME_PREFIX = "memory-hub-runtime-"
+
+
+def runtime_dir(parent: Path | None = None) -> Path:
+    """A new folder for this stack's runtime site, marked with this process's id; the folders of
+    stacks that are gone (killed: they could not remove their own) are removed first."""
+    parent = parent or Path(tempfile.gettempdir())
+    for stale in parent.glob(RUNTIME_PREFIX + "*"):
+        try:
+            owner = int((stale / "owner").read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue  # not marked (yet): another stack may be making it
+        if owner != os.getpid() and not _alive(owner):
+            shutil.rmtree(stale, ignore_errors=True)
+    made = Path(tempfile.mkdtemp(prefix=RUNTIME_PREFIX, dir=parent))
+    (made / "owner").write_text(str(os.getpid()), encoding="ascii")
+    return made
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 class InvocationError(Exception):
     """The function failed as Lambda reports it (errorType, errorMessage)."""
 
@@ -219,7 +248,7 @@ class FunctionPool:
         self.aws_endpoint, self.lambda_endpoint = aws_endpoint, lambda_endpoint
         self.overrides = overrides or {}
         self.log = log
-        self._site_dir = Path(tempfile.mkdtemp(prefix="memory-hub-runtime-"))
+        self._site_dir = runtime_dir()
         self.paths_tail = [str(runtime_site(self._site_dir / "site"))]
         self._free: dict[str, list[Environment]] = {name: [] for name in deployment.functions}
         self._count: dict[str, int] = {name: 0 for name in deployment.functions}
