@@ -15,7 +15,7 @@ from __future__ import annotations
 
 START = "-----META-START-----\n"
 END = "\n-----META-END-----\n"
-_OWN_KEYS = ("version", "created_at", "updated_at", "summary")
+OWN_KEYS = ("version", "created_at", "updated_at", "summary")
 
 
 def split(stored: str) -> tuple[dict[str, str], str]:
@@ -50,5 +50,5 @@ def render(
     lines = [f"version: {version}", f"created_at: {created_at}", f"updated_at: {updated_at}"]
     if summary:
         lines.append(f"summary: {summary}")
-    lines += [f"{key}: {value}" for key, value in previous.items() if key not in _OWN_KEYS]
+    lines += [f"{key}: {value}" for key, value in previous.items() if key not in OWN_KEYS]
     return START + "\n".join(lines) + END + "\n" + content

@@ -462,7 +462,7 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
         version, stored = int(keys["version"]), text
         if live is not None and version <= number(live, "version"):
             version = number(live, "version") + 1
-            previous = {k: v for k, v in keys.items() if k not in ("version", "created_at", "updated_at", "summary")}
+            previous = {k: v for k, v in keys.items() if k not in meta.OWN_KEYS}
             stored = meta.render(
                 version=version,
                 created_at=keys["created_at"],

@@ -16,7 +16,7 @@ from .shapes import Selection
 
 BACKUP_NAME = re.compile(r"persona_\d{8}_\d{6}_\d{1,9}\.md", re.ASCII)
 META_VERSION = re.compile(r"[0-9]{1,16}", re.ASCII)
-OURS = frozenset({"version", "created_at", "updated_at"})  # the keys only a Memory Hub META block has
+OURS = frozenset(meta.OWN_KEYS) - {"summary"}  # the keys only a Memory Hub META block has
 
 
 def _stamp(value: str | None, name: str) -> str | None:
@@ -62,7 +62,7 @@ def stored_scene(text: str) -> str:
         updated = given_update or created
         if "version" in keys and (created, updated) == (keys.get("created_at"), keys.get("updated_at")):
             return text  # exactly as exported
-        previous = {k: v for k, v in keys.items() if k not in OURS and k != "summary"}
+        previous = {k: v for k, v in keys.items() if k not in meta.OWN_KEYS}
         return meta.render(
             version=int(keys.get("version", 1)),
             created_at=created,
