@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -49,9 +48,10 @@ class Running:
         return out
 
 
-def start(command: list[str], port: int) -> Running:
-    """Start the stack and read its banner up to the blank line that ends it."""
-    process, lines = launch(command, ROOT, START_S)
+def start(command: list[str], port: int, **environment: str) -> Running:
+    """Start the stack (with ``environment`` added to its own) and read its banner up to the blank
+    line that ends it."""
+    process, lines = launch(command, ROOT, START_S, **environment)
     running = Running(process, port, lines)
     answer = requests.get(running.url + "/health", timeout=60)  # a cold function on a busy machine
     assert answer.status_code == 200 and answer.json() == {"status": "ok"}
@@ -190,7 +190,11 @@ def test_a_killed_stack_leaves_nothing_running_and_the_next_start_keeps_what_was
     data = tmp_path / "state"
     command = [str(ROOT / ".venv" / "bin" / "memory-hub"), "local", "--port", str(api), "--lambda-port", str(lam)]
     command += ["--aws-port", str(aws), "--data-dir", str(data)]
-    first = start(command, api)
+    # A temporary folder of its own: a stack that another test starts meanwhile in the shared one
+    # would remove the killed stack's runtime-site folder before this test looks for it.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    first = start(command, api, TMPDIR=str(scratch))
     scope = {"team_id": "killed", "agent_id": "agent", "user_id": "u"}
     written = first.post("/v3/scenario/write", {**scope, "path": "kept.md", "content": "answered before the kill"})
     assert written["code"] == 0, written
@@ -204,22 +208,22 @@ def test_a_killed_stack_leaves_nothing_running_and_the_next_start_keeps_what_was
         lambda: f"still running after their stack was killed: {[p for p in started if _running(p)]}",
     )
     killed = str(first.process.pid)
-    assert killed in _runtime_dir_owners()  # its runtime-site folder, which it could not remove
-    second = start(command, api)
+    assert killed in _runtime_dir_owners(scratch)  # its runtime-site folder, which it could not remove
+    second = start(command, api, TMPDIR=str(scratch))
     try:
         read = second.post("/v3/scenario/read", {**scope, "path": "kept.md"})
         assert read["code"] == 0 and read["data"]["content"].endswith("answered before the kill"), read
         assert read["data"]["version"] == 1
-        assert killed not in _runtime_dir_owners()  # the next start removed it
+        assert killed not in _runtime_dir_owners(scratch)  # the next start removed it
     finally:
         second.stop()
 
 
-def _runtime_dir_owners() -> list[str]:
+def _runtime_dir_owners(parent: Path) -> list[str]:
     from memory_hub_local.functions import RUNTIME_PREFIX
 
     owners = []
-    for folder in Path(tempfile.gettempdir()).glob(RUNTIME_PREFIX + "*"):
+    for folder in parent.glob(RUNTIME_PREFIX + "*"):
         try:
             owners.append((folder / "owner").read_text())
         except OSError:
