@@ -184,3 +184,68 @@ def test_a_torn_last_record_is_dropped_and_the_stack_starts(tmp_path):
     finally:
         out = "".join(second.lines) + second.stop()
     assert "cut short by a crash" in out, out
+
+
+def _on_disk(data: Path) -> bytes:
+    """Everything the data directory holds, the snapshot decompressed."""
+    import gzip
+
+    held = b""
+    for path in sorted(data.rglob("*")):
+        if path.is_file():
+            raw = path.read_bytes()
+            held += gzip.decompress(raw) if path.suffix == ".gz" else raw
+    return held
+
+
+def test_erased_content_leaves_the_data_directory_soon_after_the_delete(tmp_path):
+    """A delete removes content from storage: on the local stack that includes the journal and the
+    snapshot, which still hold what was written until a compaction folds them. An erasure starts
+    one within seconds (the thresholds of 5,000 records or 64 MiB are not reached here), and what
+    was not deleted is still there after a crash and a restart."""
+    data = tmp_path / "state"
+    first = start(data)
+    try:
+        first.post(
+            "/v3/conversation/add",
+            {
+                **SCOPE,
+                "session_id": "s",
+                "messages": [
+                    {"role": "user", "content": "my passport is quokkasecret"},
+                    {"role": "user", "content": "this message stays"},
+                ],
+            },
+        )
+        first.post("/v3/atomic/add", {**SCOPE, "content": "the locker code is wombatsecret"})
+        first.post("/v3/atomic/add", {**SCOPE, "content": "this record stays"})
+        first.post("/v3/scenario/write", {**SCOPE, "path": "q.md", "content": "the alarm is numbatsecret"})
+        first.post("/v3/scenario/write", {**SCOPE, "path": "kept.md", "content": "this file stays"})
+        secrets = [b"quokkasecret", b"wombatsecret", b"numbatsecret"]
+        assert all(secret in _on_disk(data) for secret in secrets)  # the journal holds them as written
+
+        messages = first.post("/v3/conversation/query", {**SCOPE, "session_id": "s", "limit": 10})["messages"]
+        message = next(m["id"] for m in messages if "quokkasecret" in m["content"])
+        records = first.post("/v3/atomic/query", {**SCOPE, "limit": 10})["items"]
+        record = next(r["id"] for r in records if "wombatsecret" in r["content"])
+        assert first.post("/v3/conversation/delete", {**SCOPE, "message_ids": [message]})["deleted_count"] == 1
+        assert first.post("/v3/atomic/delete", {**SCOPE, "ids": [record]})["deleted_count"] == 1
+        assert first.post("/v3/scenario/rm", {**SCOPE, "path": "q.md"})["deleted"] == 1
+
+        eventually(
+            lambda: not any(secret in _on_disk(data) for secret in secrets),
+            lambda: f"still on disk: {[s for s in secrets if s in _on_disk(data)]}",
+            timeout=90,
+        )
+    finally:
+        first.kill()
+    second = start(data)
+    try:
+        left = second.post("/v3/conversation/query", {**SCOPE, "session_id": "s", "limit": 10})["messages"]
+        assert [m["content"] for m in left] == ["this message stays"]
+        left = second.post("/v3/atomic/query", {**SCOPE, "limit": 10})["items"]
+        assert [r["content"] for r in left] == ["this record stays"]
+        assert second.post("/v3/scenario/read", {**SCOPE, "path": "kept.md"})["content"].endswith("this file stays")
+        assert second.post("/v3/scenario/count", SCOPE)["total"] == 1
+    finally:
+        second.stop()

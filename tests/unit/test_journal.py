@@ -58,7 +58,7 @@ def test_replay_takes_the_segments_from_the_first_it_is_asked_for_up_to_a_bound(
     log = journal.Journal(tmp_path, 3)
     for meta, body in records(2):
         log.append(journal.encode(meta, body))
-    assert log.rotate() == 4
+    assert log.rotate() == (4, None)
     log.append(journal.encode({"m": "later"}, b""))
     log.close()
     applied = []
@@ -106,3 +106,56 @@ def _boundaries(whole: bytes) -> list[int]:
         offset += 8 + length
         ends.append(offset)
     return ends
+
+
+def test_an_erasure_asks_for_a_compaction_once_quiet_or_after_the_latest_delay(tmp_path, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(journal.time, "monotonic", lambda: clock[0])
+    log = journal.Journal(tmp_path, 0)
+    log.append(journal.encode({"m": "DELETE"}, b""))
+    assert not log.wants_compaction()  # one record: below the thresholds, nothing erased
+    log.note_erasure()
+    clock[0] += journal.ERASURE_QUIET_S / 2
+    assert not log.wants_compaction()  # erasures may still be coming (a clear sends many)
+    clock[0] += journal.ERASURE_QUIET_S
+    assert log.wants_compaction()
+    for _ in range(int(journal.ERASURE_LATEST_S / (journal.ERASURE_QUIET_S / 2)) + 1):  # never quiet
+        log.note_erasure()
+        clock[0] += journal.ERASURE_QUIET_S / 2
+    assert log.wants_compaction()  # but not put off for ever
+    log.close()
+
+
+def test_a_rotation_hands_the_erasures_to_its_compaction_and_a_failed_one_gives_them_back(tmp_path, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(journal.time, "monotonic", lambda: clock[0])
+    log = journal.Journal(tmp_path, 0)
+    log.append(journal.encode({"m": "DELETE"}, b""))
+    log.note_erasure()
+    upto, erasure = log.rotate()
+    assert upto == 1 and erasure == (1000.0, 1000.0)
+    clock[0] += 60
+    assert not log.wants_compaction()  # the compaction of segment 0 settles it
+    log.put_back_erasure(erasure)  # … unless it failed
+    assert log.wants_compaction()
+    log.close()
+
+
+def test_what_counts_as_an_erasure():
+    from memory_hub_local.aws.calls import Call
+    from memory_hub_local.aws.server import _erases
+
+    def call(service: str, operation: str, body: dict | None = None) -> Call:
+        return Call(service, operation, None, body=body or {})
+
+    put = {"PutRequest": {"Item": {}}}
+    delete = {"DeleteRequest": {"Key": {}}}
+    assert _erases(call("dynamodb", "DeleteItem"))
+    assert _erases(call("dynamodb", "BatchWriteItem", {"RequestItems": {"T": [put, delete]}}))
+    assert not _erases(call("dynamodb", "BatchWriteItem", {"RequestItems": {"T": [put]}}))
+    assert _erases(call("dynamodb", "TransactWriteItems", {"TransactItems": [{"Put": {}}, {"Delete": {}}]}))
+    assert not _erases(call("dynamodb", "TransactWriteItems", {"TransactItems": [{"Put": {}}, {"Update": {}}]}))
+    assert not _erases(call("dynamodb", "PutItem")) and not _erases(call("dynamodb", "UpdateItem"))
+    assert _erases(call("s3", "DeleteObject")) and _erases(call("s3", "DeleteObjects"))
+    assert not _erases(call("s3", "PutObject")) and not _erases(call("s3", "CopyObject"))
+    assert _erases(call("s3vectors", "DeleteVectors")) and not _erases(call("s3vectors", "PutVectors"))

@@ -19,7 +19,8 @@ is dropped with everything after it in that segment, and the start goes on.
 Compaction runs off the request path: under the lock only the current segment is closed and a new
 one opened; a child process (``python -m memory_hub_local.aws --compact-upto N``) loads the last
 snapshot, replays the closed segments, and writes the new snapshot (temporary file, fsync,
-rename, fsync of the directory). Only then are the segments it holds deleted. A crash at any
+rename, fsync of the directory). Only then are the segments it holds deleted. A change that
+erases something starts one soon (``ERASURE_QUIET_S``), so erased content does not stay on disk. A crash at any
 point leaves either the old snapshot and all segments, or the new snapshot (which names the
 segments it holds, so none is replayed twice)."""
 
@@ -51,6 +52,12 @@ _META = struct.Struct("<I")
 # When the journal holds this many records or bytes beyond the snapshot, a compaction starts.
 COMPACT_RECORDS = int(os.environ.get("MEMORY_HUB_COMPACT_RECORDS") or 5000)
 COMPACT_BYTES = int(os.environ.get("MEMORY_HUB_COMPACT_BYTES") or 64 * 1024 * 1024)
+# After an erasure (items, objects or vectors deleted) a compaction starts once no other erasure
+# came for ERASURE_QUIET_S, or ERASURE_LATEST_S after the first one: the journal and the last
+# snapshot still hold what was erased, and that should leave the disk within seconds, not when
+# the journal next grows past the thresholds above.
+ERASURE_QUIET_S = 1.0
+ERASURE_LATEST_S = 10.0
 # Tests only: the compaction child stops at this point ("replayed" or "saved") and waits forever.
 PAUSE_VARIABLE = "MEMORY_HUB_TEST_COMPACT_PAUSE"
 PAUSED_MARKER = "compaction-paused"
@@ -154,6 +161,7 @@ class Journal:
         self._sizes: dict[int, tuple[int, int]] = {}  # closed segment -> (records, bytes)
         self._segment_records = 0
         self._segment_bytes = 0
+        self._erasure: tuple[float, float] | None = None  # (first, last) erasure since the last rotation
 
     def _open(self, number: int) -> int:
         fd = os.open(segment_path(self.directory, number), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -199,12 +207,22 @@ class Journal:
                     self._cond.notify_all()
                 self.durable = max(self.durable, upto)
 
-    def wants_compaction(self) -> bool:
-        return self.pending_records >= COMPACT_RECORDS or self.pending_bytes >= COMPACT_BYTES
+    def note_erasure(self) -> None:
+        """The change just appended erased something (see ERASURE_QUIET_S)."""
+        now = time.monotonic()
+        with self._cond:
+            self._erasure = (self._erasure[0] if self._erasure else now, now)
 
-    def rotate(self) -> int:
-        """Close the current segment (on disk) and open the next; returns the new one's number:
-        every segment below it is closed (call under the lock the appenders hold)."""
+    def wants_compaction(self) -> bool:
+        if self.pending_records >= COMPACT_RECORDS or self.pending_bytes >= COMPACT_BYTES:
+            return True
+        erasure, now = self._erasure, time.monotonic()
+        return erasure is not None and (now - erasure[1] >= ERASURE_QUIET_S or now - erasure[0] >= ERASURE_LATEST_S)
+
+    def rotate(self) -> tuple[int, tuple[float, float] | None]:
+        """Close the current segment (on disk) and open the next; returns the new one's number
+        (every segment below it is closed) and the erasures they hold, which a compaction of them
+        settles (``put_back_erasure`` when it fails). Call under the lock the appenders hold."""
         with self._cond:
             while self._syncing:
                 self._cond.wait()
@@ -215,7 +233,15 @@ class Journal:
             self.number += 1
             self._segment_records = self._segment_bytes = 0
             self._fd = self._open(self.number)
-            return self.number
+            erasure, self._erasure = self._erasure, None
+            return self.number, erasure
+
+    def put_back_erasure(self, erasure: tuple[float, float] | None) -> None:
+        """A compaction failed: the erasures of the segments it was to fold in are still on disk."""
+        if erasure is not None:
+            with self._cond:
+                later = self._erasure
+                self._erasure = (erasure[0], later[1]) if later else erasure
 
     def forget_below(self, number: int) -> None:
         """A snapshot now holds every segment below ``number``: delete them."""

@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -189,6 +190,8 @@ class AwsSide:
                     if status < 300 and self.journal is not None and _kept(call):
                         meta = {"m": method, "p": raw_path, "h": headers, "n": server_name, "o": port}
                         self.journal.append(encode({**meta, "x": _made_up(call)}, body))
+                        if _erases(call):
+                            self.journal.note_erasure()
         except faithful.Refusal as refusal:
             refused = refusal.code
             status, out_headers, out_body = (
@@ -343,26 +346,36 @@ class AwsSide:
             return False
         with self._compacting:
             with LOCK:
-                upto = self.journal.rotate()
-            started = time.perf_counter()
-            command = [sys.executable, "-m", "memory_hub_local.aws", "--port", "0", "--region", self.region]
-            command += ["--data-dir", str(directory), "--compact-upto", str(upto), "--parent", str(os.getpid())]
-            self._child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-            code = self._child.wait()
-            self._child = None
-            if code != 0:
-                if self._closing:
-                    return False  # ended by close(): the journal still holds its part
+                upto, erasure = self.journal.rotate()
+            folded = False
+            try:
+                folded = self._fold_in(directory, upto)
+            finally:
+                if not folded:  # what it was to fold in, erasures included, is still on disk
+                    self.journal.put_back_erasure(erasure)
+            return folded
+
+    def _fold_in(self, directory: Path, upto: int) -> bool:
+        """The compaction child folds the segments below ``upto`` into the snapshot."""
+        assert self.journal is not None
+        started = time.perf_counter()
+        command = [sys.executable, "-m", "memory_hub_local.aws", "--port", "0", "--region", self.region]
+        command += ["--data-dir", str(directory), "--compact-upto", str(upto), "--parent", str(os.getpid())]
+        self._child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        code = self._child.wait()
+        self._child = None
+        if code != 0:
+            if not self._closing:  # a stop ends it on purpose: the journal still holds its part
                 print(f"journal: a compaction failed (exit {code}); the journal is kept", file=sys.stderr, flush=True)
-                return False
-            self.journal.forget_below(upto)
-            gc.freeze()  # see _LONG_LIVED
-            print(
-                f"journal: segments below {upto} compacted into the snapshot in {time.perf_counter() - started:.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-            return True
+            return False
+        self.journal.forget_below(upto)
+        gc.freeze()  # see _LONG_LIVED
+        print(
+            f"journal: segments below {upto} compacted into the snapshot in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        return True
 
     def compact_child(self, upto: int) -> int:
         """In the compaction child: the snapshot is loaded; replay segments below ``upto``, save."""
@@ -429,6 +442,19 @@ def give_back_freed_memory() -> None:
 
 def _kept(call: calls.Call) -> bool:
     return call.service in KEPT_SERVICES and call.operation not in _READ_ONLY
+
+
+def _erases(call: calls.Call) -> bool:
+    """Whether a kept change deleted something (items, objects, vectors, a table or bucket): what it
+    removed is still in the journal or the last snapshot until a compaction (ERASURE_QUIET_S)."""
+    if call.operation.startswith("Delete") or call.operation == "BucketDelete":
+        return True
+    body = call.body if isinstance(call.body, dict) else {}
+    if call.operation == "BatchWriteItem":
+        return any("DeleteRequest" in r for rs in body.get("RequestItems", {}).values() for r in rs)
+    if call.operation == "TransactWriteItems":
+        return any("Delete" in entry for entry in body.get("TransactItems", []))
+    return False
 
 
 def _plain_writes(call: calls.Call) -> dict[str, tuple[list[Any], list[Any]]] | None:
