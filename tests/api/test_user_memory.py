@@ -213,6 +213,7 @@ def test_a_bad_content_ids_is_named_as_the_field(api, scope, content_ids):
         "control character",
         "257 chars",
         "empty user_id",
+        "blank user_id",
         "user_id not a string",
     ],
 )
@@ -233,6 +234,8 @@ def test_memory_id_and_user_id_are_required_and_checked(api, scope, case):
         body["user_id"] = "u" * 257
     elif case == "empty user_id":
         body["user_id"] = ""
+    elif case == "blank user_id":  # no user is blank (the data routes refuse one): not a no-op with audit events
+        body["user_id"] = " \u3000"
     else:
         body["user_id"] = 7
     answer = api.post(ROUTE, body)
@@ -321,6 +324,7 @@ def test_alias_erases_a_user_or_one_item(api, two_users):
         ("two content ids", 400),
         ("empty content ids", 400),
         ("missing user", 400),
+        ("blank user", 400),
         ("writer key", 403),
     ],
 )
@@ -340,6 +344,8 @@ def test_alias_errors(api, scope, case, status):
         body["memoryContentId"] = []
     elif case == "missing user":
         del body["userMemoryId"]
+    elif case == "blank user":
+        body["userMemoryId"] = "  "
     elif case == "writer key":
         who = new_key(api, "writer", ["*"])
     answer = alias(who, body)

@@ -11,13 +11,14 @@ from ...domain.principal import ALL_TEAMS
 from ...domain.results import AuditAction
 from ...domain.rules import team_or_agent_problem, trim
 from ...domain.scope import spells
-from .common import TEAM_PATTERN, Limit, NoControl, NoControlDoc, Strict, TeamId, rule
+from .common import TEAM_PATTERN, FreeId, Limit, NoControl, NoControlDoc, Strict, TeamId, rule
 
 Role = Literal["reader", "writer", "admin"]
 Visibility = Literal["private", "team", "public"]
 Permission = Literal["read", "write", "admin"]
 MemoryId = Annotated[str, Field(min_length=1, max_length=300)]
-UserId = Annotated[str, Field(min_length=1, max_length=256), NoControl, NoControlDoc]
+# a user named by itself (not an isolation field with a header to fall back on): blank → 400
+UserId = Annotated[FreeId, rule(lambda v: "must not be blank" if not trim(v) else None)]
 Name = Annotated[str, Field(max_length=256), NoControl, NoControlDoc]
 
 
