@@ -8,6 +8,7 @@ import os
 
 import boto3
 import pytest
+from botocore.config import Config
 from botocore.exceptions import ClientError
 from helpers import BUCKET, TABLES
 
@@ -199,3 +200,21 @@ def test_the_call_log_tells_a_policy_refusal_from_an_injected_fault(stack, hooks
         ("profiles/iam/denied.md", "AccessDenied", False),
         ("profiles/iam/injected.md", "AccessDenied", True),
     ]
+
+
+def test_s3_sends_no_cors_headers_for_a_bucket_without_cors_rules(stack, plain):
+    """A web page's request (an Origin header) to a presigned URL: S3 answers it with CORS headers
+    only by the bucket's CORS rules, and the template's bucket has none."""
+    import requests
+
+    def answer(endpoint: str | None) -> dict[str, str]:
+        extra = {"endpoint_url": endpoint} if endpoint else {}
+        s3 = boto3.client("s3", region_name=REGION, config=Config(signature_version="s3v4"), **extra)
+        s3.put_object(Bucket=BUCKET, Key="faithful/cors.md", Body=b"x")
+        url = s3.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "faithful/cors.md"})
+        got = requests.get(url, headers={"Origin": "http://evil.example"}, timeout=30)
+        assert got.status_code == 200 and got.content == b"x"
+        return {k.lower(): v for k, v in got.headers.items()}
+
+    assert "access-control-allow-origin" in answer(plain)  # plain moto lets any page read it
+    assert not [h for h in answer(None) if h.startswith("access-control-")]

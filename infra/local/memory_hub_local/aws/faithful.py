@@ -278,6 +278,16 @@ def add_precondition_errors(response: bytes, changed: list[str]) -> bytes:
     ).encode()
 
 
+def s3_cors(headers: dict[str, str], bucket: str | None, s3: Any) -> dict[str, str]:
+    """S3 answers a browser's ``Origin`` with CORS headers only by the bucket's CORS rules; moto's
+    server adds them to every answer (its Flask app allows any origin). A bucket without rules —
+    the template sets none — gets none, so a web page cannot read what it sends there."""
+    found = s3.buckets.get(bucket) if bucket else None
+    if found is not None and found.cors:
+        return headers
+    return {k: v for k, v in headers.items() if not k.lower().startswith("access-control-")}
+
+
 def cap_list_page(query: str) -> str:
     """ListObjectsV2 returns at most 1,000 keys a page, whatever max-keys asks for."""
 

@@ -232,6 +232,8 @@ class AwsSide:
         status, out_headers, out_body = self._wsgi(call.service, method, raw_path, headers, body, server_name, port)
         if changed and status == 200:
             out_body = faithful.add_precondition_errors(out_body, changed)
+        if call.service == "s3":
+            out_headers = faithful.s3_cors(out_headers, call.bucket, s3_backend())
         return status, out_headers, out_body
 
     def _wsgi(
