@@ -366,3 +366,15 @@ def test_the_printed_credentials_are_kept_with_the_state_and_readable_by_their_o
     assert (tmp_path / SEED_FILE).stat().st_mode & 0o077 == 0
     assert Local.create(None).operator != Local.create(None).operator  # an ephemeral stack: fresh ones
     assert first.operator.secret != first.function("AdminFunction").secret
+
+
+def test_an_object_over_64_mib_is_refused_as_s3_refuses_an_entity_too_large(stack):
+    """The local stack holds objects of at most 64 MiB (an import's upload limit): a larger PUT gets
+    S3's EntityTooLarge error, not a bare 400."""
+    s3 = client(stack, "s3")
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": BUCKET, "Key": "surfaces/large.bin"}, ExpiresIn=600)
+    answer = requests.put(url, data=b"\0" * (64 * 1024 * 1024 + 1), timeout=120)
+    assert answer.status_code == 400 and "<Code>EntityTooLarge</Code>" in answer.text, answer.text[:300]
+    assert "<ProposedSize>67108865</ProposedSize>" in answer.text
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=BUCKET, Key="surfaces/large.bin")

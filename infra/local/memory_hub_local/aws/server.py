@@ -534,8 +534,17 @@ class AwsHandler(http.Handler):
     def _serve(self) -> None:
         try:
             body = self.read_body()
-        except (http.Malformed, http.TooLarge) as exc:
-            self.send(400, {"Content-Type": "text/plain"}, str(exc).encode(), close=True)
+        except http.Malformed as exc:
+            self.send(400, {"Content-Type": "text/plain"}, exc.message.encode(), close=True)
+            return
+        except http.TooLarge as exc:  # only an object can be this large (a DynamoDB request is <= 16 MB)
+            too_large = faithful.s3_error(
+                "EntityTooLarge",
+                "Your proposed upload exceeds the maximum allowed object size (64 MiB on the local stack).",
+                ProposedSize=str(exc.length),
+                MaxSizeAllowed=str(self.max_body),
+            )
+            self.send(too_large.status, {"Content-Type": too_large.content_type}, too_large.body, close=True)
             return
         url = urlsplit(self.path)
         asked = self.headers.get("Host")
