@@ -18,6 +18,7 @@ _BLOCK = 512
 _CHUNK = 1024 * 1024
 _PIECE = 64 * 1024
 _LONG_RECORDS = (b"x", b"g", b"L", b"K")  # PAX extended/global headers, GNU long name/link
+NOT_GZIP = "(upload): not a tar.gz archive (not gzip data, or damaged gzip data)"
 
 
 def tarball(files: dict[str, bytes], mtime: int) -> bytes:
@@ -109,8 +110,8 @@ def measure(data: bytes) -> None:
                 passed = min(padded, len(buffer))
                 del buffer[:passed]
                 skip = padded - passed
-    except zlib.error as exc:
-        raise Malformed([f"(upload): not a tar.gz archive ({exc})"]) from None
+    except zlib.error:
+        raise Malformed([NOT_GZIP]) from None
     except ValueError:
         raise Malformed(["(upload): not a tar.gz archive (an unreadable header)"]) from None
 
@@ -156,8 +157,9 @@ def untar(data: bytes) -> dict[str, bytes]:
                     continue
                 handle = archive.extractfile(member)
                 files[name] = handle.read() if handle else b""
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-        raise Malformed([f"(upload): not a tar.gz archive ({exc})"]) from None
+    except (tarfile.TarError, OSError, EOFError, zlib.error):
+        # the library's own words (its exception text) are not the user's business
+        raise Malformed(["(upload): not a tar.gz archive (it cannot be read as one)"]) from None
     if problems:
         raise Malformed(problems)
     return files
