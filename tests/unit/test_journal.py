@@ -159,3 +159,17 @@ def test_what_counts_as_an_erasure():
     assert _erases(call("s3", "DeleteObject")) and _erases(call("s3", "DeleteObjects"))
     assert not _erases(call("s3", "PutObject")) and not _erases(call("s3", "CopyObject"))
     assert _erases(call("s3vectors", "DeleteVectors")) and not _erases(call("s3vectors", "PutVectors"))
+
+
+def test_after_a_compaction_erasures_wait_as_long_as_it_took(tmp_path, monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(journal.time, "monotonic", lambda: clock[0])
+    log = journal.Journal(tmp_path, 0)
+    log.append(journal.encode({"m": "DELETE"}, b""))
+    log.compacted(30.0)  # a large account: the last compaction took 30 s
+    log.note_erasure()
+    clock[0] += journal.ERASURE_LATEST_S + 1
+    assert not log.wants_compaction()  # deletes one after another do not keep a core compacting
+    clock[0] += 30
+    assert log.wants_compaction()
+    log.close()

@@ -56,6 +56,8 @@ COMPACT_BYTES = int(os.environ.get("MEMORY_HUB_COMPACT_BYTES") or 64 * 1024 * 10
 # came for ERASURE_QUIET_S, or ERASURE_LATEST_S after the first one: the journal and the last
 # snapshot still hold what was erased, and that should leave the disk within seconds, not when
 # the journal next grows past the thresholds above.
+# Such a compaction also waits, after the last one ended, as long as that one took: on a large
+# account (a compaction of minutes) deletes one after another keep at most half a core busy.
 ERASURE_QUIET_S = 1.0
 ERASURE_LATEST_S = 10.0
 # Tests only: the compaction child stops at this point ("replayed" or "saved") and waits forever.
@@ -162,6 +164,7 @@ class Journal:
         self._segment_records = 0
         self._segment_bytes = 0
         self._erasure: tuple[float, float] | None = None  # (first, last) erasure since the last rotation
+        self._rest_until = 0.0  # no compaction for erasures before this (see ERASURE_QUIET_S)
 
     def _open(self, number: int) -> int:
         fd = os.open(segment_path(self.directory, number), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -217,7 +220,13 @@ class Journal:
         if self.pending_records >= COMPACT_RECORDS or self.pending_bytes >= COMPACT_BYTES:
             return True
         erasure, now = self._erasure, time.monotonic()
-        return erasure is not None and (now - erasure[1] >= ERASURE_QUIET_S or now - erasure[0] >= ERASURE_LATEST_S)
+        if erasure is None or now < self._rest_until:
+            return False
+        return now - erasure[1] >= ERASURE_QUIET_S or now - erasure[0] >= ERASURE_LATEST_S
+
+    def compacted(self, took_s: float) -> None:
+        """A compaction ended after ``took_s``: the next one for erasures waits as long."""
+        self._rest_until = time.monotonic() + took_s
 
     def rotate(self) -> tuple[int, tuple[float, float] | None]:
         """Close the current segment (on disk) and open the next; returns the new one's number

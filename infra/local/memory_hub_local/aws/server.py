@@ -371,9 +371,11 @@ class AwsSide:
                 print(f"journal: a compaction failed (exit {code}); the journal is kept", file=sys.stderr, flush=True)
             return False
         self.journal.forget_below(upto)
+        took = time.perf_counter() - started
+        self.journal.compacted(took)
         gc.freeze()  # see _LONG_LIVED
         print(
-            f"journal: segments below {upto} compacted into the snapshot in {time.perf_counter() - started:.1f} s",
+            f"journal: segments below {upto} compacted into the snapshot in {took:.1f} s",
             file=sys.stderr,
             flush=True,
         )
