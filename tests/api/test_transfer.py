@@ -970,7 +970,7 @@ def test_two_messages_with_one_id_both_arrive(api):
     assert sorted(m["content"] for m in view["users"]["u"]["l0"]) == ["another message, same id", "fine"]
 
 
-def test_a_used_id_with_other_content_gets_a_new_id_and_a_taken_natural_key_is_skipped(api):
+def test_a_used_id_with_other_content_gets_a_new_id_and_a_taken_natural_key_reinforces_once(api):
     source, target = make_scope(), make_scope()
     message = ok(
         api.post(
@@ -986,17 +986,22 @@ def test_a_used_id_with_other_content_gets_a_new_id_and_a_taken_natural_key_is_s
     changed[next(n for n in changed if n.startswith("conversations/"))] = jsonl([{**l0, "content": "another text"}])
     other_id = "atom-" + "0" * 12 + "f" * 14  # an id this service could issue, unused in the target
     changed[next(n for n in changed if n.startswith("records/"))] = jsonl([{**l1, "id": other_id}])
+    before = snapshot(api, target, [source.user_id])["users"][source.user_id]["l1"]
     second = import_tree(api, target, tarball(changed))
     assert second["state"] == "done", second
     assert (second["counts"]["l0"], second["skipped"]["l0"]) == (1, 0)
-    assert (second["counts"]["l1"], second["skipped"]["l1"]) == (0, 1)  # natural-key dedup
+    assert (second["counts"]["l1"], second["skipped"]["l1"]) == (1, 0)  # natural-key dedup: reinforced
+    third = import_tree(api, target, tarball(changed))  # the same tree again changes nothing
+    assert third["counts"] == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}, third
+    assert (third["skipped"]["l0"], third["skipped"]["l1"]) == (1, 1), third
     messages = snapshot(api, target, [source.user_id])["users"][source.user_id]["l0"]
     by_content = {m["content"]: m["id"] for m in messages}
-    assert set(by_content) == {"the original", "another text"}
+    assert sorted(m["content"] for m in messages) == ["another text", "the original"]
     assert by_content["the original"] == message and ISSUED.match(by_content["another text"])
     assert by_content["another text"] != message
     items = snapshot(api, target, [source.user_id])["users"][source.user_id]["l1"]
-    assert [(i["id"], i["reinforced_count"], i["version"]) for i in items] == [(record, 1, 1)]
+    assert [(i["id"], i["reinforced_count"], i["version"]) for i in items] == [(record, 2, 1)]
+    assert items[0]["updated_at"] > before[0]["updated_at"]  # as atomic/add's dedup moves it
     # an upload is good for one import: starting it again is refused, and does nothing again
     again = api.post("/v3/memory/import/start", {"import_id": second["import_id"]})
     assert again.status == 409, again.body

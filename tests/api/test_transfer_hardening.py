@@ -256,7 +256,10 @@ def _big_tree(n: int, *, asynchronous: bool = False) -> dict[str, bytes | str]:
     lines = [{**MESSAGE, "id": f"m-{i}", "content": f"message number {i}"} for i in range(n)]
     return {
         CONVERSATIONS: jsonl(lines),
-        RECORDS: jsonl([{**RECORD, "id": f"r-{i}", "content": f"record {i}"} for i in range(50)]),
+        RECORDS: jsonl(
+            [{**RECORD, "id": f"r-{i}", "content": f"record {i}"} for i in range(50)]
+            + [{**RECORD, "id": "r-seeded", "content": "a record there before"}]  # reinforces _seed's record
+        ),
         "scene_blocks/new.md": "a new scene",
         "scene_blocks/there.md": "imported over a live scene",
         "persona.md": "imported persona",
@@ -297,6 +300,10 @@ def test_a_failure_midway_takes_back_everything_the_import_wrote(api, hooks):
     assert s3_keys(target.prefix + ".imports/") == []
     done = import_tree(api, target, _big_tree(300))
     assert done["state"] == "done" and done["counts"]["l0"] == 300, done
+    reinforced = [
+        i for i in snapshot(api, target, ["u"])["users"]["u"]["l1"] if i["content"] == "a record there before"
+    ]
+    assert [i["reinforced_count"] for i in reinforced] == [2]  # what the failed one had taken back
 
 
 def _transfer_processes() -> list[int]:

@@ -19,6 +19,7 @@ from pynamodb.attributes import (
     ListAttribute,
     NumberAttribute,
     UnicodeAttribute,
+    UnicodeSetAttribute,
 )
 from pynamodb.connection import Connection, TableConnection
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
@@ -304,6 +305,8 @@ class Record(_Items):
     terms = NumberAttribute(default=0)
     # the index format its postings were written in (none: before impact order)
     index_format = NumberAttribute(null=True, attr_name="ix")
+    # ids of imported lines that reinforced this record (natural-key dedup): a re-import skips them
+    absorbed = UnicodeSetAttribute(null=True, attr_name="ab")
     by_time = RecordsByTime()
 
 

@@ -71,24 +71,55 @@ def create(where: Where, record: Record, counts: Tally[str]) -> None:
         raise
 
 
-def reinforce(where: Where, record: Record, now_ms: int) -> int:
-    """Add 1 to ``reinforced_count`` and move ``updated_at``, in the epoch read: the new count.
-    Cancelled: 'epoch' (cleared meanwhile), 'record' (edited, deleted or reinforced meanwhile)."""
+MAX_ABSORBED = 100  # imported line ids a record remembers (beyond: a re-import reinforces again)
+
+
+def reinforce(where: Where, record: Record, now_ms: int, absorbed: str | None = None) -> int:
+    """Add 1 to ``reinforced_count`` and move ``updated_at``, in the epoch read: the new count;
+    ``absorbed``: the id of the imported line that did it, remembered on the record. Cancelled:
+    'epoch' (cleared meanwhile), 'record' (edited, deleted or reinforced meanwhile)."""
     count = int(record.reinforced_count)
+    actions: list[Any] = [
+        Record.reinforced_count.set(count + 1),
+        Record.updated_at.set(now_ms),
+        Record.lsi1.set(layout.time_key(now_ms, record.id)),
+    ]
+    if absorbed is not None and len(record.absorbed or ()) < MAX_ABSORBED:
+        actions.append(Record.absorbed.add({absorbed}))
+    transaction = Transaction()
+    assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
+    transaction.update(
+        "record",
+        record,
+        actions,
+        condition=(Record.natural_key == record.natural_key) & (Record.reinforced_count == count),
+    )
+    transaction.commit()
+    return count + 1
+
+
+def unreinforce(where: Where, record: Record, count: int, updated_at: int, stamp: int, absorbed: str) -> bool:
+    """Take back one ``reinforce`` made at ``stamp`` by the imported line ``absorbed`` (an import
+    undone): the count and ``updated_at`` it had before, only while the record is as that
+    reinforcement left it; False when it was touched since (that change stands) or cleared."""
     transaction = Transaction()
     assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.update(
         "record",
         record,
         [
-            Record.reinforced_count.set(count + 1),
-            Record.updated_at.set(now_ms),
-            Record.lsi1.set(layout.time_key(now_ms, record.id)),
+            Record.reinforced_count.set(count),
+            Record.updated_at.set(updated_at),
+            Record.lsi1.set(layout.time_key(updated_at, record.id)),
+            Record.absorbed.delete({absorbed}),
         ],
-        condition=(Record.natural_key == record.natural_key) & (Record.reinforced_count == count),
+        condition=(Record.reinforced_count == count + 1) & (Record.updated_at == stamp),
     )
-    transaction.commit()
-    return count + 1
+    try:
+        transaction.commit()
+    except Cancelled:
+        return False
+    return True
 
 
 def update(

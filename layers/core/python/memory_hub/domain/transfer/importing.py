@@ -2,19 +2,17 @@
 ingested into one (team, agent) memory. The whole tree is checked before anything is written; items
 keep their ids where this service could have issued them and they are free, their times, sessions,
 versions; L2 files keep their META as stored. An item already there with the same id and content
-is skipped, an L1 record whose natural key is taken is skipped: importing the same tree twice
-changes nothing."""
+is skipped (importing the same tree twice changes nothing); an L1 line whose natural key another
+record holds reinforces that record, as ``atomic/add`` would (and an undone import takes it back)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...clock import format_ms, issued_here, now_ms, ordered_id
+from ...clock import format_ms, now_ms, ordered_id
 from ...observability import logger
 from ...storage import assets as stored_assets
 from ...storage import audit as stored_audit
@@ -32,13 +30,12 @@ from ..principal import Principal
 from ..results_admin import ImportCreated, ImportJobState
 from ..scope import Scope
 from ..search import term_counts
-from . import tree
+from . import planning, tree
 from .common import STALLED_MS, URL_LIFETIME_S, continue_later, describe, job_of
 
 SYNC_BYTES = 512 * 1024  # a larger upload is ingested by an asynchronous invocation
 SYNC_ITEMS = 2_000  # so is a tree of more items and files than this (it may compress very well)
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024  # compressed; unpacked, tree.MAX_TREE_BYTES
-
 
 USED = "import_id: its upload was used already (an upload URL is good for one import); create another import"
 UNDO_BUDGET_S = 120.0
@@ -178,6 +175,8 @@ class Journal:
     scenes_over: dict[str, str] = field(default_factory=dict)  # path → copy of the live file it overwrites
     persona: str | None = None  # "new", or the copy of the live persona it overwrites
     backups_before: list[str] = field(default_factory=list)
+    # records that were there and that it reinforces: [user, id, count and updated_at before, stamp, line id]
+    reinforced: list[list[Any]] = field(default_factory=list)
 
     def save(self, job: Job) -> None:
         blobs.put_bytes(journal_key(job), json.dumps(self.__dict__).encode(), "application/json")
@@ -247,6 +246,10 @@ def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
         held = records.get_many(where, user, ids)
         if held:
             records.delete(where, list(held.values()), lambda part: [])
+    for user, atom_id, count, updated_at, stamp, line in journal.reinforced:
+        reinforced = records.get(where, user, atom_id)
+        if reinforced is not None:
+            records.unreinforce(where, reinforced, count, updated_at, stamp, line)
     meaning.erase(where, [i for ids in [*journal.l0.values(), *journal.l1.values()] for i in ids])
     for path in journal.scenes_new:
         entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
@@ -276,17 +279,6 @@ def recover(now: int) -> int:
     return undone
 
 
-def _derived_id(prefix: str, ms: int, source: str) -> str:
-    """A stable id for a foreign item (time-ordered like ours): importing it again finds it again."""
-    return f"{prefix}{max(ms, 0) % (1 << 48):012x}{hashlib.sha256(source.encode()).hexdigest()[:14]}"
-
-
-def _id_for(prefix: str, source: str | None, ms: int, fallback: str) -> str:
-    if source and issued_here(prefix, source):
-        return source
-    return _derived_id(prefix, ms, source or fallback)
-
-
 def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
     """Plan, note the plan in the journal, then write: nothing is written before the journal
     names it."""
@@ -299,8 +291,8 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
     written = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     skipped = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
-    l0 = _plan_messages(where, parsed, skipped)
-    l1 = _plan_records(where, parsed, skipped)
+    l0 = planning.messages_to_add(where, parsed, skipped)
+    l1 = planning.records_to_add(where, parsed, skipped)
     for (user, _, _), group in l0:
         journal.l0.setdefault(user, []).extend(m.id for m in group)
     for item, atom_id in l1:
@@ -337,8 +329,10 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
         if record is not None:
             written["l1"] += 1
             pieces.append(meaning.piece(record))
+        elif _reinforce(where, item, atom_id, journal, job):
+            written["l1"] += 1  # the same (task, type, background, content) is there: reinforced
         else:
-            skipped["l1"] += 1  # the same (task, type, background, content) is there already
+            skipped["l1"] += 1  # its holder changed meanwhile
     for path, text in parsed.files.items():
         written_or_skipped = written if _scene(scope, asset, path, text) else skipped
         written_or_skipped["l2"] += 1
@@ -354,68 +348,8 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
     return written, skipped
 
 
-Group = tuple[tuple[str, str, str | None], list[messages.NewMessage]]
-
-
-def _plan_messages(where: Where, parsed: tree.Tree, skipped: dict[str, int]) -> list[Group]:
-    """The messages to add, grouped by (user, session, task), with their ids."""
-    groups: dict[tuple[str, str, str | None], list[tree.Message]] = defaultdict(list)
-    for message in parsed.messages:
-        groups[(message.user_id, message.session_id, message.task_id)].append(message)
-    planned: list[Group] = []
-    for (user, session, task), group in groups.items():
-        wanted: dict[str, tree.Message] = {}
-        for m in group:
-            message_id = _id_for("msg-", m.source_id, m.timestamp, f"{m.timestamp}:{m.role}:{m.content}")
-            if message_id in wanted and wanted[message_id].content != m.content:
-                # two lines of the tree share an id: the later one gets an id of its own (stable
-                # across imports, so a second import finds it again)
-                message_id = _derived_id("msg-", m.timestamp, f"{m.source_id}:{m.role}:{m.content}")
-            if message_id in wanted:
-                skipped["l0"] += 1  # the same message twice in the tree
-                continue
-            wanted[message_id] = m
-        found = messages.get_many(where, user, list(wanted)) if wanted else {}
-        new = []
-        for message_id, message in wanted.items():
-            there = found.get(message_id)
-            if there is not None and there.content == message.content:
-                skipped["l0"] += 1
-                continue
-            if there is not None:
-                message_id = ordered_id("msg-")  # the id is taken by another message: a new one
-            new.append(
-                messages.NewMessage(
-                    message_id,
-                    message.role,
-                    message.content,
-                    message.timestamp,
-                    term_counts(message.content),
-                    message.recorded_at,
-                )
-            )
-        if new:
-            planned.append(((user, session, task), new))
-    return planned
-
-
-def _plan_records(where: Where, parsed: tree.Tree, skipped: dict[str, int]) -> list[tuple[tree.Record, str]]:
-    """The records to add, each with its id."""
-    planned = []
-    for item in parsed.records:
-        atom_id = _id_for("atom-", item.source_id, item.created_at, f"{item.created_at}:{item.content}")
-        there = records.get(where, item.user_id, atom_id)
-        if there is not None and there.content == item.content:
-            skipped["l1"] += 1
-            continue
-        if there is not None:
-            atom_id = ordered_id("atom-")
-        planned.append((item, atom_id))
-    return planned
-
-
 def _record(where: Where, item: tree.Record, atom_id: str) -> Record | None:
-    """Store one record; None when its natural key is taken (it is skipped, nothing reinforced)."""
+    """Store one record; None when its natural key is taken (see ``_reinforce``)."""
     key = natural_key(item.task_id, item.type, item.background, item.content)
     counts = term_counts(searchable(item.content, item.background))
     record = records.new(
@@ -443,6 +377,30 @@ def _record(where: Where, item: tree.Record, atom_id: str) -> Record | None:
             raise
         return None
     return record
+
+
+def _reinforce(where: Where, item: tree.Record, atom_id: str, journal: Journal, job: Job) -> bool:
+    """The line's natural key is held: reinforce its holder (natural-key dedup, as ``atomic/add``),
+    which remembers the line's id — an import of the same tree again skips it. A record that was
+    there before the import is named in the journal first, so an undo takes the reinforcement back;
+    one this import created goes with the import anyway. False when the line was folded in before,
+    or the holder was deleted or changed meanwhile (the line is skipped)."""
+    key = natural_key(item.task_id, item.type, item.background, item.content)
+    holder = records.holder(where, item.user_id, key)
+    if holder is None or atom_id in (holder.absorbed or ()):
+        return False
+    stamp = now_ms()
+    if holder.id not in journal.l1.get(item.user_id, []):
+        before = [item.user_id, holder.id, int(holder.reinforced_count), int(holder.updated_at), stamp, atom_id]
+        journal.reinforced.append(before)
+        journal.save(job)
+    try:
+        records.reinforce(where, holder, stamp, absorbed=atom_id)
+    except Cancelled as exc:
+        if "epoch" in exc.failed:
+            raise  # cleared meanwhile: the import fails, and what it wrote is erased already
+        return False
+    return True
 
 
 def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
