@@ -249,3 +249,23 @@ def test_erased_content_leaves_the_data_directory_soon_after_the_delete(tmp_path
         assert second.post("/v3/scenario/count", SCOPE)["total"] == 1
     finally:
         second.stop()
+
+
+def test_an_erasure_whose_compaction_a_crash_cut_off_is_compacted_after_the_restart(tmp_path):
+    """The stack dies right after the delete is answered, before its compaction: the journal the
+    next start replays holds the erasure, so a compaction follows that start."""
+    data = tmp_path / "state"
+    first = start(data)
+    try:
+        first.post("/v3/atomic/add", {**SCOPE, "content": "the pin is echidnasecret"})
+        record = first.post("/v3/atomic/query", {**SCOPE, "limit": 10})["items"][0]["id"]
+        assert first.post("/v3/atomic/delete", {**SCOPE, "ids": [record]})["deleted_count"] == 1
+    finally:
+        first.kill()  # well within the second of quiet an erasure waits for
+    assert b"echidnasecret" in _on_disk(data)
+    second = start(data)
+    try:
+        eventually(lambda: b"echidnasecret" not in _on_disk(data), "still on disk after the restart", timeout=90)
+        assert second.post("/v3/atomic/query", {**SCOPE, "limit": 10})["items"] == []
+    finally:
+        second.stop()

@@ -258,7 +258,8 @@ def _big_tree(n: int, *, asynchronous: bool = False) -> dict[str, bytes | str]:
         CONVERSATIONS: jsonl(lines),
         RECORDS: jsonl(
             [{**RECORD, "id": f"r-{i}", "content": f"record {i}"} for i in range(50)]
-            + [{**RECORD, "id": "r-seeded", "content": "a record there before"}]  # reinforces _seed's record
+            # two lines that reinforce _seed's record (natural-key dedup)
+            + [{**RECORD, "id": f"r-seeded-{i}", "content": "a record there before"} for i in range(2)]
         ),
         "scene_blocks/new.md": "a new scene",
         "scene_blocks/there.md": "imported over a live scene",
@@ -303,7 +304,7 @@ def test_a_failure_midway_takes_back_everything_the_import_wrote(api, hooks):
     reinforced = [
         i for i in snapshot(api, target, ["u"])["users"]["u"]["l1"] if i["content"] == "a record there before"
     ]
-    assert [i["reinforced_count"] for i in reinforced] == [2]  # what the failed one had taken back
+    assert [i["reinforced_count"] for i in reinforced] == [3]  # what the failed one had taken back
 
 
 def _transfer_processes() -> list[int]:

@@ -490,3 +490,32 @@ def test_two_pairs_that_spell_the_same_memory_id_are_two_memories(aws):
     assert clear.clear(admin, checked, REQUEST, lambda: 60_000).all_cleared is True
     assert _every_layer(owner) == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     assert scenario.read(twin, "notes/shopping.md", _writer(twin)).content.endswith("\ntwin's list")
+
+
+def test_imported_lines_folded_into_a_record_are_remembered_taken_back_and_forgotten_with_its_key(aws):
+    """What an import's natural-key dedup does to the record it reinforces (storage.records)."""
+    from memory_hub.storage import records
+
+    scope = _fresh()
+    auth = _writer(scope)
+    atom_id = _add_record(scope, "Likes tea").id
+    where = assets.where_of(assets.of_scope(scope))
+    held = records.get(where, scope.user_id, atom_id)
+    assert held is not None and held.absorbed is None
+    before = (int(held.reinforced_count), int(held.updated_at))
+    assert records.reinforce(where, held, before[1] + 5, absorbed=["atom-line-1", "atom-line-2"]) == 3
+    held = records.get(where, scope.user_id, atom_id)
+    assert held.absorbed == {"atom-line-1", "atom-line-2"} and int(held.reinforced_count) == 3
+    # an undo made after another change leaves both
+    assert not records.unreinforce(where, held, before, 2, before[1] + 4, ["atom-line-1", "atom-line-2"])
+    assert records.unreinforce(where, held, before, 2, before[1] + 5, ["atom-line-1", "atom-line-2"])
+    held = records.get(where, scope.user_id, atom_id)
+    assert (int(held.reinforced_count), int(held.updated_at), held.absorbed) == (*before, None)
+
+    records.reinforce(where, held, before[1] + 6, absorbed=["atom-line-3"])
+    atomic.update(scope, atom_id, {"tags": ["kept"]}, None, auth, REQUEST)  # the same natural key
+    assert records.get(where, scope.user_id, atom_id).absorbed == {"atom-line-3"}
+    atomic.update(scope, atom_id, {"content": "Likes coffee"}, None, auth, REQUEST)  # another one
+    assert records.get(where, scope.user_id, atom_id).absorbed is None
+    (item,) = atomic.query(scope, None, 10, 0, None, None, auth).items
+    assert "absorbed" not in item.wire() and "ab" not in item.wire()

@@ -146,6 +146,7 @@ class AwsSide:
         self._child: subprocess.Popen[bytes] | None = None
         self._data_lock = -1  # the data directory's lock, held while the process lives
         self._closing = False
+        self._replayed_erasure = False  # the journal replayed at the start erased something
 
     # ---------------------------------------------------------------- one request
     def handle(
@@ -307,6 +308,8 @@ class AwsSide:
         self.journal = Journal(directory, max([first] + [n + 1 for n, _, _ in replayed]))
         for number, records, kept in replayed:
             self.journal.count_replayed(number, records, kept)
+        if self._replayed_erasure:  # a stop or crash came before its compaction: it follows now
+            self.journal.note_erasure()
         if replayed:
             print(
                 f"journal: replayed {sum(r for _, r, _ in replayed)} changes in {time.perf_counter() - started:.1f} s",
@@ -326,6 +329,7 @@ class AwsSide:
         headers: dict[str, str] = meta["h"]
         lowered = {k.lower(): v for k, v in headers.items()}
         call = calls.parse(meta["m"], meta["p"], lowered, body, self.region)
+        self._replayed_erasure = self._replayed_erasure or _erases(call)
         writes = _plain_writes(call)
         if writes is not None:  # a put or delete that succeeded once succeeds again: no need for moto
             for table, (puts, deletes) in writes.items():
@@ -367,6 +371,7 @@ class AwsSide:
         code = self._child.wait()
         self._child = None
         if code != 0:
+            self.journal.compacted(time.perf_counter() - started)  # a failing one is not retried at once
             if not self._closing:  # a stop ends it on purpose: the journal still holds its part
                 print(f"journal: a compaction failed (exit {code}); the journal is kept", file=sys.stderr, flush=True)
             return False
@@ -532,6 +537,7 @@ def _put_back(call: calls.Call, made_up: dict[str, str]) -> None:
 class AwsHandler(http.Handler):
     side: AwsSide
     max_body = 64 * 1024 * 1024
+    drain_limit = 256 * 1024 * 1024  # a larger object is read to the end, so its error is received
 
     def _serve(self) -> None:
         try:

@@ -71,21 +71,23 @@ def create(where: Where, record: Record, counts: Tally[str]) -> None:
         raise
 
 
-MAX_ABSORBED = 100  # imported line ids a record remembers (beyond: a re-import reinforces again)
+MAX_ABSORBED = 1000  # imported line ids a record remembers (~32 bytes each)
 
 
-def reinforce(where: Where, record: Record, now_ms: int, absorbed: str | None = None) -> int:
-    """Add 1 to ``reinforced_count`` and move ``updated_at``, in the epoch read: the new count;
-    ``absorbed``: the id of the imported line that did it, remembered on the record. Cancelled:
-    'epoch' (cleared meanwhile), 'record' (edited, deleted or reinforced meanwhile)."""
+def reinforce(where: Where, record: Record, now_ms: int, absorbed: list[str] | None = None) -> int:
+    """Add 1 to ``reinforced_count`` — one per line of ``absorbed``, the imported lines that do it,
+    remembered on the record (at most MAX_ABSORBED in all) — and move ``updated_at``, in the epoch
+    read: the new count. Cancelled: 'epoch' (cleared meanwhile), 'record' (edited, deleted or
+    reinforced meanwhile)."""
     count = int(record.reinforced_count)
+    times = len(absorbed) if absorbed else 1
     actions: list[Any] = [
-        Record.reinforced_count.set(count + 1),
+        Record.reinforced_count.set(count + times),
         Record.updated_at.set(now_ms),
         Record.lsi1.set(layout.time_key(now_ms, record.id)),
     ]
-    if absorbed is not None and len(record.absorbed or ()) < MAX_ABSORBED:
-        actions.append(Record.absorbed.add({absorbed}))
+    if absorbed:
+        actions.append(Record.absorbed.add(set(absorbed)))
     transaction = Transaction()
     assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.update(
@@ -95,13 +97,16 @@ def reinforce(where: Where, record: Record, now_ms: int, absorbed: str | None = 
         condition=(Record.natural_key == record.natural_key) & (Record.reinforced_count == count),
     )
     transaction.commit()
-    return count + 1
+    return count + times
 
 
-def unreinforce(where: Where, record: Record, count: int, updated_at: int, stamp: int, absorbed: str) -> bool:
-    """Take back one ``reinforce`` made at ``stamp`` by the imported line ``absorbed`` (an import
-    undone): the count and ``updated_at`` it had before, only while the record is as that
+def unreinforce(
+    where: Where, record: Record, before: tuple[int, int], times: int, stamp: int, absorbed: list[str]
+) -> bool:
+    """Take back the ``reinforce`` of ``times`` lines (``absorbed``) made at ``stamp`` (an import
+    undone): the count and ``updated_at`` of ``before``, only while the record is as that
     reinforcement left it; False when it was touched since (that change stands) or cleared."""
+    count, updated_at = before
     transaction = Transaction()
     assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.update(
@@ -111,9 +116,9 @@ def unreinforce(where: Where, record: Record, count: int, updated_at: int, stamp
             Record.reinforced_count.set(count),
             Record.updated_at.set(updated_at),
             Record.lsi1.set(layout.time_key(updated_at, record.id)),
-            Record.absorbed.delete({absorbed}),
+            Record.absorbed.delete(set(absorbed)),
         ],
-        condition=(Record.reinforced_count == count + 1) & (Record.updated_at == stamp),
+        condition=(Record.reinforced_count == count + times) & (Record.updated_at == stamp),
     )
     try:
         transaction.commit()
@@ -137,6 +142,8 @@ def update(
         Record.terms.set(terms),
     ]
     actions += [getattr(Record, name).set(value) for name, value in fields.items()]
+    if natural_key != record.natural_key:  # the imported lines it folded in were other content
+        actions.append(Record.absorbed.remove())
     transaction = Transaction()
     assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.update("record", record, actions, condition=Record.version == version)

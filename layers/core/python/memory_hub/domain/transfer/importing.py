@@ -175,7 +175,8 @@ class Journal:
     scenes_over: dict[str, str] = field(default_factory=dict)  # path → copy of the live file it overwrites
     persona: str | None = None  # "new", or the copy of the live persona it overwrites
     backups_before: list[str] = field(default_factory=list)
-    # records that were there and that it reinforces: [user, id, count and updated_at before, stamp, line id]
+    # records that were there and that it reinforces:
+    # [user, id, count before, updated_at before, times, its stamp, the line ids]
     reinforced: list[list[Any]] = field(default_factory=list)
 
     def save(self, job: Job) -> None:
@@ -246,10 +247,10 @@ def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
         held = records.get_many(where, user, ids)
         if held:
             records.delete(where, list(held.values()), lambda part: [])
-    for user, atom_id, count, updated_at, stamp, line in journal.reinforced:
+    for user, atom_id, count, updated_at, times, stamp, lines in journal.reinforced:
         reinforced = records.get(where, user, atom_id)
         if reinforced is not None:
-            records.unreinforce(where, reinforced, count, updated_at, stamp, line)
+            records.unreinforce(where, reinforced, (count, updated_at), times, stamp, lines)
     meaning.erase(where, [i for ids in [*journal.l0.values(), *journal.l1.values()] for i in ids])
     for path in journal.scenes_new:
         entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
@@ -324,15 +325,17 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
             messages.add(where, user, session, task, group[start : start + messages.PER_ADD], now_ms())
         written["l0"] += len(group)
         pieces += meaning.new_messages(user, session, task, group)
+    folded: list[tuple[tree.Record, str]] = []  # lines whose (task, type, background, content) is held
     for item, atom_id in l1:
         record = _record(where, item, atom_id)
         if record is not None:
             written["l1"] += 1
             pieces.append(meaning.piece(record))
-        elif _reinforce(where, item, atom_id, journal, job):
-            written["l1"] += 1  # the same (task, type, background, content) is there: reinforced
         else:
-            skipped["l1"] += 1  # its holder changed meanwhile
+            folded.append((item, atom_id))
+    reinforced = _reinforce(where, folded, journal, job)
+    written["l1"] += reinforced
+    skipped["l1"] += len(folded) - reinforced
     for path, text in parsed.files.items():
         written_or_skipped = written if _scene(scope, asset, path, text) else skipped
         written_or_skipped["l2"] += 1
@@ -379,28 +382,43 @@ def _record(where: Where, item: tree.Record, atom_id: str) -> Record | None:
     return record
 
 
-def _reinforce(where: Where, item: tree.Record, atom_id: str, journal: Journal, job: Job) -> bool:
-    """The line's natural key is held: reinforce its holder (natural-key dedup, as ``atomic/add``),
-    which remembers the line's id — an import of the same tree again skips it. A record that was
-    there before the import is named in the journal first, so an undo takes the reinforcement back;
-    one this import created goes with the import anyway. False when the line was folded in before,
-    or the holder was deleted or changed meanwhile (the line is skipped)."""
-    key = natural_key(item.task_id, item.type, item.background, item.content)
-    holder = records.holder(where, item.user_id, key)
-    if holder is None or atom_id in (holder.absorbed or ()):
-        return False
+def _reinforce(where: Where, folded: list[tuple[tree.Record, str]], journal: Journal, job: Job) -> int:
+    """Lines whose natural key a record holds reinforce it (natural-key dedup, as ``atomic/add``):
+    one update per record, which remembers the lines' ids — importing the same tree again skips
+    them. The records that were there before the import are named in the journal, saved once before
+    any is reinforced, so an undo takes it back; one this import created goes with the import
+    anyway. How many lines reinforced (the others were folded in before, or their record was
+    deleted or changed meanwhile)."""
+    by_holder: dict[tuple[str, str], tuple[Record, list[str]]] = {}
+    for item, atom_id in folded:
+        key = natural_key(item.task_id, item.type, item.background, item.content)
+        holder = records.holder(where, item.user_id, key)
+        if holder is None or atom_id in (holder.absorbed or ()):
+            continue
+        _, lines = by_holder.setdefault((item.user_id, holder.id), (holder, []))
+        if len(lines) < records.MAX_ABSORBED - len(holder.absorbed or ()):
+            lines.append(atom_id)  # beyond: the record remembers no more lines, and takes none
+    own = {(user, i) for user, ids in journal.l1.items() for i in ids}
     stamp = now_ms()
-    if holder.id not in journal.l1.get(item.user_id, []):
-        before = [item.user_id, holder.id, int(holder.reinforced_count), int(holder.updated_at), stamp, atom_id]
-        journal.reinforced.append(before)
+    plan = [(user, holder, lines) for (user, _), (holder, lines) in by_holder.items() if lines]
+    named = [
+        [user, h.id, int(h.reinforced_count), int(h.updated_at), len(lines), stamp, lines]
+        for user, h, lines in plan
+        if (user, h.id) not in own
+    ]
+    if named:
+        journal.reinforced += named
         journal.save(job)
-    try:
-        records.reinforce(where, holder, stamp, absorbed=atom_id)
-    except Cancelled as exc:
-        if "epoch" in exc.failed:
-            raise  # cleared meanwhile: the import fails, and what it wrote is erased already
-        return False
-    return True
+    done = 0
+    for _, holder, lines in plan:
+        try:
+            records.reinforce(where, holder, stamp, absorbed=lines)
+        except Cancelled as exc:
+            if "epoch" in exc.failed:
+                raise  # cleared meanwhile: the import fails, and what it wrote is erased already
+            continue
+        done += len(lines)
+    return done
 
 
 def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
