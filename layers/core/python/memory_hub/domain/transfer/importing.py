@@ -109,6 +109,12 @@ def status(principal: Principal, import_id: str) -> ImportJobState:
     stalled = job.state in ("queued", "running") and now_ms() - int(job.updated_at) > STALLED_MS
     if (job.state == "failed" or stalled) and undo(job) and stalled:
         jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
+    # The ingest settles the job before it removes its journal and upload (a crash in between must
+    # not read as "nothing kept"): once a poll is told it ended, neither is there any more.
+    if job.state == "done":
+        _forget(job)
+    elif job.state == "failed":
+        blobs.delete(_upload_key(job))  # its journal stays until an undo has run (the cleanup's too)
     return ImportJobState.model_validate(describe(job))
 
 
