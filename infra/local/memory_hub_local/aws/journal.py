@@ -19,10 +19,10 @@ is dropped with everything after it in that segment, and the start goes on.
 Compaction runs off the request path: under the lock only the current segment is closed and a new
 one opened; a child process (``python -m memory_hub_local.aws --compact-upto N``) loads the last
 snapshot, replays the closed segments, and writes the new snapshot (temporary file, fsync,
-rename, fsync of the directory). Only then are the segments it holds deleted. A change that
-erases something starts one soon (``ERASURE_QUIET_S``), so erased content does not stay on disk. A crash at any
+rename, fsync of the directory). Only then are the segments it holds deleted. A crash at any
 point leaves either the old snapshot and all segments, or the new snapshot (which names the
-segments it holds, so none is replayed twice)."""
+segments it holds, so none is replayed twice). A change that erases something starts a compaction
+soon (``ERASURE_QUIET_S``), so erased content does not stay on disk."""
 
 from __future__ import annotations
 

@@ -178,7 +178,6 @@ def delete(
         removed += part
         recorded += chunk_events
         pending = pending[len(part) :]
-
     postings.erase_removed(removed, beside)
     return removed, recorded
 

@@ -97,23 +97,25 @@ def begin(principal: Principal, import_id: str) -> ImportJobState:
     if upload.size > SYNC_BYTES:
         continue_later(job)
         return ImportJobState.model_validate(describe(job))
-    if jobs.claim(job, "created"):
+    ran_here = jobs.claim(job, "created")
+    if ran_here:
         run(job, within_request=True)
-    return status(principal, import_id)
+    return status(principal, import_id, ran_here=ran_here)
 
 
-def status(principal: Principal, import_id: str) -> ImportJobState:
+def status(principal: Principal, import_id: str, *, ran_here: bool = False) -> ImportJobState:
     """The job as it stands; an import that failed or stopped midway (a killed process) is undone
-    here first if its journal is still there (see ``undo``)."""
+    here first if its journal is still there (see ``undo``). ``ran_here``: the ingest ran in this
+    invocation, which removed what it leaves before it returned."""
     job = job_of(principal, import_id, "import")
     stalled = job.state in ("queued", "running") and now_ms() - int(job.updated_at) > STALLED_MS
     if (job.state == "failed" or stalled) and undo(job) and stalled:
         jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
     # The ingest settles the job before it removes its journal and upload (a crash in between must
     # not read as "nothing kept"): once a poll is told it ended, neither is there any more.
-    if job.state == "done":
+    if not ran_here and job.state == "done":
         _forget(job)
-    elif job.state == "failed":
+    elif not ran_here and job.state == "failed":
         blobs.delete(_upload_key(job))  # its journal stays until an undo has run (the cleanup's too)
     return ImportJobState.model_validate(describe(job))
 
