@@ -184,6 +184,20 @@ class ApiHandler(http.Handler):
 _FORM_TYPES = frozenset({"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"})
 _INVOKE = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
+INVOCATION_TYPES = ("Event", "RequestResponse", "DryRun")  # X-Amz-Invocation-Type, as Lambda spells them
+
+
+class _Refused(Exception):
+    """What the Invoke API answers instead of running the function: status, error type, message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+def _not_json(constant: str) -> Any:
+    """``NaN`` and ``Infinity``, which Python's parser takes and JSON does not have."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 class InvokeHandler(http.Handler):
@@ -203,6 +217,14 @@ class InvokeHandler(http.Handler):
             {"Content-Type": "application/json"},
             json.dumps({"Type": "User", "message": message or "bad request"}).encode(),
             close=True,
+        )
+
+    def _refuse_framing(self, status: int, code: str, message: str, *, close: bool = True) -> None:
+        self.send(
+            status,
+            {"Content-Type": "application/json", "x-amzn-ErrorType": code},
+            json.dumps({"Type": "User", "message": message}).encode(),
+            close=close,
         )
 
     def _foreign(self) -> str | None:
@@ -225,23 +247,53 @@ class InvokeHandler(http.Handler):
             return
         try:
             body = self.read_body()
-        except (http.Malformed, http.TooLarge) as exc:
-            self._json(
-                413 if isinstance(exc, http.TooLarge) else 400,
-                {"Type": "User", "message": str(exc)},
-                **{"x-amzn-ErrorType": "RequestTooLargeException"},
+        except http.Malformed as exc:  # nothing after a broken framing is a request of its own
+            self._refuse_framing(400, "InvalidRequestContentException", f"malformed request: {exc.message}")
+            return
+        except http.TooLarge as exc:
+            self._refuse_framing(
+                413,
+                "RequestTooLargeException",
+                f"Request must be smaller than {SYNC_PAYLOAD_LIMIT} bytes for the InvokeFunction operation",
+                close=not exc.drained,
             )
             return
+        try:
+            name, invocation, event = self._checked(body)
+        except _Refused as refused:
+            self._json(refused.status, {"Type": "User", "message": str(refused)}, **{"x-amzn-ErrorType": refused.code})
+            return
+        if invocation == "DryRun":  # the parameters and the caller's permission hold: nothing runs
+            self.send(204, {"X-Amz-Executed-Version": "$LATEST"}, b"")
+        elif invocation == "Event":
+            threading.Thread(target=self._later, args=(name, event), daemon=True).start()
+            self.send(202, {"X-Amz-Executed-Version": "$LATEST"}, b"")
+        else:
+            outcome = self.pool.invoke(name, event)
+            if outcome.error is not None:
+                self._json(
+                    200, outcome.error, **{"X-Amz-Function-Error": "Unhandled", "X-Amz-Executed-Version": "$LATEST"}
+                )
+            else:
+                self._json(200, outcome.result, **{"X-Amz-Executed-Version": "$LATEST"})
+
+    def _checked(self, body: bytes) -> tuple[str, str, Any]:
+        """The function to run (its logical id), the invocation type and the event, or ``_Refused``
+        as Lambda refuses: an unknown type, an unknown function, a caller without the permission,
+        a payload that is not JSON or too large for an asynchronous invocation."""
+        invocation = self.headers.get("X-Amz-Invocation-Type") or "RequestResponse"
+        if invocation not in INVOCATION_TYPES:
+            raise _Refused(
+                400,
+                "ValidationException",
+                f"1 validation error detected: Value '{invocation}' at 'invocationType' failed to satisfy "
+                f"constraint: Member must satisfy enum value set: [{', '.join(INVOCATION_TYPES)}]",
+            )
         match = _INVOKE.match(urlsplit(self.path).path)
         function = self.pool.function(unquote(match.group(1))) if match else None
         if function is None:
             name = unquote(match.group(1)) if match else self.path
-            self._json(
-                404,
-                {"Type": "User", "message": f"Function not found: {name}"},
-                **{"x-amzn-ErrorType": "ResourceNotFoundException"},
-            )
-            return
+            raise _Refused(404, "ResourceNotFoundException", f"Function not found: {name}")
         caller = _CREDENTIAL.search(self.headers.get("Authorization", ""))
         if caller:  # a function calling another (or itself) needs lambda:InvokeFunction on it
             invoker = next(
@@ -250,44 +302,24 @@ class InvokeHandler(http.Handler):
             )
             arn = self.pool.deployment.arns[function.logical_id]
             if invoker is not None and not invoker.allows("lambda:InvokeFunction", arn):
-                self._json(
+                raise _Refused(
                     403,
-                    {
-                        "Type": "User",
-                        "message": f"{invoker.logical_id} is not authorized to perform: "
-                        f"lambda:InvokeFunction on resource: {arn}",
-                    },
-                    **{"x-amzn-ErrorType": "AccessDeniedException"},
+                    "AccessDeniedException",
+                    f"{invoker.logical_id} is not authorized to perform: lambda:InvokeFunction on resource: {arn}",
                 )
-                return
         try:
-            event = json.loads(body or b"{}")
+            event = json.loads(body or b"{}", parse_constant=_not_json)
         except ValueError:  # not a local program's JSON event (a web page's form, say): refused
-            self._json(
-                403,
-                {"Type": "User", "message": "Could not parse request body into json: the payload must be JSON"},
-                **{"x-amzn-ErrorType": "AccessDeniedException"},
+            raise _Refused(
+                403, "AccessDeniedException", "Could not parse request body into json: the payload must be JSON"
+            ) from None
+        if invocation == "Event" and len(body) > ASYNC_PAYLOAD_LIMIT:
+            raise _Refused(
+                413,
+                "RequestTooLargeException",
+                f"Request must be smaller than {ASYNC_PAYLOAD_LIMIT} bytes for the InvokeAsync operation",
             )
-            return
-        if (self.headers.get("X-Amz-Invocation-Type") or "").lower() == "event":
-            if len(body) > ASYNC_PAYLOAD_LIMIT:
-                self._json(
-                    413,
-                    {
-                        "Type": "User",
-                        "message": "Request must be smaller than 262144 bytes for the InvokeAsync operation",
-                    },
-                    **{"x-amzn-ErrorType": "RequestTooLargeException"},
-                )
-                return
-            threading.Thread(target=self._later, args=(function.logical_id, event), daemon=True).start()
-            self.send(202, {"X-Amz-Executed-Version": "$LATEST"}, b"")
-            return
-        outcome = self.pool.invoke(function.logical_id, event)
-        if outcome.error is not None:
-            self._json(200, outcome.error, **{"X-Amz-Function-Error": "Unhandled", "X-Amz-Executed-Version": "$LATEST"})
-        else:
-            self._json(200, outcome.result, **{"X-Amz-Executed-Version": "$LATEST"})
+        return function.logical_id, invocation, event
 
     def _later(self, name: str, event: Any) -> None:
         try:
