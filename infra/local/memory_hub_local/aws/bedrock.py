@@ -63,8 +63,13 @@ def model_arn(region: str, model_id: str) -> str:
     return model_id if model_id.startswith("arn:") else f"arn:aws:bedrock:{region}::foundation-model/{model_id}"
 
 
-def _bare(model_id: str) -> str:
-    return model_id.split("foundation-model/", 1)[1] if ":foundation-model/" in model_id else model_id
+def _bare(model_id: str, region: str) -> str | None:
+    """The model id a request names, by itself or by the ARN of this region's foundation model
+    (another region's ARN names nothing here)."""
+    if not model_id.startswith("arn:"):
+        return model_id
+    prefix = f"arn:aws:bedrock:{region}::foundation-model/"
+    return model_id.removeprefix(prefix) if model_id.startswith(prefix) else None
 
 
 def _malformed(detail: str) -> Refusal:
@@ -108,9 +113,9 @@ def parse_request(body: bytes) -> tuple[str, int, bool, list[str]]:
     return text, int(dimensions), normalize, list(dict.fromkeys(types))
 
 
-def invoke(model_id: str, body: bytes, served: set[str]) -> tuple[int, dict[str, str], bytes]:
+def invoke(model_id: str, body: bytes, served: set[str], region: str) -> tuple[int, dict[str, str], bytes]:
     """Answer one InvokeModel (raises Refusal for what Bedrock refuses)."""
-    if _bare(model_id) not in served:
+    if _bare(model_id, region) not in served:
         raise error("ValidationException", "The provided model identifier is invalid.")
     text, dimensions, normalize, types = parse_request(body)
     started = time.perf_counter()

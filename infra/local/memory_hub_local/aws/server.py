@@ -156,7 +156,8 @@ class AwsSide:
         try:
             signed = self.verifier.verify(method, raw_path, lowered, body)
         except signing.Rejected as rejected:
-            answer = signing.refusal(rejected, lowered, urlsplit(raw_path).query)
+            url = urlsplit(raw_path)
+            answer = signing.refusal(rejected, lowered, url.query, method, url.path)
             return answer.status, {"Content-Type": answer.content_type, **answer.headers}, answer.body
         call = calls.parse(method, raw_path, lowered, body, self.region)
         if signing.SIGNING_NAMES.get(call.service, call.service) != signed.service:
@@ -176,7 +177,7 @@ class AwsSide:
                     raise _fault(call, fault)
             if call.service == "bedrock":  # the model runs outside the lock: it touches no state
                 started = time.perf_counter()
-                status, out_headers, out_body = bedrock.invoke(call.key or "", body, self.bedrock_models)
+                status, out_headers, out_body = bedrock.invoke(call.key or "", body, self.bedrock_models, self.region)
                 spent = (time.perf_counter() - started) * 1000
             else:
                 with LOCK:
@@ -559,7 +560,7 @@ class AwsHandler(http.Handler):
         if not signing.loopback_host(asked):
             lowered = {k.lower(): v for k, v in self.header_values().items()}
             message = f"Host {asked!r} is not served here: only a loopback address or localhost"
-            answer = signing.refusal(signing.Rejected("host", message), lowered, url.query)
+            answer = signing.refusal(signing.Rejected("host", message), lowered, url.query, self.command, url.path)
             self.send(answer.status, {"Content-Type": answer.content_type, **answer.headers}, answer.body)
             return
         if url.path.startswith("/_local/"):

@@ -58,6 +58,7 @@ _QUERY_PARAMETERS = (
 SIGNING_NAMES = {"bedrock-runtime": "bedrock"}
 
 _MISMATCH = "The request signature we calculated does not match the signature you provided."
+_WRONG_REGION = "Credential should be scoped to a valid region, not '{region}'. "
 
 # kind of failure -> (status, code, message) per protocol; a message of None is the failure's own.
 _S3 = {
@@ -81,6 +82,16 @@ _S3 = {
     "required_header": (400, "InvalidRequest", None),
     "header_malformed": (400, "AuthorizationHeaderMalformed", None),
     "query_malformed": (400, "AuthorizationQueryParametersError", None),
+    "header_region": (
+        400,
+        "AuthorizationHeaderMalformed",
+        "The authorization header is malformed; the region '{region}' is wrong; expecting '{expected}'",
+    ),
+    "query_region": (
+        400,
+        "AuthorizationQueryParametersError",
+        "Error parsing the X-Amz-Credential parameter; the region '{region}' is wrong; expecting '{expected}'",
+    ),
     "no_date": (403, "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header"),
     "v2": (
         400,
@@ -106,15 +117,21 @@ _JSON = {
     "required_header": (400, "IncompleteSignatureException", None),
     "header_malformed": (400, "IncompleteSignatureException", None),
     "query_malformed": (400, "IncompleteSignatureException", None),
+    "header_region": (400, "InvalidSignatureException", _WRONG_REGION),
+    "query_region": (400, "InvalidSignatureException", _WRONG_REGION),
     "no_date": (400, "IncompleteSignatureException", None),
     "v2": (400, "IncompleteSignatureException", "Signature Version 2 is not supported."),
 }
 
 
 class Rejected(Exception):
-    def __init__(self, kind: str, message: str = "") -> None:
+    """Why a request is refused: a kind of the tables above and the failure's own words (or, for a
+    credential scoped to another region, that region and the expected one, which each protocol words
+    its own way)."""
+
+    def __init__(self, kind: str, message: str = "", expected: str = "") -> None:
         super().__init__(f"{kind}: {message}")
-        self.kind, self.message = kind, message
+        self.kind, self.message, self.expected = kind, message, expected
 
 
 @dataclass(frozen=True)
@@ -153,21 +170,38 @@ def loopback_host(host: str | None) -> bool:
 # ---------------------------------------------------------------- the answer AWS gives
 
 
-def protocol(headers: dict[str, str], query: str) -> str:
+# What an unsigned request names when it is for S3 Vectors (an operation's name, in CamelCase: a
+# bucket's name is lower case) or the Bedrock runtime (a model's operation: S3 takes no POST to an
+# object without a query).
+_REST_JSON_PATH = re.compile(
+    r"^/(?:[A-Z][A-Za-z]+|model/[^/]+/(?:invoke|invoke-with-response-stream|converse|converse-stream|count-tokens))$"
+)
+
+
+def protocol(headers: dict[str, str], query: str, method: str = "", path: str = "") -> str:
     """How the service a request is for answers errors: ``xml`` (S3), ``json`` (X-Amz-Target
-    protocols: DynamoDB, Secrets Manager) or ``rest-json`` (the others)."""
+    protocols: DynamoDB, Secrets Manager) or ``rest-json`` (the others) — by the service its
+    credential is scoped to, else (unsigned) by what its path names."""
     if headers.get("x-amz-target"):
         return "json"
     scope = _credential_of(headers, query)
-    service = scope.split("/")[3] if scope.count("/") >= 4 else "s3"
-    return "xml" if service == "s3" else "rest-json"
+    if scope.count("/") >= 4:
+        return "xml" if scope.split("/")[3] == "s3" else "rest-json"
+    return "rest-json" if method == "POST" and not query and _REST_JSON_PATH.match(path) else "xml"
 
 
-def refusal(rejected: Rejected, headers: dict[str, str], query: str) -> faithful.Refusal:
-    kind = protocol(headers, query)
+def refusal(
+    rejected: Rejected, headers: dict[str, str], query: str, method: str = "", path: str = ""
+) -> faithful.Refusal:
+    kind = protocol(headers, query, method, path)
     table = _S3 if kind == "xml" else _JSON
     status, code, message = table[rejected.kind]
-    text = message if message is not None else rejected.message
+    if message is None:
+        text = rejected.message
+    elif rejected.expected:
+        text = message.format(region=rejected.message, expected=rejected.expected)
+    else:
+        text = message
     if kind == "xml":
         return faithful.s3_error(code, text, status)
     if kind == "rest-json":
@@ -278,7 +312,8 @@ class Verifier:
         if principal is None:
             raise Rejected("unknown_key")
         if region != self.region:
-            raise Rejected(malformed, f"the region '{region}' is wrong; expecting '{self.region}'")
+            where = "header" if malformed == "header_malformed" else "query"
+            raise Rejected(f"{where}_region", region, expected=self.region)
         if principal.token is not None and not hmac.compare_digest(token or "", principal.token):
             raise Rejected("token")
         if principal.token is None and token:
