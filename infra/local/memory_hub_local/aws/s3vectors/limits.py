@@ -75,9 +75,9 @@ def check_segment(segments: int, segment: int) -> None:
         raise invalid("segmentCount must be 1 to 16 and segmentIndex below it")
 
 
-def check_vector_count(vectors: list[Any]) -> None:
-    """PutVectors: how many vectors (checked before the index is looked up)."""
-    if not 1 <= len(vectors) <= MAX_PUT:
+def check_vector_count(vectors: Any) -> None:
+    """PutVectors: a list of 1 to 500 vectors (checked before the index is looked up)."""
+    if not isinstance(vectors, list) or not 1 <= len(vectors) <= MAX_PUT:
         raise invalid(
             "1 validation error detected: Value at 'vectors' failed to satisfy constraint: Member must "
             f"have length between 1 and {MAX_PUT}"
@@ -85,18 +85,39 @@ def check_vector_count(vectors: list[Any]) -> None:
 
 
 def check_vectors(index: Any, vectors: list[Any]) -> None:
-    """PutVectors: each key's length, finite data and the metadata's limits."""
+    """PutVectors: each vector an object with a key of 1 to 1,024 characters and float32 data,
+    every value a number that is finite as a float32, not all zeros for a cosine index, and the
+    metadata's limits."""
     for vector in vectors:
-        key = str(vector.get("key", ""))
+        if not isinstance(vector, dict) or not isinstance(vector.get("key"), str):
+            raise invalid("Invalid record: each vector must be an object with a key and data")
+        key = vector["key"]
         if not 1 <= len(key) <= MAX_KEY:
             raise invalid(
                 "1 validation error detected: Value at 'vectors.member.key' failed to satisfy constraint: "
                 f"Member must have length between 1 and {MAX_KEY}"
             )
-        data = (vector.get("data") or {}).get("float32") or []
-        if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in data):
+        data = vector.get("data")
+        values = data.get("float32") if isinstance(data, dict) else None
+        if not isinstance(values, list):
+            raise invalid(f"Invalid record for key '{key}': data must hold the vector's float32 values")
+        if not finite_float32(values):
             raise invalid(f"Invalid record for key '{key}': vector values must be finite float32 numbers")
+        if index.distance_metric == "cosine" and not any(values):
+            raise invalid(f"Invalid record for key '{key}': a zero vector is not allowed with the cosine metric")
         check_metadata(index, key, vector.get("metadata"))
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def finite_float32(values: list[Any]) -> bool:
+    """Every value a number (not a boolean) that stays finite as a float32 (NaN, infinities and
+    doubles beyond the float32 range are not)."""
+    return all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) <= FLOAT32_MAX
+        for x in values
+    )
 
 
 def check_get(keys: list[Any]) -> None:
@@ -122,19 +143,22 @@ def check_delete(keys: list[Any]) -> None:
         )
 
 
-def check_top_k(top_k: Any) -> None:
-    """QueryVectors: ``topK`` 1 to 100 (checked before the index is looked up)."""
-    if not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+def check_top_k(top_k: Any) -> int:
+    """QueryVectors: ``topK`` an integer from 1 to 100, as sent (checked before the index is looked up)."""
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
         raise invalid(
             "1 validation error detected: Value at 'topK' failed to satisfy constraint: Member must be "
             f"between 1 and {MAX_TOP_K}, inclusive"
         )
+    return top_k
 
 
 def check_query_vector(index: Any, probe: Any) -> list[float]:
     """QueryVectors: a query vector of the index's dimension (given back, checked)."""
     if not probe:
         raise invalid("queryVector must be given")
+    if not isinstance(probe, list) or not finite_float32(probe):
+        raise invalid("Query vector contains invalid values: each must be a finite float32 number")
     if len(probe) != index.dimension:
         raise invalid(
             f"Query vector contains invalid values or is invalid for this index: vector must have length "

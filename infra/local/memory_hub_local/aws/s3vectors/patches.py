@@ -28,6 +28,7 @@ def install() -> None:
     if not _once(S3VectorsResponse, "_memory_hub_vectors"):
         return
     route_query_vectors()
+    readable_bodies()
     stamp_vector_buckets()
     track_index_changes()
     packed_vectors()
@@ -77,6 +78,42 @@ def route_query_vectors() -> None:
     from moto.s3vectors.responses import S3VectorsResponse
 
     urls.url_paths["{0}/QueryVectors$"] = S3VectorsResponse.dispatch
+
+
+def readable_bodies() -> None:
+    """A body that is not a JSON object, or that moto cannot read as the operation's input (a
+    string where a number goes, a list where an object does), is S3 Vectors' ValidationException,
+    not a 500 from moto's parsing."""
+    from moto.core.responses import ActionResult
+    from moto.s3vectors.responses import S3VectorsResponse
+
+    from .service import invalid
+
+    own_parse, own_call = S3VectorsResponse.parse_parameters, S3VectorsResponse.call_action
+
+    def parse_parameters(self: Any, request: Any) -> None:
+        self._memory_hub_unreadable = None
+        body = self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else self.body
+        if body and body.strip() and not body.lstrip().startswith("{"):
+            self._memory_hub_unreadable = "The request body must be a JSON object"
+        else:
+            try:
+                own_parse(self, request)
+                return
+            except Exception:  # noqa: BLE001 - whatever moto's parser trips on is the body's fault
+                self._memory_hub_unreadable = "The request body does not match this operation's input"
+        self.params = {}
+
+    def call_action(self: Any) -> Any:
+        unreadable = getattr(self, "_memory_hub_unreadable", None)
+        if unreadable is None:
+            return own_call(self)
+        status, headers, body = self.serialized(ActionResult(invalid(unreadable)))
+        headers, body = self._enrich_response(headers, body)
+        return status, headers, body
+
+    S3VectorsResponse.parse_parameters = parse_parameters  # type: ignore[method-assign]
+    S3VectorsResponse.call_action = call_action  # type: ignore[method-assign]
 
 
 def stamp_vector_buckets() -> None:
