@@ -22,7 +22,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
-from helpers import ADMIN_KEY, BUCKET, SERVICE_ID, make_scope
+from helpers import ADMIN_KEY, BUCKET, SERVICE_ID, make_scope, ok
 
 REGION = "us-east-1"
 AUTH = {"Authorization": f"Bearer {ADMIN_KEY}", "x-tdai-service-id": SERVICE_ID}
@@ -279,6 +279,56 @@ def test_the_invoke_api_runs_a_local_programs_json(stack):
         assert invoke(stack, b"{}", **{"Content-Type": content_type}).status_code == 200  # SDKs send these
 
 
+def test_the_invoke_api_dry_run_runs_nothing_and_other_invocation_types_are_refused(stack, api):
+    from memory_hub_local.gateway import api_event
+
+    scope = make_scope()
+    write = api_event(
+        "POST",
+        "/v3/scenario/write",
+        AUTH,
+        json.dumps(scope.body(path="dry.md", content="written once")).encode(),
+    )
+    lam = boto3.client(
+        "lambda", endpoint_url=stack.lambda_url, region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    dry = lam.invoke(FunctionName="ScenarioFunction", InvocationType="DryRun", Payload=json.dumps(write).encode())
+    assert dry["StatusCode"] == 204 and dry["Payload"].read() == b""
+    assert ok(api.post("/v3/scenario/count", scope.body()))["total"] == 0  # nothing ran
+    done = lam.invoke(FunctionName="ScenarioFunction", Payload=json.dumps(write).encode())  # the same event, run
+    assert done["StatusCode"] == 200 and json.loads(done["Payload"].read())["statusCode"] == 200
+    assert ok(api.post("/v3/scenario/count", scope.body()))["total"] == 1
+    for invocation in ("Bogus", "event", ""):
+        answer = invoke(stack, b"{}", **{"X-Amz-Invocation-Type": invocation} if invocation else {})
+        if invocation:  # Lambda's values are case-sensitive; none is RequestResponse
+            assert answer.status_code == 400 and answer.headers["x-amzn-ErrorType"] == "ValidationException"
+        else:
+            assert answer.status_code == 200
+
+
+def test_the_invoke_api_processes_nothing_after_a_broken_framing(stack):
+    second = (
+        b"POST /2015-03-31/functions/AdminFunction/invocations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Length: 2\r\n\r\n{}"
+    )
+    for framing in (b"Content-Length: abc\r\n", b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"):
+        first = b"POST /2015-03-31/functions/AdminFunction/invocations HTTP/1.1\r\nHost: 127.0.0.1\r\n" + framing
+        with socket.create_connection(("127.0.0.1", int(stack.lambda_url.rsplit(":", 1)[1])), timeout=30) as sock:
+            sock.sendall(first + b"\r\n" + second)
+            sock.shutdown(socket.SHUT_WR)
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+        assert reply.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in reply, reply[:200]
+        assert reply.count(b"HTTP/1.1 ") == 1  # the smuggled second request was never run
+
+
+def test_the_invoke_api_refuses_a_payload_over_6_mb_as_lambda_does(stack):
+    answer = invoke(stack, b'{"a": "' + b"x" * (6 * 1024 * 1024) + b'"}')
+    assert answer.status_code == 413 and answer.headers["x-amzn-ErrorType"] == "RequestTooLargeException"
+    assert answer.json()["message"] == "Request must be smaller than 6291456 bytes for the InvokeFunction operation"
+
+
 @pytest.mark.parametrize(
     "headers,body",
     [
@@ -289,6 +339,7 @@ def test_the_invoke_api_runs_a_local_programs_json(stack):
         ({"Content-Type": "application/x-www-form-urlencoded"}, b"a=b"),
         ({"Content-Type": "multipart/form-data; boundary=x"}, b"--x--"),
         ({}, b"not json"),
+        ({}, b'{"a": NaN}'),  # Python's parser takes it; JSON has no NaN
     ],
 )
 def test_the_invoke_api_refuses_what_a_web_page_can_send(stack, headers, body):
@@ -342,10 +393,13 @@ def test_an_encoded_slash_is_not_a_separator(stack, path):
 
 def test_bedrock_and_s3_vectors_refuse_as_rest_json_services_do(stack):
     """Bedrock and S3 Vectors (REST JSON protocols) answer 403 with the same codes as the others."""
-    unsigned = requests.post(
-        f"{stack.aws_url}/model/amazon.titan-embed-text-v2%3A0/invoke", data=b'{"inputText": "x"}', timeout=30
-    )
-    assert unsigned.status_code == 403 and ADMIN_KEY not in unsigned.text
+    for path in ("/model/amazon.titan-embed-text-v2%3A0/invoke", "/ListVectorBuckets", "/QueryVectors"):
+        unsigned = requests.post(f"{stack.aws_url}{path}", data=b'{"inputText": "x"}', timeout=30)
+        assert unsigned.status_code == 403 and ADMIN_KEY not in unsigned.text
+        assert unsigned.headers["x-amzn-ErrorType"] == "MissingAuthenticationTokenException", path
+        assert unsigned.json()["message"]  # JSON, not S3's XML
+    # an S3 key under a bucket named "model" is still S3's (a GET, or a POST with a query)
+    assert "<Code>AccessDenied</Code>" in requests.get(f"{stack.aws_url}/model/x/invoke", timeout=30).text
     forger = {"key": stack.credentials.operator.access_key, "secret": "not-the-secret"}
     bedrock = client(stack, "bedrock-runtime", **forger)
     invoke = lambda: bedrock.invoke_model(modelId="amazon.titan-embed-text-v2:0", body=b'{"inputText": "x"}')  # noqa: E731
@@ -355,6 +409,30 @@ def test_bedrock_and_s3_vectors_refuse_as_rest_json_services_do(stack):
         "InvalidSignatureException",
     )
     assert "vectorBuckets" in client(stack, "s3vectors").list_vector_buckets()
+
+
+def test_a_credential_scoped_to_another_region_is_refused_in_each_services_words(stack):
+    def elsewhere(service: str):
+        operator = stack.credentials.operator
+        return boto3.client(
+            service,
+            endpoint_url=stack.aws_url,
+            region_name="eu-west-1",
+            aws_access_key_id=operator.access_key,
+            aws_secret_access_key=operator.secret,
+            config=Config(signature_version="s3v4" if service == "s3" else None),
+        )
+
+    with pytest.raises(ClientError) as s3:
+        elsewhere("s3").list_objects_v2(Bucket=BUCKET)
+    assert s3.value.response["Error"]["Code"] == "AuthorizationHeaderMalformed"
+    assert "the region 'eu-west-1' is wrong; expecting 'us-east-1'" in s3.value.response["Error"]["Message"]
+    assert error_of(lambda: elsewhere("dynamodb").list_tables()) == (400, "InvalidSignatureException")
+    assert error_of(lambda: elsewhere("s3vectors").list_vector_buckets()) == (403, "InvalidSignatureException")
+    with pytest.raises(ClientError) as vectors:
+        elsewhere("s3vectors").list_vector_buckets()
+    message = vectors.value.response["Error"]["Message"]
+    assert "Credential should be scoped to a valid region, not 'eu-west-1'" in message
 
 
 def test_the_printed_credentials_are_kept_with_the_state_and_readable_by_their_owner_only(tmp_path):

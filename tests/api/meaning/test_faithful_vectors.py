@@ -99,6 +99,8 @@ def test_what_bedrock_refuses(stack):
     # a model's ARN is as good as its id
     arn = f"arn:aws:bedrock:{REGION}::foundation-model/{MODEL}"
     assert invoke(json.dumps({"inputText": "x"}), model=arn) == ("accepted", 200, "")
+    elsewhere = f"arn:aws:bedrock:eu-west-1::foundation-model/{MODEL}"  # another region's model
+    assert invoke(json.dumps({"inputText": "x"}), model=elsewhere)[:2] == validation
 
 
 def test_long_inputs_are_cut_to_the_models_256_word_pieces(stack):
