@@ -55,6 +55,7 @@ def signed(
     headers: dict[str, str],
     body: bytes = b"",
     when: datetime | None = None,
+    region: str = REGION,
 ) -> requests.Response:
     """A request signed (SigV4, in the header) with the operator's key for ``url``, sent to the stack."""
     operator = stack.credentials.operator
@@ -64,13 +65,13 @@ def signed(
         request.headers["X-Amz-Content-SHA256"] = (
             headers.get("X-Amz-Content-SHA256") or hashlib.sha256(body).hexdigest()
         )
-    signer = SigV4Auth(Credentials(operator.access_key, operator.secret), service, REGION)
+    signer = SigV4Auth(Credentials(operator.access_key, operator.secret), service, region)
     request.context["timestamp"] = stamp
     canonical = signer.canonical_request(request)
     signature = signer.signature(signer.string_to_sign(request, canonical), request)
     names = signer.signed_headers(signer.headers_to_sign(request))
     request.headers["Authorization"] = (
-        f"AWS4-HMAC-SHA256 Credential={operator.access_key}/{stamp[:8]}/{REGION}/{service}/aws4_request, "
+        f"AWS4-HMAC-SHA256 Credential={operator.access_key}/{stamp[:8]}/{region}/{service}/aws4_request, "
         f"SignedHeaders={names}, Signature={signature}"
     )
     host = url.split("/")[2]
@@ -398,8 +399,16 @@ def test_bedrock_and_s3_vectors_refuse_as_rest_json_services_do(stack):
         assert unsigned.status_code == 403 and ADMIN_KEY not in unsigned.text
         assert unsigned.headers["x-amzn-ErrorType"] == "MissingAuthenticationTokenException", path
         assert unsigned.json()["message"]  # JSON, not S3's XML
-    # an S3 key under a bucket named "model" is still S3's (a GET, or a POST with a query)
-    assert "<Code>AccessDenied</Code>" in requests.get(f"{stack.aws_url}/model/x/invoke", timeout=30).text
+    # S3's requests stay S3's: a GET of a key named like a model's invoke, POSTs to a bucket
+    for method, path in (("GET", "/model/x/invoke"), ("POST", f"/{BUCKET}"), ("POST", f"/{BUCKET}/k?uploads")):
+        answer = requests.request(method, f"{stack.aws_url}{path}", timeout=30)
+        assert answer.status_code == 403 and "<Code>AccessDenied</Code>" in answer.text, (method, path)
+
+
+def test_s3_vectors_refuses_a_body_that_is_not_utf8(stack):
+    answer = signed(stack, "POST", f"{stack.aws_url}/PutVectors", "s3vectors", {}, b'\xff\xfe{"vectors": []}')
+    assert answer.status_code == 400 and answer.headers["x-amzn-ErrorType"] == "ValidationException"
+    assert answer.json()["message"] == "The request body is not UTF-8"
     forger = {"key": stack.credentials.operator.access_key, "secret": "not-the-secret"}
     bedrock = client(stack, "bedrock-runtime", **forger)
     invoke = lambda: bedrock.invoke_model(modelId="amazon.titan-embed-text-v2:0", body=b'{"inputText": "x"}')  # noqa: E731
@@ -423,10 +432,14 @@ def test_a_credential_scoped_to_another_region_is_refused_in_each_services_words
             config=Config(signature_version="s3v4" if service == "s3" else None),
         )
 
-    with pytest.raises(ClientError) as s3:
-        elsewhere("s3").list_objects_v2(Bucket=BUCKET)
-    assert s3.value.response["Error"]["Code"] == "AuthorizationHeaderMalformed"
-    assert "the region 'eu-west-1' is wrong; expecting 'us-east-1'" in s3.value.response["Error"]["Message"]
+    header = signed(stack, "GET", f"{stack.aws_url}/{BUCKET}?list-type=2", "s3", {}, region="eu-west-1")
+    assert header.status_code == 400 and "<Code>AuthorizationHeaderMalformed</Code>" in header.text
+    assert "the region 'eu-west-1' is wrong; expecting 'us-east-1'" in header.text
+    assert "<Region>us-east-1</Region>" in header.text  # what an SDK reads to ask again in the right region
+    presigned = elsewhere("s3").generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "k"})
+    query = requests.get(presigned, timeout=30)
+    assert query.status_code == 400 and "<Code>AuthorizationQueryParametersError</Code>" in query.text
+    assert "<Region>us-east-1</Region>" in query.text
     assert error_of(lambda: elsewhere("dynamodb").list_tables()) == (400, "InvalidSignatureException")
     assert error_of(lambda: elsewhere("s3vectors").list_vector_buckets()) == (403, "InvalidSignatureException")
     with pytest.raises(ClientError) as vectors:

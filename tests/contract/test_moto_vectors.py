@@ -158,6 +158,10 @@ LIMITS = """
                                                                                   "data": {"float32": [0, 0, 0]}}])),
         "beyond_float32": outcome(lambda: vectors.put_vectors(**AT, vectors=[{"key": "b",
                                                                               "data": {"float32": [1e300, 0, 0]}}])),
+        "float32_largest": outcome(lambda: vectors.put_vectors(**AT, vectors=[
+            {"key": "l", "data": {"float32": [3.4028235e38, 0, 0]}}])),
+        "zero_as_float32": outcome(lambda: vectors.put_vectors(**AT, vectors=[{"key": "t",
+                                                                               "data": {"float32": [1e-46, 0, 0]}}])),
         "not_a_number": outcome(lambda: vectors.put_vectors(**AT, vectors=[
             {"key": "n", "data": {"float32": [float("nan"), 1, 0]}}])),
     }
@@ -184,6 +188,8 @@ def test_moto_alone_accepts_what_s3_vectors_refuses():
         "delete_missing_vector": "accepted",
         "zero_vector_cosine": "accepted",
         "beyond_float32": "accepted",
+        "float32_largest": "accepted",
+        "zero_as_float32": "accepted",
         "not_a_number": "accepted",
     }
 
@@ -207,6 +213,8 @@ def test_patched_moto_refuses_it_with_s3_vectors_error_codes():
         "delete_missing_vector": "accepted",  # deleting a key that is not there succeeds
         "zero_vector_cosine": "ValidationException",  # no direction: no cosine
         "beyond_float32": "ValidationException",  # infinite once made a float32
+        "float32_largest": "accepted",  # float32's largest value, spelled as numpy prints it
+        "zero_as_float32": "ValidationException",  # 1e-46 is 0 as a float32
         "not_a_number": "ValidationException",
     }
 
@@ -234,7 +242,8 @@ BODIES = """
         try:
             one = {"float32": [1, 0, 0]}
             call = {"QueryVectors": lambda: once.query_vectors(**AT, topK=1, queryVector=one),
-                    "PutVectors": lambda: once.put_vectors(**AT, vectors=[{"key": "p", "data": one}])}
+                    "PutVectors": lambda: once.put_vectors(**AT, vectors=[{"key": "p", "data": one}]),
+                    "CreateVectorBucket": lambda: once.create_vector_bucket(vectorBucketName="made-here")}
             return outcome(call[operation])
         finally:
             once.meta.events.unregister(f"before-sign.s3vectors.{operation}", unique_id=operation)
@@ -247,6 +256,10 @@ BODIES = """
         "values_strings": put('"vectors": [{"key": "s", "data": {"float32": ["a", "b", "c"]}}]'),
         "vectors_an_object": put('"vectors": {"a": 1}'),
         "vector_no_data": put('"vectors": [{"key": "n"}]'),
+        "value_a_numeric_string": put('"vectors": [{"key": "t", "data": {"float32": ["0.5", 1, 0]}}]'),
+        "value_a_boolean": put('"vectors": [{"key": "t", "data": {"float32": [true, 1, 0]}}]'),
+        "body_cut_short": sent_as("PutVectors", '{"vectorBucketName": "memory-vectors", "indexName": '),
+        "required_member_missing": sent_as("CreateVectorBucket", "{}"),
         "query_vector_a_list": query('"topK": 1, "queryVector": [1, 0, 0]'),
         "query_nulls": query('"topK": 1, "queryVector": {"float32": [null, null, null]}'),
         "query_nan": query('"topK": 1, "queryVector": {"float32": [NaN, 0, 0]}'),
@@ -263,6 +276,10 @@ BODY_CASES = (
     "values_strings",
     "vectors_an_object",
     "vector_no_data",
+    "value_a_numeric_string",
+    "value_a_boolean",
+    "body_cut_short",
+    "required_member_missing",
     "query_vector_a_list",
     "query_nulls",
     "query_nan",
@@ -275,12 +292,16 @@ BODY_CASES = (
 def test_moto_alone_fails_on_bodies_s3_vectors_refuses():
     found = run(False, BODIES)
     # moto's own code raises (a 500 from its server), where S3 Vectors answers the caller's error
-    assert {name: found[name] for name in ("body_a_list", "values_strings", "vectors_an_object", "vector_no_data")} == {
+    crashes = ("body_a_list", "values_strings", "vectors_an_object", "vector_no_data", "required_member_missing")
+    assert {name: found[name] for name in crashes} == {
         "body_a_list": "AttributeError",
         "values_strings": "ValueError",
         "vectors_an_object": "AttributeError",
         "vector_no_data": "KeyError",
+        "required_member_missing": "TypeError",
     }
+    # and converts what S3 Vectors refuses: "0.5" and true are stored as 0.5 and 1.0
+    assert (found["value_a_numeric_string"], found["value_a_boolean"]) == ("accepted", "accepted")
     assert found["well_formed"] == "EndpointConnectionError"  # and it has no QueryVectors at all
 
 

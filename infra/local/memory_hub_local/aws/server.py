@@ -222,6 +222,11 @@ class AwsSide:
         changed: list[str] = []
         if call.service == "dynamodb":
             faithful.check_dynamodb(call, self.schemas)
+        elif call.service == "s3vectors":
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError:  # moto decodes the body before anything else reads it
+                raise s3vectors.error("ValidationException", "The request body is not UTF-8", 400) from None
         elif call.service == "s3":
             faithful.check_s3(call, lowered, body, s3_backend())
             if call.operation == "DeleteObjects" and call.bucket:

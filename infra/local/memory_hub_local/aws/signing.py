@@ -203,6 +203,8 @@ def refusal(
     else:
         text = message
     if kind == "xml":
+        if rejected.expected:  # S3 names the bucket's region: an SDK that reads it asks again there
+            return faithful.s3_error(code, text, status, Region=rejected.expected)
         return faithful.s3_error(code, text, status)
     if kind == "rest-json":
         status = 403 if status == 400 else status

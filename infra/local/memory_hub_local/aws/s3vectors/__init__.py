@@ -20,6 +20,11 @@ moto alone lacks each one):
   beginning and ending with a letter or digit, unique in their bucket (ConflictException); at most
   10,000 indexes a bucket (ServiceQuotaExceededException); ListVectors pages of at most 1,000
   (500 by default) and ListIndexes pages of at most 500 with ``prefix``, both with ``nextToken``.
+- Requests read as the service reads them: a body that is not a JSON object of the operation's
+  input (not UTF-8, not JSON, ``NaN``, a string or boolean where a number goes, a list where an
+  object does, a required member missing) is a ValidationException — moto's parser would convert
+  it, or fail with a 500; vector values finite as float32 (in puts and queries), and no zero
+  vector in a cosine index.
 - Shapes moto leaves out: CreateIndex answers ``indexArn``; GetIndex ``creationTime`` and
   ``metadataConfiguration``; ListIndexes ``creationTime``; GetVectorBucket ``creationTime``.
 
@@ -29,6 +34,7 @@ The modules, one job each:
 
 - ``service``: moto's S3 Vectors backend, and errors sent as the service sends them;
 - ``limits``: the limits above, each a check that raises AWS's ValidationException;
+- ``parsing``: moto's request parser held to the operation's shapes (imports moto);
 - ``filters``: the metadata filter grammar (``validate_filter``) and its meaning (``matches``);
 - ``search``: the exact nearest-neighbour search of QueryVectors (``query``);
 - ``handlers``: what each changed operation answers, in moto's response class (imports moto);

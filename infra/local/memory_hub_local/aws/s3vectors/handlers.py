@@ -7,7 +7,6 @@ Imported by ``patches.install`` only: importing it imports moto."""
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -26,13 +25,6 @@ def _index_of(response: Any) -> Any:
     return response.s3vectors_backend.get_index(
         response._get_param("vectorBucketName"), response._get_param("indexName"), response._get_param("indexArn")
     )
-
-
-def _sent(response: Any) -> dict[str, Any]:
-    """The request's JSON body as sent (an object: ``patches.readable_bodies`` refused any other)."""
-    body = response.body
-    sent = json.loads(body) if body else {}
-    return sent if isinstance(sent, dict) else {}
 
 
 def _page(items: list[Any], name: Any, token: str | None, limit: int) -> tuple[list[Any], str | None]:
@@ -161,11 +153,9 @@ def query_vectors(response: Any) -> ActionResult:
     response._validate_index_params(
         response._get_param("indexArn"), response._get_param("indexName"), response._get_param("vectorBucketName")
     )
-    sent = _sent(response)  # as sent: moto's parsing makes "5" and 5.5 the integer 5
-    top_k = limits.check_top_k(sent.get("topK"))
+    top_k = limits.check_top_k(response._get_param("topK"))
     index = _index_of(response)
-    asked = sent.get("queryVector")
-    probe = limits.check_query_vector(index, asked.get("float32") if isinstance(asked, dict) else None)
+    probe = limits.check_query_vector(index, (response._get_param("queryVector") or {}).get("float32"))
     where = response._get_param("filter")
     if where is not None:
         validate_filter(where, limits.non_filterable(index))

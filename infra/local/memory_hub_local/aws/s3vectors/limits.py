@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from array import array
 from typing import Any
 
 from .service import invalid
@@ -103,19 +104,19 @@ def check_vectors(index: Any, vectors: list[Any]) -> None:
             raise invalid(f"Invalid record for key '{key}': data must hold the vector's float32 values")
         if not finite_float32(values):
             raise invalid(f"Invalid record for key '{key}': vector values must be finite float32 numbers")
-        if index.distance_metric == "cosine" and not any(values):
+        if index.distance_metric == "cosine" and not any(array("f", values)):  # zero once made float32
             raise invalid(f"Invalid record for key '{key}': a zero vector is not allowed with the cosine metric")
         check_metadata(index, key, vector.get("metadata"))
 
 
-FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # float32's largest value plus half a unit: from here a double rounds to inf
 
 
 def finite_float32(values: list[Any]) -> bool:
-    """Every value a number (not a boolean) that stays finite as a float32 (NaN, infinities and
-    doubles beyond the float32 range are not)."""
+    """Every value a number (not a boolean) that stays finite once made a float32, as S3 Vectors
+    keeps it (NaN and infinities are not; nor a double that rounds past float32's largest value)."""
     return all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) <= FLOAT32_MAX
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) < FLOAT32_OVERFLOW
         for x in values
     )
 

@@ -81,28 +81,37 @@ def route_query_vectors() -> None:
 
 
 def readable_bodies() -> None:
-    """A body that is not a JSON object, or that moto cannot read as the operation's input (a
-    string where a number goes, a list where an object does), is S3 Vectors' ValidationException,
-    not a 500 from moto's parsing."""
+    """Each request read by ``parsing.Strict``: a body that is not the operation's input (not a JSON
+    object, not UTF-8, a string or boolean where a number goes, a list where an object does, a
+    required member missing) is S3 Vectors' ValidationException, never converted by moto's parser
+    into something else nor a 500 from it."""
     from moto.core.responses import ActionResult
+    from moto.core.utils import get_service_model
     from moto.s3vectors.responses import S3VectorsResponse
 
+    from .parsing import Strict, Unreadable
     from .service import invalid
 
-    own_parse, own_call = S3VectorsResponse.parse_parameters, S3VectorsResponse.call_action
+    own_call = S3VectorsResponse.call_action
 
     def parse_parameters(self: Any, request: Any) -> None:
         self._memory_hub_unreadable = None
-        body = self.body.decode("utf-8", "replace") if isinstance(self.body, bytes) else self.body
-        if body and body.strip() and not body.lstrip().startswith("{"):
-            self._memory_hub_unreadable = "The request body must be a JSON object"
-        else:
-            try:
-                own_parse(self, request)
-                return
-            except Exception:  # noqa: BLE001 - whatever moto's parser trips on is the body's fault
-                self._memory_hub_unreadable = "The request body does not match this operation's input"
-        self.params = {}
+        operation = get_service_model(self.boto3_service_name).operation_model(self._get_action())
+        parser = Strict(operation, map_type=self.PROTOCOL_PARSER_MAP_TYPE)
+        try:
+            self.params = parser.parse(
+                {
+                    "method": request.method,
+                    "values": request.values,
+                    "headers": request.headers,
+                    "body": request.data,
+                    "url_path": request.path,
+                    "url_params": self.uri_match,
+                }
+            )
+        except Unreadable as exc:
+            self._memory_hub_unreadable = str(exc)
+            self.params = {}
 
     def call_action(self: Any) -> Any:
         unreadable = getattr(self, "_memory_hub_unreadable", None)
