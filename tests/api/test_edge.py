@@ -146,10 +146,11 @@ def test_unknown_route_is_a_404_envelope(api):
     assert "data" not in answer.body or isinstance(answer.body["data"], dict)
 
 
-@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "TRACE", "PROPFIND", "FOO"])
 def test_other_method_on_a_known_route_is_405(api, method):
     answer = api.raw(method, "/v3/scenario/read", None, api.auth_headers())
     assert_error(answer, 405)
+    assert_error(api.with_key(None).raw(method, "/v3/scenario/read", None, {}), 401)  # after the key check
 
 
 def test_non_get_on_a_public_route_is_405_and_needs_auth(api):

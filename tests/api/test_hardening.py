@@ -217,6 +217,25 @@ def test_asset_fields_beyond_their_bounds_are_400(api, scope, fields, field):
     assert answer.status == 400 and answer.message.startswith(f"{field}: "), answer.body
 
 
+def test_a_single_id_longer_than_any_issued_is_an_unknown_one(api, scope):
+    """Not a 400 naming a length no client was told: no such memory, record or key."""
+    ok(api.post("/v3/atomic/add", scope.body(content="one record")))
+    long_memory = scope.memory_id + "x" * 300
+    for route, body in (
+        ("/v3/memory/get", {"memory_id": long_memory}),
+        ("/v3/memory/update", {"memory_id": long_memory, "name": "n"}),
+        ("/v3/memory/delete", {"memory_id": long_memory}),
+        ("/v3/memory/export", {"memory_id": long_memory}),
+        ("/v3/user-memory/delete", {"memory_id": long_memory, "user_id": scope.user_id}),
+        ("/v3/audit/query", {"memory_id": long_memory}),
+        ("/v3/admin/keys/revoke", {"key_id": "k" * 65}),
+        ("/v3/atomic/update", scope.body(id="atom-" + "0" * 300, content="changed")),
+    ):
+        answer = api.post(route, body)
+        assert answer.status == 404, (route, answer.body)
+    assert ok(api.post("/v3/atomic/count", scope.body()))["total"] == 1
+
+
 # ---------------------------------------------------------------- 6: the purge continuation
 
 

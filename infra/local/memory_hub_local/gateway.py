@@ -179,6 +179,14 @@ class ApiHandler(http.Handler):
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve  # noqa: N815 - http.server
 
+    def __getattr__(self, name: str) -> Any:
+        """Any other method (``TRACE``, ``PROPFIND``, a lower-case ``post``) is served too, as API
+        Gateway's catch-all route sends it to the functions: the key is checked first, then the
+        method (405) — not http.server's 501."""
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
 
 # The content types a browser sends cross-origin without a preflight (a form's): never a local program's.
 _FORM_TYPES = frozenset({"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"})

@@ -31,8 +31,9 @@ headers:
 A field's type is checked, never coerced: `"limit": "10"` is a 400, and so is `"limit": 10.0` (an \
 integer is written without fraction or exponent). A key whose value is `null` \
 counts as absent, except where a route says otherwise. Keys the route does not know are ignored, at \
-every level. Lengths in *chars* count Unicode code points; in *bytes*, UTF-8 bytes. A *control \
-character* is one of Unicode category Cc (U+0000–U+001F, U+007F–U+009F).
+every level; a body nested more than DEPTH levels deep (objects and lists, known keys or not) is a \
+400 `Invalid JSON body`. Lengths in *chars* count Unicode code points; in *bytes*, UTF-8 bytes. A \
+*control character* is one of Unicode category Cc (U+0000–U+001F, U+007F–U+009F).
 
 **Answers.** A success is HTTP 200 with the envelope; the route's own fields are in `data`:
 
@@ -296,6 +297,8 @@ class _Reference:
         return [*lines, ""]
 
     def render(self) -> str:
+        from memory_hub.edge import pipeline
+
         ops = [
             (path, method, op)
             for path, item in self.spec["paths"].items()
@@ -315,7 +318,7 @@ class _Reference:
             "document the service serves at `GET /openapi.json` (browsable at `GET /docs`), so the two always",
             "agree.",
             "",
-            _CONVENTIONS,
+            _CONVENTIONS.replace("DEPTH", str(pipeline.MAX_JSON_DEPTH)),
             "### Error statuses",
             "",
             "| status | when |",

@@ -16,7 +16,8 @@ from .common import TEAM_PATTERN, FreeId, Limit, NoControl, NoControlDoc, Strict
 Role = Literal["reader", "writer", "admin"]
 Visibility = Literal["private", "team", "public"]
 Permission = Literal["read", "write", "admin"]
-MemoryId = Annotated[str, Field(min_length=1, max_length=300)]
+# No upper bound: an id longer than any this service issues names no memory (404, or 403 as the route says).
+MemoryId = Annotated[str, Field(min_length=1)]
 # a user named by itself (not an isolation field with a header to fall back on): blank → 400
 UserId = Annotated[FreeId, rule(lambda v: "must not be blank" if not trim(v) else None)]
 Name = Annotated[str, Field(max_length=256), NoControl, NoControlDoc]
@@ -163,11 +164,11 @@ class KeyList(Strict):
 
 
 class KeyRevoke(Strict):
-    key_id: str = Field(min_length=1, max_length=64)
+    key_id: str = Field(min_length=1)  # an id longer than any issued is an unknown key (404)
 
 
 class AuditQuery(Strict):
-    memory_id: str | None = Field(None, min_length=1, max_length=300)
+    memory_id: MemoryId | None = None
     action: AuditAction | None = None
     limit: Limit = 20
     next_token: str | None = None

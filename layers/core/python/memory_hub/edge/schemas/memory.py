@@ -86,7 +86,7 @@ class AtomicCount(Isolated, TimeRange):
 class AtomicUpdate(Isolated):
     """At least one of content, background, tags and metadata (else 400); the others stay as they are."""
 
-    id: Annotated[str, Field(min_length=1, max_length=256)]
+    id: Annotated[str, Field(min_length=1)]  # longer than any id issued: unknown (404)
     content: Content | None = None
     background: Background | None = None
     tags: Tags | None = None
