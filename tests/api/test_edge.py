@@ -150,11 +150,14 @@ def test_unknown_route_is_a_404_envelope(api):
 def test_other_method_on_a_known_route_is_405(api, method):
     answer = api.raw(method, "/v3/scenario/read", None, api.auth_headers())
     assert_error(answer, 405)
+    assert {k.lower(): v for k, v in answer.headers.items()}["allow"] == "POST"
     assert_error(api.with_key(None).raw(method, "/v3/scenario/read", None, {}), 401)  # after the key check
 
 
 def test_non_get_on_a_public_route_is_405_and_needs_auth(api):
-    assert_error(api.raw("POST", "/health", b"{}", api.auth_headers()), 405)
+    answer = api.raw("POST", "/health", b"{}", api.auth_headers())
+    assert_error(answer, 405)
+    assert {k.lower(): v for k, v in answer.headers.items()}["allow"] == "GET, HEAD"
     assert_error(api.raw("POST", "/openapi.json", b"{}", api.auth_headers()), 405)
     assert_error(api.raw("POST", "/health", b"{}", {}), 401)
 

@@ -31,7 +31,13 @@ class RouteNotFound(EdgeError):
 
 
 class MethodNotAllowed(EdgeError):
+    """405, with the methods the path does take (its ``Allow`` header)."""
+
     status = 405
+
+    def __init__(self, message: str, allow: str) -> None:
+        super().__init__(message)
+        self.allow = allow
 
 
 class PayloadTooLarge(EdgeError):

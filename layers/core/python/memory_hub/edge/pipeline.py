@@ -290,7 +290,8 @@ def error_response(request: Request | None, exc: BaseException) -> dict[str, Any
         payload["data"] = data
     if retryable is not None:
         payload["retryable"] = retryable
-    return proxy(status, dumps(payload), request_id)
+    allow = {"Allow": exc.allow} if isinstance(exc, MethodNotAllowed) else None
+    return proxy(status, dumps(payload), request_id, headers=allow)
 
 
 def ok_body(data: Answer) -> str:
@@ -365,10 +366,10 @@ def _handle(
     request.principal_future = auth.start(request.headers)
     if request.route is None:
         if is_public(request.path):  # a known path, so another method is 405, not 404
-            raise MethodNotAllowed(f"method {method} not allowed on {request.path} (use GET)")
+            raise MethodNotAllowed(f"method {method} not allowed on {request.path} (use GET)", allow="GET, HEAD")
         raise RouteNotFound(f"no route {request.path}")
     if method != "POST":
-        raise MethodNotAllowed(f"method {method} not allowed on {request.path} (use POST)")
+        raise MethodNotAllowed(f"method {method} not allowed on {request.path} (use POST)", allow="POST")
     raw = _decode(_raw_body(event), request.headers.get("content-encoding"), MAX_BODY_BYTES)
     body = drop_nulls(parse_object(raw), request.route.nullable)
     if request.route.isolated:
