@@ -200,3 +200,30 @@ def test_erasing_a_user_erases_their_messages_and_records_side_by_side(aws, monk
     assert (erased.l0_deleted, erased.l1_deleted) == (1, 1)
     assert conversation.count(scope, None, None, auth).total == 0
     assert atomic.count(scope, None, None, None, auth).total == 0
+
+
+def test_a_rare_action_is_found_in_a_few_reads_whatever_the_limit(aws, monkeypatch):
+    """An action filter applies after DynamoDB reads a page: pages as small as ``limit`` made a
+    query for a rare action read the account one event per call."""
+    from memory_hub.storage import audit as stored
+    from pynamodb.connection.base import Connection
+
+    scope = _fresh()
+    context = stored.EventContext(scope.team_id, "key-unit", REQUEST, scope.agent_id, scope.memory_id)
+    stored.put(stored.event_items([stored.NewEvent("export", "asset", "x", 1)], context))
+    for _ in range(3):
+        stored.put(stored.event_items([stored.NewEvent("scenario_write", "L2", "f.md", 1)] * 100, context))
+    calls = []
+    real_query = Connection.query
+
+    def counted(self, *args, **kwargs):
+        calls.append(kwargs.get("limit"))
+        return real_query(self, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "query", counted)
+    found = stored.of_pair(scope.team_id, scope.agent_id, None, "export", 1)
+    assert [e.action for e in found] == ["export"]
+    assert len(calls) <= 2, calls  # one page of up to 1,000 events, not 301 pages of 1
+    calls.clear()
+    assert len(stored.of_pair(scope.team_id, scope.agent_id, None, None, 5)) == 5
+    assert calls == [5]  # unfiltered: a page is exactly what is answered

@@ -7,6 +7,7 @@ Principal, and a request id."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -519,3 +520,25 @@ def test_imported_lines_folded_into_a_record_are_remembered_taken_back_and_forgo
     assert records.get(where, scope.user_id, atom_id).absorbed is None
     (item,) = atomic.query(scope, None, 10, 0, None, None, auth).items
     assert "absorbed" not in item.wire() and "ab" not in item.wire()
+
+
+def test_a_record_reinforced_after_the_cleanup_read_it_is_not_deleted_as_expired(aws):
+    """The retention cleanup deletes what it read as old only if it is still as read: a reinforcing
+    add moves ``updated_at`` (not the version), so the record is young again and stays."""
+    from memory_hub.storage import records
+
+    scope = _fresh()
+    kept_id = _add_record(scope, "Likes tea").id
+    gone_id = _add_record(scope, "Likes coffee").id
+    where = assets.where_of(assets.of_scope(scope))
+    read = [records.get(where, scope.user_id, i) for i in (kept_id, gone_id)]  # as the cleanup read them
+    time.sleep(0.002)  # a later millisecond: the reinforcement's updated_at is not the read one
+    _add_record(scope, "Likes tea")  # reinforced meanwhile
+    events = lambda chunk: []  # noqa: E731
+    removed, _ = records.delete(
+        where, read, events, at_version={kept_id, gone_id}, skip_changed=True, unreinforced=True
+    )
+    assert [r.id for r in removed] == [gone_id]
+    assert records.get(where, scope.user_id, kept_id) is not None
+    # without the updated_at check (a delete by id at the version a person saw) it would have gone
+    assert records.delete(where, [read[0]], events, at_version={kept_id})[0][0].id == kept_id

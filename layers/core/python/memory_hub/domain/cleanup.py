@@ -165,9 +165,10 @@ def _retention(report: Report, asset: Asset, now: int) -> None:
     old_l0 = _expired(where, "L0", users, cutoff, _newest(where, "L0", users, settings.retention_min_l0))
     old_l1 = _expired(where, "L1", users, cutoff, _newest(where, "L1", users, settings.retention_min_l1))
     removed_l0, recorded_l0 = messages.delete(where, old_l0, events("L0"))
-    # a record edited since it was read is younger than thought: its version check keeps it
+    # a record edited or reinforced since it was read is younger than thought: its version and
+    # updated_at checks keep it
     removed_l1, recorded_l1 = records.delete(
-        where, old_l1, events("L1"), at_version={r.id for r in old_l1}, skip_changed=True
+        where, old_l1, events("L1"), at_version={r.id for r in old_l1}, skip_changed=True, unreinforced=True
     )
     meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
     report.l0_deleted += len(removed_l0)

@@ -98,6 +98,17 @@ def erasures_since(team_id: str, agent_id: str, since_ms: int) -> set[str]:
     return {event.event_id for event in events}
 
 
+FILTERED_PAGE = 1_000  # events read per call when an action filter skips most of them
+
+
+def _page_size(action: str | None, limit: int) -> int:
+    """Events DynamoDB reads per call: ``limit`` when every event read is answered; with an action
+    filter a page of ``FILTERED_PAGE``, so a rare action costs a few calls, not one per event (a
+    filter is applied after the read: with pages of ``limit`` a rare action at ``limit`` 1 took one
+    call per event of the account)."""
+    return limit if action is None else max(limit, FILTERED_PAGE)
+
+
 def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
     """A pair's events, newest first (strongly consistent)."""
     condition = AuditEvent.event_id < before if before else None
@@ -108,6 +119,7 @@ def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None,
             filter_condition=_filters(action),
             scan_index_forward=False,
             limit=limit,
+            page_size=_page_size(action, limit),
             consistent_read=True,
         )
     )
@@ -122,7 +134,12 @@ def of_team(team_id: str, before: str | None, action: str | None, limit: int) ->
     condition = AuditEvent.event_id < before if before else None
     return list(
         AuditEvent.by_team.query(
-            team_id, condition, filter_condition=_filters(action), scan_index_forward=False, limit=limit
+            team_id,
+            condition,
+            filter_condition=_filters(action),
+            scan_index_forward=False,
+            limit=limit,
+            page_size=_page_size(action, limit),
         )
     )
 
@@ -131,6 +148,11 @@ def of_everyone(before: str | None, action: str | None, limit: int) -> list[Audi
     condition = AuditEvent.event_id < before if before else None
     return list(
         AuditEvent.by_all.query(
-            ALL_SHARD, condition, filter_condition=_filters(action), scan_index_forward=False, limit=limit
+            ALL_SHARD,
+            condition,
+            filter_condition=_filters(action),
+            scan_index_forward=False,
+            limit=limit,
+            page_size=_page_size(action, limit),
         )
     )

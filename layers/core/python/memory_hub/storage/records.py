@@ -238,13 +238,16 @@ def delete(
     *,
     at_version: Set[str] = frozenset(),
     skip_changed: bool = False,
+    unreinforced: bool = False,
     beside: Callable[[list[Record]], object] | None = None,
 ) -> tuple[list[Record], list[AuditEvent]]:
     """Delete records with their guards, counters and audit events, then their postings (and
     ``beside`` with the records removed, at the same time, when there are any); returns the records
     removed. A record in ``at_version`` goes only at the version read: one edited
     meanwhile raises VersionConflict (the person confirmed another text), or is left alone with
-    ``skip_changed``. A record already gone is skipped."""
+    ``skip_changed``; with ``unreinforced`` also only at the ``updated_at`` read (a reinforcing add
+    moves it, not the version: the retention cleanup must not take a record made young again).
+    A record already gone is skipped."""
     removed: list[Record] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
@@ -255,6 +258,8 @@ def delete(
             condition = Record.pk.exists()
             if record.id in at_version:
                 condition = condition & (Record.version == int(record.version))
+                if unreinforced:
+                    condition = condition & (Record.updated_at == int(record.updated_at))
             transaction.delete(f"record:{record.id}", record, condition=condition)
             transaction.delete(
                 f"guard:{record.id}",
@@ -272,7 +277,7 @@ def delete(
         except Cancelled as exc:
             if not any(name.startswith(("record:", "guard:")) for name in exc.failed):
                 raise
-            pending = _refreshed(part, pending, at_version, skip_changed)
+            pending = _refreshed(part, pending, at_version, skip_changed, unreinforced)
             continue
         removed += part
         recorded += chunk_events
@@ -281,16 +286,20 @@ def delete(
     return removed, recorded
 
 
-def _refreshed(part: list[Record], pending: list[Record], at_version: Set[str], skip_changed: bool) -> list[Record]:
+def _refreshed(
+    part: list[Record], pending: list[Record], at_version: Set[str], skip_changed: bool, unreinforced: bool = False
+) -> list[Record]:
     """Re-read a chunk that lost a race: drop what vanished, take what changed at its new state
-    (or stop at a version conflict)."""
+    (or stop at a version conflict; with ``unreinforced``, a record reinforced meanwhile is changed
+    too)."""
     now = {(r.pk, r.sk): r for r in Record.batch_get([(r.pk, r.sk) for r in part], consistent_read=True)}
     conflicts, keep = [], []
     for record in part:
         current = now.get((record.pk, record.sk))
         if current is None:
             continue
-        if record.id in at_version and int(current.version) != int(record.version):
+        moved = unreinforced and int(current.updated_at) != int(record.updated_at)
+        if record.id in at_version and (int(current.version) != int(record.version) or moved):
             conflicts.append({"id": record.id, "expected": int(record.version), "actual": int(current.version)})
             continue
         keep.append(current)
