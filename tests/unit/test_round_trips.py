@@ -227,3 +227,45 @@ def test_a_rare_action_is_found_in_a_few_reads_whatever_the_limit(aws, monkeypat
     calls.clear()
     assert len(stored.of_pair(scope.team_id, scope.agent_id, None, None, 5)) == 5
     assert calls == [5]  # unfiltered: a page is exactly what is answered
+
+
+def test_a_users_erasure_cut_short_leaves_items_a_retry_finishes_never_bare_index_entries(aws, monkeypatch):
+    """Index entries go before their items: a delete stopped half-way (a timeout) leaves messages
+    that a retry finds and erases, never postings of messages already gone (nothing would find them
+    again: a retry answered 0 and they stayed)."""
+    scope = _fresh()
+    auth = _writer(scope)
+    for day in range(0, 120, 40):  # more messages than one transaction deletes
+        _add(scope, *[f"walked the dog along the river, day {i}" for i in range(day, day + 40)])
+    atomic.add(scope, "Has a dog", "fact", "", [], {}, auth)
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    named = assets.Named(scope.memory_id, scope.team_id, scope.agent_id)
+    where = assets.where_of(assets.of_scope(scope))
+    partitions = [where.item_pk("L0", scope.user_id), where.item_pk("L1", scope.user_id)]
+
+    def bare() -> list[str]:
+        """Postings whose item is gone."""
+        held = {m.id for m in messages.of_user(where, scope.user_id)} | {
+            r.id for r in records.of_user(where, scope.user_id)
+        }
+        return [p.sk for pk in partitions for p in postings.of_partition(pk) if p.sk.split("\x1f")[1] not in held]
+
+    class CutAfterOne(messages.Transaction):
+        commits = 0
+
+        def commit(self, *args, **kwargs):
+            if CutAfterOne.commits == 1:
+                raise TimeoutError("the function ran out of time")
+            CutAfterOne.commits += 1
+            return super().commit(*args, **kwargs)
+
+    monkeypatch.setattr(messages, "Transaction", CutAfterOne)
+    with pytest.raises(TimeoutError):
+        user_memory.delete(admin, named, scope.user_id, None, REQUEST)
+    assert 0 < conversation.count(scope, None, None, auth).total < 120  # cut half-way ...
+    assert bare() == []  # ... with no index entry of a message already gone
+    monkeypatch.undo()
+    user_memory.delete(admin, named, scope.user_id, None, REQUEST)
+    assert conversation.count(scope, None, None, auth).total == 0
+    assert atomic.count(scope, None, None, None, auth).total == 0
+    assert [p for pk in partitions for p in postings.of_partition(pk)] == []

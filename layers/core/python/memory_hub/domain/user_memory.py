@@ -9,7 +9,7 @@ from typing import Any
 
 from ..clock import ISSUED_ID
 from ..storage import audit as stored_audit
-from ..storage import counters, messages, records
+from ..storage import counters, messages, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
@@ -37,13 +37,23 @@ def delete(
 
     if content_id is None:
         found_l0, found_l1 = parallel(lambda: messages.of_user(where, user_id), lambda: records.of_user(where, user_id))
-        # L0 and L1 are apart (their items, counters and postings): erased side by side; then, side by
-        # side too, the audit of a layer that had nothing, the user's counters and re-index marks, and
+        # The index entries go first, read as the user's two partitions whole: an erasure cut short
+        # (a timeout) leaves items, which a retry finds and erases with what is left of them, never
+        # index entries of items already gone (nothing would find them again).
+        versions = {r.id: int(r.version) for r in found_l1}
+        postings.erase_in(
+            [where.item_pk(messages.LAYER, user_id), where.item_pk(records.LAYER, user_id)],
+            {item.id for item in found_l0 + found_l1},
+        )
+        # L0 and L1 are apart (their items and counters): erased side by side; then, side by side
+        # too, the audit of a layer that had nothing, the user's counters and re-index marks, and
         # the vectors and exports.
         (removed_l0, events_l0), (removed_l1, events_l1) = parallel(
-            lambda: messages.delete(where, found_l0, events("L0")),
-            lambda: records.delete(where, found_l1, events("L1")),
+            lambda: messages.delete(where, found_l0, events("L0"), indexed=False),
+            lambda: records.delete(where, found_l1, events("L1"), indexed=False),
         )
+        # a record updated meanwhile was indexed again: those postings go too
+        postings.erase_of((r.pk, r.id) for r in removed_l1 if int(r.version) != versions.get(r.id))
         empty, *_ = parallel(
             lambda: _nothing_deleted(removed_l0, removed_l1, target, context),
             lambda: counters.forget_user(where, user_id),

@@ -145,12 +145,13 @@ def delete(
     events: Callable[[list[Message]], list[AuditEvent]],
     *,
     beside: Callable[[list[Message]], object] | None = None,
+    indexed: bool = True,
 ) -> tuple[list[Message], list[AuditEvent]]:
     """Delete messages with their counters and their audit events, transaction by transaction, then
     their postings (and ``beside`` with the messages removed, at the same time, when there are
     any); returns the messages removed and the audit events recorded. Each delete requires the
     message to exist, so two racing deletes never count one message twice (the loser retries
-    without it)."""
+    without it). ``indexed=False``: the caller erased their postings first."""
     removed: list[Message] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
@@ -178,7 +179,10 @@ def delete(
         removed += part
         recorded += chunk_events
         pending = pending[len(part) :]
-    postings.erase_removed(removed, beside)
+    if indexed:
+        postings.erase_removed(removed, beside)
+    elif beside is not None and removed:  # their postings are gone already (``erase_in``)
+        beside(removed)
     return removed, recorded
 
 

@@ -240,6 +240,7 @@ def delete(
     skip_changed: bool = False,
     unreinforced: bool = False,
     beside: Callable[[list[Record]], object] | None = None,
+    indexed: bool = True,
 ) -> tuple[list[Record], list[AuditEvent]]:
     """Delete records with their guards, counters and audit events, then their postings (and
     ``beside`` with the records removed, at the same time, when there are any); returns the records
@@ -247,7 +248,7 @@ def delete(
     meanwhile raises VersionConflict (the person confirmed another text), or is left alone with
     ``skip_changed``; with ``unreinforced`` also only at the ``updated_at`` read (a reinforcing add
     moves it, not the version: the retention cleanup must not take a record made young again).
-    A record already gone is skipped."""
+    A record already gone is skipped. ``indexed=False``: the caller erased their postings first."""
     removed: list[Record] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
@@ -282,7 +283,10 @@ def delete(
         removed += part
         recorded += chunk_events
         pending = pending[len(part) :]
-    postings.erase_removed(removed, beside)
+    if indexed:
+        postings.erase_removed(removed, beside)
+    elif beside is not None and removed:  # their postings are gone already (``erase_in``)
+        beside(removed)
     return removed, recorded
 
 
