@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,27 +102,31 @@ def erasures_since(team_id: str, agent_id: str, since_ms: int) -> set[str]:
 FILTERED_PAGE = 1_000  # events read per call when an action filter skips most of them
 
 
-def _page_size(action: str | None, limit: int) -> int:
-    """Events DynamoDB reads per call: ``limit`` when every event read is answered; with an action
-    filter a page of ``FILTERED_PAGE``, so a rare action costs a few calls, not one per event (a
-    filter is applied after the read: with pages of ``limit`` a rare action at ``limit`` 1 took one
-    call per event of the account)."""
-    return limit if action is None else max(limit, FILTERED_PAGE)
-
-
-def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
-    """A pair's events, newest first (strongly consistent)."""
+def _newest(
+    query: Callable[..., Any], key: str, before: str | None, action: str | None, limit: int, **more: Any
+) -> list[AuditEvent]:
+    """Events of one partition of a table or index, newest first, older than ``before``. DynamoDB
+    reads ``limit`` events a call when every one read is answered; with an action filter (applied
+    after the read) a page of ``FILTERED_PAGE``, so a rare action costs a few calls — with pages of
+    ``limit``, a rare action at ``limit`` 1 took one call per event of the account."""
     condition = AuditEvent.event_id < before if before else None
     return list(
-        AuditEvent.query(
-            layout.audit_pair_pk(team_id, agent_id),
+        query(
+            key,
             condition,
             filter_condition=_filters(action),
             scan_index_forward=False,
             limit=limit,
-            page_size=_page_size(action, limit),
-            consistent_read=True,
+            page_size=limit if action is None else max(limit, FILTERED_PAGE),
+            **more,
         )
+    )
+
+
+def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
+    """A pair's events, newest first (strongly consistent)."""
+    return _newest(
+        AuditEvent.query, layout.audit_pair_pk(team_id, agent_id), before, action, limit, consistent_read=True
     )
 
 
@@ -131,28 +136,8 @@ def has_events(team_id: str, agent_id: str) -> bool:
 
 def of_team(team_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
     """Every event of a team (memories and keys), newest first — a global index: eventually consistent."""
-    condition = AuditEvent.event_id < before if before else None
-    return list(
-        AuditEvent.by_team.query(
-            team_id,
-            condition,
-            filter_condition=_filters(action),
-            scan_index_forward=False,
-            limit=limit,
-            page_size=_page_size(action, limit),
-        )
-    )
+    return _newest(AuditEvent.by_team.query, team_id, before, action, limit)
 
 
 def of_everyone(before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
-    condition = AuditEvent.event_id < before if before else None
-    return list(
-        AuditEvent.by_all.query(
-            ALL_SHARD,
-            condition,
-            filter_condition=_filters(action),
-            scan_index_forward=False,
-            limit=limit,
-            page_size=_page_size(action, limit),
-        )
-    )
+    return _newest(AuditEvent.by_all.query, ALL_SHARD, before, action, limit)
