@@ -217,6 +217,16 @@ class InvokeHandler(http.Handler):
     def _json(self, status: int, payload: Any, **headers: str) -> None:
         self.send(status, {"Content-Type": "application/json", **headers}, json.dumps(payload).encode())
 
+    def _refuse(self, status: int, error_type: str, message: str, *, close: bool = False) -> None:
+        """An error as Lambda's Invoke API words one (``close``: nothing after it on the connection
+        is read as a request)."""
+        self.send(
+            status,
+            {"Content-Type": "application/json", "x-amzn-ErrorType": error_type},
+            json.dumps({"Type": "User", "message": message}).encode(),
+            close=close,
+        )
+
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """What the HTTP layer refuses before a request is whole: a JSON error, never HTML."""
         self.close_connection = True
@@ -225,14 +235,6 @@ class InvokeHandler(http.Handler):
             {"Content-Type": "application/json"},
             json.dumps({"Type": "User", "message": message or "bad request"}).encode(),
             close=True,
-        )
-
-    def _refuse_framing(self, status: int, code: str, message: str, *, close: bool = True) -> None:
-        self.send(
-            status,
-            {"Content-Type": "application/json", "x-amzn-ErrorType": code},
-            json.dumps({"Type": "User", "message": message}).encode(),
-            close=close,
         )
 
     def _foreign(self) -> str | None:
@@ -250,26 +252,22 @@ class InvokeHandler(http.Handler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         foreign = self._foreign()
         if foreign is not None:
-            self._json(403, {"Type": "User", "message": foreign}, **{"x-amzn-ErrorType": "AccessDeniedException"})
-            self.close_connection = True
+            self._refuse(403, "AccessDeniedException", foreign, close=True)
             return
         try:
             body = self.read_body()
         except http.Malformed as exc:  # nothing after a broken framing is a request of its own
-            self._refuse_framing(400, "InvalidRequestContentException", f"malformed request: {exc.message}")
+            message = f"malformed request: {exc.message}"
+            self._refuse(400, "InvalidRequestContentException", message, close=True)
             return
         except http.TooLarge as exc:
-            self._refuse_framing(
-                413,
-                "RequestTooLargeException",
-                f"Request must be smaller than {SYNC_PAYLOAD_LIMIT} bytes for the InvokeFunction operation",
-                close=not exc.drained,
-            )
+            message = f"Request must be smaller than {SYNC_PAYLOAD_LIMIT} bytes for the InvokeFunction operation"
+            self._refuse(413, "RequestTooLargeException", message, close=not exc.drained)
             return
         try:
             name, invocation, event = self._checked(body)
         except _Refused as refused:
-            self._json(refused.status, {"Type": "User", "message": str(refused)}, **{"x-amzn-ErrorType": refused.code})
+            self._refuse(refused.status, refused.code, str(refused))
             return
         if invocation == "DryRun":  # the parameters and the caller's permission hold: nothing runs
             self.send(204, {"X-Amz-Executed-Version": "$LATEST"}, b"")

@@ -76,9 +76,9 @@ def check_segment(segments: int, segment: int) -> None:
         raise invalid("segmentCount must be 1 to 16 and segmentIndex below it")
 
 
-def check_vector_count(vectors: Any) -> None:
-    """PutVectors: a list of 1 to 500 vectors (checked before the index is looked up)."""
-    if not isinstance(vectors, list) or not 1 <= len(vectors) <= MAX_PUT:
+def check_vector_count(vectors: list[Any]) -> None:
+    """PutVectors: 1 to 500 vectors (checked before the index is looked up)."""
+    if not 1 <= len(vectors) <= MAX_PUT:
         raise invalid(
             "1 validation error detected: Value at 'vectors' failed to satisfy constraint: Member must "
             f"have length between 1 and {MAX_PUT}"
@@ -86,21 +86,18 @@ def check_vector_count(vectors: Any) -> None:
 
 
 def check_vectors(index: Any, vectors: list[Any]) -> None:
-    """PutVectors: each vector an object with a key of 1 to 1,024 characters and float32 data,
-    every value a number that is finite as a float32, not all zeros for a cosine index, and the
-    metadata's limits."""
+    """PutVectors: each key 1 to 1,024 characters, float32 data with every value finite as a
+    float32 and not all zeros for a cosine index, and the metadata's limits (the shapes — objects,
+    a string key, numbers — ``parsing.Strict`` has checked)."""
     for vector in vectors:
-        if not isinstance(vector, dict) or not isinstance(vector.get("key"), str):
-            raise invalid("Invalid record: each vector must be an object with a key and data")
         key = vector["key"]
         if not 1 <= len(key) <= MAX_KEY:
             raise invalid(
                 "1 validation error detected: Value at 'vectors.member.key' failed to satisfy constraint: "
                 f"Member must have length between 1 and {MAX_KEY}"
             )
-        data = vector.get("data")
-        values = data.get("float32") if isinstance(data, dict) else None
-        if not isinstance(values, list):
+        values = vector["data"].get("float32")
+        if values is None:
             raise invalid(f"Invalid record for key '{key}': data must hold the vector's float32 values")
         if not finite_float32(values):
             raise invalid(f"Invalid record for key '{key}': vector values must be finite float32 numbers")
@@ -112,13 +109,10 @@ def check_vectors(index: Any, vectors: list[Any]) -> None:
 FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # float32's largest value plus half a unit: from here a double rounds to inf
 
 
-def finite_float32(values: list[Any]) -> bool:
-    """Every value a number (not a boolean) that stays finite once made a float32, as S3 Vectors
-    keeps it (NaN and infinities are not; nor a double that rounds past float32's largest value)."""
-    return all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) < FLOAT32_OVERFLOW
-        for x in values
-    )
+def finite_float32(values: list[float]) -> bool:
+    """Every value stays finite once made a float32, as S3 Vectors keeps it (NaN and infinities do
+    not; nor a double that rounds past float32's largest value)."""
+    return all(math.isfinite(x) and abs(x) < FLOAT32_OVERFLOW for x in values)
 
 
 def check_get(keys: list[Any]) -> None:
@@ -158,7 +152,7 @@ def check_query_vector(index: Any, probe: Any) -> list[float]:
     """QueryVectors: a query vector of the index's dimension (given back, checked)."""
     if not probe:
         raise invalid("queryVector must be given")
-    if not isinstance(probe, list) or not finite_float32(probe):
+    if not finite_float32(probe):
         raise invalid("Query vector contains invalid values: each must be a finite float32 number")
     if len(probe) != index.dimension:
         raise invalid(

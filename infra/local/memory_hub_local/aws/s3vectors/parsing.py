@@ -26,11 +26,9 @@ class Strict(RestJSONParser):
     def _parse_body_as_json(self, body_contents: Any) -> Any:
         if not body_contents:
             return {}
-        try:
+        try:  # UTF-8: the server refuses another body before moto decodes it
             text = body_contents.decode("utf-8") if isinstance(body_contents, bytes) else body_contents
             parsed = json.loads(text, parse_constant=_no_constant)
-        except UnicodeDecodeError:
-            raise Unreadable("The request body is not UTF-8") from None
         except Unreadable:
             raise
         except ValueError:
