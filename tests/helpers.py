@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -217,16 +218,71 @@ def scan(table: str) -> list[dict[str, Any]]:
     return items
 
 
-class Hooks:
-    """The emulated AWS side's test hooks (the stack runs with --test-hooks)."""
+# The operator credentials of each stack this process started (its AWS endpoint → key, secret,
+# region): what the control routes of its emulated AWS side (/_local/…) must be signed with.
+_OPERATORS: dict[str, tuple[str, str, str]] = {}
 
-    def __init__(self, aws_url: str) -> None:
-        self.transport = Transport(aws_url, timeout=150)
+
+class Control:
+    """Requests to the control routes (``/_local/…``) of a stack's emulated AWS side, signed with
+    Signature Version 4 by its operator credentials (``Stack.aws_environment()``) as that port
+    requires (``GET /_local/health`` alone takes unsigned requests)."""
+
+    def __init__(self, aws_url: str, operator: tuple[str, str, str] | None = None, timeout: float = 150) -> None:
+        self.aws_url = aws_url.rstrip("/")
+        found = operator or _OPERATORS.get(self.aws_url) or _operator_from_environment(self.aws_url)
+        if found is None:
+            raise AssertionError(f"no operator credentials known for {aws_url}: start it with helpers.local_stack")
+        self.operator = found
+        self.transport = Transport(self.aws_url, timeout=timeout)
+
+    @classmethod
+    def of(cls, stack: Any) -> Control:
+        environment = stack.aws_environment()
+        key, secret = environment["AWS_ACCESS_KEY_ID"], environment["AWS_SECRET_ACCESS_KEY"]
+        return cls(stack.aws_url, (key, secret, environment["AWS_DEFAULT_REGION"]))
+
+    def signed_headers(
+        self, method: str, path: str, body: bytes | None, query: dict[str, str] | None
+    ) -> dict[str, str]:
+        """The headers of ``method path`` signed (SigV4, botocore's signer) by the operator."""
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        key, secret, region = self.operator
+        request = AWSRequest(
+            method, self.aws_url + path, {"Content-Type": "application/json"}, body or b"", params=query or {}
+        )
+        SigV4Auth(Credentials(key, secret), "local", region).add_auth(request)
+        return dict(request.headers.items())
+
+    def send(self, method: str, path: str, body: bytes | None = None, query: dict[str, str] | None = None) -> Any:
+        """One signed control request (``path`` under ``/_local``): the transport's reply."""
+        headers = self.signed_headers(method, path, body, query)
+        target = f"{path}?{urllib.parse.urlencode(query)}" if query else path
+        return self.transport.send(method, target, body, headers)
+
+
+def _operator_from_environment(aws_url: str) -> tuple[str, str, str] | None:
+    """The operator credentials the environment holds when it points at ``aws_url``."""
+    if os.environ.get("AWS_ENDPOINT_URL", "").rstrip("/") != aws_url or not os.environ.get("AWS_ACCESS_KEY_ID"):
+        return None
+    region = os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return os.environ["AWS_ACCESS_KEY_ID"], os.environ.get("AWS_SECRET_ACCESS_KEY", ""), region
+
+
+class Hooks:
+    """The emulated AWS side's test hooks (the stack runs with --test-hooks), through its signed
+    control routes."""
+
+    def __init__(self, aws_url: str, operator: tuple[str, str, str] | None = None) -> None:
+        self.control = Control(aws_url, operator)
 
     def _call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
         payload = None if body is None else json.dumps(body).encode()
         query = {name: str(value) for name, value in params.items()}
-        reply = self.transport.send(method, "/_local" + path, payload, {"Content-Type": "application/json"}, query)
+        reply = self.control.send(method, "/_local" + path, payload, query)
         assert reply.status < 400, f"{method} {path}: HTTP {reply.status}: {reply.body}"
         return reply.body
 
@@ -294,11 +350,11 @@ def denied_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def checked_stack(embeddings: str) -> Iterator[Any]:
+def checked_stack(embeddings: str, **options: Any) -> Iterator[Any]:
     """:func:`local_stack`, and once its tests are done, sufficient privilege over all they did:
     no call any function made was refused by that function's own policy in template.yaml (a missing
     permission fails here, at the teardown of the session's stack, not in a deployment)."""
-    running = local_stack(embeddings)
+    running = local_stack(embeddings, **options)
     stack = next(running)
     try:
         yield stack
@@ -308,15 +364,16 @@ def checked_stack(embeddings: str) -> Iterator[Any]:
         next(running, None)
 
 
-def own_stack(embeddings: str = "Disabled") -> tuple[Any, Any, Any]:
+def own_stack(embeddings: str = "Disabled", **options: Any) -> tuple[Any, Any, Any]:
     """The fixtures ``stack``, ``api`` and ``hooks`` of a stack for one module alone, for modules
     whose tests walk whole tables (the cleanup, erasure checks that read a table whole): on the
     session's stack those tables hold what every earlier test wrote, and each walk pays for it.
-    In the module: ``stack, api, hooks = own_stack()``. Its teardown checks IAM as the session's."""
+    In the module: ``stack, api, hooks = own_stack()``. Its teardown checks IAM as the session's.
+    ``options``: :func:`local_stack`'s (e.g. formation on against a scripted model)."""
 
     @pytest.fixture(scope="module", name="stack")
     def module_stack() -> Iterator[Any]:
-        with checked_stack(embeddings) as running:
+        with checked_stack(embeddings, **options) as running:
             yield running
 
     @pytest.fixture(scope="module", name="api")
@@ -330,20 +387,29 @@ def own_stack(embeddings: str = "Disabled") -> tuple[Any, Any, Any]:
     return module_stack, module_api, module_hooks
 
 
-def local_stack(embeddings: str) -> Iterator[Any]:
+def local_stack(embeddings: str, **options: Any) -> Iterator[Any]:
     """A local stack as ``make run`` starts it (on free ports, nothing on disk, test hooks on), with
-    the template's ``Embeddings`` parameter as given; the AWS environment points at it meanwhile."""
+    the template's ``Embeddings`` parameter as given; the AWS environment points at it meanwhile.
+    ``options``: ``Stack.with_hooks``'s — ``llm_url`` (formation on, Converse relayed there, e.g.
+    to ``memory_hub_local.scripted_llm.serve()``'s URL), ``llm_model``, ``llm_key``,
+    ``formation_batch``, ``formation_idle_s``."""
     from memory_hub_local.stack import Stack
 
     artifacts = Path(__file__).resolve().parent / "artifacts"
     artifacts.mkdir(exist_ok=True)
     os.environ["MEMORY_HUB_BOOTSTRAP_ADMIN_KEY"] = ADMIN_KEY
     log = open(artifacts / "stack.log", "ab")  # noqa: SIM115 - open for the whole session
-    stack = Stack.with_hooks(log, embeddings)
+    stack = Stack.with_hooks(log, embeddings, **options)
     # Environments start at their function's first invocation, not all at once ahead of it: most
     # modules call a few of the nine functions, and each environment's start costs ~0.5 s of CPU.
     stack.warm = False
     stack.start()
+    environment = stack.aws_environment()
+    _OPERATORS[stack.aws_url] = (
+        environment["AWS_ACCESS_KEY_ID"],
+        environment["AWS_SECRET_ACCESS_KEY"],
+        environment["AWS_DEFAULT_REGION"],
+    )
     previous = {name: os.environ.get(name) for name in stack.aws_environment()}
     os.environ.update(stack.aws_environment())
     import boto3

@@ -44,7 +44,7 @@ from urllib.parse import quote
 
 from . import coldstart, durability, measure, memory, recall
 from .cases import FileMaker, Scope, cases
-from .client import Hooks, Target
+from .client import Hooks, Operator, Target
 
 RESULTS = Path("bench-results.json")
 BENCH_KEY = "mhk_000000000000_bench-bootstrap-admin-key-0123456789"
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             assert stack.pool is not None
             stack.pool.warm(each=2)
-            hooks = Hooks(stack.aws_url)
+            hooks = Hooks(stack.aws_url, Operator.of(stack.aws_environment()))
             theirs = (
                 Target("compare", args.compare, args.compare_key, args.compare_service_id) if args.compare else None
             )

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
-from memory_hub_tools.transport import Transport
+from memory_hub_tools.transport import Reply, Transport
 
 TIMEOUT = 120.0
 
@@ -38,18 +39,58 @@ class Target:
         return reply.elapsed_ms, answer.get("data", answer)
 
 
+@dataclass(frozen=True)
+class Operator:
+    """The local stack's operator credentials (what ``make run`` prints), which the control routes
+    of its AWS endpoint (``/_local/…``) require: each request signed with Signature Version 4."""
+
+    access_key: str
+    secret: str
+    region: str = "us-east-1"
+
+    @classmethod
+    def of(cls, environment: dict[str, str]) -> Operator:
+        """From a stack's AWS environment (``Stack.aws_environment()``, or the banner's exports)."""
+        return cls(
+            environment["AWS_ACCESS_KEY_ID"],
+            environment["AWS_SECRET_ACCESS_KEY"],
+            environment.get("AWS_DEFAULT_REGION") or "us-east-1",
+        )
+
+    def send(
+        self,
+        transport: Transport,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        query: dict[str, str] | None = None,
+    ) -> Reply:
+        """One control request, signed (``path`` under ``/_local``)."""
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        headers = {"Content-Type": "application/json"}
+        request = AWSRequest(method, f"{transport.endpoint}{path}", headers, body or b"", params=query or {})
+        SigV4Auth(Credentials(self.access_key, self.secret), "local", self.region).add_auth(request)
+        target = f"{path}?{urlencode(query)}" if query else path
+        return transport.send(method, target, body, dict(request.headers.items()))
+
+
 class Hooks:
     """The local stack's emulated AWS side: its call log and its delay hook (--test-hooks)."""
 
-    def __init__(self, aws_url: str) -> None:
+    def __init__(self, aws_url: str, operator: Operator) -> None:
         self.transport = Transport(aws_url, timeout=60)
+        self.operator = operator
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         payload = None if body is None else Transport.encode(body)
-        return self.transport.send(method, "/_local" + path, payload, {"Content-Type": "application/json"}).body
+        return self.operator.send(self.transport, method, "/_local" + path, payload).body
 
     def calls(self, since: int) -> list[dict[str, Any]]:
-        return list(self._call("GET", f"/calls?since={since}")["calls"])
+        payload = self.operator.send(self.transport, "GET", "/_local/calls", None, {"since": str(since)}).body
+        return list(payload["calls"])
 
     def delay_every_call(self, seconds: float) -> int:
         spec: dict[str, Any] = {"match": {}, "action": "delay", "times": None, "delay_s": seconds}

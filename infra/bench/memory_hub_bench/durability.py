@@ -12,8 +12,9 @@ hooks), in a process group of its own, its output in a file. Two rounds:
    the content written (and their version: 1 unless applied twice), and all the scope holds
    (``conversation/count``, ``scenario/ls``'s total).
 2. ``crash during compaction``: on that restarted stack, a compaction is asked for as an operator
-   asks for one (``POST /_local/snapshot`` on the AWS endpoint: the journal's segment is switched
-   and a child process replays the closed ones onto the last snapshot and writes a new one). Once
+   asks for one (``POST /_local/snapshot`` on the AWS endpoint, signed with the operator's
+   credentials the banner prints: the journal's segment is switched and a child process replays
+   the closed ones onto the last snapshot and writes a new one). Once
    the child runs, writes are sent while it runs (up to N of each, at least one), and SIGKILL goes
    to the group right after the last answer. When the child ended before that, the compaction is
    let finish and another one asked for, with half as many writes as the last one outlived (three
@@ -44,7 +45,7 @@ from memory_hub_local.aws import journal, state
 from memory_hub_tools.transport import MemoryHubError, Transport
 
 from .cases import Scope
-from .client import BenchError, Target
+from .client import BenchError, Operator, Target
 from .memory import Process, command_line, processes
 
 START_S = 180.0  # a start (replay included) that takes longer fails the section
@@ -187,6 +188,14 @@ def banner(output: str) -> dict[str, str] | None:
         return None
     found = {name: m.group(1) for name, pattern in BANNER.items() if (m := pattern.search(output))}
     return found if len(found) == len(BANNER) else None
+
+
+EXPORTED = re.compile(r"^\s+export (AWS_[A-Z_]+)=(\S+)", re.MULTILINE)
+
+
+def exported(output: str) -> dict[str, str]:
+    """The AWS environment a banner tells the operator to export (the operator's credentials)."""
+    return {m.group(1): m.group(2) for m in EXPORTED.finditer(output)}
 
 
 def replayed(output: str) -> int:
@@ -374,10 +383,13 @@ class Compaction:
 
     def _ask(self) -> None:
         try:
-            reply = Transport(self.launched.aws_url, timeout=600).send("POST", "/_local/snapshot", b"{}", {})
+            operator = Operator.of(exported(self.launched.text()))
+            reply = operator.send(Transport(self.launched.aws_url, timeout=600), "POST", "/_local/snapshot", b"{}")
             self.answer = reply.body
         except MemoryHubError as exc:  # the kill cut it short
             self.answer = f"no answer ({exc})"
+        except KeyError as exc:
+            self.answer = f"not asked: the banner printed no {exc} to sign with"
 
     def wait_for_child(self, timeout: float = 60.0) -> bool:
         """True once the compaction child runs; False when the compaction answered first."""

@@ -3,7 +3,12 @@ event in ``template.yaml``, a poller receives up to ``BatchSize`` messages (with
 own credentials, so its IAM policy must allow ``sqs:ReceiveMessage``/``DeleteMessage``), invokes
 the function with Lambda's SQS event, and deletes the messages it handled — all of them, or, with
 ``ReportBatchItemFailures``, all but the ``batchItemFailures`` it answered. A failed invocation
-deletes nothing: the messages come back after the queue's visibility timeout."""
+deletes nothing: the messages come back after the queue's visibility timeout.
+
+Up to ``ScalingConfig.MaximumConcurrency`` invocations of a source run at once (each batch on a
+thread of its own, received while fewer than that many run); a source without it runs one at a
+time (Lambda would scale it up to its own limits; locally, one keeps the order of a small queue's
+batches). Messages sent with a ``DelaySeconds`` are received once it has passed (moto honours it)."""
 
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ class Source:
     queue_arn: str
     batch_size: int
     partial: bool  # ReportBatchItemFailures
+    concurrency: int = 1  # ScalingConfig.MaximumConcurrency (Lambda: 2 to 1,000), else one at a time
 
 
 def sources(deployment: Deployment) -> list[Source]:
@@ -51,6 +57,7 @@ def sources(deployment: Deployment) -> list[Source]:
                     str(deployment.value({"Fn::GetAtt": [queue, "Arn"]})),
                     int(props.get("BatchSize", 10)),
                     "ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
+                    int((props.get("ScalingConfig") or {}).get("MaximumConcurrency") or 1),
                 )
             )
     return found
@@ -71,6 +78,10 @@ class Poller:
             aws_session_token=own.token,
         )
         self.stopping = threading.Event()
+        self.slots = threading.BoundedSemaphore(max(1, source.concurrency))  # invocations that may run at once
+        self.running = 0  # invocations running now
+        self.most = 0  # the most that ever ran at once
+        self._counting = threading.Lock()
         self.thread = threading.Thread(target=self._run, daemon=True, name=f"sqs-{source.function}")
 
     def start(self) -> Poller:
@@ -82,24 +93,56 @@ class Poller:
 
     def _run(self) -> None:
         while not self.stopping.is_set():
+            if not self.slots.acquire(timeout=IDLE_S):  # as many invocations run as may: wait for one to end
+                continue
             try:
-                if not self.once():
-                    self.stopping.wait(IDLE_S)  # an empty queue: ask again shortly, not in a tight loop
+                got = self.receive()
             except Exception:  # a poller outlives a failed receive, as Lambda's does
+                self.slots.release()
                 log.exception("SQS poll for %s failed", self.source.function)
                 self.stopping.wait(1.0)
+                continue
+            if not got:
+                self.slots.release()
+                self.stopping.wait(IDLE_S)  # an empty queue: ask again shortly, not in a tight loop
+                continue
+            threading.Thread(
+                target=self._handle_then_release, args=(got,), daemon=True, name=f"sqs-{self.source.function}-batch"
+            ).start()
+
+    def _handle_then_release(self, got: list[dict[str, Any]]) -> None:
+        with self._counting:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            self.handle(got)
+        except Exception:  # the messages come back after the visibility timeout
+            log.exception("SQS batch for %s failed", self.source.function)
+        finally:
+            with self._counting:
+                self.running -= 1
+            self.slots.release()
 
     def once(self) -> int:
-        """One receive and (when anything came) one invocation: the messages received."""
-        got = self.client.receive_message(
+        """One receive and (when anything came) one invocation, here: the messages received."""
+        got = self.receive()
+        if got:
+            self.handle(got)
+        return len(got)
+
+    def receive(self) -> list[dict[str, Any]]:
+        """One receive of up to ``BatchSize`` messages (at most 10, SQS's limit)."""
+        got: list[dict[str, Any]] = self.client.receive_message(
             QueueUrl=self.source.queue_url,
             MaxNumberOfMessages=min(10, self.source.batch_size),
             WaitTimeSeconds=WAIT_S,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         ).get("Messages", [])
-        if not got:
-            return 0
+        return got
+
+    def handle(self, got: list[dict[str, Any]]) -> None:
+        """Invoke the function with one batch and delete what it handled."""
         region = self.source.queue_arn.split(":")[3]
         event = {
             "Records": [
@@ -119,7 +162,7 @@ class Poller:
         }
         outcome = self.pool.invoke(self.source.function, event)
         if outcome.error is not None:
-            return len(got)  # nothing deleted: every message comes back after the visibility timeout
+            return  # nothing deleted: every message comes back after the visibility timeout
         failed: set[str] = set()
         if self.source.partial and isinstance(outcome.result, dict):
             failed = {str(f.get("itemIdentifier")) for f in outcome.result.get("batchItemFailures") or []}
@@ -129,7 +172,6 @@ class Poller:
                 QueueUrl=self.source.queue_url,
                 Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
             )
-        return len(got)
 
 
 def start(deployment: Deployment, pool: FunctionPool, aws_url: str, credentials: Credentials) -> list[Poller]:

@@ -11,17 +11,20 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from . import event_sources, http
+from .aws.converse import KEY_VARIABLE, MODEL_VARIABLE, PARAMETERS_VARIABLE, URL_VARIABLE
 from .functions import IDLE_RETIRE_S, FunctionPool
 from .gateway import make_servers
 from .identity import Credentials
-from .template import ROOT, Deployment, deploy, expanded
+from .template import ROOT, Deployment, deploy, expanded, load_raw
 
 DEFAULT_DATA_DIR = ROOT / ".memory-hub"
+STOP_POLL_S = 0.1  # how soon ``make run`` notices a SIGTERM or Ctrl-C
 
 
 def free_port() -> int:
@@ -43,6 +46,11 @@ class Stack:
     warm: bool = True
     idle_retire_s: float = IDLE_RETIRE_S  # an environment idle this long is retired, as Lambda does (0: never)
     parameters: dict[str, str] = field(default_factory=dict)
+    # The language model the emulated Bedrock relays Converse to (MEMORY_HUB_LLM_URL, _MODEL, _KEY):
+    # None takes this process's environment; "" none (the functions never see these).
+    llm_url: str | None = None
+    llm_model: str | None = None
+    llm_key: str | None = None
     admin_key: str = ""
     deployment: Deployment | None = None
     credentials: Credentials | None = None
@@ -51,9 +59,29 @@ class Stack:
     _servers: list[http.Server] = field(default_factory=list)
 
     @classmethod
-    def with_hooks(cls, log: IO[bytes] | None, embeddings: str = "Enabled") -> Stack:
+    def with_hooks(
+        cls,
+        log: IO[bytes] | None,
+        embeddings: str = "Enabled",
+        *,
+        llm_url: str | None = None,
+        llm_model: str | None = None,
+        llm_key: str | None = None,
+        formation_batch: int | None = None,
+        formation_idle_s: int | None = None,
+    ) -> Stack:
         """A stack for the tests and the bench: free ports, nothing on disk, the emulated AWS side's
-        test hooks on, and the template's ``Embeddings`` parameter as given."""
+        test hooks on, and the template's ``Embeddings`` parameter as given. With ``llm_url`` (an
+        OpenAI-compatible base URL, e.g. ``scripted_llm.serve()``'s) formation is on — the
+        template's ``Formation`` Enabled, Converse relayed there as ``llm_model`` — and
+        ``formation_batch``/``formation_idle_s`` set ``FormationBatch``/``FormationIdleSeconds``;
+        without it formation is off and no language model is configured, whatever this process's
+        environment says."""
+        parameters = {"Embeddings": embeddings, "Formation": "Enabled" if llm_url else "Disabled"}
+        if formation_batch is not None:
+            parameters["FormationBatch"] = str(formation_batch)
+        if formation_idle_s is not None:
+            parameters["FormationIdleSeconds"] = str(formation_idle_s)
         return cls(
             port=0,
             lambda_port=0,
@@ -61,7 +89,10 @@ class Stack:
             data_dir=None,
             test_hooks=True,
             log=log,
-            parameters={"Embeddings": embeddings},
+            parameters=parameters,
+            llm_url=llm_url or "",
+            llm_model=llm_model or "",
+            llm_key=llm_key or "",
         )
 
     @property
@@ -121,7 +152,13 @@ class Stack:
         if self.test_hooks:
             args.append("--test-hooks")
         assert self.credentials is not None
-        env = {**os.environ, **self.credentials.environment()}
+        env = {**os.environ, **self.credentials.environment(), PARAMETERS_VARIABLE: json.dumps(self.parameters)}
+        relay = {URL_VARIABLE: self.llm_url, MODEL_VARIABLE: self.llm_model, KEY_VARIABLE: self.llm_key}
+        for name, value in relay.items():
+            if value is not None:  # this stack's own relay ("": none), not this process's environment's
+                env.pop(name, None)
+                if value:
+                    env[name] = value
         # The AWS side answers each request on a thread of its own, and glibc gives each thread that
         # allocates a heap of its own (up to 8 a core) that keeps what was freed in it: a grown
         # account's RSS was half such free space (67 vs 34 MiB per 1,000 messages with two).
@@ -181,18 +218,68 @@ class Stack:
 
 
 # Environment variables `make run` honours, as template parameters (like --parameter-overrides).
+# `Formation` follows MEMORY_HUB_LLM_URL (see environment_parameters).
 PARAMETERS_FROM_ENVIRONMENT = {
     "MEMORY_HUB_SERVICE_ID": "ServiceId",
     "RETENTION_DAYS": "RetentionDays",
     "MEMORY_HUB_EMBEDDINGS": "Embeddings",
+    "MEMORY_HUB_FORMATION_BATCH": "FormationBatch",
+    "MEMORY_HUB_FORMATION_IDLE_S": "FormationIdleSeconds",
 }
+
+
+def environment_parameters(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The template parameters ``make run`` takes from the environment: those of
+    PARAMETERS_FROM_ENVIRONMENT, and ``Formation`` Enabled exactly when a language model is
+    configured (``MEMORY_HUB_LLM_URL``: formation sends conversation to that model)."""
+    environ = os.environ if environ is None else environ
+    parameters = {p: environ[e] for e, p in PARAMETERS_FROM_ENVIRONMENT.items() if environ.get(e)}
+    parameters["Formation"] = "Enabled" if environ.get(URL_VARIABLE, "").strip() else "Disabled"
+    return parameters
+
+
+def check_parameters(cfn: dict[str, Any], parameters: dict[str, str]) -> None:
+    """Refuse values CloudFormation would refuse (AllowedValues, a Number's MinValue/MaxValue)."""
+    declared = cfn.get("Parameters", {})
+    for name, value in parameters.items():
+        spec = declared.get(name)
+        if spec is None:
+            raise ValueError(f"the template has no parameter {name}")
+        allowed = [str(v) for v in spec.get("AllowedValues", [])]
+        if allowed and value not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(allowed)} (not {value!r})")
+        if spec.get("Type") == "Number":
+            try:
+                number = float(value)
+            except ValueError:
+                raise ValueError(f"{name} must be a number (not {value!r})") from None
+            if "MinValue" in spec and number < float(spec["MinValue"]):
+                raise ValueError(f"{name} must be at least {spec['MinValue']} (not {value})")
+            if "MaxValue" in spec and number > float(spec["MaxValue"]):
+                raise ValueError(f"{name} must be at most {spec['MaxValue']} (not {value})")
+
+
+def formation_line(stack: Stack) -> str:
+    """The banner's formation line: on (which model, relayed where, as what) or off (and how to turn it on)."""
+    assert stack.deployment is not None
+    url = (os.environ.get(URL_VARIABLE, "") if stack.llm_url is None else stack.llm_url).strip()
+    if stack.deployment.parameters.get("Formation") != "Enabled" or not url:
+        return f"  formation    off (set {URL_VARIABLE} to an OpenAI-compatible server to form memory)"
+    model = str(stack.deployment.value({"Ref": "FormationModel"}))
+    sent = (os.environ.get(MODEL_VARIABLE, "") if stack.llm_model is None else stack.llm_model).strip() or model
+    return f"  formation    on (model {model} relayed to {url} as {sent})"
 
 
 def run(
     port: int, lambda_port: int, aws_port: int, region: str, data_dir: Path | None, idle_retire_s: float = IDLE_RETIRE_S
 ) -> int:
     """``make run``: serve until SIGTERM or Ctrl-C, then save the state and stop."""
-    parameters = {p: os.environ[e] for e, p in PARAMETERS_FROM_ENVIRONMENT.items() if os.environ.get(e)}
+    parameters = environment_parameters()
+    try:
+        check_parameters(load_raw(), parameters)
+    except ValueError as exc:
+        print(f"memory-hub local: cannot start: {exc}", file=sys.stderr)
+        return 1
     stack = Stack(port, lambda_port, aws_port, region, data_dir, parameters=parameters, idle_retire_s=idle_retire_s)
     try:
         stack.start()
@@ -211,6 +298,7 @@ def run(
     print(f"  Lambda API   {stack.lambda_url}   (aws lambda invoke --endpoint-url …)")
     print(f"  AWS endpoint {stack.aws_url}   (aws s3 ls --endpoint-url …)")
     print(f"  service id   {service}")
+    print(formation_line(stack))
     print(f"  admin key    {stack.admin_key}")
     print("For the AWS CLI against it (these credentials open every table, object and secret of the local")
     print("account, the admin key included: keep them to yourself):")
@@ -218,10 +306,14 @@ def run(
         print(f"  export {name}={value}")
     print("  unset AWS_SESSION_TOKEN")
     print(flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    done.wait()
+    # The handlers only note the signal: one that set a threading.Event could deadlock, as a signal
+    # handler runs in the main thread, which may hold that Event's lock inside its own wait() (a
+    # SIGTERM right after the banner hung the stack that way).
+    asked: list[int] = []
+    signal.signal(signal.SIGTERM, lambda number, _: asked.append(number))
+    signal.signal(signal.SIGINT, lambda number, _: asked.append(number))
+    while not asked:
+        time.sleep(STOP_POLL_S)
     print("stopping (saving the state)…", flush=True)
     stack.stop()
     return 0

@@ -26,7 +26,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from . import embedding_model
 from .faithful import Refusal
 
 DEFAULT_MODEL = "amazon.titan-embed-text-v2:0"
@@ -115,6 +114,8 @@ def parse_request(body: bytes) -> tuple[str, int, bool, list[str]]:
 
 def invoke(model_id: str, body: bytes, served: set[str], region: str) -> tuple[int, dict[str, str], bytes]:
     """Answer one InvokeModel (raises Refusal for what Bedrock refuses)."""
+    from . import embedding_model  # numpy and the model: only where embeddings are made
+
     if _bare(model_id, region) not in served:
         raise error("ValidationException", "The provided model identifier is invalid.")
     text, dimensions, normalize, types = parse_request(body)

@@ -7,7 +7,9 @@ own, as each Lambda function has its own role); refuse what the caller's IAM pol
 template, SAM-expanded) does not allow, with AWS's AccessDenied; run any test hook (pause, fault);
 then, holding the one lock that makes every emulated call atomic, refuse what AWS would refuse
 (``faithful``) and let moto answer. A change is appended to the journal under that lock, and every
-answer waits until the journal is on disk up to it (``journal``)."""
+answer waits until the journal is on disk up to it (``journal``). Bedrock's models (``bedrock``,
+``converse``) answer outside that lock. The control routes (``/_local/…``) take only the operator's
+signature (``signing.control_check``), but ``GET /_local/health``."""
 
 from __future__ import annotations
 
@@ -20,15 +22,16 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .. import http
 from ..identity import Credentials
-from . import bedrock, calls, dispatch, faithful, moto_items, s3vectors, signing
+from . import bedrock, calls, converse, dispatch, faithful, moto_items, s3vectors, signing
 from .hooks import Hooks
+from .iam import OPERATOR, denied, with_parameters
+from .iam import Identity as Identity  # __main__ makes the identities
 from .journal import KEPT_SERVICES, Journal, Record, encode, lock_data_dir, pause_point, replay, segment_path, segments
 from .state import State, apply_writes, dynamodb_backend, s3_backend
 
@@ -60,35 +63,6 @@ _READ_ONLY = {
     "ListVectors",
     "QueryVectors",
 }
-
-
-class Identity:
-    """Who signed a request: a function of the template (restricted to its policy) or an operator."""
-
-    def __init__(self, name: str | None, allows: Callable[[str, str], bool] | None) -> None:
-        self.name, self._allows = name, allows
-
-    def allows(self, action: str, resource: str) -> bool:
-        return self._allows is None or self._allows(action, resource)
-
-
-OPERATOR = Identity(None, None)
-
-
-def _denied(call: calls.Call, identity: Identity, action: str, resource: str) -> faithful.Refusal:
-    message = (
-        f"User: arn:aws:sts::123456789012:assumed-role/{identity.name}Role/{identity.name} is not "
-        f"authorized to perform: {action} on resource: {resource} because no identity-based policy "
-        f"allows the {action} action"
-    )
-    if call.service == "s3":
-        return faithful.s3_error("AccessDenied", message, 403)
-    if call.service in ("bedrock", "s3vectors"):
-        return (bedrock.error if call.service == "bedrock" else s3vectors.error)("AccessDeniedException", message, 403)
-    body = json.dumps({"__type": "com.amazon.coral.service#AccessDeniedException", "Message": message}).encode()
-    return faithful.Refusal(
-        400, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": "AccessDeniedException"}, "AccessDeniedException"
-    )
 
 
 def _fault(call: calls.Call, fault: dict[str, Any]) -> faithful.Refusal:
@@ -130,6 +104,9 @@ class AwsSide:
     ) -> None:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
+        self.parameters = converse.template_parameters()  # the template parameters the stack was started with
+        if self.parameters:  # each function's policy as those parameters make it (conditions, model ids)
+            identities = with_parameters(identities, state, region, self.parameters)
         self.state, self.region, self.identities, self.hooks = state, region, identities, hooks
         credentials = credentials or Credentials.from_environment()
         functions = [identity.name for identity in identities.values() if identity.name]
@@ -140,6 +117,7 @@ class AwsSide:
         # (DynamoDB's handler is called without Flask: ``dynamodb_direct``).
         self.apps = {service: create_backend_app(service) for service in ("s3", "secretsmanager", "s3vectors")}
         self.bedrock_models = bedrock.served_models(state.cfn)
+        self.converse_models = converse.served_models(state.cfn, self.parameters)
         self.schemas = faithful.Schemas(dynamodb_backend(region))
         self.journal: Journal | None = None
         self._compacting = threading.Lock()
@@ -169,15 +147,15 @@ class AwsSide:
         try:
             for action, resource in call.actions:
                 if not identity.allows(action, resource):
-                    raise _denied(call, identity, action, resource)
+                    raise denied(call, identity, action, resource)
             if self.hooks is not None:
                 fault = self.hooks.before(call, identity.name)
                 if fault is not None:
                     injected = True
                     raise _fault(call, fault)
-            if call.service == "bedrock":  # the model runs outside the lock: it touches no state
+            if call.service == "bedrock":  # the models run outside the lock: they touch no state
                 started = time.perf_counter()
-                status, out_headers, out_body = bedrock.invoke(call.key or "", body, self.bedrock_models, self.region)
+                status, out_headers, out_body = self._bedrock(call, body)
                 spent = (time.perf_counter() - started) * 1000
             else:
                 with LOCK:
@@ -207,6 +185,16 @@ class AwsSide:
             read = _items_read(call, status, out_body)
             self.hooks.record(call, identity.name, status, refused, spent, read, injected=injected)
         return status, out_headers, out_body
+
+    def _bedrock(self, call: calls.Call, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        """InvokeModel (the embedding model, here) or Converse (relayed to a language model)."""
+        if call.operation == "Converse":
+            return converse.converse(call.key or "", body, self.converse_models, self.region)
+        if call.operation == "InvokeModel":
+            return bedrock.invoke(call.key or "", body, self.bedrock_models, self.region)
+        raise bedrock.error(
+            "ValidationException", f"The local stack's Bedrock serves InvokeModel and Converse, not {call.operation}."
+        )
 
     def _moto(
         self,
@@ -572,6 +560,11 @@ class AwsHandler(http.Handler):
             if self.headers.get("Origin") is not None:  # a web page's request: never the operator's
                 self.send(403, {"Content-Type": "application/json"}, b'{"message": "no Origin header allowed"}')
                 return
+            if not (self.command in ("GET", "HEAD") and url.path == "/_local/health"):  # the one open route
+                refused = signing.control_check(self.side.verifier, self.command, self.path, self.header_values(), body)
+                if refused is not None:
+                    self.send(refused.status, {"Content-Type": refused.content_type, **refused.headers}, refused.body)
+                    return
             status, payload = self.side.control(self.command, url.path, parse_qs(url.query), body)
             self.send(status, {"Content-Type": "application/json"}, json.dumps(payload).encode())
             return

@@ -196,12 +196,7 @@ def refusal(
     kind = protocol(headers, query, method, path)
     table = _S3 if kind == "xml" else _JSON
     status, code, message = table[rejected.kind]
-    if message is None:
-        text = rejected.message
-    elif rejected.expected:
-        text = message.format(region=rejected.message, expected=rejected.expected)
-    else:
-        text = message
+    text = _words(rejected, message)
     if kind == "xml":
         if rejected.expected:  # S3 names the bucket's region: an SDK that reads it asks again there
             return faithful.s3_error(code, text, status, Region=rejected.expected)
@@ -214,6 +209,51 @@ def refusal(
     content_type = "application/x-amz-json-1.0" if target.startswith("DynamoDB_") else "application/x-amz-json-1.1"
     body = json.dumps({"__type": f"com.amazon.coral.service#{code}", "message": text}).encode()
     return faithful.Refusal(status, body, content_type, {"x-amzn-ErrorType": code}, code)
+
+
+def _words(rejected: Rejected, message: str | None) -> str:
+    if message is None:
+        return rejected.message
+    if rejected.expected:
+        return message.format(region=rejected.message, expected=rejected.expected)
+    return message
+
+
+OPERATOR_ONLY = (
+    "the control routes take only requests signed (Signature Version 4) with the operator's credentials "
+    "that make run prints"
+)
+
+
+def control_refusal(rejected: Rejected) -> faithful.Refusal:
+    """What a control route (``/_local/…`` on the AWS port) answers a request the operator did not
+    sign: 403 in the REST JSON services' words (``x-amzn-ErrorType``, ``{"message"}``), the code
+    the signature's failure has there; signed by a function: AccessDeniedException."""
+    if rejected.kind == "operator_only":
+        code, text = "AccessDeniedException", rejected.message or OPERATOR_ONLY
+    else:
+        _, code, message = _JSON[rejected.kind]
+        text = _words(rejected, message)
+        if rejected.kind == "missing":
+            text += f": {OPERATOR_ONLY}"
+    body = json.dumps({"message": text}).encode()
+    return faithful.Refusal(403, body, "application/json", {"x-amzn-ErrorType": code}, code)
+
+
+def control_check(
+    verifier: Verifier, method: str, raw_path: str, headers: dict[str, str], body: bytes
+) -> faithful.Refusal | None:
+    """Why a control request may not run (None: the operator signed it). The control routes (a
+    snapshot, the call log, the test hooks) take only requests signed with the operator's
+    credentials, verified as every other request of the port."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    try:
+        signed = verifier.verify(method, raw_path, lowered, body)
+    except Rejected as rejected:
+        return control_refusal(rejected)
+    if signed.principal.function is not None:
+        return control_refusal(Rejected("operator_only"))
+    return None
 
 
 def _credential_of(headers: dict[str, str], query: str) -> str:

@@ -8,8 +8,10 @@ operations and ListIndexes); ListVectorBuckets needs ``*``. A QueryVectors with 
 ``returnMetadata`` also needs ``s3vectors:GetVectors`` on the index. The call log names the vector
 bucket as ``bucket`` and the index as ``key`` (so a test hook's ``key_contains`` selects an index).
 
-Bedrock: InvokeModel needs ``bedrock:InvokeModel`` on the model's ARN,
-``arn:aws:bedrock:REGION::foundation-model/MODEL`` (or the ARN the request names)."""
+Bedrock: InvokeModel and Converse need ``bedrock:InvokeModel`` on the model's ARN,
+``arn:aws:bedrock:REGION::foundation-model/MODEL``, an inference profile's
+``arn:aws:bedrock:REGION:ACCOUNT:inference-profile/MODEL`` for a profile id (``us.…``), or the ARN
+the request names."""
 
 from __future__ import annotations
 
@@ -84,14 +86,27 @@ def vectors_call(method: str, raw_path: str, who: str | None, body: bytes, regio
     return call
 
 
+# the Bedrock runtime's operations on a model, by the last segment of their path: (operation, IAM action)
+_MODEL_OPERATIONS = {
+    "invoke": ("InvokeModel", "bedrock:InvokeModel"),
+    "invoke-with-response-stream": ("InvokeModelWithResponseStream", "bedrock:InvokeModelWithResponseStream"),
+    "converse": ("Converse", "bedrock:InvokeModel"),
+    "converse-stream": ("ConverseStream", "bedrock:InvokeModelWithResponseStream"),
+    "count-tokens": ("CountTokens", "bedrock:CountTokens"),
+}
+
+
 def bedrock_call(raw_path: str, who: str | None, body: bytes, region: str) -> Call:
-    """``POST /model/{modelId}/invoke`` (the model id percent-encoded, an ARN's '/' included)."""
-    from .bedrock import model_arn
+    """``POST /model/{modelId}/{invoke|converse|…}`` (the model id percent-encoded, an ARN's '/'
+    included). Converse needs ``bedrock:InvokeModel`` (ConverseStream the streaming action) on the
+    model's ARN: a foundation model's, an inference profile's for a profile id (``us.…``), or the
+    ARN the request names."""
+    from .converse import model_resource
 
     segments = raw_path.split("?", 1)[0].strip("/").split("/")
     model = unquote("/".join(segments[1:-1])) if len(segments) >= 3 and segments[0] == "model" else ""
-    operation = "InvokeModel" if segments[-1:] == ["invoke"] else "InvokeModelWithResponseStream"
-    call = Call("bedrock", operation, who, [("bedrock:InvokeModel", model_arn(region, model))])
+    operation, action = _MODEL_OPERATIONS.get(segments[-1], _MODEL_OPERATIONS["invoke-with-response-stream"])
+    call = Call("bedrock", operation, who, [(action, model_resource(region, model))])
     call.key = model  # the call log's ``key``: the model id (or ARN) as the request names it
     call.body = {"modelId": model, **_json(body)}  # what a test hook's ``body_contains`` looks at
     return call
