@@ -49,7 +49,7 @@ def audit_query(req: Annotated[AuditQuery, Body(embed=False)]) -> Events:
 
 @app.post("/v3/memory/create", summary="Create the (team, agent) memory asset (idempotent)", tags=["assets"])
 def memory_create(req: Annotated[MemoryCreate, Body(embed=False)]) -> Asset:
-    fields = req.model_dump(include={"name", "visibility", "acl", "bindings"}, exclude_none=True)
+    fields = req.model_dump(include={"name", "visibility", "acl", "bindings", "formation"}, exclude_none=True)
     return assets.create(current().authorize(), req.team_id, req.agent_id, fields)
 
 
@@ -63,10 +63,12 @@ def memory_list(req: Annotated[MemoryList, Body(embed=False)]) -> Assets:
     return assets.list_assets(current().authorize(), req.team_id, req.limit, req.next_token)
 
 
-@app.post("/v3/memory/update", summary="Change name, visibility, acl, bindings or retention_days", tags=["assets"])
+@app.post(
+    "/v3/memory/update", summary="Change name, visibility, acl, bindings, retention_days or formation", tags=["assets"]
+)
 def memory_update(req: Annotated[MemoryUpdate, Body(embed=False)]) -> Asset:
     r = current()
-    fields = {"name", "visibility", "acl", "bindings", "retention_days"} & req.model_fields_set
+    fields = {"name", "visibility", "acl", "bindings", "retention_days", "formation"} & req.model_fields_set
     changes = req.model_dump(include=fields, exclude_none=True)  # null counts as absent, inside lists too
     if "retention_days" in fields and req.retention_days is None:
         changes["retention_days"] = None  # the one meaningful null: back to the deployment default

@@ -4,8 +4,11 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from memory_hub.domain import atomic, conversation, persona
+from memory_hub.domain.formation import schedule
 from memory_hub.domain.results import (
     Added,
+    FormationRun,
+    FormationStatus,
     MessageHits,
     Messages,
     Persona,
@@ -30,13 +33,15 @@ from memory_hub.edge.schemas.memory import (
     ConversationCount,
     ConversationQuery,
     ConversationSearch,
+    FormationRunRequest,
+    FormationStatusRequest,
 )
 from memory_hub.edge.schemas.scenario import CoreRead, CoreWrite
 from memory_hub.settings import get_settings
 
 get_settings()  # a missing setting fails the cold start, naming the variable
 app = make_app()
-L0, L1, L3 = ["L0 conversation"], ["L1 atomic"], ["L3 core"]
+L0, L1, L3, FORMATION = ["L0 conversation"], ["L1 atomic"], ["L3 core"], ["formation"]
 
 
 @app.post("/v3/core/read", summary="Read the persona (all null when missing)", tags=L3)
@@ -94,7 +99,16 @@ def conversation_count(req: Annotated[ConversationCount, Body(embed=False)]) -> 
 @app.post("/v3/atomic/add", summary="Add a record; the same content+type+background reinforces it", tags=L1)
 def atomic_add(req: Annotated[AtomicAdd, Body(embed=False)]) -> RecordAdded:
     r = current()
-    return atomic.add(r.isolated_scope, req.content, req.type, req.background, req.tags, req.metadata, r.authorize)
+    return atomic.add(
+        r.isolated_scope,
+        req.content,
+        req.type,
+        req.background,
+        req.tags,
+        req.metadata,
+        r.authorize,
+        req.source_message_ids,
+    )
 
 
 @app.post("/v3/atomic/query", summary="Records, newest updated_at first", tags=L1)
@@ -120,8 +134,28 @@ def atomic_count(req: Annotated[AtomicCount, Body(embed=False)]) -> Total:
 @app.post("/v3/atomic/update", summary="Change only the given fields; version + 1", tags=L1)
 def atomic_update(req: Annotated[AtomicUpdate, Body(embed=False)]) -> RecordUpdated:
     r = current()
-    changes = req.model_dump(include={"content", "background", "tags", "metadata"}, exclude_none=True)
+    changes = req.model_dump(
+        include={"content", "background", "tags", "metadata", "source_message_ids"}, exclude_none=True
+    )
     return atomic.update(r.isolated_scope, req.id, changes, req.expected_version, r.authorize, r.request_id)
+
+
+@app.post(
+    "/v3/formation/status", summary="The user's memory formation: setting, state, pending, errors", tags=FORMATION
+)
+def formation_status(req: Annotated[FormationStatusRequest, Body(embed=False)]) -> FormationStatus:
+    r = current()
+    return schedule.status(r.isolated_scope, r.authorize)
+
+
+@app.post(
+    "/v3/formation/run",
+    summary="Form what waits now (resumes a paused user; backfill: older messages too)",
+    tags=FORMATION,
+)
+def formation_run(req: Annotated[FormationRunRequest, Body(embed=False)]) -> FormationRun:
+    r = current()
+    return schedule.run(r.isolated_scope, req.backfill, r.authorize)
 
 
 lambda_handler = lambda_handler_for(app)

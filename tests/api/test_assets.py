@@ -22,6 +22,7 @@ ASSET_FIELDS = {
     "bindings",
     "status",
     "retention_days",
+    "formation",
     "created_at",
     "updated_at",
     "last_cleared_at",
@@ -75,6 +76,7 @@ def test_create_is_admin_only_and_idempotent(api, scope, writer):
     assert (made["name"], made["visibility"], made["acl"]) == ("Support memory", "team", acl)
     assert made["bindings"][0] == bindings[0] and made["bindings"][1]["agent_id"] == "other"
     assert made["retention_days"] is None and made["last_cleared_at"] is None
+    assert made["formation"] == "records"  # the default: L1 only
     assert TIME.match(made["created_at"]) and TIME.match(made["updated_at"])
     again = ok(create(api, scope, name="Another name", visibility="public"))
     assert again == made  # an existing asset is returned unchanged
@@ -366,8 +368,18 @@ def test_update_fields_reset_and_audit(api, scope):
     assert bounds["retention_days"] == 36_500
     zero = ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "retention_days": 0, "acl": []}))
     assert zero["retention_days"] == 0 and zero["acl"] == []
+    for layers in ("all", "off", "records"):
+        assert (
+            ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "formation": layers}))["formation"]
+            == layers
+        )
+    for bad in ("none", "ALL", 1, True):
+        refused = api.post("/v3/memory/update", {"memory_id": scope.memory_id, "formation": bad})
+        assert refused.status == 400 and refused.message.startswith("formation"), refused.body
+    kept = ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "formation": None}))
+    assert kept["formation"] == "records"  # null counts as absent
     events = ok(api.post("/v3/audit/query", {"memory_id": scope.memory_id, "action": "memory_update"}))["events"]
-    assert len(events) == 5
+    assert len(events) == 9
     assert all(
         e["action"] == "memory_update"
         and e["layer"] == "asset"

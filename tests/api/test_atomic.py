@@ -29,6 +29,8 @@ ITEM_FIELDS = {
     "user_id",
     "task_id",
     "session_id",
+    "source_message_ids",
+    "formed",
     "created_at",
     "updated_at",
 }
@@ -111,6 +113,8 @@ def test_add_creates_a_record_with_every_field(api, scope):
         "user_id": scope.user_id,
         "task_id": None,
         "session_id": "s1",
+        "source_message_ids": [],
+        "formed": False,
         "created_at": item["created_at"],
         "updated_at": item["updated_at"],
     }
@@ -534,7 +538,13 @@ def test_delete_ids_trimmed_and_deduplicated(api, scope):
     assert data["audit_ids"] and all(isinstance(i, str) for i in data["audit_ids"])
     assert ids_of(items(api, scope)) == [b]
     repeat = delete(api, scope, [c])
-    assert repeat.data == {"deleted_count": 0, "deleted_ids": [], "not_found_ids": [c], "audit_ids": []}
+    assert repeat.data == {
+        "deleted_count": 0,
+        "deleted_ids": [],
+        "not_found_ids": [c],
+        "files_deleted": 0,
+        "audit_ids": [],
+    }
     for ids in ([], ["", "  "], "a", [1]):
         answer = delete(api, scope, ids)
         assert answer.status == 400 and answer.message.startswith("ids"), (ids, answer.body)
@@ -550,7 +560,7 @@ def test_delete_expected_versions(api, scope):
     assert update(api, scope, b, content="beta v2").status == 200
     stray = delete(api, scope, [a], expected_versions={b: 2})
     assert stray.status == 400 and stray.message.startswith("expected_versions"), stray.body
-    for bad in ({a: "1"}, {a: 1.5}, [1]):
+    for bad in ({a: "1"}, {a: 1.5}, [1], {a: -1}, {a: True}, {a: 2**53 + 1}):  # whole numbers 0..2^53 only
         answer = delete(api, scope, [a], expected_versions=bad)
         assert answer.status == 400 and answer.message.startswith("expected_versions"), answer.body
     mismatch = delete(api, scope, [a, b, c], expected_versions={a: 1, b: 1})
@@ -561,7 +571,13 @@ def test_delete_expected_versions(api, scope):
     assert done.status == 200 and done.data["deleted_ids"] == [b, a, c] and done.data["deleted_count"] == 3
     retry = delete(api, scope, [b, a, c], expected_versions={b: 2})
     assert retry.status == 200, retry.body
-    assert retry.data == {"deleted_count": 0, "deleted_ids": [], "not_found_ids": [b, a, c], "audit_ids": []}
+    assert retry.data == {
+        "deleted_count": 0,
+        "deleted_ids": [],
+        "not_found_ids": [b, a, c],
+        "files_deleted": 0,
+        "audit_ids": [],
+    }
     assert count(api, scope) == 0
 
 

@@ -431,6 +431,8 @@ def test_delete_ids_trimmed_deduplicated_in_request_order(api, scope):
         "deleted_ids": [],
         "deleted_session_ids": [],
         "not_found_ids": [ids[2]],
+        "records_deleted": 0,
+        "files_deleted": 0,
         "audit_ids": [],
     }
     assert count(api, scope) == 2
@@ -494,6 +496,8 @@ def test_delete_outside_scope_is_reported_like_unknown_and_kept(api, scope):
             "deleted_ids": [],
             "deleted_session_ids": [],
             "not_found_ids": [victim],
+            "records_deleted": 0,
+            "files_deleted": 0,
             "audit_ids": [],
         }
     for owner, victim in zip((other_user, other_agent, other_team), foreign, strict=True):

@@ -559,7 +559,7 @@ RECALL_ACTIONS = {
         "s3vectors:ListIndexes",
         "sqs:SendMessage",
     },
-    "DeleteFunction": {"s3vectors:DeleteVectors", "s3vectors:ListIndexes"},
+    "DeleteFunction": {"s3vectors:DeleteVectors", "s3vectors:ListIndexes", "sqs:SendMessage"},
     "ClearFunction": {"s3vectors:DeleteIndex", "s3vectors:ListIndexes"},
     "TransferFunction": {
         "bedrock:InvokeModel",
@@ -590,6 +590,28 @@ RECALL_ACTIONS = {
         "sqs:GetQueueAttributes",
         "sqs:ChangeMessageVisibility",
     },
+    "FormationFunction": {
+        "bedrock:InvokeModel",  # the formation model (Converse), and the embeddings of what it forms
+        "s3vectors:PutVectors",
+        "s3vectors:CreateIndex",
+        "s3vectors:DeleteVectors",
+        "s3vectors:QueryVectors",  # the user's similar records, found by meaning too
+        "s3vectors:GetVectors",
+        "s3vectors:ListIndexes",
+        "sqs:SendMessage",  # embeddings to queue, and runs to queue again (backoff, continuation)
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:ChangeMessageVisibility",
+    },
+}
+# The queues each function may use (by logical id), and what for.
+QUEUES = {
+    "MemoryFunction": {"EmbedQueue", "FormationQueue"},  # embeddings; formation runs after an add
+    "TransferFunction": {"EmbedQueue", "FormationQueue"},
+    "DeleteFunction": {"FormationQueue"},  # a removed formed file is formed again
+    "EmbedFunction": {"EmbedQueue"},
+    "FormationFunction": {"EmbedQueue", "FormationQueue"},
 }
 VECTOR_BUCKETS = [f"VectorBucket{i}" for i in range(4)]
 
@@ -625,12 +647,24 @@ def test_meaning_is_least_privilege_per_function(template):
 
 
 def test_bedrock_is_the_configured_foundation_model_only_and_only_with_embeddings_on(template):
+    """The embedding model with Embeddings on; the formation model (by its foundation-model or
+    inference-profile ARN) only in the FormationFunction, with Formation on."""
     for name, function in _functions(template).items():
         for statement, condition in _inline_statements(function):
             if "bedrock:InvokeModel" not in _action_list(statement):
                 continue
-            assert condition == "EmbeddingsEnabled", f"{name}: Bedrock without the Embeddings condition"
             assert _action_list(statement) == ["bedrock:InvokeModel"]
+            if statement.get("Sid") == "Converse":
+                assert name == "FormationFunction" and condition == "FormationEnabled", name
+                assert statement["Resource"] == [
+                    {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${FormationModel}"},
+                    {
+                        "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:"
+                        "inference-profile/${FormationModel}"
+                    },
+                ]
+                continue
+            assert condition == "EmbeddingsEnabled", f"{name}: Bedrock without the Embeddings condition"
             assert statement["Resource"] == {
                 "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${EmbeddingModel}"
             }
@@ -648,9 +682,13 @@ def test_vector_actions_name_only_the_stacks_vector_buckets_and_their_indexes(te
             expected = buckets if actions == ["s3vectors:ListIndexes"] else indexes
             assert statement["Resource"] == expected, f"{name}: {actions} on {statement['Resource']}"
             assert "s3vectors:ListIndexes" not in actions or actions == ["s3vectors:ListIndexes"]
+        queues = set()
         for statement, _ in _inline_statements(function):
             if any(a.startswith("sqs:") for a in _action_list(statement)):
-                assert statement["Resource"] == {"Fn::GetAtt": ["EmbedQueue", "Arn"]}, name
+                resource = statement["Resource"]
+                assert isinstance(resource, dict) and resource["Fn::GetAtt"][1] == "Arn", name
+                queues.add(resource["Fn::GetAtt"][0])
+        assert queues == QUEUES.get(name, set()), f"{name}: {sorted(queues)}"
 
 
 def test_meaning_parameters_buckets_and_queue(template):

@@ -81,7 +81,10 @@ def functions(plain_aws, tmp_path_factory):
 
     url, secret_arns = plain_aws
     log = (tmp_path_factory.mktemp("deployed") / "functions.log").open("wb")
-    pool = FunctionPool(deploy(REGION, secret_arns), aws_endpoint=url, lambda_endpoint="http://127.0.0.1:9", log=log)
+    # Formation on, as a deployment that forms memory has it (its routes answer; plain moto has no
+    # Bedrock, so a run meets a model that is not there — and says so in formation/status).
+    deployment = deploy(REGION, secret_arns, {"Formation": "Enabled"})
+    pool = FunctionPool(deployment, aws_endpoint=url, lambda_endpoint="http://127.0.0.1:9", log=log)
     yield pool
     pool.close()
     log.close()
@@ -159,6 +162,45 @@ def test_the_embedding_queue_consumer_runs_as_deployed(functions):
     outcome = functions.invoke("EmbedFunction", event)
     assert outcome.error is None, outcome.error
     assert outcome.result == {"batchItemFailures": []}
+
+
+def _api(functions: Any, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    from memory_hub_local.gateway import api_event
+
+    headers = {"Authorization": f"Bearer {ADMIN_KEY}", "x-tdai-service-id": "default"}
+    event = api_event("POST", path, headers, json.dumps(body).encode(), resource=path)
+    outcome = functions.invoke(_function_of(functions)(path), event)
+    assert outcome.error is None, outcome.error
+    answer = json.loads(outcome.result["body"])
+    assert answer["code"] == 0, answer
+    return dict(answer["data"])
+
+
+def test_a_formation_run_runs_as_deployed(functions, plain_aws):
+    """A user's batch, the FormationFunction invoked with the queue's event: it takes the lease,
+    reads the batch again and calls Converse — which plain moto does not have — so the run records
+    a model failure in the user's state (no content), keeps every message waiting, and queues
+    itself again; the queue's consumer answers without a failed item."""
+    isolation = {"team_id": "deployed-formation", "agent_id": "a", "user_id": "u1"}
+    messages = [{"role": "user", "content": f"fact {i}"} for i in range(3)]
+    _api(functions, "/v3/conversation/add", dict(isolation, session_id="s1", messages=messages))
+    assert _api(functions, "/v3/formation/status", isolation)["pending_messages"] == 3
+    url, _ = plain_aws
+    assets = boto3.client("dynamodb", endpoint_url=url, region_name=REGION)
+    table = functions.deployment.names["AssetsTable"]
+    (epoch,) = [
+        int(item["epoch"]["N"])
+        for item in assets.scan(TableName=table)["Items"]
+        if item.get("team_id", {}).get("S") == "deployed-formation" and "epoch" in item
+    ]
+    body = {**isolation, "epoch": epoch, "session_id": "s1", "task_id": None, "kind": "run"}
+    event = {"Records": [{"messageId": "m-1", "body": json.dumps(body), "eventSource": "aws:sqs"}]}
+    outcome = functions.invoke("FormationFunction", event)
+    assert outcome.error is None, outcome.error
+    assert outcome.result == {"batchItemFailures": []}
+    state = _api(functions, "/v3/formation/status", isolation)
+    assert state["pending_messages"] == 3 and state["records_formed"] == 0
+    assert state["last_error"] is not None and state["last_error"]["kind"] in ("model_unavailable", "other")
 
 
 def test_functions_import_nothing_of_the_local_stack(functions):

@@ -65,6 +65,8 @@ def test_values_pass_through_unchanged() -> None:
         user_id="u",
         task_id=None,
         session_id=None,
+        source_message_ids=["msg-1"],
+        formed=False,
         created_at=STAMP,
         updated_at=STAMP,
         score=0.5,

@@ -76,6 +76,12 @@ def upper_bound_ms(value: str) -> int:
     return parse_ns(value) // NS_PER_MS
 
 
+def time_window(time_start: str | None, time_end: str | None) -> tuple[int | None, int | None]:
+    """Request time bounds as stored milliseconds, compared at the precision written
+    (a bound is the exact instant written; both bounds are inclusive)."""
+    return (lower_bound_ms(time_start) if time_start else None, upper_bound_ms(time_end) if time_end else None)
+
+
 def compact_stamp(ms: int) -> str:
     """``YYYYMMDD_HHmmss`` for backup file names."""
     dt = _EPOCH + timedelta(milliseconds=ms)
@@ -121,6 +127,11 @@ def ordered_id(prefix: str) -> str:
 
 
 ISSUED_ID = re.compile(r"(msg|atom)-[0-9a-f]{26}", re.ASCII)
+
+
+def id_ms(value: str) -> int:
+    """When an id issued here was issued (ms since 1970): the 12 hex after its prefix."""
+    return int(value.split("-", 1)[1][:12], 16)
 
 
 def issued_here(prefix: str, value: str) -> bool:

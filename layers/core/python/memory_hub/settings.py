@@ -55,6 +55,12 @@ class Settings(BaseModel):
     vector_buckets: tuple[str, ...] = ()
     embed_queue_url: str | None = None
     embed_budget_s: float = Field(3.0, ge=0, le=20)
+    # Formation (the model is called through Bedrock Converse). Off unless the template turns it on.
+    formation: bool = False
+    formation_model: str = Field("amazon.nova-lite-v1:0", min_length=1)
+    formation_batch: int = Field(10, ge=2, le=100)
+    formation_idle_s: int = Field(600, ge=1, le=900)
+    formation_queue_url: str | None = None
 
 
 # field → environment variable; the region comes from Lambda's own AWS_REGION.
@@ -80,6 +86,11 @@ ENVIRONMENT = {
     "vector_buckets": "VECTOR_BUCKETS",
     "embed_queue_url": "EMBED_QUEUE_URL",
     "embed_budget_s": "MEMORY_HUB_EMBED_BUDGET_S",
+    "formation": "FORMATION",
+    "formation_model": "FORMATION_MODEL",
+    "formation_batch": "FORMATION_BATCH",
+    "formation_idle_s": "FORMATION_IDLE_S",
+    "formation_queue_url": "FORMATION_QUEUE_URL",
 }
 
 
@@ -91,8 +102,9 @@ def from_environment(environ: dict[str, str] | os._Environ[str]) -> Settings:
     raw: dict[str, object] = {
         field: environ[name] for field, name in ENVIRONMENT.items() if environ.get(name, "") != ""
     }
-    if "embeddings" in raw:  # the template's Enabled|Disabled
-        raw["embeddings"] = str(raw["embeddings"]).strip().lower() in ("enabled", "true", "1")
+    for switch in ("embeddings", "formation"):  # the template's Enabled|Disabled
+        if switch in raw:
+            raw[switch] = str(raw[switch]).strip().lower() in ("enabled", "true", "1")
     if "vector_buckets" in raw:  # comma-separated names
         # names or ARNs (``arn:…:s3vectors:…:bucket/<name>``), comma-separated
         raw["vector_buckets"] = tuple(

@@ -24,7 +24,7 @@ from ..storage.models import Asset
 from . import tokens
 from .errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from .principal import Authorize, Principal
-from .results import Visibility
+from .results import FormationLayers, Visibility
 from .results_admin import Asset as AssetAnswer
 from .results_admin import Assets, AssetWithCounts, LayerCounts
 from .scope import Scope
@@ -230,6 +230,7 @@ def _answer(kind: type[Shown], asset: Asset, **extra: Any) -> Shown:
         bindings=asset.bindings,
         status=asset.status,
         retention_days=None if asset.retention_days is None else int(asset.retention_days),
+        formation=cast(FormationLayers, asset.formation or "records"),
         created_at=asset.created_at,
         updated_at=asset.updated_at,
         last_cleared_at=asset.last_cleared_at,

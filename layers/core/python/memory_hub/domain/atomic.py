@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from ..clock import format_ms, issued_here, now_ms, ordered_id
+from ..clock import format_ms, issued_here, now_ms, ordered_id, time_window
 from ..storage import counters, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.errors import Cancelled
-from ..storage.models import AuditEvent, Record
+from ..storage.models import Asset, AuditEvent, Record
 from ..storage.retry import attempts
-from . import assets, erasure, meaning, retrieval
-from .conversation import time_window
+from . import assets, erasure, meaning, provenance, retrieval
 from .errors import Conflict, Invalid, NotFound
 from .principal import Authorize
 from .results import Mode, RecordAdded, RecordHit, RecordHits, RecordItem, Records, RecordsDeleted, RecordUpdated, Total
@@ -58,6 +58,8 @@ def _answer(kind: type[Item], scope: Scope, item: Record, **extra: Any) -> Item:
         user_id=item.user_id,
         task_id=item.task_id,
         session_id=item.session_id,
+        source_message_ids=list(item.sources or []),
+        formed=bool(item.formed),
         created_at=format_ms(int(item.created_at)),
         updated_at=format_ms(int(item.updated_at)),
         **extra,
@@ -72,52 +74,144 @@ def add(
     tags: list[str],
     metadata: dict[str, Any],
     authorize: Authorize,
+    source_message_ids: list[str] | None = None,
 ) -> RecordAdded:
     raw = assets.of_scope(scope)
     principal = authorize()
     asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
-    key = natural_key(scope.task_id, type_, background, content)
-    counts = term_counts(searchable(content, background))
+    draft = Draft(scope, content, type_, background, tags, metadata, source_message_ids or [])
+    added = write(asset, draft, principal.key_id)
+    return RecordAdded(
+        id=added.id, version=added.version, created=added.created, reinforced_count=added.reinforced_count
+    )
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A record to add, as a client (or formation) gives it. ``id``: the id a new record gets (a
+    formation run chooses it before writing, so a replay finds what it wrote)."""
+
+    scope: Scope
+    content: str
+    type: str
+    background: str
+    tags: list[str]
+    metadata: dict[str, Any]
+    sources: list[str]
+    formed: bool = False
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Written:
+    id: str
+    version: int
+    created: bool
+    reinforced_count: int
+    where: Where
+
+
+def write(asset: Asset, draft: Draft, owner: str) -> Written:
+    """Add a record by the rules of ``atomic/add``: a new record, or the one holding its natural key
+    reinforced (its sources joined; a client's add makes a formed record a client's for good). Its
+    sources are checked before and after the write: a record never outlives its sources."""
+    written = _write(asset, draft, owner)
+    assert written is not None  # only formation's drafts are ever skipped
+    return written
+
+
+def write_formed(asset: Asset, draft: Draft, owner: str) -> Written | None:
+    """``write`` for a formation run: None when a client's record holds the natural key (formation
+    never writes one); a replay of a draft already written changes nothing and never reinforces."""
+    return _write(asset, draft, owner)
+
+
+def _write(asset: Asset, draft: Draft, owner: str) -> Written | None:
+    scope = draft.scope
+    key = natural_key(scope.task_id, draft.type, draft.background, draft.content)
+    counts = term_counts(searchable(draft.content, draft.background))
+    sources = provenance.check(assets.where_of(asset), scope.user_id, scope.task_id, draft.sources)
     for _ in attempts("atomic/add"):
         where = assets.where_of(asset)
-        now = now_ms()
-        record = records.new(
-            where,
-            id=ordered_id("atom-"),
-            user_id=scope.user_id,
-            session_id=scope.session_id,
-            task_id=scope.task_id,
-            content=content,
-            type=type_,
-            background=background,
-            tags=tags,
-            meta=metadata,
-            version=1,
-            reinforced_count=1,
-            created_at=now,
-            updated_at=now,
-            natural_key=key,
-            terms=sum(counts.values()),
-        )
+        if draft.id is not None and (done := records.get(where, scope.user_id, draft.id)) is not None:
+            return Written(done.id, int(done.version), True, int(done.reinforced_count), where)  # a replay
+        record = _new_record(where, draft, key, counts, sources)
+        provenance.cite(where, scope.user_id, record.id, sources)
         try:
             records.create(where, record, counts)
             meaning.embed_after_write(where, [meaning.piece(record)])  # only a new record: reinforcing never re-embeds
-            return RecordAdded(id=record.id, version=1, created=True, reinforced_count=1)
+            _recheck(asset, where, scope, record.id, draft.sources, owner)
+            return Written(record.id, 1, True, 1, where)
         except Cancelled as exc:
+            provenance.uncite(where, scope.user_id, record.id, sources)
             if "epoch" in exc.failed:  # a clear moved the memory on: add into the new epoch
-                asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, principal.key_id)
+                asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, owner)
                 continue
         holder = records.holder(where, scope.user_id, key)  # the natural key is taken: reinforce its record
         if holder is None:
             continue  # deleted or edited meanwhile: add again
+        if draft.formed and not holder.formed:
+            return None  # formation never touches a client's record
+        if draft.id is not None and draft.id in (holder.absorbed or set()):
+            return Written(holder.id, int(holder.version), False, int(holder.reinforced_count), where)  # a replay
+        provenance.cite(where, scope.user_id, holder.id, sources)
         try:
-            count = records.reinforce(where, holder, now_ms())
+            count = records.reinforce(
+                where,
+                holder,
+                now_ms(),
+                absorbed=[draft.id] if draft.id is not None else None,
+                sources=sources,
+                formed=False if holder.formed and not draft.formed else None,
+            )
         except Cancelled as exc:
             if "epoch" in exc.failed:  # cleared after the guard was read: add into the new epoch
-                asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, principal.key_id)
+                asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, owner)
             continue
-        return RecordAdded(id=holder.id, version=int(holder.version), created=False, reinforced_count=count)
+        _recheck(asset, where, scope, holder.id, draft.sources, owner)
+        return Written(holder.id, int(holder.version), False, count, where)
     raise AssertionError("unreachable")
+
+
+def _new_record(where: Where, draft: Draft, key: str, counts: Any, sources: list[str]) -> Record:
+    now = now_ms()
+    scope = draft.scope
+    return records.new(
+        where,
+        id=draft.id or ordered_id("atom-"),
+        user_id=scope.user_id,
+        session_id=scope.session_id,
+        task_id=scope.task_id,
+        content=draft.content,
+        type=draft.type,
+        background=draft.background,
+        tags=draft.tags,
+        meta=draft.metadata,
+        version=1,
+        reinforced_count=1,
+        created_at=now,
+        updated_at=now,
+        natural_key=key,
+        terms=sum(counts.values()),
+        sources=sources or None,
+        cited=set(sources) or None,
+        formed=True if draft.formed else None,
+    )
+
+
+def _recheck(asset: Asset, where: Where, scope: Scope, atom_id: str, raw: list[str], actor: str) -> None:
+    """After a write that cites messages: if one of them was erased meanwhile, the record goes too
+    (an erasure that read the citations before they were written could not find it)."""
+    if not raw:
+        return
+    absent = provenance.missing(where, scope.user_id, scope.task_id, provenance.cleaned(raw))
+    if not absent:
+        return
+    record = records.get(where, scope.user_id, atom_id)
+    if record is not None:
+        context = EventContext(scope.team_id, actor, None, scope.agent_id, scope.memory_id)
+        erasure.erase_records(asset, where, [record], context)
+    raise provenance.unknown(raw, absent)
 
 
 def _get(scope: Scope, where: Where, atom_id: str) -> Record | None:
@@ -144,6 +238,8 @@ def update(
         raise NotFound(NOT_FOUND)
     where = assets.where_of(asset)
     context = EventContext(scope.team_id, principal.key_id, request_id, scope.agent_id, scope.memory_id)
+    raw_sources = changes.get("source_message_ids")
+    sources = provenance.check(where, scope.user_id, scope.task_id, raw_sources) if raw_sources is not None else None
     for attempt in attempts("atomic/update"):
         record = first if attempt == 0 else _get(scope, where, atom_id)
         if record is None:
@@ -160,6 +256,11 @@ def update(
             fields["tags"] = changes["tags"]
         if "metadata" in changes:
             fields["meta"] = changes["metadata"]
+        if sources is not None:  # replaced (the record still answers to every message it cited)
+            fields["sources"] = sources
+            provenance.cite(where, scope.user_id, atom_id, sources)
+        if record.formed:  # a client's update makes a formed record the client's for good
+            fields["formed"] = False
         counts = term_counts(searchable(content, background))
         now = now_ms()
         event = event_items([NewEvent("atomic_update", LAYER, atom_id, 1)], context)[0]
@@ -180,13 +281,15 @@ def update(
             if "guard" in exc.failed:
                 raise Conflict("content: another record already has this content, type and background") from None
             # the record changed (or vanished) between our read and our write: read again
-    _reindex(scope, where, atom_id)
+    reindex_record(scope, where, atom_id)
     if meaning.text_changed(record, content, background):  # re-embed only when the embedded text changed
         meaning.after_update(where, records.get(where, scope.user_id, atom_id))
+    if raw_sources:
+        _recheck(asset, where, scope, atom_id, raw_sources, principal.key_id)
     return RecordUpdated(id=atom_id, version=f"v{version + 1}", updated_at=format_ms(now))
 
 
-def _reindex(scope: Scope, where: Where, atom_id: str) -> None:
+def reindex_record(scope: Scope, where: Where, atom_id: str) -> None:
     """Bring the record's postings to its current content; repeat while racing updates move it on,
     so the last one to finish always leaves the index matching the record."""
     for _ in attempts("atomic/update index"):
@@ -294,7 +397,7 @@ def delete(
     )
     principal = authorize()
     if asset is None or found is None:
-        return RecordsDeleted(deleted_count=0, deleted_ids=[], not_found_ids=wanted, audit_ids=[])
+        return RecordsDeleted(deleted_count=0, deleted_ids=[], not_found_ids=wanted, files_deleted=0, audit_ids=[])
     where = assets.where_of(asset)
     in_scope = {i: r for i, r in found.items() if scope.task_id is None or r.task_id == scope.task_id}
     conflicts = [
@@ -326,9 +429,11 @@ def delete(
             "expected_versions: a record was edited meanwhile; it was not deleted", {"conflicts": exc.conflicts}
         ) from None
     gone = {r.id for r in removed}
+    files = erasure.files_of_records(asset, where, removed, context)
     return RecordsDeleted(
         deleted_count=len(gone),
         deleted_ids=[i for i in wanted if i in gone],
         not_found_ids=[i for i in wanted if i not in gone],
-        audit_ids=[e.event_id for e in recorded],
+        files_deleted=files.files_deleted,
+        audit_ids=[e.event_id for e in recorded + files.events],
     )

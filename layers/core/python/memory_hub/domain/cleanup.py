@@ -27,10 +27,11 @@ from ..observability import logger
 from ..settings import get_settings
 from ..storage import assets as stored_assets
 from ..storage import blobs, counters, idempotency, jobs, layout, leases, messages, purge, records, scenes
+from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
 from ..storage.models import Asset
-from . import clear, meaning, persona, reindex
+from . import clear, meaning, persona, provenance, reindex
 from .audit import SYSTEM_CLEANUP
 
 DAY_MS = 86_400_000
@@ -171,9 +172,19 @@ def _retention(report: Report, asset: Asset, now: int) -> None:
         where, old_l1, events("L1"), at_version={r.id for r in old_l1}, skip_changed=True, unreinforced=True
     )
     meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
+    for user_id, gone in _by_user(removed_l0).items():  # expiry drops the ids from records citing them
+        provenance.expired(where, user_id, [m.id for m in gone])
+        formation_store.unmark_messages(where, user_id, gone)
     report.l0_deleted += len(removed_l0)
     report.l1_deleted += len(removed_l1)
     report.audit_ids += [e.event_id for e in recorded_l0 + recorded_l1]
+
+
+def _by_user(items: list[Any]) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    for item in items:
+        found.setdefault(item.user_id, []).append(item)
+    return found
 
 
 def _orphans(asset: Asset, now: int, deadline: purge.Deadline) -> int:

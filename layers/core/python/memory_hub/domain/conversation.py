@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, ordered_id, parse_ms, upper_bound_ms
+from ..clock import format_ms, issued_here, now_ms, ordered_id, parse_ms, time_window
 from ..storage import counters, messages, postings
+from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
@@ -14,6 +15,7 @@ from ..storage.models import AuditEvent, Message
 from ..storage.retry import attempts
 from . import assets, erasure, meaning, retrieval
 from .errors import Invalid
+from .formation import schedule
 from .principal import Authorize
 from .results import Added, MessageHit, MessageHits, MessageItem, Messages, MessagesDeleted, Mode, Role, Total
 from .rules import MAX_ID_CHARS, clean_ids
@@ -21,12 +23,6 @@ from .scope import Scope
 from .search import term_counts
 
 LAYER = "L0"
-
-
-def time_window(time_start: str | None, time_end: str | None) -> tuple[int | None, int | None]:
-    """Request time bounds as stored milliseconds, compared at the precision written
-    (a bound is the exact instant written; both bounds are inclusive)."""
-    return (lower_bound_ms(time_start) if time_start else None, upper_bound_ms(time_end) if time_end else None)
 
 
 def as_item(scope: Scope, item: Message) -> MessageItem:
@@ -61,21 +57,28 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> Adde
     ]
     pieces = meaning.new_messages(scope.user_id, scope.session_id, scope.task_id, new)
     ahead = meaning.embed_ahead(pieces)  # the model calls run beside the write; the vectors go after it
+    ids = [m.id for m in new]
     try:
         for _ in attempts("conversation/add"):
             asset = assets.ensure(raw, scope.team_id, scope.agent_id, principal.key_id)
+            where = assets.where_of(asset)
+            waiting = schedule.marks(asset, where, scope, ids)  # formation's: written first, like the postings
+            formation_store.mark(waiting)
             try:
-                messages.add(assets.where_of(asset), scope.user_id, scope.session_id, scope.task_id, new, start)
+                messages.add(where, scope.user_id, scope.session_id, scope.task_id, new, start)
                 break
             except Cancelled as exc:
+                formation_store.unmark(waiting)
                 if "epoch" not in exc.failed:
                     raise
                 raw = assets.of_scope(scope)  # a clear moved the memory on: write into the new epoch
     except BaseException:
         meaning.settle(ahead)
         raise
-    meaning.embed_after_write(assets.where_of(asset), pieces, ahead=ahead)
-    ids = [m.id for m in new]
+    parallel(
+        lambda: meaning.embed_after_write(where, pieces, ahead=ahead),
+        lambda: schedule.after_add(asset, where, scope, ids),
+    )
     return Added(accepted_ids=ids, accepted_versions=["v1"] * len(ids), total_count=len(ids))
 
 
@@ -199,7 +202,13 @@ def delete(
     principal = authorize()
     if asset is None or looked is None:
         return MessagesDeleted(
-            deleted_count=0, deleted_ids=[], deleted_session_ids=[], not_found_ids=named + sessions, audit_ids=[]
+            deleted_count=0,
+            deleted_ids=[],
+            deleted_session_ids=[],
+            not_found_ids=named + sessions,
+            records_deleted=0,
+            files_deleted=0,
+            audit_ids=[],
         )
     where = assets.where_of(asset)
     in_task = (lambda m: True) if scope.task_id is None else (lambda m: m.task_id == scope.task_id)
@@ -225,6 +234,7 @@ def delete(
         events,
         beside=lambda erased: erasure.forget_erased(asset, where, [m.id for m in erased]),
     )
+    followed = erasure.cascade(asset, where, scope.user_id, removed, context)  # records citing them go too
     gone = {m.id for m in removed}
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]
@@ -233,5 +243,7 @@ def delete(
         deleted_ids=deleted_ids,
         deleted_session_ids=deleted_sessions,
         not_found_ids=[m for m in named if m not in gone] + [s for s in sessions if s not in deleted_sessions],
-        audit_ids=list(dict.fromkeys(e.event_id for e in recorded)),
+        records_deleted=len(followed.records),
+        files_deleted=followed.files_deleted,
+        audit_ids=list(dict.fromkeys(e.event_id for e in recorded + followed.events)),
     )

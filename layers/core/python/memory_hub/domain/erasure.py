@@ -1,17 +1,87 @@
 """What an erasure by id removes besides its items. Apart from ``assets`` so that the functions that
 never erase by id (scenario files, keys, the clear) do not load the meaning and search modules at
-their cold start."""
+their cold start.
+
+A record never outlives its sources: when messages are erased at a person's or a client's request,
+every record citing one of them is erased before the request answers (``cascade``), by the rules of
+a delete by id — its index entries, vectors and citation entries, an audit event each — and every
+formed file drawn from such a record is removed too (``formed``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..storage import citations, records
+from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
-from ..storage.models import Asset
-from . import meaning
+from ..storage.models import Asset, AuditEvent, Message, Record
+from . import formed, meaning
 from .assets import forget_exports
+
+LAYER = "L1"
 
 
 def forget_erased(asset: Asset, where: Where, ids: list[str]) -> None:
     """Both before the request answers and at once (one round trip less): the erased items'
     vectors and every export of the memory (an export may hold what was deleted)."""
     parallel(lambda: meaning.erase(where, ids), lambda: forget_exports(asset))
+
+
+@dataclass
+class Cascade:
+    """What went with erased messages: the records that cited them, the formed files drawn from
+    those records, and the audit events of both."""
+
+    records: list[Record] = field(default_factory=list)
+    files_deleted: int = 0
+    events: list[AuditEvent] = field(default_factory=list)
+
+
+def record_events(context: EventContext) -> Callable[[list[Record]], list[AuditEvent]]:
+    """One ``delete`` event per erased record."""
+
+    def events(chunk: list[Record]) -> list[AuditEvent]:
+        return event_items([NewEvent("delete", LAYER, r.id, 1) for r in chunk], context)
+
+    return events
+
+
+def cascade(asset: Asset, where: Where, user_id: str, erased: list[Message], context: EventContext) -> Cascade:
+    """Erase every record of ``user_id`` that cites one of the ``erased`` messages, with what goes
+    with such a record; then the erased messages' own citation entries. Also drops what formation
+    kept of those messages (their waiting marks, a run's answer not yet written)."""
+    if not erased:
+        return Cascade()
+    message_ids = [m.id for m in erased]
+    cited = citations.citing(where, user_id, message_ids)
+    atom_ids = list(dict.fromkeys(a for found in cited.values() for a in found))
+    result = Cascade()
+    if atom_ids:
+        found = records.get_many(where, user_id, atom_ids)
+        result = erase_records(asset, where, list(found.values()), context)
+    citations.forget(where, user_id, ((m, a) for m, found in cited.items() for a in found))
+    formed.forget_messages(where, user_id, erased)
+    return result
+
+
+def erase_records(asset: Asset, where: Where, doomed: list[Record], context: EventContext) -> Cascade:
+    """Erase records by the rules of a delete by id (whatever their version), and the formed files
+    drawn from them."""
+    if not doomed:
+        return Cascade()
+    removed, recorded = records.delete(
+        where,
+        doomed,
+        record_events(context),
+        beside=lambda erased: forget_erased(asset, where, [r.id for r in erased]),
+    )
+    files, file_events = formed.after_records_erased(asset, where, removed, context)
+    return Cascade(removed, files, recorded + file_events)
+
+
+def files_of_records(asset: Asset, where: Where, removed: list[Record], context: EventContext) -> Cascade:
+    """After records were erased some other way (a delete by id): the formed files drawn from them."""
+    files, events = formed.after_records_erased(asset, where, removed, context)
+    return Cascade([], files, events)

@@ -105,9 +105,11 @@ AuditAction = Literal[
     "key_revoke",
     "export",
     "import",
+    "formation",
 ]
 AuditLayer = Literal["L0", "L1", "L2", "L3", "asset", "key"]
 Visibility = Literal["private", "team", "public"]
+FormationLayers = Literal["off", "records", "all"]
 Permission = Literal["read", "write", "admin"]
 
 # ---------------------------------------------------------------- L2 scenario files
@@ -253,6 +255,11 @@ class MessagesDeleted(Answer):
     deleted_ids: list[str] = Field(description="the named message ids that were removed, in request order")
     deleted_session_ids: list[str] = Field(description="the named sessions that removed at least one message")
     not_found_ids: list[str] = Field(description="named ids (message or session) that removed nothing")
+    records_deleted: int = Field(
+        description="distinct L1 records erased because they cited an erased message "
+        "(a record never outlives its sources)"
+    )
+    files_deleted: int = Field(description="formed files removed because a record they came from was erased")
     audit_ids: AuditIds
 
 
@@ -273,6 +280,10 @@ class RecordItem(Answer):
     user_id: str
     task_id: str | None
     session_id: str | None
+    source_message_ids: list[MessageId] = Field(
+        description="the messages it was drawn from (the newest 100; [] when none); erasing one erases the record"
+    )
+    formed: bool = Field(description="true for a record formation wrote (until a client's add or update touches it)")
     created_at: Stamp
     updated_at: Stamp
 
@@ -308,4 +319,38 @@ class RecordsDeleted(Answer):
     deleted_count: int
     deleted_ids: list[str] = Field(description="in request order (after trimming and de-duplication)")
     not_found_ids: list[str] = Field(description="unknown, already gone, or outside the scope")
+    files_deleted: int = Field(description="formed files removed because they came from an erased record")
     audit_ids: AuditIds
+
+
+# ---------------------------------------------------------------- formation
+
+FormationState = Literal["idle", "queued", "running", "paused"]
+ErrorKind = Literal["model_unavailable", "access_denied", "bad_answer", "timeout", "other"]
+
+
+class FormationError(Answer):
+    at: Stamp
+    kind: ErrorKind
+    message: str = Field(description="a fixed message per kind (never the model's or the request's text)")
+
+
+class FormationStatus(Answer):
+    enabled: bool = Field(description="the deployment forms memory and the asset is not off (not health)")
+    layers: FormationLayers = Field(description="the asset's formation setting (records for a pair without an asset)")
+    model: str | None = Field(description="the model formation calls; null when off")
+    state: FormationState = Field(
+        description="idle (nothing due; fewer than a batch pending, or the idle timer counting), queued (a run is "
+        "due), running, paused (after the third failure in a row; formation/run resumes)"
+    )
+    pending_messages: int = Field(description="this user's unformed messages (both roles), narrowed by session_id")
+    last_run_at: Stamp | None
+    last_formed_message_id: MessageId | None = Field(description="the newest message formed; null once erased")
+    records_formed: int = Field(description="this user's formed records that exist now")
+    dropped: int = Field(description="model entries refused since the last clear")
+    last_error: FormationError | None
+
+
+class FormationRun(Answer):
+    state: FormationState
+    pending_messages: int

@@ -7,7 +7,18 @@ from typing import Literal
 
 from pydantic import Field
 
-from .results import Answer, AuditAction, AuditIds, AuditLayer, KeyRole, Permission, Stamp, Visibility, absent
+from .results import (
+    Answer,
+    AuditAction,
+    AuditIds,
+    AuditLayer,
+    FormationLayers,
+    KeyRole,
+    Permission,
+    Stamp,
+    Visibility,
+    absent,
+)
 
 # ---------------------------------------------------------------- erasure
 
@@ -77,17 +88,20 @@ class UserMemoryErased(Answer):
     user_id: str
     l0_deleted: int
     l1_deleted: int
+    files_deleted: int = Field(description="the user's formed files removed (their formed/<digest>/ folder)")
     audit_ids: AuditIds
 
 
 class UserItemDeleted(Answer):
-    """With content_ids: that one message or record of the user."""
+    """With content_ids: that one message or record of the user, with what goes with it."""
 
     memory_id: str
     user_id: str
     deleted_count: int = Field(description="0 or 1")
     deleted_ids: list[str]
     not_found_ids: list[str] = Field(description="the id, when it named nothing of this user in this memory")
+    records_deleted: int = Field(description="records erased because they cited the erased message")
+    files_deleted: int = Field(description="formed files removed because a record they came from was erased")
     audit_ids: AuditIds
 
 
@@ -121,6 +135,10 @@ class Asset(Answer):
     bindings: list[BindingDoc] = Field(description="stored and returned as given")
     status: str
     retention_days: int | None = Field(description="null: the deployment default")
+    formation: FormationLayers = Field(
+        description="what the service forms from this memory's conversation: off, records (L1; the default) "
+        "or all (L1 plus each user's scenes and persona under formed/<user digest>/, readable by all the agent's users)"
+    )
     created_at: Stamp
     updated_at: Stamp
     last_cleared_at: Stamp | None

@@ -9,12 +9,12 @@ from typing import Any
 
 from ..clock import ISSUED_ID
 from ..storage import audit as stored_audit
-from ..storage import counters, messages, postings, records
+from ..storage import citations, counters, messages, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.models import AuditEvent
-from . import assets, erasure, reindex
+from . import assets, erasure, formed, reindex
 from .audit import user_target
 from .principal import Principal
 from .results_admin import UserItemDeleted, UserMemoryDeleted, UserMemoryErased
@@ -54,22 +54,26 @@ def delete(
         )
         # a record updated meanwhile was indexed again: those postings go too
         postings.erase_of((r.pk, r.id) for r in removed_l1 if int(r.version) != versions.get(r.id))
-        empty, *_ = parallel(
+        empty, (files, file_events), *_ = parallel(
             lambda: _nothing_deleted(removed_l0, removed_l1, target, context),
+            lambda: formed.drop_user(asset, where, user_id, context),
+            lambda: citations.drop_user(where, user_id),
             lambda: counters.forget_user(where, user_id),
             lambda: reindex.forget(where, user_id),
             lambda: erasure.forget_erased(asset, where, [item.id for item in removed_l0 + removed_l1]),
         )
-        recorded = events_l0 + events_l1 + empty
+        recorded = events_l0 + events_l1 + empty + file_events
         return UserMemoryErased(
             memory_id=memory_id,
             user_id=user_id,
             l0_deleted=len(removed_l0),
             l1_deleted=len(removed_l1),
+            files_deleted=files,
             audit_ids=[e.event_id for e in recorded],
         )
     removed: list[Any] = []
     recorded = []
+    followed = erasure.Cascade()
 
     def forget(erased: list[Any]) -> None:
         erasure.forget_erased(asset, where, [item.id for item in erased])
@@ -77,16 +81,20 @@ def delete(
     if ISSUED_ID.fullmatch(content_id) and content_id.startswith("msg-"):
         found_messages = messages.get_many(where, user_id, [content_id])
         removed, recorded = messages.delete(where, list(found_messages.values()), events("L0"), beside=forget)
+        followed = erasure.cascade(asset, where, user_id, removed, context)  # records citing it go too
     elif ISSUED_ID.fullmatch(content_id):
         found_records = records.get_many(where, user_id, [content_id])
         removed, recorded = records.delete(where, list(found_records.values()), events("L1"), beside=forget)
+        followed = erasure.files_of_records(asset, where, removed, context)
     return UserItemDeleted(
         memory_id=memory_id,
         user_id=user_id,
         deleted_count=len(removed),
         deleted_ids=[item.id for item in removed],
         not_found_ids=[] if removed else [content_id],
-        audit_ids=[e.event_id for e in recorded],
+        records_deleted=len(followed.records),
+        files_deleted=followed.files_deleted,
+        audit_ids=[e.event_id for e in recorded + followed.events],
     )
 
 

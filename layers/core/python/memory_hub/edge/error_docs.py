@@ -111,6 +111,8 @@ EXTRA: dict[str, tuple[int, ...]] = {
     "/v3/core/count": (),
     "/v3/core/read": (),
     "/v3/core/write": (409, 503),
+    "/v3/formation/run": (409, 503),
+    "/v3/formation/status": (),
     "/v3/memory/create": (503,),
     "/v3/memory/delete": (404, 409, 503),
     "/v3/memory/export": (404, 409),

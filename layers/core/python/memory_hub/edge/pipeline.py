@@ -53,6 +53,7 @@ ISOLATION_HEADERS = {
 }
 # Optional ids: blank (in the body or a header) means none, on every route — TencentDB's SDKs send "" for them.
 OPTIONAL_IDS = ("session_id", "task_id")
+FREE_IDS = ("user_id", *OPTIONAL_IDS)
 # Deeper bodies would exhaust the recursion of the parser and of every walk over the body (a 500);
 # no route's schema nests more than a few levels.
 MAX_JSON_DEPTH = 100
@@ -248,7 +249,7 @@ def resolve_isolation(body: dict[str, Any], headers: dict[str, str]) -> Scope:
             continue
         check = team_or_agent_problem if name in ("team_id", "agent_id") else free_id_problem
         problem = check(value)
-        if not problem and name in OPTIONAL_IDS and trim(value) != value:
+        if not problem and name in FREE_IDS and trim(value) != value:  # "u1 " is never a user of its own
             problem = "must not have leading or trailing white space"
         if problem:
             problems.append(f"{name}: {problem}")

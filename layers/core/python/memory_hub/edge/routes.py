@@ -29,6 +29,8 @@ ROUTES: dict[str, Route] = {
     "/v3/conversation/add": _isolated("writer", "MemoryFunction"),
     **{f"/v3/atomic/{op}": _isolated("reader", "MemoryFunction") for op in ("query", "search", "count")},
     **{f"/v3/atomic/{op}": _isolated("writer", "MemoryFunction") for op in ("add", "update")},
+    "/v3/formation/status": _isolated("reader", "MemoryFunction"),
+    "/v3/formation/run": _isolated("writer", "MemoryFunction"),
     "/v3/conversation/delete": _isolated("writer", "DeleteFunction"),
     "/v3/atomic/delete": _isolated("writer", "DeleteFunction"),
     "/v3/user-memory/delete": Route("admin", "DeleteFunction", nullable=("content_ids",)),

@@ -50,6 +50,24 @@ def _create(service: str) -> Any:
     return _session().create_client(service, region_name=get_settings().region, config=config)
 
 
+def model_client() -> Any:
+    """The process's Bedrock runtime client for the formation model: a model's answer takes
+    seconds to tens of seconds, so it waits longer than the embeddings' client (and botocore does
+    not retry: formation retries with its own backoff, throttling uncounted)."""
+    found = _clients.get("formation-model")
+    if found is not None:
+        return found
+    with _lock:
+        if "formation-model" not in _clients:
+            from botocore.config import Config
+
+            config = Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=5, read_timeout=120)
+            _clients["formation-model"] = _session().create_client(
+                "bedrock-runtime", region_name=get_settings().region, config=config
+            )
+        return _clients["formation-model"]
+
+
 _boto_session: Any = None
 
 

@@ -14,6 +14,10 @@ ItemsTable, one partition per (layer, team + agent, content epoch, user):
     L1#<team>:<agent>#<epoch>#<u>   atom-…                  <time>#<id>      —                   —
     L1#…                            nk␟<natural key>        —                —                   —
     L1#…                            p␟<atom id>␟<t>         —                —                   <t>␟<atom id>
+    L1#…                            c␟<msg id>␟<atom id>    (provenance: that record cites that message)
+    L0#…                            fs / fp / fr␟<run>      (formation: user state, a stored answer, a run done)
+    L0#…                            fu␟<s>␟<k>␟<msg id>     (formation: a message to form; <k>: task digest or -)
+    L1#…                            ff␟<f> / fl␟<atom>␟<f>  (formed files of the user; the records they came from)
     C#<team>:<agent>#<epoch>        L0␟<u> / L1␟<u> / S␟<u>␟<s>   (exact counters: items, term totals)
     PURGE                           <team>:<agent>#<epoch>  (an epoch whose erasure is unfinished)
     CLEANUP                         lease / cursor
@@ -111,6 +115,69 @@ def session_bounds(session_id: str, start: int | None, end: int | None) -> tuple
 
 def natural_key_sk(natural_key: str) -> str:
     return f"nk{SEP}{natural_key}"
+
+
+def citation_sk(message_id: str, atom_id: str) -> str:
+    return f"c{SEP}{message_id}{SEP}{atom_id}"
+
+
+def citations_of(message_id: str) -> str:
+    """Sort-key prefix of every citation of one message."""
+    return f"c{SEP}{message_id}{SEP}"
+
+
+CITATIONS = f"c{SEP}"
+
+# Formation (the user's L0 partition: state and queue; their L1 partition: formed files' lineage).
+FORMATION = "f"  # every formation item's sort key starts with it (a user's erasure drops them all)
+FORMATION_STATE = "fs"
+PENDING_RUN = "fp"
+NO_TASK = "-"
+
+
+def unformed_prefix(session_id: str | None = None, task_id: str | None = None, *, any_task: bool = False) -> str:
+    """Sort-key prefix of a user's unformed messages: all of them, a session's, or one batch's
+    (session and task; ``any_task`` leaves the task open)."""
+    if session_id is None:
+        return f"fu{SEP}"
+    if any_task:
+        return f"fu{SEP}{digest(session_id)}{SEP}"
+    task = digest(task_id) if task_id is not None else NO_TASK
+    return f"fu{SEP}{digest(session_id)}{SEP}{task}{SEP}"
+
+
+def unformed_sk(session_id: str, task_id: str | None, message_id: str) -> str:
+    return unformed_prefix(session_id, task_id) + message_id
+
+
+def formed_run_sk(run_id: str) -> str:
+    return f"fr{SEP}{run_id}"
+
+
+FORMED_RUNS = f"fr{SEP}"
+
+
+def formed_file_sk(file_id: str) -> str:
+    return f"ff{SEP}{file_id}"
+
+
+FORMED_FILES = f"ff{SEP}"
+
+
+def lineage_sk(atom_id: str, file_id: str) -> str:
+    return f"fl{SEP}{atom_id}{SEP}{file_id}"
+
+
+def lineage_of(atom_id: str) -> str:
+    return f"fl{SEP}{atom_id}{SEP}"
+
+
+FORMED_FOLDER = "formed/"
+
+
+def formed_folder(user_id: str) -> str:
+    """A user's formed scenes and persona: ``formed/<first 16 hex of sha256(user_id)>/`` (an L2 path)."""
+    return f"{FORMED_FOLDER}{digest(user_id, 16)}/"
 
 
 def posting_sk(item_id: str, term: str) -> str:

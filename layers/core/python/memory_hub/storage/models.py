@@ -110,6 +110,7 @@ class Asset(Bound):
     bindings = JSONAttribute(default=list)
     status = UnicodeAttribute(default="active")
     retention_days = NumberAttribute(null=True)
+    formation = UnicodeAttribute(null=True)  # off | records | all; absent: records
     created_at = UnicodeAttribute()
     updated_at = UnicodeAttribute()
     last_cleared_at = UnicodeAttribute(null=True)
@@ -307,7 +308,17 @@ class Record(_Items):
     index_format = NumberAttribute(null=True, attr_name="ix")
     # ids of imported lines that reinforced this record (natural-key dedup): a re-import skips them
     absorbed = UnicodeSetAttribute(null=True, attr_name="ab")
+    # provenance: the messages shown as its sources (the newest 100, in the order they came) and
+    # every message it ever cited (each has a citation entry; see ``citations``)
+    sources: ListAttribute[str] = ListAttribute(of=UnicodeAttribute, null=True, attr_name="src")  # type: ignore[arg-type]  # as team_ids
+    cited = UnicodeSetAttribute(null=True, attr_name="ci")
+    formed = BooleanAttribute(null=True, attr_name="fm")  # written by formation; absent: false
     by_time = RecordsByTime()
+
+
+class Citation(_Items):
+    """Provenance, message → record: ``c␟<message id>␟<record id>`` in the user's L1 partition
+    says that record cites that message (keys only)."""
 
 
 class Guard(_Items):
@@ -354,6 +365,61 @@ class Counter(_Items):
     session_id = UnicodeAttribute(null=True)
 
 
+class FormationState(_Items):
+    """One user's formation (``fs`` in their L0 partition): the lease that keeps their runs from
+    overlapping, whether a run is queued, consecutive failures, the pause and its error, and what
+    was formed last — ids, counts and times, never content."""
+
+    state = UnicodeAttribute(null=True)  # "queued" while a run is asked for; else absent
+    queued_at = NumberAttribute(null=True)
+    lease_owner = UnicodeAttribute(null=True)
+    lease_until = NumberAttribute(null=True)
+    failures = NumberAttribute(null=True)
+    paused = BooleanAttribute(null=True)
+    last_error = JSONAttribute(null=True)  # {at, kind, message}: a fixed message per kind
+    last_run_at = NumberAttribute(null=True)
+    last_formed = UnicodeAttribute(null=True)  # the newest message id a run formed
+    dropped = NumberAttribute(null=True)  # model entries refused since the last clear
+    files_due = BooleanAttribute(null=True)  # formed files to write again (a record they came from was erased)
+
+
+class Unformed(_Items):
+    """A message waiting to be formed: ``fu␟<session digest>␟<task digest or ->␟<message id>`` in
+    the user's L0 partition (keys only), written with the message while formation is on."""
+
+
+class PendingRun(_Items):
+    """A run's validated answer, stored before anything of it is written (``fp``: one per user, as
+    runs of a user never overlap): a retry replays it instead of asking the model again. It holds
+    the formed records' text until the run commits — and goes with any of its messages erased."""
+
+    run_id = UnicodeAttribute()
+    message_ids: ListAttribute[str] = ListAttribute(of=UnicodeAttribute)  # type: ignore[arg-type]  # as team_ids
+    session_id = UnicodeAttribute()
+    task_id = UnicodeAttribute(null=True)
+    plan = JSONAttribute()  # the entries to apply, each with the ids chosen for it
+
+
+class FormedRun(_Items):
+    """A committed run (``fr␟<run id>``): the messages it formed (ids only) — what a backfill skips."""
+
+    message_ids: ListAttribute[str] = ListAttribute(of=UnicodeAttribute)  # type: ignore[arg-type]  # as team_ids
+    at = NumberAttribute()
+
+
+class FormedFile(_Items):
+    """A formed scene or persona of one user (``ff␟<file id>`` in their L1 partition): its path
+    under ``formed/<user digest>/`` and the records it was formed from (``fl␟<record>␟<file>``
+    entries point back at it). ``stale``: a record it came from was erased; the file was removed
+    and is formed again from ``records`` by a later run."""
+
+    path = UnicodeAttribute()
+    kind = UnicodeAttribute()  # scene | persona
+    records = UnicodeSetAttribute(null=True)
+    stale = BooleanAttribute(null=True)
+    updated = NumberAttribute(null=True)
+
+
 class PurgeRecord(_Items):
     """A retired content epoch whose physical erasure is not finished (durable across failures)."""
 
@@ -393,7 +459,23 @@ class Job(_Items):
     expires = NumberAttribute(null=True)
 
 
-ITEM_MODELS: tuple[type[Bound], ...] = (Message, Record, Guard, Posting, Counter, PurgeRecord, Lease, Job, ItemKey)
+ITEM_MODELS: tuple[type[Bound], ...] = (
+    Message,
+    Record,
+    Guard,
+    Citation,
+    FormationState,
+    Unformed,
+    PendingRun,
+    FormedRun,
+    FormedFile,
+    Posting,
+    Counter,
+    PurgeRecord,
+    Lease,
+    Job,
+    ItemKey,
+)
 TABLE_MODELS: dict[str, tuple[type[Bound], ...]] = {
     "assets_table": (Asset, TeamEntry),
     "scenes_table": (SceneEntry,),

@@ -11,15 +11,33 @@ from collections import Counter as Tally
 from collections.abc import Callable, Iterator, Set
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, UpdateError
 
-from . import assets, counters, layout, postings
+from . import assets, citations, counters, layout, postings
+from .concurrency import parallel
 from .counters import Where
 from .errors import Cancelled
 from .models import AuditEvent, Guard, Record
+from .retry import attempts
 from .transactions import MAX_ACTIONS, Transaction
 
 LAYER = "L1"
+MAX_SOURCES = 100  # the sources a record shows: the newest this many
+MAX_CITED = 2000  # messages a record remembers having cited (~32 bytes each)
+
+
+def shown_sources(current: list[str] | None, added: list[str]) -> list[str]:
+    """A record's sources after ``added`` joined them: order kept, duplicates removed, the newest
+    MAX_SOURCES kept."""
+    merged = list(dict.fromkeys([*(current or []), *added]))
+    return merged[-MAX_SOURCES:]
+
+
+def cited_after(current: set[str] | None, added: list[str]) -> set[str]:
+    """Every message a record has cited, ``added`` included (the newest MAX_CITED by id: message
+    ids are time-ordered). One it forgets keeps its citation entry until that message is erased."""
+    every = set(current or ()) | set(added)
+    return every if len(every) <= MAX_CITED else set(sorted(every)[-MAX_CITED:])
 
 
 def new(where: Where, **fields: Any) -> Record:
@@ -74,11 +92,19 @@ def create(where: Where, record: Record, counts: Tally[str]) -> None:
 MAX_ABSORBED = 1000  # imported line ids a record remembers (~32 bytes each)
 
 
-def reinforce(where: Where, record: Record, now_ms: int, absorbed: list[str] | None = None) -> int:
+def reinforce(
+    where: Where,
+    record: Record,
+    now_ms: int,
+    absorbed: list[str] | None = None,
+    sources: list[str] | None = None,
+    formed: bool | None = None,
+) -> int:
     """Add 1 to ``reinforced_count`` — one per line of ``absorbed``, the imported lines that do it,
     remembered on the record (at most MAX_ABSORBED in all) — and move ``updated_at``, in the epoch
-    read: the new count. Cancelled: 'epoch' (cleared meanwhile), 'record' (edited, deleted or
-    reinforced meanwhile)."""
+    read: the new count. ``sources`` join the record's (their citation entries are the caller's, put
+    first); ``formed`` given sets the mark. Cancelled: 'epoch' (cleared meanwhile), 'record' (edited,
+    deleted or reinforced meanwhile)."""
     count = int(record.reinforced_count)
     times = len(absorbed) if absorbed else 1
     actions: list[Any] = [
@@ -88,6 +114,11 @@ def reinforce(where: Where, record: Record, now_ms: int, absorbed: list[str] | N
     ]
     if absorbed:
         actions.append(Record.absorbed.add(set(absorbed)))
+    if sources:
+        actions.append(Record.sources.set(shown_sources(record.sources, sources)))
+        actions.append(Record.cited.set(cited_after(record.cited, sources)))
+    if formed is not None:
+        actions.append(Record.formed.set(formed))
     transaction = Transaction()
     assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.update(
@@ -142,6 +173,8 @@ def update(
         Record.terms.set(terms),
     ]
     actions += [getattr(Record, name).set(value) for name, value in fields.items()]
+    if "sources" in fields:  # replaced: the record still answers to every message it cited before
+        actions.append(Record.cited.set(cited_after(record.cited, list(fields["sources"]))))
     if natural_key != record.natural_key:  # the imported lines it folded in were other content
         actions.append(Record.absorbed.remove())
     transaction = Transaction()
@@ -284,10 +317,18 @@ def delete(
         recorded += chunk_events
         pending = pending[len(part) :]
     if indexed:
-        postings.erase_removed(removed, beside)
-    elif beside is not None and removed:  # their postings are gone already (``erase_in``)
-        beside(removed)
+        parallel(lambda: postings.erase_removed(removed, beside), lambda: forget_citations(where, removed))
+    else:  # their postings are gone already (``erase_in``)
+        parallel(
+            lambda: beside(removed) if beside is not None and removed else None,
+            lambda: forget_citations(where, removed),
+        )
     return removed, recorded
+
+
+def forget_citations(where: Where, removed: list[Record]) -> int:
+    """The citation entries of records just erased (every message each ever cited)."""
+    return sum(citations.forget_record(where, r.user_id, r.id, r.cited or ()) for r in removed if r.cited)
 
 
 def _refreshed(
@@ -320,3 +361,39 @@ def _next_chunk(pending: list[Record], events: Callable[[list[Record]], list[Aud
         if 2 * len(part) + len(users) + len(events(part)) > MAX_ACTIONS:
             return pending[: size - 1]
     return pending[:size]
+
+
+def count_formed(where: Where, user_id: str) -> int:
+    """How many of a user's records formation formed (and no client has touched since)."""
+    return int(
+        Record.count(
+            where.item_pk(LAYER, user_id),
+            Record.sk.startswith("atom-"),
+            filter_condition=Record.formed == True,  # noqa: E712 - a PynamoDB condition, not a comparison
+            consistent_read=True,
+        )
+    )
+
+
+def drop_sources(where: Where, user_id: str, atom_id: str, message_ids: set[str]) -> bool:
+    """Take expired messages out of a record's sources (not an edit: version and ``updated_at``
+    stay). False when the record is gone."""
+    for _ in attempts("record sources"):
+        record = get(where, user_id, atom_id)
+        if record is None:
+            return False
+        shown = [s for s in (record.sources or []) if s not in message_ids]
+        cited = set(record.cited or ()) - message_ids
+        actions: list[Any] = [Record.sources.set(shown) if shown else Record.sources.remove()]
+        actions.append(Record.cited.set(cited) if cited else Record.cited.remove())
+        try:
+            record.update(
+                actions,
+                condition=(Record.reinforced_count == int(record.reinforced_count))
+                & (Record.version == int(record.version)),
+            )
+            return True
+        except UpdateError as exc:
+            if exc.cause_response_code != "ConditionalCheckFailedException":
+                raise
+    raise AssertionError("unreachable")

@@ -19,7 +19,25 @@ Permission = Literal["read", "write", "admin"]
 # No upper bound: an id longer than any this service issues names no memory (404, or 403 as the route says).
 MemoryId = Annotated[str, Field(min_length=1)]
 # a user named by itself (not an isolation field with a header to fall back on): blank → 400
-UserId = Annotated[FreeId, rule(lambda v: "must not be blank" if not trim(v) else None)]
+UserId = Annotated[
+    FreeId,
+    rule(
+        lambda v: (
+            "must not be blank"
+            if not trim(v)
+            else "must not have leading or trailing white space"
+            if trim(v) != v
+            else None
+        )
+    ),
+]
+Formation = Annotated[
+    Literal["off", "records", "all"],
+    Field(
+        description="what the service forms from the conversation: off, records (L1, the default) or all "
+        "(L1 plus each user's scenes and persona under formed/<user digest>/, readable by all the agent's users)"
+    ),
+]
 Name = Annotated[str, Field(max_length=256), NoControl, NoControlDoc]
 
 
@@ -48,6 +66,7 @@ class MemoryCreate(Strict):
     visibility: Visibility | None = None
     acl: list[AclEntry] | None = Field(None, max_length=100)
     bindings: list[Binding] | None = Field(None, max_length=100)
+    formation: Formation | None = None
 
 
 PAIR_APART = "give team_id and agent_id together"
@@ -103,6 +122,7 @@ class MemoryUpdate(NamesMemory):
     retention_days: Annotated[int, Field(ge=0, le=36_500)] | None = Field(
         None, description="null resets it to the deployment default"
     )
+    formation: Formation | None = None
 
 
 class MemoryDelete(NamesMemory):

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ...domain.fields import AtomType, Background, Content, Metadata, Tags
+from ...domain.fields import MAX_VERSION, AtomType, Background, Content, Metadata, Tags
 from .common import Isolated, Limit, Offset, Query, Strict, Time, TimeRange
 
 SearchMode = Annotated[
@@ -41,6 +41,11 @@ class ConversationSearch(Isolated, TimeRange):
     query: Query
     limit: Limit = 5
     mode: SearchMode | None = None
+    reference_time: Time | None = Field(
+        None,
+        description="what time words in the query (last week, in May 2023, yesterday) are read against; "
+        "default: the request's time",
+    )
 
 
 class ConversationCount(Isolated, TimeRange):
@@ -58,12 +63,20 @@ class ConversationDelete(Isolated):
     )
 
 
+SOURCES = (
+    "ids of messages of the same user (and task) this record was drawn from; each must exist (else 400 "
+    "source_message_ids.<i>: unknown message); duplicates removed, order kept. Erasing one of them erases the record"
+)
+SourceIds = Annotated[list[str], Field(max_length=100, description=SOURCES)]
+
+
 class AtomicAdd(Isolated):
     content: Content = Field(description="the same content, type and background in the scope reinforces a record")
     type: AtomType = "episodic"
     background: Background = ""
     tags: Tags = Field(default_factory=list)
     metadata: Metadata = Field(default_factory=dict, description="any object, ≤ 4096 bytes as compact JSON")
+    source_message_ids: SourceIds | None = Field(None, description=SOURCES + "; a reinforcing add joins them")
 
 
 class AtomicQuery(Isolated, TimeRange):
@@ -84,19 +97,24 @@ class AtomicCount(Isolated, TimeRange):
 
 
 class AtomicUpdate(Isolated):
-    """At least one of content, background, tags and metadata (else 400); the others stay as they are."""
+    """At least one of content, background, tags, metadata and source_message_ids (else 400); the
+    others stay as they are."""
 
     id: Annotated[str, Field(min_length=1)]  # longer than any id issued: unknown (404)
     content: Content | None = None
     background: Background | None = None
     tags: Tags | None = None
     metadata: Metadata | None = None
+    source_message_ids: SourceIds | None = Field(
+        None, description=SOURCES + "; replaces the list (the record still answers to every message it cited)"
+    )
     expected_version: int | None = Field(None, ge=0, description="the record's version must be this, else 409")
 
     @model_validator(mode="after")
     def _has_changes(self) -> AtomicUpdate:
-        if all(v is None for v in (self.content, self.background, self.tags, self.metadata)):
-            raise ValueError("nothing to update: give content, background, tags or metadata")
+        changes = (self.content, self.background, self.tags, self.metadata, self.source_message_ids)
+        if all(v is None for v in changes):
+            raise ValueError("nothing to update: give content, background, tags, metadata or source_message_ids")
         return self
 
 
@@ -104,6 +122,19 @@ class AtomicDelete(Isolated):
     ids: list[str] = Field(
         min_length=1, max_length=5000, description="trimmed, blanks dropped, duplicates removed; none left → 400"
     )
-    expected_versions: dict[str, int] | None = Field(
-        None, description="{id: version}: every key must be in ids; any other version → 409, nothing deleted"
+    expected_versions: dict[str, Annotated[int, Field(ge=0, le=MAX_VERSION)]] | None = Field(
+        None,
+        description="{id: version} (whole numbers ≥ 0): every key must be in ids; any other version → 409, "
+        "nothing deleted",
+    )
+
+
+class FormationStatusRequest(Isolated):
+    """session_id narrows pending_messages; the other fields are the user's."""
+
+
+class FormationRunRequest(Isolated):
+    backfill: bool = Field(
+        False,
+        description="also form the user's messages never formed (added while formation was off, or imported)",
     )

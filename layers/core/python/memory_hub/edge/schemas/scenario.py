@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
-from ...domain.fields import FILES_LIMIT, Summary, Text
+from ...domain.fields import FILES_LIMIT, Summary, Text, rule
+from ...domain.formed import FORMED_FOLDER as FORMED
 from .common import FilePath, Isolated, PathPrefix, RmPath
 
 
@@ -22,8 +25,15 @@ class ScenarioRead(Isolated):
     path: FilePath
 
 
+WrittenPath = Annotated[
+    FilePath,
+    rule(lambda v: "formed/ is written by formation" if v.startswith(FORMED) else None),
+    Field(description="a relative .md path; not under formed/ (formation writes there; rm works)"),
+]
+
+
 class ScenarioWrite(Isolated):
-    path: FilePath
+    path: WrittenPath
     content: Text
     summary: Summary | None = Field(None, description='persists until a write sets a new one; "" removes it')
     expected_version: int | None = Field(None, ge=0, description="0 = the file must not exist")
