@@ -52,6 +52,7 @@ L1_KEYS = [
     "tags",
     "version",
     "reinforced_count",
+    "formed",
 ]
 SUMMARY_FILE = ".metadata/memory-hub.json"
 PENDING = ("created", "queued", "running")
@@ -433,7 +434,7 @@ def test_l1_lines_are_memory_records_grouped_by_the_day_of_created_at(api, seede
             assert list(line) == L1_KEYS
             user, item = by_id[line["id"]]
             assert name == f"records/{line['createdAt'][:10]}.jsonl"
-            assert line["priority"] == 50 and line["source_message_ids"] == []
+            assert line["priority"] == 50 and line["source_message_ids"] == [] and line["formed"] is False
             assert line["timestamps"] == [line["createdAt"]]
             assert (line["createdAt"], line["updatedAt"]) == (item["created_at"], item["updated_at"])
             assert (line["content"], line["type"], line["scene_name"], line["metadata"], line["tags"]) == (
@@ -788,7 +789,9 @@ def test_a_tencentdb_tree_imports_one_pair_and_maps_its_fields(api):
     assert (item["created_at"], item["updated_at"]) == ("2026-01-05T10:01:00.000Z", "2026-01-05T12:00:00.000Z")
     assert item["metadata"]["origin"] == "tdai"
     assert item["metadata"]["tdai"]["priority"] == 70
-    assert item["metadata"]["tdai"]["source_message_ids"] == ["msg-2bbd30095e65"]
+    assert "source_message_ids" not in item["metadata"]["tdai"]  # the record's own field now
+    [oslo] = [m["id"] for m in messages if m["content"] == "book me a flight to Oslo"]
+    assert item["source_message_ids"] == [oslo]  # TencentDB's msg-2bbd30095e65, mapped to its new id
     assert item["metadata"]["tdai"]["source_id"] == TDAI_RECORD  # TencentDB's id, kept beside the new one
     assert ISSUED.match(item["id"]) and view["users"]["carol"]["l1"] == []
 
@@ -825,7 +828,7 @@ def test_a_tencentdb_tree_imports_one_pair_and_maps_its_fields(api):
     [line] = lines_of(files, "records")
     assert (line["priority"], line["source_message_ids"], line["timestamps"]) == (
         70,
-        ["msg-2bbd30095e65"],
+        [oslo],
         ["2026-01-05T10:01:00.000Z", "2026-01-05T12:00:00.000Z"],
     )
     assert line["metadata"] == {"origin": "tdai", "tdai": {"source_id": TDAI_RECORD}}

@@ -7,22 +7,18 @@ record holds reinforces that record, as ``atomic/add`` would (and an undone impo
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...clock import format_ms, now_ms, ordered_id
 from ...observability import logger
-from ...storage import assets as stored_assets
 from ...storage import audit as stored_audit
-from ...storage import blobs, jobs, layout, messages, purge, records, scenes
+from ...storage import blobs, jobs, layout, messages, records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
-from ...storage.concurrency import parallel
+from ...storage.concurrency import for_each, in_batches, parallel
 from ...storage.counters import Where
 from ...storage.errors import Cancelled, PreconditionFailed
 from ...storage.models import Asset, Job, Record
-from .. import assets, meaning, meta, persona
+from .. import assets, meaning, meta, persona, provenance
 from ..atomic import natural_key, searchable
 from ..errors import Conflict, Invalid
 from ..files import Draft, compare_and_swap, number, visible
@@ -32,31 +28,22 @@ from ..scope import Scope
 from ..search import term_counts
 from . import planning, tree
 from .common import STALLED_MS, URL_LIFETIME_S, continue_later, describe, job_of
+from .rollback import Journal, forget, saved_key, scene_index, undo
+from .rollback import recover as recover  # the scheduled cleanup's entry (domain/cleanup.py)
 
 SYNC_BYTES = 512 * 1024  # a larger upload is ingested by an asynchronous invocation
 SYNC_ITEMS = 2_000  # so is a tree of more items and files than this (it may compress very well)
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024  # compressed; unpacked, tree.MAX_TREE_BYTES
+CHECK_CHUNK = 100  # cited messages looked up per call when the records' sources are checked again
 
 USED = "import_id: its upload was used already (an upload URL is good for one import); create another import"
-UNDO_BUDGET_S = 120.0
-# Deleting the asset an undone import created needs dynamodb:DeleteItem on AssetsTable, which the
-# TransferFunction's role does not hold yet: until it does, such an import is undone item by item
-# and leaves the (empty) asset.
-DROP_CREATED_ASSETS = True  # a failed import into a memory it created deletes that memory whole
+ERASED_MEANWHILE = (
+    "a message the tree's records cite was erased while the import ran; nothing of it was kept; try again"
+)
 
 
 def _upload_key(job: Job) -> str:
     return layout.import_upload_key(job.team_id, job.agent_id, job.sk)
-
-
-def journal_key(job: Job) -> str:
-    """Where an import notes, before it writes anything, what it is about to write."""
-    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.journal.json"
-
-
-def _saved_key(job: Job, name: str) -> str:
-    """Where an import keeps a copy of a live file it is about to overwrite."""
-    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.saved/{layout.digest(name)}"
 
 
 def create(
@@ -114,7 +101,7 @@ def status(principal: Principal, import_id: str, *, ran_here: bool = False) -> I
     # The ingest settles the job before it removes its journal and upload (a crash in between must
     # not read as "nothing kept"): once a poll is told it ended, neither is there any more.
     if not ran_here and job.state == "done":
-        _forget(job)
+        forget(job)
     elif not ran_here and job.state == "failed":
         blobs.delete(_upload_key(job))  # its journal stays until an undo has run (the cleanup's too)
     return ImportJobState.model_validate(describe(job))
@@ -155,7 +142,7 @@ def run(job: Job, *, within_request: bool = False) -> None:
         context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
         stored_audit.put(event_items([NewEvent("import", "asset", job.memory_id, sum(written.values()))], context))
         jobs.settle(job, "done", result={"counts": written, "skipped": skipped})
-        _forget(job)
+        forget(job)
         if parsed.backups or written["l3"]:
             persona.prune_backups(job.team_id, job.agent_id)  # the newest 3 stay
     except Conflict as exc:
@@ -166,126 +153,6 @@ def run(job: Job, *, within_request: bool = False) -> None:
     finally:
         if not handed_on:
             blobs.delete(key)
-
-
-# ---------------------------------------------------------------- the journal
-
-
-@dataclass
-class Journal:
-    """What an import is about to write, stored before it writes it: enough to take it all back."""
-
-    asset_created: bool
-    epoch: int | None = None
-    l0: dict[str, list[str]] = field(default_factory=dict)  # user → ids of messages it adds
-    l1: dict[str, list[str]] = field(default_factory=dict)  # user → ids of records it adds
-    scenes_new: list[str] = field(default_factory=list)  # paths it creates
-    scenes_over: dict[str, str] = field(default_factory=dict)  # path → copy of the live file it overwrites
-    persona: str | None = None  # "new", or the copy of the live persona it overwrites
-    backups_before: list[str] = field(default_factory=list)
-    # records that were there and that it reinforces:
-    # [user, id, count before, updated_at before, times, its stamp, the line ids]
-    reinforced: list[list[Any]] = field(default_factory=list)
-
-    def save(self, job: Job) -> None:
-        blobs.put_bytes(journal_key(job), json.dumps(self.__dict__).encode(), "application/json")
-
-    @classmethod
-    def load(cls, job: Job) -> Journal | None:
-        data = blobs.get_bytes(journal_key(job))
-        return None if data is None else cls(**json.loads(data))
-
-
-def _forget(job: Job) -> None:
-    """The import is done (or undone): its journal and saved copies go."""
-    prefix = f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}."
-    blobs.delete_many(blobs.keys_under(prefix))
-
-
-def undo(job: Job, *, drop_asset: bool = True) -> bool:
-    """Take back what the import of ``job`` wrote, by its journal (idempotent: a replay after a
-    partial undo finishes it). A memory the import created is deleted whole (its epoch retired and
-    purged, as a memory delete does); in a memory that was there, the messages and records it
-    added are deleted, the files it created removed, the files and persona it overwrote put back
-    byte for byte with their versions (as if the import never ran) and the backups it made deleted. A clear since
-    the import began has erased its content already. False when there was no journal.
-
-    Without ``drop_asset`` (the scheduled cleanup's role may not delete assets) a memory the import
-    created is emptied and its journal kept: the import's status route, run by this function, drops
-    the asset on the next poll."""
-    journal = Journal.load(job)
-    if journal is None:
-        return False
-    asset = assets.of_pair(job.team_id, job.agent_id)
-    if asset is not None and (asset.team_id, asset.agent_id) == (job.team_id, job.agent_id):
-        if journal.asset_created and drop_asset and DROP_CREATED_ASSETS:
-            _drop(asset, job)
-        elif journal.epoch is not None and int(asset.epoch) == journal.epoch:
-            _take_back(asset, journal, job)
-        if journal.asset_created and not drop_asset and DROP_CREATED_ASSETS:
-            return True
-    _forget(job)
-    return True
-
-
-def _drop(asset: Asset, job: Job) -> None:
-    stamp = now_ms()
-    target = purge.Target(
-        asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp, job.owner, job.spec.get("request_id")
-    )
-    try:
-        stored_assets.retire_epoch(
-            asset, new_epoch=None, stamp=format_ms(stamp), purge_record=purge.record(target), events=[]
-        )
-    except Cancelled:
-        return  # a clear or a delete moved it on: what the import wrote is being erased already
-    if purge.run(target, purge.Deadline.after(UNDO_BUDGET_S)).done:
-        purge.finish(target, [])  # else the purge record stays and the scheduled cleanup finishes it
-
-
-def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
-    scope = Scope(job.team_id, job.agent_id, "")
-    epoch = int(asset.epoch)
-    where = Where(asset.team_id, asset.agent_id, epoch, asset.memory_id)
-    for user, ids in journal.l0.items():
-        found = messages.get_many(where, user, ids)
-        if found:
-            messages.delete(where, list(found.values()), lambda part: [])
-    for user, ids in journal.l1.items():
-        held = records.get_many(where, user, ids)
-        if held:
-            records.delete(where, list(held.values()), lambda part: [])
-    for user, atom_id, count, updated_at, times, stamp, lines in journal.reinforced:
-        reinforced = records.get(where, user, atom_id)
-        if reinforced is not None:
-            records.unreinforce(where, reinforced, (count, updated_at), times, stamp, lines)
-    meaning.erase(where, [i for ids in [*journal.l0.values(), *journal.l1.values()] for i in ids])
-    for path in journal.scenes_new:
-        entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
-        if entry is not None:
-            scenes.remove(asset.memory_id, epoch, [entry], format_ms(now_ms()), [])
-        blobs.delete(layout.scene_key(scope.team_id, scope.agent_id, path))
-    for path, saved in journal.scenes_over.items():
-        _put_back(scope, asset, saved, path)
-    if journal.persona == "new":
-        blobs.delete(layout.persona_key(scope.team_id, scope.agent_id))
-    elif journal.persona is not None:
-        _put_back(scope, asset, journal.persona)
-    before = set(journal.backups_before)
-    made = [k for k in blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)) if k not in before]
-    blobs.delete_many(made)
-
-
-def recover(now: int) -> int:
-    """For the scheduled cleanup: undo every import that failed or stopped (its process killed, a
-    timeout) with its journal still there; how many were undone."""
-    undone = 0
-    for job in jobs.unfinished("import", now - STALLED_MS):
-        if undo(job, drop_asset=False):
-            undone += 1
-        if job.state != "failed":
-            jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
-    return undone
 
 
 def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
@@ -300,28 +167,14 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
     written = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     skipped = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
-    l0 = planning.messages_to_add(where, parsed, skipped)
-    l1 = planning.records_to_add(where, parsed, skipped)
-    for (user, _, _), group in l0:
-        journal.l0.setdefault(user, []).extend(m.id for m in group)
-    for item, atom_id in l1:
-        journal.l1.setdefault(item.user_id, []).append(atom_id)
-    copies: list[tuple[str, str, str]] = []  # (live key, copy key, etag)
-    epoch = int(asset.epoch)
-    for path in parsed.files:
-        key = layout.scene_key(scope.team_id, scope.agent_id, path)
-        live = visible(blobs.head(key), epoch)
-        if live is None:
-            journal.scenes_new.append(path)
-        else:
-            journal.scenes_over[path] = _saved_key(job, path)
-            copies.append((key, journal.scenes_over[path], live.etag))
-    if parsed.persona is not None:
-        key = layout.persona_key(scope.team_id, scope.agent_id)
-        live = visible(blobs.head(key), epoch)
-        journal.persona = "new" if live is None else _saved_key(job, "persona.md")
-        if live is not None:
-            copies.append((key, journal.persona, live.etag))
+    cited: planning.Cited = {}
+    l0 = planning.messages_to_add(where, parsed, skipped, cited)
+    l1 = [
+        (item, atom_id, planning.sources_of(item, cited))
+        for item, atom_id in planning.records_to_add(where, parsed, skipped)
+    ]
+    _note_items(journal, l0, l1)
+    copies = _note_files(scope, asset, parsed, journal, job)
     journal.backups_before = blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id))
     journal.save(job)
     for key, copy, etag in copies:
@@ -333,17 +186,8 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
             messages.add(where, user, session, task, group[start : start + messages.PER_ADD], now_ms())
         written["l0"] += len(group)
         pieces += meaning.new_messages(user, session, task, group)
-    folded: list[tuple[tree.Record, str]] = []  # lines whose (task, type, background, content) is held
-    for item, atom_id in l1:
-        record = _record(where, item, atom_id)
-        if record is not None:
-            written["l1"] += 1
-            pieces.append(meaning.piece(record))
-        else:
-            folded.append((item, atom_id))
-    reinforced = _reinforce(where, folded, journal, job)
-    written["l1"] += reinforced
-    skipped["l1"] += len(folded) - reinforced
+    pieces += _write_records(where, l1, journal, job, written, skipped)
+    _check_sources(where, l1)
     for path, text in parsed.files.items():
         written_or_skipped = written if _scene(scope, asset, path, text) else skipped
         written_or_skipped["l2"] += 1
@@ -359,8 +203,86 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
     return written, skipped
 
 
-def _record(where: Where, item: tree.Record, atom_id: str) -> Record | None:
-    """Store one record; None when its natural key is taken (see ``_reinforce``)."""
+Planned = tuple[tree.Record, str, list[str]]  # a record line, its id, its sources (ids of the target)
+
+
+def _note_items(journal: Journal, l0: list[planning.Group], l1: list[Planned]) -> None:
+    """Into the journal: the messages and records the import adds, and the messages that were
+    there already that those records cite."""
+    for (user, _, _), group in l0:
+        journal.l0.setdefault(user, []).extend(m.id for m in group)
+    new = {(user, m.id) for (user, _, _), group in l0 for m in group}
+    for item, atom_id, sources in l1:
+        journal.l1.setdefault(item.user_id, []).append(atom_id)
+        there = [s for s in sources if (item.user_id, s) not in new]
+        if there:
+            journal.cites.setdefault(item.user_id, []).extend(there)
+    journal.cites = {user: list(dict.fromkeys(ids)) for user, ids in journal.cites.items()}
+
+
+def _note_files(
+    scope: Scope, asset: Asset, parsed: tree.Tree, journal: Journal, job: Job
+) -> list[tuple[str, str, str]]:
+    """Into the journal: the files the import creates and where it keeps a copy of each live file
+    (and persona) it overwrites; those copies to make, as (live key, copy key, etag)."""
+    copies: list[tuple[str, str, str]] = []
+    epoch = int(asset.epoch)
+    for path in parsed.files:
+        key = layout.scene_key(scope.team_id, scope.agent_id, path)
+        live = visible(blobs.head(key), epoch)
+        if live is None:
+            journal.scenes_new.append(path)
+        else:
+            journal.scenes_over[path] = saved_key(job, path)
+            copies.append((key, journal.scenes_over[path], live.etag))
+    if parsed.persona is not None:
+        key = layout.persona_key(scope.team_id, scope.agent_id)
+        live = visible(blobs.head(key), epoch)
+        journal.persona = "new" if live is None else saved_key(job, "persona.md")
+        if live is not None:
+            copies.append((key, journal.persona, live.etag))
+    return copies
+
+
+def _write_records(
+    where: Where, l1: list[Planned], journal: Journal, job: Job, written: dict[str, int], skipped: dict[str, int]
+) -> list[meaning.Piece]:
+    """Store the records (each new one's vectors to make); a line whose natural key a record holds
+    reinforces it (see ``_reinforce``)."""
+    pieces: list[meaning.Piece] = []
+    folded: list[Planned] = []  # lines whose (task, type, background, content) is held
+    for item, atom_id, sources in l1:
+        record = _record(where, item, atom_id, sources)
+        if record is not None:
+            written["l1"] += 1
+            pieces.append(meaning.piece(record))
+        else:
+            folded.append((item, atom_id, sources))
+    reinforced = _reinforce(where, folded, journal, job)
+    written["l1"] += reinforced
+    skipped["l1"] += len(folded) - reinforced
+    return pieces
+
+
+def _check_sources(where: Where, l1: list[Planned]) -> None:
+    """After the records are written, their sources once more (a record never outlives its
+    sources): a message they cite that was erased meanwhile — its erasure may have read the
+    citations before they were written — fails the import, and the undo takes all of it back."""
+    cited: dict[str, set[str]] = {}
+    for item, _, sources in l1:
+        cited.setdefault(item.user_id, set()).update(sources)
+    for user, ids in cited.items():
+
+        def found(chunk: list[str], user: str = user) -> int:
+            return len(messages.get_many(where, user, chunk))
+
+        if sum(for_each(found, in_batches(sorted(ids), CHECK_CHUNK))) < len(ids):
+            raise Conflict(ERASED_MEANWHILE)
+
+
+def _record(where: Where, item: tree.Record, atom_id: str, sources: list[str]) -> Record | None:
+    """Store one record, its citation entries first; None when its natural key is taken (see
+    ``_reinforce``)."""
     key = natural_key(item.task_id, item.type, item.background, item.content)
     counts = term_counts(searchable(item.content, item.background))
     record = records.new(
@@ -380,48 +302,62 @@ def _record(where: Where, item: tree.Record, atom_id: str) -> Record | None:
         updated_at=item.updated_at,
         natural_key=key,
         terms=sum(counts.values()),
+        sources=sources or None,
+        cited=set(sources) or None,
+        formed=True if item.formed else None,
     )
+    provenance.cite(where, item.user_id, atom_id, sources)
     try:
         records.create(where, record, counts)
     except Cancelled as exc:
         if "guard" not in exc.failed:
             raise
+        provenance.uncite(where, item.user_id, atom_id, sources)
         return None
     return record
 
 
-def _reinforce(where: Where, folded: list[tuple[tree.Record, str]], journal: Journal, job: Job) -> int:
+def _reinforce(where: Where, folded: list[Planned], journal: Journal, job: Job) -> int:
     """Lines whose natural key a record holds reinforce it (natural-key dedup, as ``atomic/add``):
     one update per record, which remembers the lines' ids — importing the same tree again skips
-    them. The records that were there before the import are named in the journal, saved once before
-    any is reinforced, so an undo takes it back; one this import created goes with the import
-    anyway. How many lines reinforced (the others were folded in before, or their record was
-    deleted or changed meanwhile)."""
-    by_holder: dict[tuple[str, str], tuple[Record, list[str]]] = {}
-    for item, atom_id in folded:
+    them — and joins their sources (citation entries first). The records that were there before
+    the import are named in the journal, with the sources new to them, saved once before any is
+    reinforced, so an undo takes it back; one this import created goes with the import anyway. How
+    many lines reinforced (the others were folded in before, or their record was deleted or changed
+    meanwhile)."""
+    by_holder: dict[tuple[str, str], tuple[Record, list[str], list[str]]] = {}
+    for item, atom_id, sources in folded:
         key = natural_key(item.task_id, item.type, item.background, item.content)
         holder = records.holder(where, item.user_id, key)
         if holder is None or atom_id in (holder.absorbed or ()):
             continue
-        _, lines = by_holder.setdefault((item.user_id, holder.id), (holder, []))
+        _, lines, joined = by_holder.setdefault((item.user_id, holder.id), (holder, [], []))
         if len(lines) < records.MAX_ABSORBED - len(holder.absorbed or ()):
             lines.append(atom_id)  # beyond: the record remembers no more lines, and takes none
+            joined += sources
     own = {(user, i) for user, ids in journal.l1.items() for i in ids}
     stamp = now_ms()
-    plan = [(user, holder, lines) for (user, _), (holder, lines) in by_holder.items() if lines]
+    plan = [
+        (user, holder, lines, list(dict.fromkeys(joined)))
+        for (user, _), (holder, lines, joined) in by_holder.items()
+        if lines
+    ]
+    added = {(user, h.id): [s for s in joined if s not in (h.cited or ())] for user, h, _, joined in plan}
     named = [
-        [user, h.id, int(h.reinforced_count), int(h.updated_at), len(lines), stamp, lines]
-        for user, h, lines in plan
+        [user, h.id, int(h.reinforced_count), int(h.updated_at), len(lines), stamp, lines, added[(user, h.id)]]
+        for user, h, lines, _ in plan
         if (user, h.id) not in own
     ]
     if named:
         journal.reinforced += named
         journal.save(job)
     done = 0
-    for _, holder, lines in plan:
+    for user, holder, lines, joined in plan:
+        provenance.cite(where, user, holder.id, added[(user, holder.id)])
         try:
-            records.reinforce(where, holder, stamp, absorbed=lines)
+            records.reinforce(where, holder, stamp, absorbed=lines, sources=joined or None)
         except Cancelled as exc:
+            provenance.uncite(where, user, holder.id, added[(user, holder.id)])
             if "epoch" in exc.failed:
                 raise  # cleared meanwhile: the import fails, and what it wrote is erased already
             continue
@@ -458,68 +394,7 @@ def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
         metadata = {"epoch": str(epoch), "gen": str(gen), "version": str(version)}
         return Draft(stored, metadata, blob, {"gen": gen, "version": version})
 
-    return not compare_and_swap(key, "import scene", prepare, _scene_index(scope, asset, path)).unchanged
-
-
-def _scene_index(scope: Scope, asset: Asset, path: str) -> Callable[[Draft, str], bool]:
-    """How a file the import stores (or puts back) enters the scene index: its version and times
-    as its META block says."""
-
-    def commit(draft: Draft, etag: str) -> bool:
-        keys, _ = meta.split(draft.text)
-        try:
-            scenes.commit_write(
-                asset.memory_id,
-                scope.team_id,
-                scope.agent_id,
-                int(asset.epoch),
-                path,
-                gen=draft.facts["gen"],
-                version=draft.facts["version"],
-                summary=keys.get("summary") or None,
-                created_at=keys["created_at"],
-                updated_at=keys["updated_at"],
-                size=len(draft.text.encode("utf-8")),
-                etag=etag,
-                event=None,
-            )
-        except Cancelled as exc:
-            if "epoch" in exc.failed:
-                raise  # cleared during the import: the import fails (and this file is put back)
-        return True
-
-    return commit
-
-
-def _put_back(scope: Scope, asset: Asset, saved: str, path: str | None = None) -> None:
-    """Undo: the scene file at ``path`` (the persona when None) as it was before the import — its
-    saved copy byte for byte, with its version (a failed import leaves no trace, not even a spent
-    version number). Only a file's generation moves on, so the index takes the restored entry over
-    the import's."""
-    copy = blobs.get(saved)
-    if copy is None or copy.text is None:
-        return
-    text, epoch = copy.text, int(asset.epoch)
-    if path is None:
-        key = layout.persona_key(scope.team_id, scope.agent_id)
-    else:
-        key = layout.scene_key(scope.team_id, scope.agent_id, path)
-
-    def prepare() -> Draft:
-        blob = blobs.get(key)
-        live = visible(blob, epoch)
-        if live is not None and live.text == text and live.metadata.get("version") == copy.metadata.get("version"):
-            return Draft(text, {}, blob, unchanged=True)
-        metadata = {**copy.metadata, "epoch": str(epoch)}
-        if path is None:
-            return Draft(text, metadata, blob)
-        entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
-        gen = max(number(live, "gen"), number(copy, "gen"), int(entry.gen) if entry else 0) + 1
-        metadata["gen"] = str(gen)
-        return Draft(text, metadata, blob, {"gen": gen, "version": number(copy, "version")})
-
-    index = (lambda draft, etag: True) if path is None else _scene_index(scope, asset, path)
-    compare_and_swap(key, "put back", prepare, index)
+    return not compare_and_swap(key, "import scene", prepare, scene_index(scope, asset, path)).unchanged
 
 
 def _same_scene(stored: str, keys: dict[str, str], body: str) -> bool:

@@ -13,7 +13,7 @@ from ...clock import MAX_SECONDS, MIN_SECONDS, format_ms, issued_here, lower_bou
 from .. import fields
 from ..fields import check
 from ..rules import is_blank, trim
-from .shapes import NEUTRAL_PRIORITY, TDAI_FIELDS, TDAI_KEY, Message, Record, Selection
+from .shapes import NEUTRAL_PRIORITY, SOURCES, TDAI_KEPT, TDAI_KEY, Message, Record, Selection
 
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSONL line
 MAX_LINES = 200_000  # L0 and L1 lines of one tree: bounds the memory their parsed form takes
@@ -158,25 +158,28 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
         metadata = {}
     kept = metadata.get(TDAI_KEY)  # what an earlier import kept (an export writes it back)
     tdai = dict(kept) if isinstance(kept, dict) else {}
-    tdai.update({k: line[k] for k in TDAI_FIELDS if k in line})
+    legacy = tdai.pop(SOURCES, None)  # a tree exported before sources were the record's own field
+    tdai.update({k: line[k] for k in TDAI_KEPT if k in line})
+    sources = _sources(line, legacy, where, problems)
+    formed = line.get("formed")
+    if formed is not None and not isinstance(formed, bool):
+        problems.append(f"{where}: formed must be true or false")
     created = _time(line.get("createdAt", line.get("created_at", line.get("updatedAt"))), where, problems, "createdAt")
     updated = _time(line.get("updatedAt", line.get("updated_at", line.get("createdAt"))), where, problems, "updatedAt")
     if created is not None and tdai.get("timestamps") == [format_ms(created)]:
         del tdai["timestamps"]  # the neutral value export writes back anyway
     if tdai.get("priority") == NEUTRAL_PRIORITY:
         del tdai["priority"]
-    if tdai.get("source_message_ids") == []:
-        del tdai["source_message_ids"]
+    source = _source(line, where, problems)
+    foreign = source is not None and not issued_here("atom-", source)
+    if foreign:  # TencentDB's id: the record gets a new one, the source id stays beside it
+        tdai["source_id"] = source
     # The record's own metadata by the API's rule (4096 bytes); what TencentDB keeps beside it
     # (metadata.tdai) has room of its own on top.
     check(fields.Metadata, {k: v for k, v in metadata.items() if k != TDAI_KEY}, where, "metadata", problems)
     own = {k: v for k, v in metadata.items() if not (k == TDAI_KEY and isinstance(v, dict))}
     stored = dict(own, **({TDAI_KEY: tdai} if tdai else {}))
     check(RecordMetadata, stored, where, "metadata", problems)
-    source = _source(line, where, problems)
-    foreign = source is not None and not issued_here("atom-", source)
-    if foreign:  # TencentDB's id: the record gets a new one, the source id stays beside it
-        tdai["source_id"] = source
     version, reinforced = line.get("version", 1), line.get("reinforced_count", 1)
     if foreign and version == 0 and not isinstance(version, bool):
         version = 1  # TencentDB numbers a new record 0, Memory Hub 1
@@ -203,4 +206,20 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
         int(reinforced),
         created,
         updated,
+        sources,
+        formed is True,
     )
+
+
+def _sources(line: dict[str, Any], legacy: Any, where: str, problems: list[str]) -> list[str]:
+    """The message ids a record line cites, as the tree names them: its own ``source_message_ids``
+    (a list of strings, or null), else the copy an import of an older Memory Hub kept under
+    ``metadata.tdai`` (its strings; never refused, as that import took it unchecked). They are
+    mapped to the target's ids later: one the tree does not hold is dropped there."""
+    value = line.get(SOURCES)
+    if value is None:
+        return [v for v in legacy if isinstance(v, str)] if isinstance(legacy, list) else []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        problems.append(f"{where}: {SOURCES} must be a list of message ids")
+        return []
+    return list(value)

@@ -16,6 +16,8 @@ from ..search import term_counts
 from . import tree
 
 Group = tuple[tuple[str, str, str | None], list[messages.NewMessage]]
+# (user, the id a message line gives) → (its task, the id the message has in the target)
+Cited = dict[tuple[str, str], tuple[str | None, str]]
 
 
 def derived_id(prefix: str, ms: int, source: str) -> str:
@@ -29,19 +31,24 @@ def _id_for(prefix: str, source: str | None, ms: int, fallback: str) -> str:
     return derived_id(prefix, ms, source or fallback)
 
 
-def messages_to_add(where: Where, parsed: tree.Tree, skipped: dict[str, int]) -> list[Group]:
-    """The messages to add, grouped by (user, session, task), with their ids."""
+def messages_to_add(where: Where, parsed: tree.Tree, skipped: dict[str, int], cited: Cited) -> list[Group]:
+    """The messages to add, grouped by (user, session, task), with their ids; into ``cited``, the
+    id each message line's own id names in the target (the first line of an id wins), so the
+    records' sources can be mapped — those skipped as there already included."""
     groups: dict[tuple[str, str, str | None], list[tree.Message]] = defaultdict(list)
     for message in parsed.messages:
         groups[(message.user_id, message.session_id, message.task_id)].append(message)
     planned: list[Group] = []
     for (user, session, task), group in groups.items():
         wanted: dict[str, tree.Message] = {}
+        named: list[tuple[str, str]] = []  # (the line's own id, the id planned for it)
         for m in group:
             message_id = _id_for("msg-", m.source_id, m.timestamp, f"{m.timestamp}:{m.role}:{m.content}")
             if message_id in wanted and wanted[message_id].content != m.content:
                 # two lines of the tree share an id: the later one gets an id of its own
                 message_id = derived_id("msg-", m.timestamp, f"{m.source_id}:{m.role}:{m.content}")
+            if m.source_id:
+                named.append((m.source_id, message_id))
             if message_id in wanted:
                 skipped["l0"] += 1  # the same message twice in the tree
                 continue
@@ -53,20 +60,36 @@ def messages_to_add(where: Where, parsed: tree.Tree, skipped: dict[str, int]) ->
             if i in found and found[i].content != m.content
         }
         found.update(messages.get_many(where, user, list(taken.values())) if taken else {})
-        new = []
-        for message_id, message in wanted.items():
-            message_id = taken.get(message_id, message_id)
+        new, final = [], {}
+        for planned_id, message in wanted.items():
+            message_id = taken.get(planned_id, planned_id)
             there = found.get(message_id)
+            final[planned_id] = message_id
             if there is not None and there.content == message.content:
                 skipped["l0"] += 1
                 continue
             if there is not None:
-                message_id = ordered_id("msg-")  # the alternative is taken as well: a new id
+                message_id = final[planned_id] = ordered_id("msg-")  # the alternative is taken as well: a new id
             at, counts = message.timestamp, term_counts(message.content)
             new.append(messages.NewMessage(message_id, message.role, message.content, at, counts, message.recorded_at))
+        for source, planned_id in named:
+            cited.setdefault((user, source), (task, final[planned_id]))
         if new:
             planned.append(((user, session, task), new))
     return planned
+
+
+def sources_of(item: tree.Record, cited: Cited) -> list[str]:
+    """A record line's sources as ids of the target: each id it gives mapped to the id the tree's
+    message of that id has there. An id the tree does not hold, or holds for another user — or,
+    for a record of a task, another task (the rule of atomic/add) — is dropped; duplicates go,
+    the newest MAX_SOURCES stay."""
+    mapped = []
+    for source in item.sources:
+        found = cited.get((item.user_id, source))
+        if found is not None and (item.task_id is None or found[0] == item.task_id):
+            mapped.append(found[1])
+    return records.shown_sources(None, mapped)
 
 
 def records_to_add(where: Where, parsed: tree.Tree, skipped: dict[str, int]) -> list[tuple[tree.Record, str]]:

@@ -9,7 +9,11 @@ from typing import Any
 TDAI_KEY = "tdai"  # what TencentDB keeps and Memory Hub has no field for, under metadata.tdai
 NEUTRAL_PRIORITY = 50
 # MemoryRecord fields TencentDB has and Memory Hub lacks: kept under metadata.tdai, written back as fields
-TDAI_FIELDS = ("priority", "source_message_ids", "timestamps")
+TDAI_KEPT = ("priority", "timestamps")
+# A record's provenance: its own field, and for records imported before it was one, a copy
+# kept under metadata.tdai (read back, written once at the line's top level, never kept again)
+SOURCES = "source_message_ids"
+TDAI_FIELDS = (*TDAI_KEPT, SOURCES)  # never written back inside metadata.tdai
 
 
 class Malformed(Exception):
@@ -47,6 +51,8 @@ class Record:
     reinforced_count: int
     created_at: int
     updated_at: int
+    sources: list[str] = field(default_factory=list)  # the tree's message ids it cites, as the line gives them
+    formed: bool = False  # formed by a service's formation (absent = false)
 
 
 @dataclass

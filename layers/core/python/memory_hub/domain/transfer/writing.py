@@ -9,7 +9,7 @@ from typing import Any
 
 from ...clock import format_ms
 from .. import meta
-from .shapes import NEUTRAL_PRIORITY, TDAI_FIELDS, TDAI_KEY
+from .shapes import NEUTRAL_PRIORITY, SOURCES, TDAI_FIELDS, TDAI_KEY
 
 HEAT = re.compile(r"[0-9]{1,9}", re.ASCII)
 
@@ -36,12 +36,23 @@ def l0_line(message: Any) -> dict[str, Any]:
     return line
 
 
+def sources_of(record: Any, tdai: dict[str, Any]) -> list[str]:
+    """The message ids a record cites: its own field — also when emptied by an update — and
+    only for a record imported before it was one (it never cited anything of its own), the copy
+    that import kept under metadata.tdai (its strings)."""
+    if record.sources is not None or record.cited:
+        return list(record.sources or [])
+    legacy = tdai.get(SOURCES)
+    return [v for v in legacy if isinstance(v, str)] if isinstance(legacy, list) else []
+
+
 def l1_line(record: Any) -> dict[str, Any]:
-    """A record as TencentDB's MemoryRecord, plus Memory Hub's tags, version and reinforced_count."""
+    """A record as TencentDB's MemoryRecord, plus Memory Hub's tags, version, reinforced_count and
+    formed (always a bool)."""
     stored = dict(record.meta or {})
     tdai = stored.pop(TDAI_KEY, None) if isinstance(stored.get(TDAI_KEY), dict) else None
     tdai = tdai or {}
-    rest = {k: v for k, v in tdai.items() if k not in TDAI_FIELDS}
+    rest = {k: v for k, v in tdai.items() if k not in TDAI_FIELDS}  # each written once, as a field
     if rest:  # e.g. TencentDB's own id (source_id): kept under metadata.tdai, as imported
         stored[TDAI_KEY] = rest
     created = format_ms(int(record.created_at))
@@ -51,7 +62,7 @@ def l1_line(record: Any) -> dict[str, Any]:
         "type": record.type,
         "priority": tdai.get("priority", NEUTRAL_PRIORITY),
         "scene_name": record.background or "",
-        "source_message_ids": tdai.get("source_message_ids", []),
+        "source_message_ids": sources_of(record, tdai),
         "metadata": stored,
         "timestamps": tdai.get("timestamps", [created]),
         "createdAt": created,
@@ -62,7 +73,10 @@ def l1_line(record: Any) -> dict[str, Any]:
         "taskId": record.task_id,
     }
     line.update(
-        tags=list(record.tags or []), version=int(record.version), reinforced_count=int(record.reinforced_count)
+        tags=list(record.tags or []),
+        version=int(record.version),
+        reinforced_count=int(record.reinforced_count),
+        formed=bool(record.formed),
     )
     return line
 

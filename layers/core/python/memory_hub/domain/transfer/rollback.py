@@ -1,0 +1,272 @@
+"""An import's write-ahead journal, and the undo it makes possible.
+
+Before its first write an import notes under ``.imports/`` what it is about to write: the ids of
+the messages and records it adds, the records it reinforces (with the sources it joins to them),
+the files it creates, a copy of each live file and of the persona it overwrites, the backups that
+exist, whether it created the asset. On any failure — in process, at the next status poll, or by
+the scheduled cleanup when its process died — ``undo`` takes it all back from the journal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...clock import format_ms, now_ms
+from ...storage import assets as stored_assets
+from ...storage import blobs, citations, jobs, layout, messages, purge, records, scenes
+from ...storage.audit import EventContext
+from ...storage.counters import Where
+from ...storage.errors import Cancelled
+from ...storage.models import Asset, Job
+from .. import assets, erasure, meaning, meta
+from ..files import Draft, compare_and_swap, number, visible
+from ..scope import Scope
+from .common import STALLED_MS
+
+UNDO_BUDGET_S = 120.0
+# Deleting the asset an undone import created needs dynamodb:DeleteItem on AssetsTable, which the
+# TransferFunction's role does not hold yet: until it does, such an import is undone item by item
+# and leaves the (empty) asset.
+DROP_CREATED_ASSETS = True  # a failed import into a memory it created deletes that memory whole
+
+
+def journal_key(job: Job) -> str:
+    """Where an import notes, before it writes anything, what it is about to write."""
+    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.journal.json"
+
+
+def saved_key(job: Job, name: str) -> str:
+    """Where an import keeps a copy of a live file it is about to overwrite."""
+    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.saved/{layout.digest(name)}"
+
+
+@dataclass
+class Journal:
+    """What an import is about to write, stored before it writes it: enough to take it all back."""
+
+    asset_created: bool
+    epoch: int | None = None
+    l0: dict[str, list[str]] = field(default_factory=dict)  # user → ids of messages it adds
+    l1: dict[str, list[str]] = field(default_factory=dict)  # user → ids of records it adds
+    scenes_new: list[str] = field(default_factory=list)  # paths it creates
+    scenes_over: dict[str, str] = field(default_factory=dict)  # path → copy of the live file it overwrites
+    persona: str | None = None  # "new", or the copy of the live persona it overwrites
+    backups_before: list[str] = field(default_factory=list)
+    # records that were there and that it reinforces:
+    # [user, id, count before, updated_at before, times, its stamp, the line ids, the sources it
+    # joins that the record had never cited]
+    reinforced: list[list[Any]] = field(default_factory=list)
+    # user → messages that were there already and that the records it adds cite (their citation
+    # entries are written before the records: an import that dies in between leaves them)
+    cites: dict[str, list[str]] = field(default_factory=dict)
+
+    def save(self, job: Job) -> None:
+        blobs.put_bytes(journal_key(job), json.dumps(self.__dict__).encode(), "application/json")
+
+    @classmethod
+    def load(cls, job: Job) -> Journal | None:
+        data = blobs.get_bytes(journal_key(job))
+        return None if data is None else cls(**json.loads(data))
+
+
+def forget(job: Job) -> None:
+    """The import is done (or undone): its journal and saved copies go."""
+    prefix = f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}."
+    blobs.delete_many(blobs.keys_under(prefix))
+
+
+def undo(job: Job, *, drop_asset: bool = True) -> bool:
+    """Take back what the import of ``job`` wrote, by its journal (idempotent: a replay after a
+    partial undo finishes it). A memory the import created is deleted whole (its epoch retired and
+    purged, as a memory delete does); in a memory that was there, the reinforcements it made are
+    taken back first (with the sources it joined), then the records and messages it added are
+    deleted — and every other record citing one of those messages with them (a record never
+    outlives its sources) —, the files it created removed, the files and persona it overwrote put
+    back byte for byte with their versions (as if the import never ran) and the backups it made
+    deleted. A clear since the import began has erased its content already. False when there was
+    no journal.
+
+    Without ``drop_asset`` (the scheduled cleanup's role may not delete assets) a memory the import
+    created is emptied and its journal kept: the import's status route, run by this function, drops
+    the asset on the next poll."""
+    journal = Journal.load(job)
+    if journal is None:
+        return False
+    asset = assets.of_pair(job.team_id, job.agent_id)
+    if asset is not None and (asset.team_id, asset.agent_id) == (job.team_id, job.agent_id):
+        if journal.asset_created and drop_asset and DROP_CREATED_ASSETS:
+            _drop(asset, job)
+        elif journal.epoch is not None and int(asset.epoch) == journal.epoch:
+            _take_back(asset, journal, job)
+        if journal.asset_created and not drop_asset and DROP_CREATED_ASSETS:
+            return True
+    forget(job)
+    return True
+
+
+def recover(now: int) -> int:
+    """For the scheduled cleanup: undo every import that failed or stopped (its process killed, a
+    timeout) with its journal still there; how many were undone."""
+    undone = 0
+    for job in jobs.unfinished("import", now - STALLED_MS):
+        if undo(job, drop_asset=False):
+            undone += 1
+        if job.state != "failed":
+            jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
+    return undone
+
+
+def _drop(asset: Asset, job: Job) -> None:
+    stamp = now_ms()
+    target = purge.Target(
+        asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp, job.owner, job.spec.get("request_id")
+    )
+    try:
+        stored_assets.retire_epoch(
+            asset, new_epoch=None, stamp=format_ms(stamp), purge_record=purge.record(target), events=[]
+        )
+    except Cancelled:
+        return  # a clear or a delete moved it on: what the import wrote is being erased already
+    if purge.run(target, purge.Deadline.after(UNDO_BUDGET_S)).done:
+        purge.finish(target, [])  # else the purge record stays and the scheduled cleanup finishes it
+
+
+def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
+    """Undo in a memory that was there: reinforcements first (so that only records the import
+    created go with its messages), then its records, its citation entries, its messages and the
+    records citing them, then its files."""
+    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
+    _unreinforce(where, journal)
+    for user, ids in journal.l1.items():
+        held = records.get_many(where, user, ids)
+        if held:
+            records.delete(where, list(held.values()), lambda part: [])  # their citation entries with them
+    _forget_cites(where, journal)
+    for user, ids in journal.l0.items():
+        _erase_messages(asset, where, user, ids, context)
+    meaning.erase(where, [i for ids in [*journal.l0.values(), *journal.l1.values()] for i in ids])
+    _take_back_files(asset, journal, job)
+
+
+def _unreinforce(where: Where, journal: Journal) -> None:
+    """The records the import reinforced, as they were: their count and ``updated_at`` while they
+    are as it left them; the sources it joined to them (and their citation entries) in any case —
+    else erasing its messages would erase those records too."""
+    for user, atom_id, count, updated_at, times, stamp, lines, *rest in journal.reinforced:
+        added: list[str] = rest[0] if rest else []  # a journal written before sources had none
+        reinforced = records.get(where, user, atom_id)
+        if reinforced is not None:
+            records.unreinforce(where, reinforced, (count, updated_at), times, stamp, lines)
+            if added:
+                records.drop_sources(where, user, atom_id, set(added))
+        if added:
+            citations.forget(where, user, ((m, atom_id) for m in added))
+
+
+def _forget_cites(where: Where, journal: Journal) -> None:
+    """Citation entries of the import's records naming messages that were there: a record deleted
+    above took its own; these are of a record the import died before writing."""
+    for user, ids in journal.cites.items():
+        own = set(journal.l1.get(user, []))
+        if ids and own:
+            cited = citations.citing(where, user, ids)
+            citations.forget(where, user, ((m, a) for m, found in cited.items() for a in found if a in own))
+
+
+def _erase_messages(asset: Asset, where: Where, user: str, ids: list[str], context: EventContext) -> None:
+    """Delete the import's messages, then every record citing one of them, as any erasure of
+    messages does. Of messages already gone (an earlier undo that stopped midway), the records
+    citing them are looked up all the same, so a replay finishes that undo."""
+    found = messages.get_many(where, user, ids)
+    removed = messages.delete(where, list(found.values()), lambda part: [])[0] if found else []
+    erasure.cascade(asset, where, user, removed, context)
+    gone = [i for i in ids if i not in found]
+    if gone:
+        cited = citations.citing(where, user, gone)
+        atom_ids = list(dict.fromkeys(a for found_ids in cited.values() for a in found_ids))
+        if atom_ids:
+            erasure.erase_records(asset, where, list(records.get_many(where, user, atom_ids).values()), context)
+        citations.forget(where, user, ((m, a) for m, found_ids in cited.items() for a in found_ids))
+
+
+def _take_back_files(asset: Asset, journal: Journal, job: Job) -> None:
+    scope = Scope(job.team_id, job.agent_id, "")
+    epoch = int(asset.epoch)
+    for path in journal.scenes_new:
+        entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
+        if entry is not None:
+            scenes.remove(asset.memory_id, epoch, [entry], format_ms(now_ms()), [])
+        blobs.delete(layout.scene_key(scope.team_id, scope.agent_id, path))
+    for path, saved in journal.scenes_over.items():
+        put_back(scope, asset, saved, path)
+    if journal.persona == "new":
+        blobs.delete(layout.persona_key(scope.team_id, scope.agent_id))
+    elif journal.persona is not None:
+        put_back(scope, asset, journal.persona)
+    before = set(journal.backups_before)
+    made = [k for k in blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)) if k not in before]
+    blobs.delete_many(made)
+
+
+def scene_index(scope: Scope, asset: Asset, path: str) -> Callable[[Draft, str], bool]:
+    """How a file the import stores (or puts back) enters the scene index: its version and times
+    as its META block says."""
+
+    def commit(draft: Draft, etag: str) -> bool:
+        keys, _ = meta.split(draft.text)
+        try:
+            scenes.commit_write(
+                asset.memory_id,
+                scope.team_id,
+                scope.agent_id,
+                int(asset.epoch),
+                path,
+                gen=draft.facts["gen"],
+                version=draft.facts["version"],
+                summary=keys.get("summary") or None,
+                created_at=keys["created_at"],
+                updated_at=keys["updated_at"],
+                size=len(draft.text.encode("utf-8")),
+                etag=etag,
+                event=None,
+            )
+        except Cancelled as exc:
+            if "epoch" in exc.failed:
+                raise  # cleared during the import: the import fails (and this file is put back)
+        return True
+
+    return commit
+
+
+def put_back(scope: Scope, asset: Asset, saved: str, path: str | None = None) -> None:
+    """Undo: the scene file at ``path`` (the persona when None) as it was before the import — its
+    saved copy byte for byte, with its version (a failed import leaves no trace, not even a spent
+    version number). Only a file's generation moves on, so the index takes the restored entry over
+    the import's."""
+    copy = blobs.get(saved)
+    if copy is None or copy.text is None:
+        return
+    text, epoch = copy.text, int(asset.epoch)
+    if path is None:
+        key = layout.persona_key(scope.team_id, scope.agent_id)
+    else:
+        key = layout.scene_key(scope.team_id, scope.agent_id, path)
+
+    def prepare() -> Draft:
+        blob = blobs.get(key)
+        live = visible(blob, epoch)
+        if live is not None and live.text == text and live.metadata.get("version") == copy.metadata.get("version"):
+            return Draft(text, {}, blob, unchanged=True)
+        metadata = {**copy.metadata, "epoch": str(epoch)}
+        if path is None:
+            return Draft(text, metadata, blob)
+        entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
+        gen = max(number(live, "gen"), number(copy, "gen"), int(entry.gen) if entry else 0) + 1
+        metadata["gen"] = str(gen)
+        return Draft(text, metadata, blob, {"gen": gen, "version": number(copy, "version")})
+
+    index = (lambda draft, etag: True) if path is None else scene_index(scope, asset, path)
+    compare_and_swap(key, "put back", prepare, index)
