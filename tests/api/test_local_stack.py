@@ -38,7 +38,7 @@ def post(http, base, path, body, headers=None, **kw):
 
 def test_health(urls, http):
     answer = http.get(urls[0] + "/health", timeout=10)
-    assert answer.status_code == 200 and answer.json() == {"status": "ok"}
+    assert answer.status_code == 200 and answer.json() == {"status": "ok", "formation": "off"}
     assert answer.headers["Content-Type"].startswith("application/json")
 
 
@@ -88,7 +88,7 @@ def test_head_answers_without_a_body_and_keeps_the_connection_usable(urls):
         for _ in range(3):
             head = session.head(urls[0] + "/v3/scenario/read", headers=AUTH, timeout=10)
             assert head.status_code == 405 and head.content == b""
-            assert session.get(urls[0] + "/health", timeout=10).json() == {"status": "ok"}
+            assert session.get(urls[0] + "/health", timeout=10).json() == {"status": "ok", "formation": "off"}
 
 
 def test_write_and_read_over_http_with_gzip(urls, http):
@@ -160,7 +160,7 @@ def test_slow_requests_do_not_block_others(urls):
             sock = socket.create_connection((host, port), timeout=10)
             sock.sendall(head + body[:5])
             held.append(sock)
-        assert requests.get(urls[0] + "/health", timeout=10).json() == {"status": "ok"}
+        assert requests.get(urls[0] + "/health", timeout=10).json() == {"status": "ok", "formation": "off"}
         for sock in held:
             sock.sendall(body[5:])
         replies = []
@@ -185,7 +185,7 @@ def test_lambda_invoke_api_runs_a_function(urls):
     result = client.invoke(FunctionName="AdminFunction", Payload=json.dumps(api_event("GET", "/health", {}, None)))
     assert result["StatusCode"] == 200 and "FunctionError" not in result
     payload = json.loads(result["Payload"].read())
-    assert payload["statusCode"] == 200 and json.loads(payload["body"]) == {"status": "ok"}
+    assert payload["statusCode"] == 200 and json.loads(payload["body"]) == {"status": "ok", "formation": "off"}
 
 
 def test_lambda_invoke_api_works_against_the_running_stack(urls, http):

@@ -54,7 +54,7 @@ def start(command: list[str], port: int, **environment: str) -> Running:
     process, lines = launch(command, ROOT, START_S, **environment)
     running = Running(process, port, lines)
     answer = requests.get(running.url + "/health", timeout=60)  # a cold function on a busy machine
-    assert answer.status_code == 200 and answer.json() == {"status": "ok"}
+    assert answer.status_code == 200 and answer.json() == {"status": "ok", "formation": "off"}
     return running
 
 

@@ -579,6 +579,7 @@ RECALL_ACTIONS = {
         "s3vectors:GetVectors",  # ListVectors with metadata needs it
         "s3vectors:DeleteIndex",
         "s3vectors:ListIndexes",
+        "sqs:SendMessage",
     },
     "EmbedFunction": {
         "bedrock:InvokeModel",
@@ -612,6 +613,7 @@ QUEUES = {
     "DeleteFunction": {"FormationQueue"},  # a removed formed file is formed again
     "EmbedFunction": {"EmbedQueue"},
     "FormationFunction": {"EmbedQueue", "FormationQueue"},
+    "CleanupFunction": {"FormationQueue"},  # an abandoned import's undo may remove formed files
 }
 VECTOR_BUCKETS = [f"VectorBucket{i}" for i in range(4)]
 

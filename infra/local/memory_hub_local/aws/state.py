@@ -102,9 +102,7 @@ class State:
             )
             s3.create_bucket(Bucket=self.names[logical_id], **extra)
         s3vectors.create_from_template(self.cfn, self.names, self.region)
-        sqs = boto3.client("sqs", region_name=self.region)
-        for logical_id in self._resources("AWS::SQS::Queue"):  # the embedding queue and the dead-letter queues
-            sqs.create_queue(QueueName=self.names[logical_id])
+        self._queues(boto3.client("sqs", region_name=self.region))
         manager = boto3.client("secretsmanager", region_name=self.region)
         saved_secrets = saved.get("secrets", {}) if saved else {}
         for logical_id in self._resources("AWS::SecretsManager::Secret"):
@@ -123,6 +121,27 @@ class State:
         if saved:
             self._restore(saved)
         forget_sessions()
+
+    def _queues(self, sqs: Any) -> None:
+        """The template's queues with their attributes (visibility timeout, retention, redrive to
+        the dead-letter queue): dead-letter queues first, so a redrive names one that exists."""
+        queues = self._resources("AWS::SQS::Queue")
+        arns: dict[str, str] = {}
+        for logical_id in sorted(queues, key=lambda q: "RedrivePolicy" in queues[q].get("Properties", {})):
+            props = queues[logical_id].get("Properties", {})
+            attributes = {
+                name: str(props[name]) for name in ("VisibilityTimeout", "MessageRetentionPeriod") if name in props
+            }
+            redrive = props.get("RedrivePolicy")
+            if redrive:
+                target = redrive["deadLetterTargetArn"]
+                dead = target["Fn::GetAtt"][0] if isinstance(target, dict) else str(target)
+                policy = {"deadLetterTargetArn": arns[dead], "maxReceiveCount": int(redrive["maxReceiveCount"])}
+                attributes["RedrivePolicy"] = json.dumps(policy)
+            url = sqs.create_queue(QueueName=self.names[logical_id], Attributes=attributes)["QueueUrl"]
+            arns[logical_id] = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
 
     # ---------------------------------------------------------------- persistence
     @property

@@ -47,6 +47,8 @@ class Settings(BaseModel):
     retention_min_l0: int = Field(50, ge=0)
     retention_min_l1: int = Field(20, ge=0)
     clear_budget_s: float = Field(24.0, ge=0, le=900)
+    # A delete by id, by session or of a user's memory stops here (503, retryable) and a retry goes on.
+    erase_budget_s: float = Field(20.0, ge=0.001, le=900)
     # Meaning (embeddings and vectors). Off unless the environment turns it on; the vector buckets
     # exist whenever the stack has them (erasure reaches vectors even while embeddings are off).
     embeddings: bool = False
@@ -80,6 +82,7 @@ ENVIRONMENT = {
     "retention_min_l0": "RETENTION_MIN_L0",
     "retention_min_l1": "RETENTION_MIN_L1",
     "clear_budget_s": "MEMORY_HUB_CLEAR_BUDGET_S",
+    "erase_budget_s": "MEMORY_HUB_ERASE_BUDGET_S",
     "embeddings": "EMBEDDINGS",
     "embedding_model": "EMBEDDING_MODEL",
     "embedding_dimensions": "EMBEDDING_DIMENSIONS",

@@ -12,7 +12,7 @@ from ..storage import counters, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
-from ..storage.errors import Cancelled
+from ..storage.errors import Cancelled, Unfinished
 from ..storage.models import Asset, AuditEvent, Record
 from ..storage.retry import attempts
 from . import assets, erasure, meaning, provenance, retrieval
@@ -423,7 +423,11 @@ def delete(
             events,
             at_version=set(expected),
             beside=lambda erased: erasure.forget_erased(asset, where, [r.id for r in erased]),
+            until=erasure.budget(),
         )
+    except Unfinished as cut:  # the formed files of what it erased go before the 503
+        erasure.files_of_records(asset, where, cut.removed, context)
+        raise
     except records.VersionConflict as exc:
         raise Conflict(
             "expected_versions: a record was edited meanwhile; it was not deleted", {"conflicts": exc.conflicts}

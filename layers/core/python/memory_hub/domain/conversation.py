@@ -10,7 +10,7 @@ from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
-from ..storage.errors import Cancelled
+from ..storage.errors import Cancelled, Unfinished
 from ..storage.models import AuditEvent, Message
 from ..storage.retry import attempts
 from . import assets, erasure, meaning, retrieval
@@ -228,12 +228,17 @@ def delete(
         wanted += [NewEvent("delete", LAYER, s, n) for s in sessions if (n := sum(1 for i in members[s] if i in ids))]
         return event_items(wanted, context)
 
-    removed, recorded = messages.delete(
-        where,
-        list(doomed.values()),
-        events,
-        beside=lambda erased: erasure.forget_erased(asset, where, [m.id for m in erased]),
-    )
+    try:
+        removed, recorded = messages.delete(
+            where,
+            list(doomed.values()),
+            events,
+            beside=lambda erased: erasure.forget_erased(asset, where, [m.id for m in erased]),
+            until=erasure.budget(),
+        )
+    except Unfinished as cut:  # what it erased takes its records along before the 503
+        erasure.cascade(asset, where, scope.user_id, cut.removed, context)
+        raise
     followed = erasure.cascade(asset, where, scope.user_id, removed, context)  # records citing them go too
     gone = {m.id for m in removed}
     deleted_ids = [m for m in named if m in gone]

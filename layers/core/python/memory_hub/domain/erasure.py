@@ -12,15 +12,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..settings import get_settings
 from ..storage import citations, records
 from ..storage.audit import EventContext, NewEvent, event_items
-from ..storage.concurrency import parallel
+from ..storage.concurrency import Deadline, parallel
 from ..storage.counters import Where
 from ..storage.models import Asset, AuditEvent, Message, Record
 from . import formed, meaning
 from .assets import forget_exports
 
 LAYER = "L1"
+
+
+def budget() -> Deadline:
+    """How long an erasure by id may run in one request (``MEMORY_HUB_ERASE_BUDGET_S``, within API
+    Gateway's 29 s): past it, it stops after a whole transaction and answers 503 (retryable);
+    what it erased is gone, and repeating the request finishes the rest."""
+    return Deadline.after(get_settings().erase_budget_s)
 
 
 def forget_erased(asset: Asset, where: Where, ids: list[str]) -> None:

@@ -41,16 +41,18 @@ def delete(
         # (a timeout) leaves items, which a retry finds and erases with what is left of them, never
         # index entries of items already gone (nothing would find them again).
         versions = {r.id: int(r.version) for r in found_l1}
+        until = erasure.budget()  # past it: 503, and a retry goes on from what is left
         postings.erase_in(
             [where.item_pk(messages.LAYER, user_id), where.item_pk(records.LAYER, user_id)],
             {item.id for item in found_l0 + found_l1},
+            until,
         )
         # L0 and L1 are apart (their items and counters): erased side by side; then, side by side
         # too, the audit of a layer that had nothing, the user's counters and re-index marks, and
         # the vectors and exports.
         (removed_l0, events_l0), (removed_l1, events_l1) = parallel(
-            lambda: messages.delete(where, found_l0, events("L0"), indexed=False),
-            lambda: records.delete(where, found_l1, events("L1"), indexed=False),
+            lambda: messages.delete(where, found_l0, events("L0"), indexed=False, until=until),
+            lambda: records.delete(where, found_l1, events("L1"), indexed=False, until=until),
         )
         # a record updated meanwhile was indexed again: those postings go too
         postings.erase_of((r.pk, r.id) for r in removed_l1 if int(r.version) != versions.get(r.id))

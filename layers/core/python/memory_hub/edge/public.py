@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import request_id
+from ..settings import get_settings
 from .console_rules import module_text
 
 SPEC_FILE = Path(__file__).with_name("openapi.json")
@@ -79,7 +80,8 @@ def _answer(body: str, content_type: str, csp: str | None = None, cache: str | N
 def answer(path: str) -> dict[str, Any] | None:
     """The public page or asset at ``path``; None when there is none (the caller answers 404/405)."""
     if path == "/health":
-        return _answer(json.dumps({"status": "ok"}), "application/json")
+        formation = "on" if get_settings().formation else "off"  # the deployment's; an asset may still be off
+        return _answer(json.dumps({"status": "ok", "formation": formation}), "application/json")
     if path == "/openapi.json":
         return _answer(spec_text(), "application/json")
     if path in ("/docs", "/console"):

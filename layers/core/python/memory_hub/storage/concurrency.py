@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -60,3 +62,17 @@ def for_each(fn: Callable[[T], Any], items: list[T], *, width: int = 8) -> list[
     for start in range(0, len(items), width):
         results += parallel(*[lambda item=item: fn(item) for item in items[start : start + width]])
     return results
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A point in time a long piece of work must stop at (a request's budget)."""
+
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds)
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import assets, counters, layout, postings
-from .concurrency import in_batches
+from .concurrency import Deadline, in_batches
 from .counters import Where
-from .errors import Cancelled
+from .errors import Cancelled, Unfinished
 from .models import AuditEvent, Message
 from .transactions import MAX_ACTIONS, Transaction
 
@@ -146,16 +146,21 @@ def delete(
     *,
     beside: Callable[[list[Message]], object] | None = None,
     indexed: bool = True,
+    until: Deadline | None = None,
 ) -> tuple[list[Message], list[AuditEvent]]:
     """Delete messages with their counters and their audit events, transaction by transaction, then
     their postings (and ``beside`` with the messages removed, at the same time, when there are
     any); returns the messages removed and the audit events recorded. Each delete requires the
     message to exist, so two racing deletes never count one message twice (the loser retries
-    without it). ``indexed=False``: the caller erased their postings first."""
+    without it). ``indexed=False``: the caller erased their postings first. Past ``until`` it stops
+    after the last whole transaction (with the postings of what it removed): Unfinished."""
     removed: list[Message] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
     while pending:
+        if until is not None and removed and until.passed():  # each request erases at least a part
+            _finish(removed, beside, indexed)
+            raise Unfinished(removed)
         part = _next_chunk(pending, events)
         transaction = Transaction()
         for message in part:
@@ -179,11 +184,15 @@ def delete(
         removed += part
         recorded += chunk_events
         pending = pending[len(part) :]
+    _finish(removed, beside, indexed)
+    return removed, recorded
+
+
+def _finish(removed: list[Message], beside: Callable[[list[Message]], object] | None, indexed: bool) -> None:
     if indexed:
         postings.erase_removed(removed, beside)
     elif beside is not None and removed:  # their postings are gone already (``erase_in``)
         beside(removed)
-    return removed, recorded
 
 
 def _next_chunk(pending: list[Message], events: Callable[[list[Message]], list[AuditEvent]]) -> list[Message]:

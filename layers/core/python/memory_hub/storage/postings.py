@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 from pynamodb.exceptions import DeleteError
 
 from . import layout
-from .concurrency import for_each, in_batches, parallel
+from .concurrency import Deadline, for_each, in_batches, parallel
+from .errors import Unfinished
 from .models import Posting
 from .transactions import MAX_ACTIONS, Transaction
 
@@ -191,16 +192,24 @@ def of_item(pk: str, item_id: str) -> list[Posting]:
     )
 
 
-def delete(rows: list[Any]) -> int:
-    """Erase postings (as read by ``of_item``) and uncount them from their terms' frequencies."""
+WAVE = 8 * WRITE_CHUNK  # postings erased between two looks at a deadline
+
+
+def delete(rows: list[Any], until: Deadline | None = None) -> int:
+    """Erase postings (as read by ``of_item``) and uncount them from their terms' frequencies. With
+    ``until``: a wave at a time, stopping (Unfinished) once it has passed — what a wave erased is
+    uncounted with it, so the counts stay those of the postings left."""
 
     def one(chunk: list[Any]) -> None:
         with Posting.batch_write() as batch:
             for row in chunk:
                 batch.delete(Posting(row.pk, row.sk))
 
-    for_each(one, in_batches(rows, WRITE_CHUNK))
-    _frequencies(rows, -1)
+    for index, wave in enumerate(in_batches(rows, WAVE if until is not None else max(1, len(rows)))):
+        if until is not None and index and until.passed():  # each request erases at least a wave
+            raise Unfinished
+        for_each(one, in_batches(wave, WRITE_CHUNK))
+        _frequencies(wave, -1)
     return len(rows)
 
 
@@ -216,11 +225,11 @@ def of_partition(pk: str) -> list[Posting]:
     )
 
 
-def erase_in(pks: list[str], item_ids: Set[str]) -> int:
+def erase_in(pks: list[str], item_ids: Set[str], until: Deadline | None = None) -> int:
     """Remove every posting of these items from these partitions: the partitions are read whole,
     a page at a time (a user's erasure: one query instead of one per item)."""
     found = [row for rows in for_each(of_partition, pks) for row in rows if row.sk.split(layout.SEP, 2)[1] in item_ids]
-    return delete(found)
+    return delete(found, until)
 
 
 def erase_items(pk: str, item_ids: list[str]) -> int:

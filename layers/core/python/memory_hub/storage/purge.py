@@ -8,12 +8,12 @@ until the deadline, after which the purge record lets a continuation or the clea
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from . import blobs, counters, layout, scenes, vectors
+from .concurrency import Deadline as Deadline  # re-exported: purges and erasures share it
 from .concurrency import for_each, in_batches
 from .counters import Where
 from .errors import Cancelled
@@ -22,18 +22,6 @@ from .transactions import Transaction
 
 RECENT_S = 5  # objects younger than the epoch change (with clock-skew margin) are checked one by one
 PAGE = 1000
-
-
-@dataclass(frozen=True)
-class Deadline:
-    at: float
-
-    @classmethod
-    def after(cls, seconds: float) -> Deadline:
-        return cls(time.monotonic() + seconds)
-
-    def passed(self) -> bool:
-        return time.monotonic() >= self.at
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, UpdateError
 
 from . import assets, citations, counters, layout, postings
-from .concurrency import parallel
+from .concurrency import Deadline, parallel
 from .counters import Where
-from .errors import Cancelled
+from .errors import Cancelled, Unfinished
 from .models import AuditEvent, Guard, Record
 from .retry import attempts
 from .transactions import MAX_ACTIONS, Transaction
@@ -274,6 +274,7 @@ def delete(
     unreinforced: bool = False,
     beside: Callable[[list[Record]], object] | None = None,
     indexed: bool = True,
+    until: Deadline | None = None,
 ) -> tuple[list[Record], list[AuditEvent]]:
     """Delete records with their guards, counters and audit events, then their postings (and
     ``beside`` with the records removed, at the same time, when there are any); returns the records
@@ -281,11 +282,15 @@ def delete(
     meanwhile raises VersionConflict (the person confirmed another text), or is left alone with
     ``skip_changed``; with ``unreinforced`` also only at the ``updated_at`` read (a reinforcing add
     moves it, not the version: the retention cleanup must not take a record made young again).
-    A record already gone is skipped. ``indexed=False``: the caller erased their postings first."""
+    A record already gone is skipped. ``indexed=False``: the caller erased their postings first.
+    Past ``until`` it stops after the last whole transaction (finishing what it removed): Unfinished."""
     removed: list[Record] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
     while pending:
+        if until is not None and removed and until.passed():  # each request erases at least a part
+            _finish(where, removed, beside, indexed)
+            raise Unfinished(removed)
         part = _next_chunk(pending, events)
         transaction = Transaction()
         for record in part:
@@ -316,6 +321,15 @@ def delete(
         removed += part
         recorded += chunk_events
         pending = pending[len(part) :]
+    _finish(where, removed, beside, indexed)
+    return removed, recorded
+
+
+def _finish(
+    where: Where, removed: list[Record], beside: Callable[[list[Record]], object] | None, indexed: bool
+) -> None:
+    """What goes with records just erased: their postings (unless erased first) and citation
+    entries, and ``beside`` at the same time."""
     if indexed:
         parallel(lambda: postings.erase_removed(removed, beside), lambda: forget_citations(where, removed))
     else:  # their postings are gone already (``erase_in``)
@@ -323,7 +337,6 @@ def delete(
             lambda: beside(removed) if beside is not None and removed else None,
             lambda: forget_citations(where, removed),
         )
-    return removed, recorded
 
 
 def forget_citations(where: Where, removed: list[Record]) -> int:
