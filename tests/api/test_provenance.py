@@ -142,3 +142,26 @@ def test_retention_expiry_drops_the_id_and_keeps_the_record(api, scope):
     # and erasing the expired message's id finds nothing to take with it
     answer = ok(api.post("/v3/conversation/delete", scope.body(message_ids=[old_ids[0], fresh[0]])))
     assert answer["deleted_ids"] == [fresh[0]] and answer["records_deleted"] == 1
+
+
+def search(api, scope: Scope, query: str, **fields):
+    return ok(api.post("/v3/conversation/search", scope.body(query=query, **fields)))["messages"]
+
+
+def test_a_turn_is_found_by_the_words_of_the_records_citing_it(api, scope):
+    said, other = add_messages(api, scope, ["we finally picked him up today!", "the weather was nice"])
+    record = ok(add_record(api, scope, "Caroline adopted a golden retriever puppy", source_message_ids=[said]))["id"]
+    found = search(api, scope, "retriever puppy", mode="keyword")
+    assert [m["id"] for m in found] == [said] and found[0]["content"] == "we finally picked him up today!"
+    # a record never leads to another user's turn, nor past the request's filters
+    stranger = Scope(scope.team_id, scope.agent_id, scope.user_id + "-x")
+    assert search(api, stranger, "retriever puppy", mode="keyword") == []
+    assert search(api, scope, "retriever puppy", mode="keyword", session_id="elsewhere") == []
+    assert search(api, scope, "retriever", mode="keyword", time_end="2000-01-01T00:00:00Z") == []
+    # the turn's own words and its record's words add up: it ranks above a turn holding one of them
+    (topical,) = add_messages(api, scope, ["a retriever is a dog breed"], session="s9")
+    ranked = [m["id"] for m in search(api, scope, "retriever puppy picked", mode="keyword")]
+    assert ranked[0] == said and topical in ranked and other not in ranked
+    # erased, the record stops leading to it from the next request on
+    ok(api.post("/v3/atomic/delete", scope.body(ids=[record])))
+    assert [m["id"] for m in search(api, scope, "retriever puppy", mode="keyword")] == [topical]

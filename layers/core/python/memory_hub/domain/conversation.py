@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..clock import format_ms, issued_here, now_ms, ordered_id, parse_ms, time_window
-from ..storage import counters, messages, postings
+from ..storage import counters, messages, postings, records
 from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
@@ -23,6 +23,7 @@ from .scope import Scope
 from .search import term_counts
 
 LAYER = "L0"
+RECORDS = "L1"
 
 
 def as_item(scope: Scope, item: Message) -> MessageItem:
@@ -149,6 +150,7 @@ def search(
             keep=lambda m: _admits(m, scope, start, end),
             semantic=by_meaning if mode != "keyword" else None,
             context=True,
+            leads=lambda: leads(where, scope, text, limit, mode),
         )
 
     asset, result = assets.read_at_epoch(scope, authorize, run)
@@ -169,6 +171,39 @@ def search(
         ],
         mode_used=cast(Mode, result.mode_used),
     )
+
+
+LEAD_RECORDS = 5  # records a conversation search asks for, to lead to the turns they cite
+
+
+def leads(where: Where, scope: Scope, text: str, limit: int, mode: str) -> list[tuple[str, float]] | None:
+    """A turn is found by what was learnt from it: the user's records (of the task, when the
+    request names one) that best match the query — by the same mode, within a budget of their own
+    (``LEAD_RECORDS`` results) — lend each message they cite the best such record's score. None
+    when the user has no record (nothing is read beyond the counter)."""
+    if counters.of_user(where, RECORDS, scope.user_id)[0] == 0:
+        return None
+
+    def by_meaning(depth: int) -> retrieval.Meant | None:
+        return meaning.semantic(where, RECORDS, scope.user_id, text, depth, task_id=scope.task_id)
+
+    found = retrieval.search(
+        pk=where.item_pk(RECORDS, scope.user_id),
+        text=text,
+        limit=min(limit, LEAD_RECORDS),
+        mode=mode,
+        filters=postings.Filters(task_id=scope.task_id),
+        stats=lambda: counters.of_user(where, RECORDS, scope.user_id),
+        fetch=lambda ids: records.get_many(where, scope.user_id, ids),
+        text_of=lambda r: f"{r.content}\n{r.background or ''}",
+        keep=lambda r: scope.task_id is None or r.task_id == scope.task_id,
+        semantic=by_meaning if mode != "keyword" else None,
+    )
+    lent: dict[str, float] = {}
+    for record, score in found.items:
+        for message_id in record.sources or []:
+            lent[message_id] = max(lent.get(message_id, 0.0), score)
+    return sorted(lent.items(), key=lambda pair: -pair[1])
 
 
 def _admits(message: Message, scope: Scope, start: int | None, end: int | None) -> bool:

@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
@@ -311,7 +313,7 @@ def semantic(
         return None
     settings = get_settings()
     started = time.monotonic()
-    [vector] = embeddings.embed_many(settings.embedding_model, settings.embedding_dimensions, [text], QUERY_BUDGET_S)
+    vector = _query_vector(settings.embedding_model, settings.embedding_dimensions, text)
     if not isinstance(vector, list):
         count_event("QueryEmbeddingFailures", 1)
         return None
@@ -332,6 +334,28 @@ def semantic(
         return None
     logger.debug("semantic half", extra={"hits": len(hits), "ms": int((time.monotonic() - started) * 1000)})
     return Meant([(hit.key, 1.0 - hit.distance) for hit in hits], _places(hits) if with_places else {})
+
+
+_QUERIES: OrderedDict[tuple[str, int, str], list[float]] = OrderedDict()
+_QUERIES_KEPT = 64
+_queries_lock = threading.Lock()
+
+
+def _query_vector(model_id: str, dimensions: int, text: str) -> Any:
+    """The query's embedding — computed once for the two halves of a conversation search (its
+    turns and the records that lead to them) and for a query asked again soon; a failure is not kept."""
+    key = (model_id, dimensions, text)
+    with _queries_lock:
+        found = _QUERIES.get(key)
+    if found is not None:
+        return found
+    [vector] = embeddings.embed_many(model_id, dimensions, [text], QUERY_BUDGET_S)
+    if isinstance(vector, list):
+        with _queries_lock:
+            _QUERIES[key] = vector
+            while len(_QUERIES) > _QUERIES_KEPT:
+                _QUERIES.popitem(last=False)
+    return vector
 
 
 def _places(hits: Sequence[vectors.Match]) -> dict[str, Place]:
