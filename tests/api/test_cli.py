@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
+from memory_hub.domain.results import FormationStatus
+from memory_hub_local.template import load_raw
 from memory_hub_tools import cli
 from memory_hub_tools.client import ApiError, MemoryHubClient
 
@@ -60,8 +63,8 @@ def scope_flags(scope) -> list[str]:
 
 
 def ids_of(client: MemoryHubClient, scope, query: str = "hello") -> set[str]:
-    data = client.atomic_search(scope.team_id, scope.agent_id, scope.user_id, query, limit=100)
-    return {item["id"] for item in data["items"]}
+    data = client.atomic_search(scope.team_id, scope.agent_id, scope.user_id, query=query, limit=100)
+    return {item.id for item in data.items}
 
 
 class FakeTerminal(io.StringIO):
@@ -80,21 +83,21 @@ def on_terminal(monkeypatch, *answers: str) -> None:
 
 def test_search_prints_id_version_type_context_tags_and_exact_content(env, client, capsys):
     s = make_scope()
-    plain = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello world", tags=["greeting", "en"])
+    plain = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello world", tags=["greeting", "en"])
     spaced = client.atomic_add(
-        s.team_id, s.agent_id, s.user_id, "Hello world ", background="other context", type="preference"
+        s.team_id, s.agent_id, s.user_id, content="Hello world ", background="other context", type="preference"
     )
     code, out, err = run(capsys, "search", "hello", *scope_flags(s), "--limit", "10")
     assert code == 0, err
-    assert plain["id"] in out and spaced["id"] in out
+    assert plain.id in out and spaced.id in out
     blocks = {block.split()[0]: block for block in out.strip().split("\n\n")}
-    assert set(blocks) == {plain["id"], spaced["id"]}
-    first = blocks[plain["id"]]
+    assert set(blocks) == {plain.id, spaced.id}
+    first = blocks[plain.id]
     assert "  v1  episodic  " in first
     assert 'context: ""' in first
     assert "tags:    greeting, en" in first
     assert 'content: "Hello world"' in first
-    second = blocks[spaced["id"]]
+    second = blocks[spaced.id]
     assert "  v1  preference  " in second
     assert 'context: "other context"' in second
     assert 'content: "Hello world "' in second  # trailing whitespace is visible
@@ -102,7 +105,7 @@ def test_search_prints_id_version_type_context_tags_and_exact_content(env, clien
     code, out, _ = run(capsys, "search", "hello", *scope_flags(s), "--type", "preference", "--json")
     assert code == 0
     items = json.loads(out)["items"]
-    assert [i["id"] for i in items] == [spaced["id"]]
+    assert [i["id"] for i in items] == [spaced.id]
     assert items[0]["version"] == 1 and items[0]["background"] == "other context"
 
     code, out, _ = run(capsys, "search", "nothingmatcheshere", *scope_flags(s))
@@ -115,15 +118,15 @@ def test_search_l0_prints_id_role_session_content(env, client, capsys):
         s.team_id,
         s.agent_id,
         s.user_id,
-        "sess-1",
-        [{"role": "user", "content": "my passport number is 123"}, {"role": "assistant", "content": "noted"}],
+        session_id="sess-1",
+        messages=[{"role": "user", "content": "my passport number is 123"}, {"role": "assistant", "content": "noted"}],
     )
     code, out, err = run(capsys, "search", "passport", *scope_flags(s), "--layer", "l0")
     assert code == 0, err
-    msg_id = added["accepted_ids"][0]
+    msg_id = added.accepted_ids[0]
     assert msg_id in out and "  user  " in out and "session sess-1" in out
     assert 'content: "my passport number is 123"' in out
-    assert added["accepted_ids"][1] not in out
+    assert added.accepted_ids[1] not in out
 
 
 def test_scope_flags_are_required(env, capsys):
@@ -136,7 +139,7 @@ def test_flags_override_environment(stack, monkeypatch, capsys):
     for name in ("MEMORY_HUB_ENDPOINT", "MEMORY_HUB_API_KEY", "MEMORY_HUB_SERVICE_ID"):
         monkeypatch.delenv(name, raising=False)
     s = make_scope()
-    MemoryHubClient(live[0], ADMIN_KEY).atomic_add(s.team_id, s.agent_id, s.user_id, "hello flags")
+    MemoryHubClient(live[0], ADMIN_KEY).atomic_add(s.team_id, s.agent_id, s.user_id, content="hello flags")
     code, out, err = run(
         capsys,
         "search",
@@ -173,9 +176,9 @@ def test_flags_override_environment(stack, monkeypatch, capsys):
 
 def test_delete_yes_with_expected_version(env, client, capsys):
     s = make_scope()
-    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
-    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello ")["id"]
-    client.atomic_update(s.team_id, s.agent_id, s.user_id, target, tags=["edited"])  # now version 2
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello").id
+    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello ").id
+    client.atomic_update(s.team_id, s.agent_id, s.user_id, id=target, tags=["edited"])  # now version 2
 
     code, out, err = run(capsys, "delete", "--id", target, "--expected-version", "1", "--yes", *scope_flags(s))
     assert code == 1
@@ -199,7 +202,7 @@ def test_delete_yes_with_expected_version(env, client, capsys):
 
 def test_delete_refuses_without_terminal_and_without_yes(env, client, capsys):
     s = make_scope()
-    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello").id
     code, _out, err = run(capsys, "delete", "--id", target, "--expected-version", "1", *scope_flags(s))
     assert code == 2
     assert "refused" in err and "--yes" in err
@@ -208,7 +211,7 @@ def test_delete_refuses_without_terminal_and_without_yes(env, client, capsys):
 
 def test_delete_takes_no_content_and_only_ids(env, client, capsys):
     s = make_scope()
-    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello").id
     code, _, err = run(capsys, "delete", "--content", "Hello", "--yes", *scope_flags(s))
     assert code == 2
     code, _, err = run(capsys, "delete", "--id", "Hello", "--yes", *scope_flags(s))
@@ -228,8 +231,8 @@ def _subparser(name: str):
 
 def test_delete_on_terminal_shows_the_record_and_deletes_the_version_shown(env, client, capsys, monkeypatch):
     s = make_scope()
-    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello", background="ctx", tags=["t1"])["id"]
-    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello", background="other context")["id"]
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello", background="ctx", tags=["t1"]).id
+    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello", background="other context").id
 
     on_terminal(monkeypatch, "no")
     code, out, _ = run(capsys, "delete", "--id", target, *scope_flags(s))
@@ -244,7 +247,7 @@ def test_delete_on_terminal_shows_the_record_and_deletes_the_version_shown(env, 
     assert ids_of(client, s) == {twin}
 
     # A record edited since it was looked at: the terminal flow refuses before asking.
-    client.atomic_update(s.team_id, s.agent_id, s.user_id, twin, content="Hello again")
+    client.atomic_update(s.team_id, s.agent_id, s.user_id, id=twin, content="Hello again")
     on_terminal(monkeypatch, "yes")
     code, out, _ = run(capsys, "delete", "--id", twin, "--expected-version", "1", *scope_flags(s))
     assert code == 1 and "now at version 2, not 1" in out
@@ -257,17 +260,17 @@ def test_delete_message_by_id(env, client, capsys):
         s.team_id,
         s.agent_id,
         s.user_id,
-        "sess",
-        [{"role": "user", "content": "hello one"}, {"role": "user", "content": "hello one"}],
+        session_id="sess",
+        messages=[{"role": "user", "content": "hello one"}, {"role": "user", "content": "hello one"}],
     )
-    first, second = added["accepted_ids"]
+    first, second = added.accepted_ids
     code, _, err = run(capsys, "delete", "--id", first, "--expected-version", "2", "--yes", *scope_flags(s))
     assert code == 2 and "always 1" in err
     code, out, err = run(capsys, "delete", "--id", first, "--expected-version", "1", "--yes", *scope_flags(s))
     assert code == 0, err
     assert f"deleted:   {first}" in out and "audit ids: evt-" in out
-    left = client.conversation_search(s.team_id, s.agent_id, s.user_id, "hello", limit=10)["messages"]
-    assert [m["id"] for m in left] == [second]
+    left = client.conversation_search(s.team_id, s.agent_id, s.user_id, query="hello", limit=10).messages
+    assert [m.id for m in left] == [second]
 
 
 # --- clear, user-memory delete ----------------------------------------------------------------------
@@ -275,8 +278,10 @@ def test_delete_message_by_id(env, client, capsys):
 
 def test_clear_yes_prints_counts_and_audit_ids(env, client, capsys):
     s = make_scope()
-    client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello record")
-    client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess", [{"role": "user", "content": "hello"}])
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello record")
+    client.conversation_add(
+        s.team_id, s.agent_id, s.user_id, session_id="sess", messages=[{"role": "user", "content": "hello"}]
+    )
 
     code, _, err = run(capsys, "clear", s.memory_id)
     assert code == 2 and "refused" in err
@@ -301,7 +306,7 @@ def test_clear_and_user_memory_delete_name_the_pair_when_several_spell_the_id(en
     second = type(base)(base.team_id + "-x", "support", base.user_id)
     assert first.memory_id == second.memory_id
     for s in (first, second):
-        client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello record")
+        client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello record")
     code, _, err = run(capsys, "clear", first.memory_id, "--yes")
     assert code == 1 and "memory_id ambiguous" in err and "--team and --agent" in err, err
     assert ids_of(client, first) and ids_of(client, second)
@@ -318,7 +323,7 @@ def test_clear_and_user_memory_delete_name_the_pair_when_several_spell_the_id(en
 
 def test_clear_on_terminal_needs_the_memory_id_retyped(env, client, capsys, monkeypatch):
     s = make_scope()
-    client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello record")
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello record")
     on_terminal(monkeypatch, "yes")
     code, out, _ = run(capsys, "clear", s.memory_id)
     assert code == 1 and "aborted" in out and "L1 1" in out
@@ -332,10 +337,12 @@ def test_clear_on_terminal_needs_the_memory_id_retyped(env, client, capsys, monk
 def test_user_memory_delete(env, client, capsys):
     s = make_scope()
     other = f"{s.user_id}-other"
-    one = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello one")["id"]
-    two = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello two")["id"]
-    client.conversation_add(s.team_id, s.agent_id, s.user_id, "sess", [{"role": "user", "content": "hello"}])
-    kept = client.atomic_add(s.team_id, s.agent_id, other, "hello one")["id"]
+    one = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello one").id
+    two = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello two").id
+    client.conversation_add(
+        s.team_id, s.agent_id, s.user_id, session_id="sess", messages=[{"role": "user", "content": "hello"}]
+    )
+    kept = client.atomic_add(s.team_id, s.agent_id, other, content="hello one").id
 
     code, _, err = run(capsys, "user-memory", "delete", "--memory-id", s.memory_id, "--user", s.user_id)
     assert code == 2 and "refused" in err
@@ -377,7 +384,7 @@ def test_keys_create_list_revoke(env, client, capsys):
     assert "reader" in line and "active" in line and s.team_id in line and '"cli test"' in line
     assert secret not in out
 
-    client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello reader")
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello reader")
     code, out, err = run(capsys, "search", "hello", *scope_flags(s), "--api-key", secret)
     assert code == 0, err
     assert '"hello reader"' in out
@@ -392,7 +399,7 @@ def test_keys_create_list_revoke(env, client, capsys):
 
 def test_audit_lists_one_line_per_event(env, client, capsys):
     s = make_scope()
-    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello audit")["id"]
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello audit").id
     code, _, err = run(capsys, "delete", "--id", target, "--expected-version", "1", "--yes", *scope_flags(s))
     assert code == 0, err
     code, out, err = run(capsys, "audit", s.memory_id)
@@ -594,10 +601,14 @@ def test_invoke_errors_are_one_line(lambda_env, monkeypatch, capsys, tmp_path):
     assert code == 1 and out == ""
     line = one_line(err)
     assert line.startswith("error: no function ScenarioFunctio (did you mean ScenarioFunction?); the template has: ")
-    assert line.endswith(
-        "AdminFunction, CleanupFunction, ClearFunction, DeleteFunction, EmbedFunction, MemoryFunction, "
-        "ScenarioFunction, TransferFunction"
+    # every function of the template, in name order (FormationFunction among them, not a list kept here)
+    functions = sorted(
+        name
+        for name, resource in load_raw()["Resources"].items()
+        if resource.get("Type") == "AWS::Serverless::Function"
     )
+    assert "FormationFunction" in functions and "ScenarioFunction" in functions
+    assert line.endswith("; the template has: " + ", ".join(functions))
 
     code, _, err = run(capsys, "invoke", "ScenarioFunction", str(tmp_path / "missing.json"))
     assert code == 2 and "missing.json: cannot read the event: No such file or directory" in one_line(err)
@@ -634,8 +645,8 @@ def test_api_errors_are_one_line_with_their_details(env, client, capsys):
     s = make_scope()
     code, _, err = run(capsys, "ls", "l0", *scope_flags(s), "--limit", "101")
     assert code == 1 and one_line(err).startswith("error: 400 limit: ")
-    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello")["id"]
-    client.atomic_update(s.team_id, s.agent_id, s.user_id, target, content="hello there")
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello").id
+    client.atomic_update(s.team_id, s.agent_id, s.user_id, id=target, content="hello there")
     code, _, err = run(capsys, "delete", "--id", target, "--expected-version", "1", "--yes", *scope_flags(s))
     assert code == 1 and one_line(err).startswith(f"conflict: {target} is at version 2, not 1")
     code, _, err = run(
@@ -687,3 +698,128 @@ def test_the_console_script_prints_no_traceback(stack, tmp_path):
         done = subprocess.run([*command, *argv], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == expected, (argv, done.stderr)
         assert needle in one_line(done.stderr), argv
+
+
+# --- provenance and formation -----------------------------------------------------------------------
+
+
+def test_records_show_their_sources_and_whether_formation_wrote_them(env, client, capsys):
+    s = make_scope()
+    said = client.conversation_add(
+        s.team_id, s.agent_id, s.user_id, session_id="s", messages=[{"role": "user", "content": "I like green tea"}]
+    ).accepted_ids
+    cited = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="likes green tea", source_message_ids=said).id
+    code, out, err = run(capsys, "search", "tea", *scope_flags(s))
+    assert code == 0, err
+    assert f"  sources: {said[0]}\n  formed:  no\n" in out
+    code, out, err = run(capsys, "ls", "l1", *scope_flags(s))
+    assert code == 0 and out.startswith(cited) and "  sources 1  client  " in out, err
+    code, out, err = run(capsys, "show", cited, *scope_flags(s))
+    assert code == 0, err
+    assert re.search(rf'\n  source_message_ids: +\["{said[0]}"\]\n', out) and re.search(r"\n  formed: +false\n", out)
+    # Erasing the message erases the record drawn from it, and the receipt says so.
+    code, out, err = run(capsys, "delete", "--id", said[0], "--yes", *scope_flags(s))
+    assert code == 0, err
+    assert f"deleted:   {said[0]}" in out and "records:   1 erased with it" in out
+    assert ids_of(client, s, "tea") == set()
+
+
+def test_formation_status_and_form_when_formation_is_off(env, client, capsys):
+    """The session's stack runs without a model: status says so, and form is refused in one line."""
+    s = make_scope()
+    client.conversation_add(
+        s.team_id, s.agent_id, s.user_id, session_id="s", messages=[{"role": "user", "content": "hello"}]
+    )
+    code, out, err = run(capsys, "formation-status", *scope_flags(s))
+    assert code == 0, err
+    assert "formation:        off (this memory's setting: records)" in out and "pending messages: 0" in out
+    assert "model:            -" in out and "last error:       -" in out
+    code, out, _ = run(capsys, "formation-status", *scope_flags(s), "--session", "s", "--json")
+    status = json.loads(out)
+    assert set(status) == set(FormationStatus.model_fields) and status["enabled"] is False
+    code, out, err = run(capsys, "form", *scope_flags(s), "--backfill")
+    assert code == 1 and out == ""
+    assert one_line(err).startswith("error: 409 formation: off on /v3/formation/run [req-")
+    code, _, err = run(capsys, "form", "--team", s.team_id)
+    assert code == 2 and "--agent, --user" in one_line(err)
+
+
+@pytest.fixture(scope="module")
+def formation_stack():
+    """A stack of this module's own with formation on, against the scripted model; its idle delay is
+    long, so only `memory-hub form` starts a run."""
+    from helpers import checked_stack
+    from memory_hub_local import scripted_llm
+
+    server, url = scripted_llm.serve()
+    try:
+        with checked_stack(
+            "Disabled", llm_url=url, llm_model="scripted", formation_batch=5, formation_idle_s=600
+        ) as running:
+            yield running
+    finally:
+        scripted_llm.stop(server)
+
+
+def test_form_runs_formation_and_formation_status_follows_it(formation_stack, capsys):
+    from helpers import eventually
+
+    s = make_scope()
+    endpoint = ["--endpoint", formation_stack.api_url, "--api-key", ADMIN_KEY]
+    client = MemoryHubClient(formation_stack.api_url, ADMIN_KEY, SERVICE_ID, timeout=120)
+    said = client.conversation_add(
+        s.team_id,
+        s.agent_id,
+        s.user_id,
+        session_id="s",
+        messages=[{"role": "user", "content": f"I like tea number {n}"} for n in range(3)],
+    ).accepted_ids
+    code, out, err = run(capsys, "formation-status", *scope_flags(s), *endpoint)
+    assert code == 0, err
+    assert "formation:        on (records)" in out and "model:            -" not in out
+    assert "state:            idle" in out and "pending messages: 3" in out and "last run:         never" in out
+
+    code, out, err = run(capsys, "form", *scope_flags(s), *endpoint)
+    assert code == 0, err
+    assert re.fullmatch(r"formation (queued|running): 3 pending message\(s\)\n", out), out
+
+    def settled() -> bool:
+        status = client.formation_status(s.team_id, s.agent_id, s.user_id)
+        return status.state == "idle" and status.pending_messages == 0
+
+    eventually(settled, "formation did not settle", timeout=90)
+    code, out, err = run(capsys, "formation-status", *scope_flags(s), *endpoint, "--json")
+    assert code == 0 and json.loads(out)["records_formed"] == 3, err
+    assert json.loads(out)["last_formed_message_id"] == max(said)
+    code, out, err = run(capsys, "ls", "l1", *scope_flags(s), *endpoint)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 3 and all("  sources 1  formed  " in line for line in lines), out
+    code, out, _ = run(capsys, "search", "tea", *scope_flags(s), *endpoint, "--limit", "10")
+    assert out.count("  formed:  yes (by formation)") == 3
+    assert {line.split(": ")[1] for line in out.splitlines() if line.startswith("  sources: ")} == set(said)
+    code, out, _ = run(capsys, "form", *scope_flags(s), *endpoint)
+    assert code == 0 and out.startswith("nothing to form: no unformed messages")
+
+
+def test_scripted_model_serves_a_model_to_relay_formation_to(capsys):
+    """`memory-hub scripted-model` starts memory_hub_local's scripted model and says where it is."""
+    import urllib.request
+
+    script = Path(sys.executable).with_name("memory-hub")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "memory_hub_tools.cli"]
+    process = subprocess.Popen(
+        [*command, "scripted-model", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline()
+        found = re.search(r"(http://127\.0\.0\.1:\d+/v1)", banner)
+        assert found, banner
+        with urllib.request.urlopen(found.group(1) + "/models", timeout=30) as answer:
+            assert [m["id"] for m in json.load(answer)["data"]] == ["scripted"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert process.returncode == 0
+    code, _, err = run(capsys, "scripted-model", "--port", "70000")
+    assert code == 2 and "must be 0-65535" in one_line(err)

@@ -40,9 +40,11 @@ def unquote_lines(lines: list[str]) -> str:
 
 def test_ls_without_a_layer_summarises_the_four_layers(env, client, capsys, monkeypatch):
     s = make_scope()
-    client.conversation_add(s.team_id, s.agent_id, s.user_id, "s1", [{"role": "user", "content": "a"}] * 3)
-    client.atomic_add(s.team_id, s.agent_id, s.user_id, "one")
-    client.atomic_add(s.team_id, s.agent_id, s.user_id, "two")
+    client.conversation_add(
+        s.team_id, s.agent_id, s.user_id, session_id="s1", messages=[{"role": "user", "content": "a"}] * 3
+    )
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, content="one")
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, content="two")
     client.call("/v3/scenario/write", s.body(path="a.md", content="x"))
     # The scope from the environment, as an operator sets it once.
     monkeypatch.setenv("MEMORY_HUB_TEAM_ID", s.team_id)
@@ -77,8 +79,8 @@ def test_ls_l0_newest_first_with_session_and_paging(env, client, capsys):
         s.team_id,
         s.agent_id,
         s.user_id,
-        "morning",
-        [
+        session_id="morning",
+        messages=[
             {"role": "user", "content": "first", "timestamp": at(1)},
             {"role": "assistant", "content": "second  ", "timestamp": at(2)},
         ],
@@ -87,13 +89,15 @@ def test_ls_l0_newest_first_with_session_and_paging(env, client, capsys):
         s.team_id,
         s.agent_id,
         s.user_id,
-        "evening talk",
-        [
+        session_id="evening talk",
+        messages=[
             {"role": "user", "content": "third\nline", "timestamp": at(3)},
             {"role": "user", "content": "x" * 200, "timestamp": at(4)},
         ],
-    )["accepted_ids"]
-    client.conversation_add(s.team_id, s.agent_id, f"{s.user_id}-other", "morning", [{"role": "user", "content": "no"}])
+    ).accepted_ids
+    client.conversation_add(
+        s.team_id, s.agent_id, f"{s.user_id}-other", session_id="morning", messages=[{"role": "user", "content": "no"}]
+    )
 
     code, out, err = run(capsys, "ls", "l0", *scope_flags(s))
     assert code == 0, err
@@ -132,10 +136,10 @@ def test_ls_l0_newest_first_with_session_and_paging(env, client, capsys):
 
 def test_ls_l1_newest_update_first_with_type_and_tags(env, client, capsys):
     s = make_scope()
-    older = client.atomic_add(s.team_id, s.agent_id, s.user_id, "likes tea", tags=["food", "a b"])["id"]
-    pref = client.atomic_add(s.team_id, s.agent_id, s.user_id, "dark mode", type="preference")["id"]
-    client.atomic_add(s.team_id, f"{s.agent_id}x", s.user_id, "another agent's")
-    client.atomic_update(s.team_id, s.agent_id, s.user_id, older, content="likes green tea ")
+    older = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="likes tea", tags=["food", "a b"]).id
+    pref = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="dark mode", type="preference").id
+    client.atomic_add(s.team_id, f"{s.agent_id}x", s.user_id, content="another agent's")
+    client.atomic_update(s.team_id, s.agent_id, s.user_id, id=older, content="likes green tea ")
 
     code, out, err = run(capsys, "ls", "l1", *scope_flags(s))
     assert code == 0, err
@@ -231,13 +235,13 @@ def test_show_a_record_prints_every_field_and_the_exact_content(env, client, cap
         s.team_id,
         s.agent_id,
         s.user_id,
-        content,
+        content=content,
         background="said on Monday",
         tags=["food"],
         metadata={"source": "chat"},
         session_id="s 1",
-    )["id"]
-    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, content.strip())["id"]
+    ).id
+    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, content=content.strip()).id
 
     code, out, err = run(capsys, "show", rid, *scope_flags(s))
     assert code == 0, err
@@ -272,8 +276,12 @@ def test_show_a_message_over_several_lines(env, client, capsys):
     s = make_scope()
     content = "line one  \n\tline two\r\nend\n"
     mid = client.conversation_add(
-        s.team_id, s.agent_id, s.user_id, "sess", [{"role": "assistant", "content": content, "timestamp": at(7)}]
-    )["accepted_ids"][0]
+        s.team_id,
+        s.agent_id,
+        s.user_id,
+        session_id="sess",
+        messages=[{"role": "assistant", "content": content, "timestamp": at(7)}],
+    ).accepted_ids[0]
     code, out, err = run(capsys, "show", mid, *scope_flags(s))
     assert code == 0, err
     lines = out.splitlines()
@@ -290,15 +298,21 @@ def test_show_a_message_over_several_lines(env, client, capsys):
 def test_show_finds_an_id_beyond_the_first_page_and_says_how_far_it_looked(env, client, capsys):
     s = make_scope()
     old = client.conversation_add(
-        s.team_id, s.agent_id, s.user_id, "old", [{"role": "user", "content": "the old one", "timestamp": at(0)}]
-    )["accepted_ids"][0]
+        s.team_id,
+        s.agent_id,
+        s.user_id,
+        session_id="old",
+        messages=[{"role": "user", "content": "the old one", "timestamp": at(0)}],
+    ).accepted_ids[0]
     for batch in range(2):
         client.conversation_add(
             s.team_id,
             s.agent_id,
             s.user_id,
-            "new",
-            [{"role": "user", "content": f"filler {batch}.{n}", "timestamp": at(10 + batch)} for n in range(75)],
+            session_id="new",
+            messages=[
+                {"role": "user", "content": f"filler {batch}.{n}", "timestamp": at(10 + batch)} for n in range(75)
+            ],
         )
     code, out, err = run(capsys, "show", old, *scope_flags(s), "--scan", "100")
     assert code == 1 and out == ""

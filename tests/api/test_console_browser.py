@@ -4,7 +4,9 @@ Walks what a person does: paste the key and pick team/agent/user; search L1, ope
 exact content with whitespace made visible, delete that id at that version (and the 409 path when it
 changed meanwhile); browse L0 by session and delete a message; edit an L2 file with expected_version
 (and its 409); read the persona; read the audit trail; clear a memory after typing its memory_id and
-delete a user's memory after retyping the user id. Each step saves a screenshot under
+delete a user's memory after retyping the user id; see the messages a record was drawn from; read
+formation's status and "Form now" (against a stack with formation on and the scripted model, and
+refused plainly where formation is off). Each step saves a screenshot under
 tests/artifacts/console/. Every page is also checked for: the key only in sessionStorage (never in a
 cookie or the URL), no resource from another host, no Content-Security-Policy violation.
 
@@ -22,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from helpers import ADMIN_KEY, ok
+from helpers import ADMIN_KEY, Api, checked_stack, make_scope, ok
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "tests" / "artifacts" / "console"
@@ -137,7 +139,7 @@ class Console:
     def status(self) -> str:
         return self.by_id("status").text
 
-    def wait_status(self, pattern: str, kind: str | None = None) -> str:
+    def wait_status(self, pattern: str, kind: str | None = None, timeout: float = WAIT) -> str:
         regex = re.compile(pattern)
 
         def seen():
@@ -148,7 +150,7 @@ class Console:
         from selenium.common.exceptions import TimeoutException
 
         try:
-            self.wait(seen)
+            self.wait(seen, timeout)
         except TimeoutException:
             raise AssertionError(f"status never matched {pattern!r} (last: {self.status()!r})") from None
         return self.status()
@@ -223,8 +225,8 @@ class Console:
         self.press_in_row(table_id, item_id, "button.open-record")
         self.wait(lambda: self.by_id("record-dialog").get_attribute("open") is not None)
 
-    def field(self, name: str) -> str:
-        return self.css(f'#record-fields dd[data-field="{name}"]')[0].text
+    def field(self, name: str, fields: str = "record-fields") -> str:
+        return self.css(f'#{fields} dd[data-field="{name}"]')[0].text
 
     # -- the checks every page must pass
     def assert_clean(self) -> None:
@@ -340,7 +342,7 @@ def test_every_module_loads_and_every_tab_renders(console, driver):
     for name in [*MODULES, *SERVED]:
         assert console.url + "/" + name in fetched, f"{name} was not loaded (an orphan, or not imported)"
     assert _errors_logged(driver) == []
-    for tab in ("l0", "l1", "l2", "l3", "search", "audit", "admin"):
+    for tab in ("l0", "l1", "l2", "l3", "search", "formation", "audit", "admin"):
         console.tab(tab)
         panel = console.by_id(f"panel-{tab}")
         assert panel.is_displayed() and panel.find_element("css selector", "h2").text, tab
@@ -839,4 +841,118 @@ def test_works_behind_a_stage_prefix(driver, stack, api, scope, staged):
     assert names and all(name.startswith(staged + "/") for name in names), names
     assert any(name == staged + "/console/app.js" for name in names)
     assert any(name.startswith(staged + "/v3/atomic/query") for name in names)
+    page.assert_clean()
+
+
+# ---------------------------------------------------------------------------------------- provenance, formation
+
+
+def test_a_records_sources_show_on_a_click_and_formation_off_is_said_plainly(console, api, scope):
+    """The session's stack forms nothing (no model): its records are clients', citing messages."""
+    said = ok(
+        api.post(
+            "/v3/conversation/add",
+            scope.body(
+                session_id="trip",
+                messages=[
+                    {"role": "user", "content": "  I sit by the window\t"},
+                    {"role": "assistant", "content": "noted"},
+                ],
+            ),
+        )
+    )["accepted_ids"]
+    record = add_record(api, scope, "prefers window seats", session_id="trip", source_message_ids=said)
+    console.open()
+    assert console.by_id("memory-formation").text == "records (not forming)"
+    console.tab("l1")
+    console.wait(lambda: console.rows("l1-table") == [record["id"]])
+    (row,) = console.row_texts("l1-table")
+    assert "2 messages" in row and "formed" not in row
+    console.open_row("l1-table", record["id"])
+    assert console.field("formed") == "no"
+    sources = console.css("#record-fields dd[data-field='sources'] button.source-message")
+    assert [b.get_attribute("data-id") for b in sources] == said
+    assert not console.by_id("record-source").is_displayed()
+    sources[0].click()
+    console.wait_status(rf"^Showing message {said[0]}, which record {record['id']} was drawn from", "ok")
+    assert console.by_id("record-source").is_displayed()
+    assert console.text("record-source-visible") == "␣␣I sit by the window→"
+    assert console.field("role", "record-source-fields") == "user"
+    assert console.field("session", "record-source-fields") == "trip"
+    console.shot("record-source-message")
+    console.click("record-close")
+
+    console.tab("formation")
+    console.wait_status(r"^Formation idle: 0 messages pending, 0 records formed", "ok")
+    assert console.field("formation", "formation-fields").startswith("off: this deployment forms nothing")
+    console.click("formation-run")
+    console.wait_status(r"^Formation is off for this memory or this deployment: nothing was run\.$", "error")
+    assert "Error 409: formation: off" in console.by_id("formation-result").text
+    assert console.by_id("formation-run").is_enabled()
+    console.shot("formation-off")
+    console.assert_clean()
+
+
+@pytest.fixture(scope="module")
+def formation_stack():
+    """A stack of this module's own with formation on, against the scripted model; its idle delay is
+    long, so only "Form now" starts a run."""
+    from memory_hub_local import scripted_llm
+
+    server, url = scripted_llm.serve()
+    try:
+        with checked_stack(
+            "Disabled", llm_url=url, llm_model="scripted", formation_batch=5, formation_idle_s=600
+        ) as running:
+            yield running
+    finally:
+        scripted_llm.stop(server)
+
+
+def test_form_now_forms_records_that_show_their_sources(driver, formation_stack):
+    api = Api(formation_stack.api_url)
+    scope = make_scope()
+    said = ok(
+        api.post(
+            "/v3/conversation/add",
+            scope.body(
+                session_id="s", messages=[{"role": "user", "content": f"I like tea number {n}"} for n in range(3)]
+            ),
+        )
+    )["accepted_ids"]
+    page = Console(driver, formation_stack, scope, "form_now")
+    driver.get_log("browser")
+    page.open()
+    assert page.by_id("memory-formation").text == "records"
+    page.tab("formation")
+    page.wait_status(r"^Formation idle: 3 messages pending, 0 records formed\.", "ok")
+    assert page.field("formation", "formation-fields") == "on: records"
+    assert page.field("model", "formation-fields") != "—" and page.field("last run", "formation-fields") == "never"
+    page.shot("formation-status")
+
+    page.click("formation-run")
+    page.wait(
+        lambda: re.match(r"Formation (queued|running): 3 messages to form\.", page.by_id("formation-result").text)
+    )
+    page.wait_status(r"^Formation done: 3 records formed, 0 messages pending\.", "ok", timeout=90)
+    assert page.field("records formed", "formation-fields") == "3"
+    assert page.field("last formed", "formation-fields") == max(said)
+    page.shot("formation-done")
+
+    page.tab("l1")
+    page.wait(lambda: len(page.rows("l1-table")) == 3)
+    assert all("formed" in text and "1 message" in text for text in page.row_texts("l1-table"))
+    first = page.rows("l1-table")[0]
+    page.open_row("l1-table", first)
+    assert page.field("formed") == "yes: formation wrote it"
+    (source,) = page.css("#record-fields button.source-message")
+    cited = source.get_attribute("data-id")
+    assert cited in said
+    source.click()
+    page.wait_status(rf"^Showing message {cited}", "ok")
+    number = said.index(cited)
+    assert page.text("record-source-visible") == f"I like tea number {number}"
+    assert page.text("record-visible") == f"The user said: I like tea number {number}"
+    page.shot("formed-record-source")
+    page.click("record-close")
     page.assert_clean()

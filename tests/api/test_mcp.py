@@ -13,6 +13,7 @@ import anyio
 import pytest
 from helpers import ADMIN_KEY, SERVICE_ID, make_scope
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from memory_hub.domain.results import FormationStatus, MessageHit, RecordHit
 from memory_hub_tools.client import MemoryHubClient
 
 TIMEOUT = 60  # seconds for a whole session (spawn, initialize, calls); each request gets 20
@@ -72,11 +73,12 @@ def scope_args(scope) -> dict[str, str]:
 
 
 def remaining(client: MemoryHubClient, scope, query: str = "hello") -> dict[str, dict]:
-    items = client.atomic_search(scope.team_id, scope.agent_id, scope.user_id, query, limit=100)["items"]
-    return {item["id"]: item for item in items}
+    items = client.atomic_search(scope.team_id, scope.agent_id, scope.user_id, query=query, limit=100).items
+    return {item.id: item.wire() for item in items}
 
 
 ERASURE_TOOLS = {"search_for_deletion", "delete_memory"}
+FORMATION_TOOLS = {"formation_status", "form_now"}
 
 
 def test_lists_the_tools_with_the_confirmation_protocol(api_url, tmp_path):
@@ -91,7 +93,7 @@ def test_lists_the_tools_with_the_confirmation_protocol(api_url, tmp_path):
     assert no_scope.is_error and "agent_id, user_id" in payload(no_scope)["error"]
     assert no_scope_add.is_error and "missing team_id, user_id" in payload(no_scope_add)["error"]
     tools = {tool.name: tool for tool in listed}
-    assert set(tools) == {"search_memory", "add_memory", *ERASURE_TOOLS}
+    assert set(tools) == {"search_memory", "add_memory", *ERASURE_TOOLS, *FORMATION_TOOLS}
     for name in ERASURE_TOOLS:
         text = tools[name].description.lower()
         assert "confirm" in text and "show" in text and "never delete by content" in text
@@ -110,13 +112,18 @@ def test_lists_the_tools_with_the_confirmation_protocol(api_url, tmp_path):
     assert {"content", "type", "context", "tags"} <= set(add.input_schema["properties"])
     assert "search_for_deletion" in tools["search_memory"].description
     assert [t for t in tools.values() if t.annotations.destructive_hint] == [delete]
+    # Formation: status only reads; form_now writes (queues a run) and deletes nothing.
+    assert tools["formation_status"].annotations.read_only_hint is True
+    assert tools["form_now"].annotations.read_only_hint is False
+    assert "backfill" in tools["form_now"].input_schema["properties"]
+    assert "source_message_ids" in add.input_schema["properties"]
 
 
 def test_echo_three_near_identical_records_delete_exactly_the_confirmed_one(api_url, client, tmp_path):
     s = make_scope()
-    plain = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello")["id"]
-    spaced = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello ")["id"]
-    other = client.atomic_add(s.team_id, s.agent_id, s.user_id, "Hello", background="other context")["id"]
+    plain = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello").id
+    spaced = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello ").id
+    other = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="Hello", background="other context").id
     assert len({plain, spaced, other}) == 3
 
     async def body(session: ClientSession) -> Any:
@@ -152,8 +159,8 @@ def test_echo_three_near_identical_records_delete_exactly_the_confirmed_one(api_
 
 def test_conflict_and_missing_arguments_are_refused(api_url, client, tmp_path):
     s = make_scope()
-    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello conflict")["id"]
-    bystander = client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello bystander")["id"]
+    target = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello conflict").id
+    bystander = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello bystander").id
 
     async def body(session: ClientSession) -> Any:
         found = payload(await session.call_tool("search_for_deletion", {"query": "conflict", **scope_args(s)}))[
@@ -161,7 +168,7 @@ def test_conflict_and_missing_arguments_are_refused(api_url, client, tmp_path):
         ]
         shown = next(r for r in found if r["id"] == target)
         # Someone edits the record after it was shown to the person.
-        client.atomic_update(s.team_id, s.agent_id, s.user_id, target, content="hello conflict, edited")
+        client.atomic_update(s.team_id, s.agent_id, s.user_id, id=target, content="hello conflict, edited")
         stale = await session.call_tool(
             "delete_memory", {"id": target, "expected_version": shown["version"], **scope_args(s)}
         )
@@ -196,10 +203,10 @@ def test_l0_messages_and_default_scope_from_the_environment(api_url, client, tmp
         s.team_id,
         s.agent_id,
         s.user_id,
-        "sess-a",
-        [{"role": "user", "content": "my card is 4111"}, {"role": "user", "content": "my card is 4111"}],
+        session_id="sess-a",
+        messages=[{"role": "user", "content": "my card is 4111"}, {"role": "user", "content": "my card is 4111"}],
     )
-    first, second = added["accepted_ids"]
+    first, second = added.accepted_ids
 
     async def body(session: ClientSession) -> Any:
         found = await session.call_tool("search_for_deletion", {"query": "card", "layer": "l0"})
@@ -224,8 +231,8 @@ def test_l0_messages_and_default_scope_from_the_environment(api_url, client, tmp
     assert wrong_version.is_error and "always 1" in payload(wrong_version)["error"]
     assert not deleted.is_error and payload(deleted)["deleted_ids"] == [first]
     assert not again.is_error and payload(again)["not_found_ids"] == [first]
-    left = client.conversation_search(s.team_id, s.agent_id, s.user_id, "card", limit=10)["messages"]
-    assert [m["id"] for m in left] == [second]
+    left = client.conversation_search(s.team_id, s.agent_id, s.user_id, query="card", limit=10).messages
+    assert [m.id for m in left] == [second]
 
 
 def test_add_memory_then_search_memory(api_url, client, tmp_path):
@@ -234,10 +241,12 @@ def test_add_memory_then_search_memory(api_url, client, tmp_path):
         s.team_id,
         s.agent_id,
         s.user_id,
-        "trip",
-        [{"role": "user", "content": "book a window seat"}, {"role": "user", "content": "window or aisle?"}],
-    )["accepted_ids"]
-    client.conversation_add(s.team_id, s.agent_id, s.user_id, "other", [{"role": "user", "content": "window"}])
+        session_id="trip",
+        messages=[{"role": "user", "content": "book a window seat"}, {"role": "user", "content": "window or aisle?"}],
+    ).accepted_ids
+    client.conversation_add(
+        s.team_id, s.agent_id, s.user_id, session_id="other", messages=[{"role": "user", "content": "window"}]
+    )
 
     async def body(session: ClientSession) -> Any:
         first = await session.call_tool(
@@ -289,17 +298,17 @@ def test_add_memory_then_search_memory(api_url, client, tmp_path):
     assert {r["id"] for r in l0} == set(added) and all(r["session_id"] == "trip" and r["version"] == 1 for r in l0)
     assert mixed.is_error and "l1 records only" in payload(mixed)["error"]
 
-    stored = client.atomic_query(s.team_id, s.agent_id, s.user_id, limit=10)["items"]
-    assert {i["id"] for i in stored} == {receipt["id"], other_id}
-    kept = next(i for i in stored if i["id"] == receipt["id"])
-    assert kept["content"] == "Prefers window seats " and kept["background"] == "booking a flight"
-    assert kept["tags"] == ["travel", "seat"] and kept["reinforced_count"] == 2
+    stored = client.atomic_query(s.team_id, s.agent_id, s.user_id, limit=10).items
+    assert {i.id for i in stored} == {receipt["id"], other_id}
+    kept = next(i for i in stored if i.id == receipt["id"])
+    assert kept.content == "Prefers window seats " and kept.background == "booking a flight"
+    assert kept.tags == ["travel", "seat"] and kept.reinforced_count == 2
 
 
 def test_add_memory_refusals_and_a_reader_key(api_url, client, tmp_path):
     s = make_scope()
-    reader = client.keys_create("reader", [s.team_id], name="mcp reader")["api_key"]
-    client.atomic_add(s.team_id, s.agent_id, s.user_id, "hello reader")
+    reader = client.keys_create(role="reader", team_ids=[s.team_id], name="mcp reader").api_key
+    client.atomic_add(s.team_id, s.agent_id, s.user_id, content="hello reader")
 
     async def writer(session: ClientSession) -> Any:
         bad_type = await session.call_tool("add_memory", {"content": "x", "type": "Not-A-Type", **scope_args(s)})
@@ -326,7 +335,7 @@ def test_add_memory_refusals_and_a_reader_key(api_url, client, tmp_path):
 def test_a_record_added_over_mcp_is_deleted_by_id_only(api_url, client, tmp_path):
     """add -> search_memory -> (the person confirms) -> delete_memory by that id and version."""
     s = make_scope()
-    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, "my pin is 1234")["id"]
+    twin = client.atomic_add(s.team_id, s.agent_id, s.user_id, content="my pin is 1234").id
 
     async def body(session: ClientSession) -> Any:
         added = payload(await session.call_tool("add_memory", {"content": "my pin is 1234 ", **scope_args(s)}))
@@ -341,3 +350,60 @@ def test_a_record_added_over_mcp_is_deleted_by_id_only(api_url, client, tmp_path
     assert {r["content"] for r in found["results"]} == {"my pin is 1234", "my pin is 1234 "}
     assert payload(deleted)["deleted_ids"] == [added["id"]]
     assert set(remaining(client, s, "pin")) == {twin}
+
+
+def test_records_carry_every_field_of_the_answer_model_sources_and_formed_included(api_url, client, tmp_path):
+    """The tools map records from the API's answer models: what the API adds (here source_message_ids
+    and formed) reaches the assistant without a list kept in the server."""
+    s = make_scope()
+    said = client.conversation_add(
+        s.team_id, s.agent_id, s.user_id, session_id="s", messages=[{"role": "user", "content": "I fly on Mondays"}]
+    ).accepted_ids
+
+    async def body(session: ClientSession) -> Any:
+        added = await session.call_tool(
+            "add_memory", {"content": "flies on Mondays", "source_message_ids": said, **scope_args(s)}
+        )
+        found = await session.call_tool("search_memory", {"query": "mondays", **scope_args(s)})
+        shown = await session.call_tool("search_for_deletion", {"query": "mondays", **scope_args(s)})
+        message = await session.call_tool("search_memory", {"query": "mondays", "layer": "l0", **scope_args(s)})
+        erased = await session.call_tool("delete_memory", {"id": said[0], "expected_version": 1, **scope_args(s)})
+        return added, found, shown, message, erased
+
+    added, found, shown, message, erased = in_session(api_url, tmp_path, body)
+    assert not added.is_error, added.content
+    shown_as = {"background": "context"}
+    for result in (found, shown):
+        (record,) = payload(result)["results"]
+        assert set(record) == {shown_as.get(name, name) for name in RecordHit.model_fields}
+        assert record["id"] == payload(added)["id"]
+        assert record["source_message_ids"] == said and record["formed"] is False
+    (hit,) = payload(message)["results"]
+    assert set(hit) == {*MessageHit.model_fields, "version"} and hit["id"] == said[0]
+    # Erasing the message erases the record drawn from it; the receipt says so.
+    receipt = payload(erased)
+    assert receipt["deleted_ids"] == said and receipt["records_deleted"] == 1
+    assert "record(s) drawn from it" in receipt["message"]
+    assert remaining(client, s, "mondays") == {}
+
+
+def test_formation_tools_say_when_formation_is_off(api_url, client, tmp_path):
+    """The session's stack runs without a model: formation_status says off, form_now runs nothing."""
+    s = make_scope()
+    client.conversation_add(
+        s.team_id, s.agent_id, s.user_id, session_id="s", messages=[{"role": "user", "content": "hello"}]
+    )
+
+    async def body(session: ClientSession) -> Any:
+        status = await session.call_tool("formation_status", {"session_id": "s", **scope_args(s)})
+        run = await session.call_tool("form_now", {"backfill": True, **scope_args(s)})
+        unscoped = await session.call_tool("form_now", {"team_id": s.team_id})
+        return status, run, unscoped
+
+    status, run, unscoped = in_session(api_url, tmp_path, body)
+    assert not status.is_error, status.content
+    assert set(payload(status)) == set(FormationStatus.model_fields)
+    assert payload(status)["enabled"] is False and payload(status)["pending_messages"] == 0
+    assert run.is_error and payload(run)["code"] == 409
+    assert "formation is off" in payload(run)["error"] and "nothing was run" in payload(run)["error"]
+    assert unscoped.is_error and "missing agent_id, user_id" in payload(unscoped)["error"]

@@ -1,6 +1,6 @@
 """``memory-hub mcp``: an MCP server (stdio) over one user's memory: recall, add, and ID-based erasure.
 
-Four tools:
+Six tools:
 
 * ``search_memory`` (read-only): find the user's L1 records (default) or L0 messages by words, best
   first, each with its ``id``, ``version``, exact text and ``score``.
@@ -22,10 +22,20 @@ There is no delete by content: a model trims, paraphrases and normalises whitesp
 match hits no row or several identical rows. The confirmed row and the deleted row must be the
 same row.
 
+* ``formation_status`` (read-only) and ``form_now``: whether the service forms memory from the
+  user's conversation and where it stands, and asking it to run now (``formation/status``,
+  ``formation/run``; with formation off, an error saying so and nothing run).
+
+Records and messages are returned with every field of the API's answer model (``RecordItem``,
+``MessageItem`` and their hits: read from the model's fields, so a field the API adds is returned
+too), ``background`` named ``context``: a record says which messages it was drawn from
+(``source_message_ids``) and whether formation wrote it (``formed``).
+
 Configuration (environment, overridable by ``memory-hub mcp`` flags): ``MEMORY_HUB_ENDPOINT``,
 ``MEMORY_HUB_API_KEY``, ``MEMORY_HUB_SERVICE_ID``, and the default scope ``MEMORY_HUB_TEAM_ID``,
 ``MEMORY_HUB_AGENT_ID``, ``MEMORY_HUB_USER_ID`` (each tool call may pass its own). A ``reader`` key
-serves the two search tools; ``add_memory`` and ``delete_memory`` need a ``writer`` or ``admin`` key.
+serves the search tools and ``formation_status``; ``add_memory``, ``delete_memory`` and ``form_now``
+need a ``writer`` or ``admin`` key.
 """
 
 from __future__ import annotations
@@ -39,9 +49,27 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from memory_hub.domain.fields import BACKGROUND_CHARS, MAX_TAGS, MESSAGE_CHARS, PAGE_LIMIT
-from pydantic import Field
+from memory_hub.domain.results import (
+    FormationStatus,
+    MessageHit,
+    MessageItem,
+    MessagesDeleted,
+    RecordHit,
+    RecordItem,
+    RecordsDeleted,
+)
+from pydantic import BaseModel, Field
 
 from .client import ApiError, MemoryHubClient, MemoryHubError
+
+# The API's field names the tools show under another (the person's word for a record's background).
+SHOWN_AS = {"background": "context"}
+
+
+def _names(model: type[BaseModel], *more: str) -> str:
+    """``{a, b, …}``: the fields a tool returns of an answer model, as it names them."""
+    return "{" + ", ".join([*(SHOWN_AS.get(name, name) for name in model.model_fields), *more]) + "}"
+
 
 PROTOCOL = (
     "Deleting memory is a three-step protocol. (1) Call search_for_deletion to find the record. "
@@ -54,25 +82,26 @@ PROTOCOL = (
 
 INSTRUCTIONS = (
     "Memory of one user: search_memory recalls records and messages (read-only); add_memory remembers "
-    "one thing as one record. " + PROTOCOL
+    "one thing as one record; formation_status and form_now show and start the service's forming of "
+    "records from the conversation. " + PROTOCOL
 )
 
 SEARCH_DESCRIPTION = (
     "Step 1 of deleting a memory: find candidate records and their exact ids and versions. Returns a "
-    "list of records: for layer 'l1' (extracted memories) {id, version, content, context, type, tags, "
-    "created_at, updated_at}; for layer 'l0' (raw conversation messages) {id, role, session_id, content, "
-    "timestamp, version: 1}. Nothing is deleted by this tool. Next: show the person the exact record(s) "
-    "(content and context verbatim, with the id) and ask which one to delete; only after they confirm, "
-    "call delete_memory with that id and its version. Several records may look the same (e.g. differing "
-    "only in whitespace or context): they are different records, show them all. " + PROTOCOL
+    f"list of records: for layer 'l1' (extracted memories) {_names(RecordHit)}; for layer 'l0' (raw "
+    f"conversation messages) {_names(MessageHit, 'version: 1')}. Nothing is deleted by this tool. Next: "
+    "show the person the exact record(s) (content and context verbatim, with the id) and ask which one to "
+    "delete; only after they confirm, call delete_memory with that id and its version. Several records may "
+    "look the same (e.g. differing only in whitespace or context): they are different records, show them "
+    "all. " + PROTOCOL
 )
 
 MEMORY_SEARCH_DESCRIPTION = (
     "Recall: search the user's memory by words (read-only; nothing is changed). layer 'l1' (default) "
-    "searches extracted memory records {id, version, content, context, type, tags, created_at, "
-    "updated_at, score}; layer 'l0' searches raw conversation messages {id, role, session_id, content, "
-    "timestamp, version: 1, score}. Best match first; a record containing none of the words is not "
-    "returned. Filters: `type` (l1 only) and `session_id` (l0 only). To delete something, use "
+    f"searches extracted memory records {_names(RecordHit)} (source_message_ids: the messages a record "
+    "was drawn from; formed: true when the service formed it from the conversation); layer 'l0' searches "
+    f"raw conversation messages {_names(MessageHit, 'version: 1')}. Best match first; a record containing "
+    "none of the words is not returned. Filters: `type` (l1 only) and `session_id` (l0 only). To delete something, use "
     "search_for_deletion and delete_memory (by id, after the person confirms), never this tool's results "
     "rebuilt from content."
 )
@@ -83,8 +112,24 @@ ADD_DESCRIPTION = (
     f"'episodic'), `context` (where it came from, up to {BACKGROUND_CHARS} chars) and `tags` (up to {MAX_TAGS}). "
     "If a record with the exact "
     "same content, type and context already exists, no second record is made: that one is reinforced "
-    "and returned with created=false. Returns {id, version, created, reinforced_count}. It never edits "
-    "or deletes a record; it does not write raw conversation messages (L0)."
+    "and returned with created=false. `source_message_ids`: the ids of the user's messages (msg-…) it was "
+    "drawn from, if any (erasing one of them erases the record). Returns {id, version, created, "
+    "reinforced_count}. It never edits or deletes a record; it does not write raw conversation messages (L0)."
+)
+
+FORMATION_STATUS_DESCRIPTION = (
+    "Whether the service forms memory from this user's conversation (records, and with 'all' scenes and a "
+    "persona) and where it stands (read-only): "
+    f"{_names(FormationStatus)}. enabled false: formation is off for this deployment or memory (add_memory "
+    "still works). pending_messages: the user's messages not formed yet (narrowed by session_id)."
+)
+
+FORM_NOW_DESCRIPTION = (
+    "Ask the service to form memory from this user's unformed messages now (it otherwise waits for a batch or "
+    "an idle conversation); a paused formation resumes. backfill: also messages added while formation was off, "
+    "or imported. Returns {state, pending_messages}; records appear once the run is done (formation_status "
+    "says when: state idle, pending_messages 0). It never deletes anything; with formation off it is refused "
+    "and nothing runs."
 )
 
 DELETE_DESCRIPTION = (
@@ -134,32 +179,42 @@ def _error(message: str, **details: Any) -> CallToolResult:
     return _result(payload, error=True)
 
 
-def _l1(item: dict[str, Any]) -> dict[str, Any]:
+def _shown(item: BaseModel) -> dict[str, Any]:
+    """Every field of an answer model (its class's ``model_fields``: a field the API adds is shown
+    too), under the name the tools use."""
+    return {SHOWN_AS.get(name, name): getattr(item, name) for name in type(item).model_fields}
+
+
+def _l1(item: RecordItem) -> dict[str, Any]:
+    return _shown(item)
+
+
+def _l0(message: MessageItem | MessageHit) -> dict[str, Any]:
+    return {**_shown(message), "version": 1}  # a message is never edited
+
+
+def _receipt(record_id: str, data: MessagesDeleted | RecordsDeleted) -> dict[str, Any]:
+    """A delete's receipt, and what it means in words."""
+    records = getattr(data, "records_deleted", 0)
+    if record_id not in data.deleted_ids:
+        message = (
+            f"{record_id} was not found (already deleted, or not in this team/agent/user scope). Nothing was deleted."
+        )
+    elif records:
+        message = (
+            f"Deleted {record_id}, and the {records} record(s) drawn from it (a record never outlives the "
+            "messages it cites). Nothing else was deleted."
+        )
+    else:
+        message = f"Deleted {record_id}. Nothing else was deleted."
     return {
-        "id": item.get("id"),
-        "version": item.get("version"),
-        "content": item.get("content"),
-        "context": item.get("background"),
-        "type": item.get("type"),
-        "tags": item.get("tags") or [],
-        "created_at": item.get("created_at"),
-        "updated_at": item.get("updated_at"),
+        "deleted_ids": data.deleted_ids,
+        "not_found_ids": data.not_found_ids,
+        "records_deleted": records,
+        "files_deleted": data.files_deleted,
+        "audit_ids": data.audit_ids,
+        "message": message,
     }
-
-
-def _l0(message: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": message.get("id"),
-        "version": 1,
-        "role": message.get("role"),
-        "session_id": message.get("session_id"),
-        "content": message.get("content"),
-        "timestamp": message.get("timestamp"),
-    }
-
-
-def _scored(record: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
-    return {**record, "score": item.get("score")}
 
 
 class Tools:
@@ -204,11 +259,9 @@ class Tools:
             return scope
         try:
             if layer == "l0":
-                data = self.client.conversation_search(*scope, query, limit=limit)
-                records = [_l0(m) for m in data.get("messages") or []]
+                records = [_l0(m) for m in self.client.conversation_search(*scope, query=query, limit=limit).messages]
             else:
-                data = self.client.atomic_search(*scope, query, limit=limit)
-                records = [_l1(i) for i in data.get("items") or []]
+                records = [_l1(i) for i in self.client.atomic_search(*scope, query=query, limit=limit).items]
         except ApiError as exc:
             return _error(f"search failed: {exc.code} {exc.message}", code=exc.code)
         except MemoryHubError as exc:
@@ -240,11 +293,10 @@ class Tools:
             return scope
         try:
             if layer == "l0":
-                data = self.client.conversation_search(*scope, query, session_id=session_id, limit=limit)
-                records = [_scored(_l0(m), m) for m in data.get("messages") or []]
+                hits = self.client.conversation_search(*scope, query=query, session_id=session_id, limit=limit)
+                records = [_l0(m) for m in hits.messages]
             else:
-                data = self.client.atomic_search(*scope, query, type=type, limit=limit)
-                records = [_scored(_l1(i), i) for i in data.get("items") or []]
+                records = [_l1(i) for i in self.client.atomic_search(*scope, query=query, type=type, limit=limit).items]
         except ApiError as exc:
             return _error(f"search failed: {exc.code} {exc.message}", code=exc.code)
         except MemoryHubError as exc:
@@ -264,6 +316,9 @@ class Tools:
         ] = None,
         tags: Annotated[list[str] | None, Field(description=f"up to {MAX_TAGS} short labels")] = None,
         session_id: Annotated[str | None, Field(description="the conversation it came from, if any")] = None,
+        source_message_ids: Annotated[
+            list[str] | None, Field(description="ids (msg-…) of the user's messages it was drawn from, if any")
+        ] = None,
         team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
         agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
         user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
@@ -273,7 +328,13 @@ class Tools:
             return scope
         try:
             data = self.client.atomic_add(
-                *scope, content, type=type, background=context, tags=tags, session_id=session_id
+                *scope,
+                content=content,
+                type=type,
+                background=context,
+                tags=tags,
+                session_id=session_id,
+                source_message_ids=source_message_ids,
             )
         except ApiError as exc:
             return _error(f"add failed: {exc.code} {exc.message}. Nothing was added.", code=exc.code)
@@ -282,19 +343,13 @@ class Tools:
                 f"add failed: {exc}. It is not known whether the record was added; search_memory "
                 "for it before retrying (a retry with the same content only reinforces it)."
             )
-        receipt = {
-            "id": data.get("id"),
-            "version": data.get("version"),
-            "created": data.get("created"),
-            "reinforced_count": data.get("reinforced_count"),
-        }
-        receipt["message"] = (
-            f"Added {receipt['id']}."
-            if receipt["created"]
-            else f"Already remembered as {receipt['id']}: reinforced ({receipt['reinforced_count']} times); "
+        message = (
+            f"Added {data.id}."
+            if data.created
+            else f"Already remembered as {data.id}: reinforced ({data.reinforced_count} times); "
             "no second record was made."
         )
-        return _result(receipt)
+        return _result({**_shown(data), "message": message})
 
     def delete_memory(
         self,
@@ -341,9 +396,13 @@ class Tools:
             return scope
         try:
             if record_id.startswith("msg-"):
-                data = self.client.conversation_delete(*scope, [record_id])
+                data: MessagesDeleted | RecordsDeleted = self.client.conversation_delete(
+                    *scope, message_ids=[record_id]
+                )
             else:
-                data = self.client.atomic_delete(*scope, [record_id], {record_id: expected_version})
+                data = self.client.atomic_delete(
+                    *scope, ids=[record_id], expected_versions={record_id: expected_version}
+                )
         except ApiError as exc:
             if exc.code == 409:
                 return self._conflict(scope, record_id, expected_version, exc)
@@ -353,19 +412,7 @@ class Tools:
                 f"delete failed: {exc}. It is not known whether the record was deleted; search "
                 "for it again before retrying."
             )
-        receipt = {
-            "deleted_ids": data.get("deleted_ids") or [],
-            "not_found_ids": data.get("not_found_ids") or [],
-            "audit_ids": data.get("audit_ids") or [],
-        }
-        if record_id in receipt["deleted_ids"]:
-            receipt["message"] = f"Deleted {record_id}. Nothing else was deleted."
-        else:
-            receipt["message"] = (
-                f"{record_id} was not found (already deleted, or not in this "
-                "team/agent/user scope). Nothing was deleted."
-            )
-        return _result(receipt)
+        return _result(_receipt(record_id, data))
 
     def _conflict(self, scope: tuple[str, str, str], record_id: str, expected: int, exc: ApiError) -> CallToolResult:
         conflicts = (exc.data or {}).get("conflicts") if isinstance(exc.data, dict) else None
@@ -374,7 +421,7 @@ class Tools:
         try:
             found = self.client.find_record(*scope, record_id)
             if found is not None:
-                current = _l0(found) if record_id.startswith("msg-") else _l1(found)
+                current = _l1(found) if isinstance(found, RecordItem) else _l0(found)
         except MemoryHubError:
             pass
         now = f"version {actual}" if actual is not None else "another version"
@@ -386,6 +433,60 @@ class Tools:
             conflicts=conflicts or [],
             current=current,
         )
+
+    def formation_status(
+        self,
+        session_id: Annotated[
+            str | None, Field(description="count only this session's unformed messages (default: all)")
+        ] = None,
+        team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
+        agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
+        user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
+    ) -> CallToolResult:
+        scope = self._scope(team_id, agent_id, user_id)
+        if isinstance(scope, CallToolResult):
+            return scope
+        try:
+            status = self.client.formation_status(*scope, session_id=session_id)
+        except ApiError as exc:
+            return _error(f"formation status failed: {exc.code} {exc.message}", code=exc.code)
+        except MemoryHubError as exc:
+            return _error(f"formation status failed: {exc}")
+        return _result(status.wire())
+
+    def form_now(
+        self,
+        session_id: Annotated[str | None, Field(description="only this session's messages (default: all)")] = None,
+        backfill: Annotated[
+            bool, Field(description="also messages added while formation was off, or imported")
+        ] = False,
+        team_id: Annotated[str | None, Field(description="team id (default: the server's)")] = None,
+        agent_id: Annotated[str | None, Field(description="agent id (default: the server's)")] = None,
+        user_id: Annotated[str | None, Field(description="user id (default: the server's)")] = None,
+    ) -> CallToolResult:
+        scope = self._scope(team_id, agent_id, user_id)
+        if isinstance(scope, CallToolResult):
+            return scope
+        try:
+            run = self.client.formation_run(*scope, session_id=session_id, backfill=backfill or None)
+        except ApiError as exc:
+            if exc.code == 409 and exc.message.startswith("formation: off"):
+                return _error(
+                    "formation is off for this memory or this deployment: nothing was run. Records can still "
+                    "be added one at a time with add_memory.",
+                    code=exc.code,
+                )
+            return _error(f"form_now failed: {exc.code} {exc.message}. Nothing was run.", code=exc.code)
+        except MemoryHubError as exc:
+            return _error(f"form_now failed: {exc}. Call formation_status to see whether a run was queued.")
+        if run.state == "idle" and run.pending_messages == 0:
+            message = "Nothing to form: every message of this user is formed already."
+        else:
+            message = (
+                f"Formation is {run.state} with {run.pending_messages} message(s) to form; call formation_status "
+                "to see when it is done."
+            )
+        return _result({**run.wire(), "message": message})
 
 
 def build_server(config: Config | None = None, client: MemoryHubClient | None = None) -> MCPServer:
@@ -427,7 +528,28 @@ def build_server(config: Config | None = None, client: MemoryHubClient | None = 
             read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
         ),
     )
-    return MCPServer("memory-hub", instructions=INSTRUCTIONS, log_level="WARNING", tools=[recall, add, search, delete])
+    status = Tool.from_function(
+        tools.formation_status,
+        name="formation_status",
+        title="Memory formation status",
+        description=FORMATION_STATUS_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    form = Tool.from_function(
+        tools.form_now,
+        name="form_now",
+        title="Form memory now",
+        description=FORM_NOW_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    return MCPServer(
+        "memory-hub",
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        tools=[recall, add, search, delete, status, form],
+    )
 
 
 def main(**overrides: Any) -> None:

@@ -15,9 +15,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
+
+from memory_hub.domain.results_admin import ExportJob, ImportJobState
 
 from .client import MemoryHubClient, MemoryHubError, TransportError
+
+J = TypeVar("J", ExportJob, ImportJobState)
 
 POLL_S = 1.0
 WAIT_S = 20 * 60.0  # an asynchronous job may run Lambda's 15 minutes
@@ -37,18 +41,17 @@ class TransferFailed(MemoryHubError):
         self.problems = problems or []
 
 
-def _wait(
-    client: MemoryHubClient, path: str, field: str, answer: dict[str, Any], progress: Callable[[str], None]
-) -> dict[str, Any]:
+def _wait(poll: Callable[[str], J], job_id: str, answer: J, progress: Callable[[str], None], what: str) -> J:
     deadline = time.monotonic() + WAIT_S
-    while answer.get("state") in ("created", "queued", "running"):
+    while answer.state in ("created", "queued", "running"):
         if time.monotonic() > deadline:
-            raise TransferFailed(f"{field} {answer[field]} still {answer['state']} after {WAIT_S:.0f} s")
-        progress(f"{field} {answer[field]}: {answer['state']}…")
+            raise TransferFailed(f"{what} {job_id} still {answer.state} after {WAIT_S:.0f} s")
+        progress(f"{what} {job_id}: {answer.state}…")
         time.sleep(POLL_S)
-        answer = client.call(path, {field: answer[field]})
-    if answer.get("state") != "done":
-        raise TransferFailed(str(answer.get("error") or f"ended {answer.get('state')}"), answer.get("problems"))
+        answer = poll(job_id)
+    if answer.state != "done":
+        problems = getattr(answer, "problems", None)
+        raise TransferFailed(str(answer.error or f"ended {answer.state}"), problems)
     return answer
 
 
@@ -91,16 +94,22 @@ def export(
 ) -> dict[str, Any]:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise TransferFailed(f"{out}: not an empty directory (an export would mix with what is there)")
-    body: dict[str, Any] = {"memory_id": memory_id}
-    if pair is not None:  # which pair, when several spell memory_id
-        body.update(team_id=pair[0], agent_id=pair[1])
-    if user_id is not None:
-        body.update(user_id=user_id, shared=shared)
-    answer = _wait(client, "/v3/memory/export/status", "export_id", client.call("/v3/memory/export", body), progress)
-    data = _http(urllib.request.Request(answer["url"]), client.timeout * 10)
+    team_id, agent_id = pair if pair is not None else (None, None)  # which pair, when several spell memory_id
+    started = client.memory_export(
+        memory_id=memory_id,
+        team_id=team_id,
+        agent_id=agent_id,
+        user_id=user_id,
+        shared=shared if user_id is not None else None,
+    )
+    answer = _wait(
+        lambda job_id: client.memory_export_status(export_id=job_id), started.export_id, started, progress, "export_id"
+    )
+    if answer.url is None:
+        raise TransferFailed(f"export {answer.export_id} is done but names no archive")
+    data = _http(urllib.request.Request(answer.url), client.timeout * 10)
     out.mkdir(parents=True, exist_ok=True)
-    answer["files"] = unpack(data, out)
-    return answer
+    return {**answer.wire(), "files": unpack(data, out)}
 
 
 def _wanted(relative: str) -> bool:
@@ -142,26 +151,16 @@ def import_tree(
 ) -> dict[str, Any]:
     data, count = pack(tree)
     progress(f"packed {count} files ({len(data)} bytes)")
-    body = {
-        k: v
-        for k, v in {
-            "team_id": team_id,
-            "agent_id": agent_id,
-            "user_id": user_id,
-            "from_team": from_team,
-            "from_agent": from_agent,
-        }.items()
-        if v is not None
-    }
-    created = client.call("/v3/memory/import", body)
-    _http(
-        urllib.request.Request(
-            created["upload_url"], data=data, method=created.get("method", "PUT"), headers=created.get("headers", {})
-        ),
-        client.timeout * 10,
+    created = client.memory_import(
+        team_id=team_id, agent_id=agent_id, user_id=user_id, from_team=from_team, from_agent=from_agent
     )
-    started = client.call("/v3/memory/import/start", {"import_id": created["import_id"]})
-    return _wait(client, "/v3/memory/import/status", "import_id", started, progress)
+    upload = urllib.request.Request(created.upload_url, data=data, method=created.method, headers=created.headers)
+    _http(upload, client.timeout * 10)
+    started = client.memory_import_start(import_id=created.import_id)
+    done = _wait(
+        lambda job_id: client.memory_import_status(import_id=job_id), created.import_id, started, progress, "import_id"
+    )
+    return done.wire()
 
 
 def counts_line(counts: dict[str, int]) -> str:

@@ -6,8 +6,9 @@
     data     search, delete, clear, user-memory delete (the data plane, by id)
     admin    keys, audit, export, import
     browse   ls, show (read-only)
+    formation  formation-status, form (memory formed from the conversation)
     invoke   invoke, cleanup (the Lambda Invoke API)
-    local    local, openapi, mcp (what runs on this machine)
+    local    local, openapi, mcp, scripted-model (what runs on this machine)
 
 ``main`` runs one command line and maps what went wrong to one line on stderr and an exit code.
 """
@@ -19,6 +20,7 @@ import json
 import os
 import sys
 
+from ..client import ApiError, MemoryHubError
 from .common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, UsageError, emit_json
 from .invoke import lambda_endpoint, scheduled_event
 from .local import run_local
@@ -42,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
         return run_local(argparse.Namespace(local_args=argv[1:]))  # REMAINDER refuses leading options)
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ..client import ApiError, MemoryHubError
 
     try:
         return int(args.run(args) or 0)
@@ -50,16 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memory-hub {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     except ApiError as exc:
-        details = f" (details: {json.dumps(exc.data, ensure_ascii=False)})" if exc.data is not None else ""
-        print(f"error: {exc}{details}", file=sys.stderr)
-        if "memory_id ambiguous" in str(exc):
-            print(
-                "hint: several (team, agent) pairs spell this memory id: name one with --team and --agent",
-                file=sys.stderr,
-            )
-        if getattr(args, "json", False):
-            emit_json({"error": exc.as_dict()})
-        return EXIT_FAILED
+        return _refused(args, exc)
     except MemoryHubError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -83,3 +75,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
+
+
+def _refused(args: argparse.Namespace, exc: ApiError) -> int:
+    """The API's error in one line on stderr (and under --json, as JSON on stdout)."""
+    details = f" (details: {json.dumps(exc.data, ensure_ascii=False)})" if exc.data is not None else ""
+    print(f"error: {exc}{details}", file=sys.stderr)
+    if "memory_id ambiguous" in str(exc):
+        print(
+            "hint: several (team, agent) pairs spell this memory id: name one with --team and --agent",
+            file=sys.stderr,
+        )
+    if getattr(args, "json", False):
+        emit_json({"error": exc.as_dict()})
+    return EXIT_FAILED

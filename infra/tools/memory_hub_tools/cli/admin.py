@@ -15,16 +15,16 @@ from .flags import add_pair, positive
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    data = api_client(args).keys_create(args.role, args.team or None, args.name)
+    data = api_client(args).keys_create(role=args.role, team_ids=args.team or None, name=args.name)
     if args.json:
-        emit_json(data)
+        emit_json(data.wire())
         return EXIT_OK
-    say(args, f"key_id   {data.get('key_id')}")
-    say(args, f"api_key  {data.get('api_key')}")
-    say(args, f"role     {data.get('role')}")
-    say(args, f"teams    {', '.join(data.get('team_ids') or [])}")
-    if data.get("name"):
-        say(args, f"name     {data.get('name')}")
+    say(args, f"key_id   {data.key_id}")
+    say(args, f"api_key  {data.api_key}")
+    say(args, f"role     {data.role}")
+    say(args, f"teams    {', '.join(data.team_ids)}")
+    if data.name:
+        say(args, f"name     {data.name}")
     say(args, "The api_key is shown only now: store it safely.")
     return EXIT_OK
 
@@ -32,53 +32,49 @@ def _keys_create(args: argparse.Namespace) -> int:
 def _keys_list(args: argparse.Namespace) -> int:
     data = api_client(args).keys_list()
     if args.json:
-        emit_json(data)
+        emit_json(data.wire())
         return EXIT_OK
-    for key in data.get("keys") or []:
-        state = "REVOKED" if key.get("revoked") else "active"
-        teams = ",".join(key.get("team_ids") or [])
+    for key in data.keys:
+        state = "REVOKED" if key.revoked else "active"
         say(
             args,
-            f"{key.get('key_id')}  {key.get('role')}  {state}  teams={teams}"
-            f"  created {key.get('created_at')}  name={quote(key.get('name'))}",
+            f"{key.key_id}  {key.role}  {state}  teams={','.join(key.team_ids)}"
+            f"  created {key.created_at}  name={quote(key.name)}",
         )
     return EXIT_OK
 
 
 def _keys_revoke(args: argparse.Namespace) -> int:
-    data = api_client(args).keys_revoke(args.key_id)
+    data = api_client(args).keys_revoke(key_id=args.key_id)
     if args.json:
-        emit_json(data)
+        emit_json(data.wire())
     else:
-        say(args, f"{data.get('key_id')}: revoked")
+        say(args, f"{data.key_id}: revoked")
     return EXIT_OK
 
 
 def _audit(args: argparse.Namespace) -> int:
-    data = api_client(args).audit_query(args.memory_id, args.action, args.limit, args.next_token)
+    data = api_client(args).audit_query(
+        memory_id=args.memory_id, action=args.action, limit=args.limit, next_token=args.next_token
+    )
     if args.json:
-        emit_json(data)
+        emit_json(data.wire())
         return EXIT_OK
-    for event in data.get("events") or []:
-        say(
-            args,
-            "  ".join(
-                str(x)
-                for x in (
-                    event.get("at"),
-                    event.get("action"),
-                    event.get("layer"),
-                    event.get("target") or "-",
-                    f"count={event.get('count')}",
-                    f"actor={event.get('actor')}",
-                    event.get("memory_id") or "-",
-                    event.get("request_id") or "-",
-                    event.get("event_id"),
-                )
-            ),
+    for event in data.events:
+        fields = (
+            event.at,
+            event.action,
+            event.layer,
+            event.target or "-",
+            f"count={event.count}",
+            f"actor={event.actor}",
+            event.memory_id or "-",
+            event.request_id or "-",
+            event.event_id,
         )
-    if data.get("next_token"):
-        print(f"more: --next-token {data['next_token']}", file=sys.stderr)
+        say(args, "  ".join(str(x) for x in fields))
+    if data.next_token:
+        print(f"more: --next-token {data.next_token}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -25,11 +25,16 @@ import argparse
 import json
 import re
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from memory_hub.domain.fields import FILES_LIMIT, MAX_OFFSET, PAGE_LIMIT
+from memory_hub.domain.results import MessageItem, Messages, Persona, RecordItem, Records, ScenarioEntry
 
 from ..client import memory_id_for
+
+if TYPE_CHECKING:
+    from ..client import MemoryHubClient
 from .common import EXIT_FAILED, EXIT_OK, UsageError, api_client, emit_json, quote, say, scope_of
 from .flags import positive, scope_flags
 
@@ -110,6 +115,8 @@ _L1_ORDER = (
     "tags",
     "metadata",
     "reinforced_count",
+    "source_message_ids",
+    "formed",
     "session_id",
     "task_id",
     "team_id",
@@ -122,52 +129,50 @@ _L2_ORDER = ("path", "version", "summary", "size", "created_at", "updated_at", "
 _L3_ORDER = ("version", "size", "created_at", "updated_at", "team_id", "agent_id")
 
 
-def l0_line(message: dict[str, Any]) -> str:
+def l0_line(message: MessageItem) -> str:
     return "  ".join(
         (
-            str(message.get("id")),
-            str(message.get("timestamp")),
-            f"{message.get('role')!s:<9}",
-            f"session {_token(message.get('session_id'))}",
-            _preview(message.get("content")),
+            message.id,
+            message.timestamp,
+            f"{message.role:<9}",
+            f"session {_token(message.session_id)}",
+            _preview(message.content),
         )
     )
 
 
-def l1_line(item: dict[str, Any]) -> str:
-    tags = item.get("tags") or []
+def l1_line(item: RecordItem) -> str:
+    sources = item.source_message_ids
     return "  ".join(
         (
-            str(item.get("id")),
-            f"v{item.get('version')}",
-            str(item.get("type")),
-            f"updated {item.get('updated_at')}",
-            f"tags {','.join(_token(t) for t in tags)}" if tags else "tags -",
-            _preview(item.get("content")),
+            item.id,
+            f"v{item.version}",
+            item.type,
+            f"updated {item.updated_at}",
+            f"tags {','.join(_token(t) for t in item.tags)}" if item.tags else "tags -",
+            f"sources {len(sources)}" if sources else "sources -",
+            "formed" if item.formed else "client",
+            _preview(item.content),
         )
     )
 
 
-def l2_line(entry: dict[str, Any]) -> str:
-    summary = entry.get("summary")
+def l2_line(entry: ScenarioEntry) -> str:
     return "  ".join(
         (
-            _token(entry.get("path")),
-            f"v{entry.get('version')}",
-            f"{entry.get('size')} B",
-            f"updated {entry.get('updated_at')}",
-            f"summary {_preview(summary)}" if summary is not None else "summary -",
+            _token(entry.path),
+            f"v{entry.version}",
+            f"{entry.size} B",
+            f"updated {entry.updated_at}",
+            f"summary {_preview(entry.summary)}" if entry.summary is not None else "summary -",
         )
     )
 
 
-def l3_line(core: dict[str, Any]) -> str:
-    if core.get("content") is None:
+def l3_line(core: Persona) -> str:
+    if core.content is None:
         return "no persona"
-    content = str(core["content"])
-    return (
-        f"persona  v{core.get('version')}  {len(content)} chars  updated {core.get('updated_at')}  {_preview(content)}"
-    )
+    return f"persona  v{core.version}  {len(core.content)} chars  updated {core.updated_at}  {_preview(core.content)}"
 
 
 # --- ls -------------------------------------------------------------------------------------------------
@@ -207,35 +212,35 @@ def ls(args: argparse.Namespace) -> int:
     if layer is None:
         return _overview(args, client, team, agent, user)
     if layer == "l0":
-        data = client.conversation_query(
+        messages = client.conversation_query(
             team, agent, user, session_id=args.session, limit=args.limit, offset=args.offset
         )
-        return _page(args, data, data.get("messages") or [], "message", l0_line, "l0")
+        return _page(args, messages, messages.messages, messages.total, "l0")
     if layer == "l1":
-        data = client.atomic_query(team, agent, user, type=args.type, limit=args.limit, offset=args.offset)
-        return _page(args, data, data.get("items") or [], "record", l1_line, "l1")
+        records = client.atomic_query(team, agent, user, type=args.type, limit=args.limit, offset=args.offset)
+        return _page(args, records, records.items, records.total, "l1")
     if layer == "l2":
-        data = client.scenario_ls(
-            team, agent, user, path_prefix=args.prefix, limit=args.limit, next_token=args.next_token
-        )
-        if args.json:
-            emit_json(data)
-            return EXIT_OK
-        entries = data.get("entries") or []
-        for entry in entries:
-            print(l2_line(entry))
-        total = int(data.get("total") or 0)
-        scope = f" under {quote(args.prefix)}" if args.prefix else ""
-        note = "" if entries else " (none here)"
-        _note(f"{len(entries)} of {total} file(s){scope} of {team}/{agent}, in path order{note}")
-        if data.get("next_token"):
-            _note(f"more: --next-token {data['next_token']}")
-        return EXIT_OK
-    data = client.core_read(team, agent, user)
+        return _files(args, client, team, agent, user)
+    core = client.core_read(team, agent, user)
     if args.json:
-        emit_json(data)
+        emit_json(core.wire())
         return EXIT_OK
-    print(l3_line(data))
+    print(l3_line(core))
+    return EXIT_OK
+
+
+def _files(args: argparse.Namespace, client: MemoryHubClient, team: str, agent: str, user: str) -> int:
+    data = client.scenario_ls(team, agent, user, path_prefix=args.prefix, limit=args.limit, next_token=args.next_token)
+    if args.json:
+        emit_json(data.wire())
+        return EXIT_OK
+    for entry in data.entries:
+        print(l2_line(entry))
+    scope = f" under {quote(args.prefix)}" if args.prefix else ""
+    note = "" if data.entries else " (none here)"
+    _note(f"{len(data.entries)} of {data.total} file(s){scope} of {team}/{agent}, in path order{note}")
+    if data.next_token:
+        _note(f"more: --next-token {data.next_token}")
     return EXIT_OK
 
 
@@ -245,21 +250,26 @@ def _note(text: str) -> None:
 
 
 def _page(
-    args: argparse.Namespace, data: dict[str, Any], items: list[dict[str, Any]], noun: str, line: Any, layer: str
+    args: argparse.Namespace,
+    data: Messages | Records,
+    items: Sequence[MessageItem | RecordItem],
+    total: int,
+    layer: str,
 ) -> int:
     if args.json:
-        emit_json(data)
+        emit_json(data.wire())
         return EXIT_OK
+    noun = "message" if layer == "l0" else "record"
     for n, item in enumerate(items):
         if args.long:
             if n:
                 print()
-            print(f"{'L0 message' if layer == 'l0' else 'L1 record'} {item.get('id')}")
-            for text in _fields(item, _L0_ORDER if layer == "l0" else _L1_ORDER, {"background": "context"}):
+            print(f"{'L0 message' if layer == 'l0' else 'L1 record'} {item.id}")
+            for text in _fields(item.wire(), _L0_ORDER if layer == "l0" else _L1_ORDER, {"background": "context"}):
                 print(text)
         else:
-            print(line(item))
-    total, offset = int(data.get("total") or 0), int(args.offset or 0)
+            print(l0_line(item) if isinstance(item, MessageItem) else l1_line(item))
+    offset = int(args.offset or 0)
     order = "newest first" if layer == "l0" else "newest update first"
     if items:
         _note(f"{noun}s {offset + 1}-{offset + len(items)} of {total}, {order}")
@@ -270,10 +280,10 @@ def _page(
     return EXIT_OK
 
 
-def _overview(args: argparse.Namespace, client: Any, team: str, agent: str, user: str) -> int:
-    l0 = int(client.conversation_count(team, agent, user).get("total") or 0)
-    l1 = int(client.atomic_count(team, agent, user).get("total") or 0)
-    l2 = int(client.scenario_count(team, agent, user).get("total") or 0)
+def _overview(args: argparse.Namespace, client: MemoryHubClient, team: str, agent: str, user: str) -> int:
+    l0 = client.conversation_count(team, agent, user).total
+    l1 = client.atomic_count(team, agent, user).total
+    l2 = client.scenario_count(team, agent, user).total
     core = client.core_read(team, agent, user)
     summary = {
         "team_id": team,
@@ -283,20 +293,12 @@ def _overview(args: argparse.Namespace, client: Any, team: str, agent: str, user
         "l0": {"messages": l0},
         "l1": {"records": l1},
         "l2": {"files": l2},
-        "l3": {
-            "persona": core.get("content") is not None,
-            "version": core.get("version"),
-            "updated_at": core.get("updated_at"),
-        },
+        "l3": {"persona": core.content is not None, "version": core.version, "updated_at": core.updated_at},
     }
     if args.json:
         emit_json(summary)
         return EXIT_OK
-    persona = (
-        f"persona v{core.get('version')}, updated {core.get('updated_at')}"
-        if core.get("content") is not None
-        else "no persona"
-    )
+    persona = f"persona v{core.version}, updated {core.updated_at}" if core.content is not None else "no persona"
     rows = [
         ("l0", f"{l0} message(s) of this user", "memory-hub ls l0"),
         ("l1", f"{l1} record(s) of this user", "memory-hub ls l1"),
@@ -354,19 +356,19 @@ def show(args: argparse.Namespace) -> int:
             return _not_found(args, client, team, agent, user, record_id, layer, pages * 100)
         heading = f"L0 message {record_id}" if layer == "l0" else f"L1 record {record_id}"
         order = _L0_ORDER if layer == "l0" else _L1_ORDER
-        return _print(args, item, heading, order, {"background": "context"})
+        return _print(args, item.wire(), heading, order, {"background": "context"})
     if layer == "l2":
-        data = client.scenario_read(team, agent, user, target)
-        if data.get("content") is None:
+        scene = client.scenario_read(team, agent, user, path=target)
+        if scene.content is None:
             print(f"error: no scene file {quote(target)} in {team}/{agent}", file=sys.stderr)
             return EXIT_FAILED
-        data["size"] = len(str(data["content"]).encode("utf-8"))
+        data = {**scene.wire(), "size": len(scene.content.encode("utf-8"))}
         return _print(args, data, f"L2 scene file {_token(target)}", _L2_ORDER)
-    data = client.core_read(team, agent, user)
-    if data.get("content") is None:
+    core = client.core_read(team, agent, user)
+    if core.content is None:
         print(f"error: {team}/{agent} has no persona (L3)", file=sys.stderr)
         return EXIT_FAILED
-    data["size"] = len(str(data["content"]).encode("utf-8"))
+    data = {**core.wire(), "size": len(core.content.encode("utf-8"))}
     return _print(args, data, f"L3 persona of {team}/{agent}", _L3_ORDER)
 
 
@@ -391,7 +393,14 @@ def _print(
 
 
 def _not_found(
-    args: argparse.Namespace, client: Any, team: str, agent: str, user: str, record_id: str, layer: str, scanned: int
+    args: argparse.Namespace,
+    client: MemoryHubClient,
+    team: str,
+    agent: str,
+    user: str,
+    record_id: str,
+    layer: str,
+    scanned: int,
 ) -> int:
     noun = "message" if layer == "l0" else "record"
     narrowed = ""
@@ -400,9 +409,9 @@ def _not_found(
     if layer == "l1" and args.type is not None:
         narrowed = f" of type {args.type}"
     if layer == "l0":
-        total = int(client.conversation_count(team, agent, user, session_id=args.session).get("total") or 0)
+        total = client.conversation_count(team, agent, user, session_id=args.session).total
     else:
-        total = int(client.atomic_count(team, agent, user, type=args.type).get("total") or 0)
+        total = client.atomic_count(team, agent, user, type=args.type).total
     where = f"{team}/{agent}/{_token(user)}"
     if total <= scanned:
         print(f"error: no {noun} {record_id} in {where}{narrowed} (all {total} checked)", file=sys.stderr)

@@ -12,10 +12,16 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from memory_hub.domain.results import MessageHit, MessageItem, MessagesDeleted, RecordHit, RecordItem, RecordsDeleted
+from memory_hub.domain.results_admin import UserItemDeleted
+
 from ..client import MemoryHubError
 
 if TYPE_CHECKING:
     from ..client import MemoryHubClient
+
+Message = MessageItem | MessageHit
+Record = RecordItem | RecordHit
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 LOOKUP_PAGES = 10  # how many pages of 100 a terminal confirmation reads to show a record by id
@@ -103,52 +109,50 @@ def kind_of(record_id: str) -> str:
     )
 
 
-def record_lines(record: dict[str, Any], layer: str) -> list[str]:
-    if layer == "l0":
-        head = [
-            record.get("id", "?"),
-            "v1",
-            record.get("role") or "?",
-            f"session {record.get('session_id')}",
-            record.get("timestamp") or "",
-        ]
-        if record.get("score") is not None:
-            head.append(f"score {record['score']:.4f}")
-        return ["  ".join(str(x) for x in head if x != ""), f"  content: {quote(record.get('content'))}"]
-    head = [
-        record.get("id", "?"),
-        f"v{record.get('version')}",
-        record.get("type") or "?",
-        f"updated {record.get('updated_at')}",
-    ]
-    if record.get("score") is not None:
-        head.append(f"score {record['score']:.4f}")
+def record_lines(record: Message | Record) -> list[str]:
+    """A search hit or a record to confirm: its id and version, and every field a person reviews
+    (content quoted, whitespace visible)."""
+    score = getattr(record, "score", None)
+    if isinstance(record, MessageItem | MessageHit):
+        head = [record.id, "v1", record.role, f"session {record.session_id}", record.timestamp]
+        if score is not None:
+            head.append(f"score {score:.4f}")
+        return ["  ".join(str(x) for x in head if x != ""), f"  content: {quote(record.content)}"]
+    head = [record.id, f"v{record.version}", record.type or "?", f"updated {record.updated_at}"]
+    if score is not None:
+        head.append(f"score {score:.4f}")
     lines = [
         "  ".join(str(x) for x in head),
-        f"  context: {quote(record.get('background'))}",
-        f"  tags:    {', '.join(record.get('tags') or []) or '-'}",
-        f"  content: {quote(record.get('content'))}",
+        f"  context: {quote(record.background)}",
+        f"  tags:    {', '.join(record.tags) or '-'}",
+        f"  sources: {', '.join(record.source_message_ids) or '-'}",
+        f"  formed:  {'yes (by formation)' if record.formed else 'no'}",
+        f"  content: {quote(record.content)}",
     ]
-    if record.get("reinforced_count") not in (None, 1):
-        lines.insert(3, f"  reinforced: {record['reinforced_count']} times")
+    if record.reinforced_count != 1:
+        lines.insert(3, f"  reinforced: {record.reinforced_count} times")
     return lines
 
 
-def receipt(args: argparse.Namespace, data: dict[str, Any]) -> None:
+def receipt(args: argparse.Namespace, data: RecordsDeleted | MessagesDeleted | UserItemDeleted) -> None:
     if args.json:
-        emit_json(data)
+        emit_json(data.wire())
         return
-    say(args, f"deleted:   {', '.join(data.get('deleted_ids') or []) or '(none)'}")
-    say(args, f"not found: {', '.join(data.get('not_found_ids') or []) or '(none)'}")
-    say(args, f"audit ids: {', '.join(data.get('audit_ids') or []) or '(none)'}")
+    say(args, f"deleted:   {', '.join(data.deleted_ids) or '(none)'}")
+    say(args, f"not found: {', '.join(data.not_found_ids) or '(none)'}")
+    records = getattr(data, "records_deleted", 0)
+    if records:
+        say(args, f"records:   {records} erased with it (they cited a deleted message)")
+    if data.files_deleted:
+        say(args, f"files:     {data.files_deleted} formed file(s) removed with them")
+    say(args, f"audit ids: {', '.join(data.audit_ids) or '(none)'}")
 
 
 def lookup(
-    args: argparse.Namespace, client: Any, team: str, agent: str, user: str, record_id: str
-) -> dict[str, Any] | None:
+    args: argparse.Namespace, client: MemoryHubClient, team: str, agent: str, user: str, record_id: str
+) -> MessageItem | RecordItem | None:
     try:
-        found: dict[str, Any] | None = client.find_record(team, agent, user, record_id, max_pages=LOOKUP_PAGES)
-        return found
+        return client.find_record(team, agent, user, record_id, max_pages=LOOKUP_PAGES)
     except MemoryHubError as exc:  # showing the record is a courtesy; the delete itself is still by id
         say(args, f"(could not look the record up: {exc})")
         return None

@@ -7,11 +7,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, get_args
 
 from memory_hub.domain.fields import PAGE_LIMIT
+from memory_hub.domain.results import (
+    MessageHit,
+    MessageHits,
+    MessagesDeleted,
+    Mode,
+    RecordHit,
+    RecordHits,
+    RecordItem,
+    RecordsDeleted,
+)
+from memory_hub.domain.results_admin import ClearItem, UserItemDeleted
 
-from ..client import MemoryHubError
+from ..client import UNSET, ApiError, MemoryHubClient, MemoryHubError, Pair, pair_fields
 from .common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -40,27 +52,32 @@ def _search(args: argparse.Namespace) -> int:
     if args.layer == "l0":
         if args.type:
             raise UsageError("--type applies to L1 records only")
-        data = client.conversation_search(team, agent, user, args.query, session_id=args.session, limit=args.limit)
-        hits = data.get("messages") or []
+        messages = client.conversation_search(
+            team, agent, user, query=args.query, session_id=args.session, limit=args.limit, mode=args.mode
+        )
+        hits: Sequence[MessageHit | RecordHit] = messages.messages
+        answer: MessageHits | RecordHits = messages
     else:
-        data = client.atomic_search(team, agent, user, args.query, type=args.type, limit=args.limit)
-        hits = data.get("items") or []
+        if args.session:
+            raise UsageError("--session applies to L0 messages only")
+        answer = client.atomic_search(
+            team, agent, user, query=args.query, type=args.type, limit=args.limit, mode=args.mode
+        )
+        hits = answer.items
     if args.json:
-        emit_json(data)
+        emit_json(answer.wire())
         return EXIT_OK
     if not hits:
         say(args, "no matches")
     for n, hit in enumerate(hits):
         if n:
             say(args)
-        for line in record_lines(hit, args.layer):
+        for line in record_lines(hit):
             say(args, line)
     return EXIT_OK
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from ..client import ApiError
-
     team, agent, user = scope_of(args)
     record_id = args.id.strip()
     layer = kind_of(record_id)
@@ -73,54 +90,76 @@ def _delete(args: argparse.Namespace) -> int:
     if not args.yes:
         if not is_terminal():
             return refuse_without_terminal("delete")
-        record = lookup(args, client, team, agent, user, record_id)
-        if record is None:
-            say(
-                args,
-                f"{record_id} is not among the newest {LOOKUP_PAGES * 100} records of "
-                f"{team}/{agent}/{user}, so it cannot be shown here.",
-            )
-            say(args, f"  id: {record_id}   expected version: {expected if expected is not None else 'any'}")
-        else:
-            say(args, "This record will be deleted:")
-            for line in record_lines(record, layer):
-                say(args, "  " + line)
-            if layer == "l1":
-                current = int(record.get("version") or 0)
-                if expected is not None and expected != current:
-                    say(
-                        args,
-                        f"It is now at version {current}, not {expected}: it changed since you "
-                        "looked. Review it again (it is shown above) and rerun with the version you "
-                        "confirm.",
-                    )
-                    return EXIT_FAILED
-                expected = current  # delete exactly what was shown, not a later edit of it
-        if (ask(args, "Delete exactly this id? Type yes to confirm: ") or "").strip().lower() != "yes":
-            say(args, "aborted: nothing was deleted")
+        confirmed, expected = _confirm_delete(args, client, (team, agent, user), record_id, expected)
+        if not confirmed:
             return EXIT_FAILED
     try:
         if layer == "l0":
-            data = client.conversation_delete(team, agent, user, [record_id])
-        else:
-            data = client.atomic_delete(
-                team, agent, user, [record_id], {record_id: expected} if expected is not None else None
+            data: MessagesDeleted | RecordsDeleted = client.conversation_delete(
+                team, agent, user, message_ids=[record_id]
             )
+        else:
+            versions = {record_id: expected} if expected is not None else None
+            data = client.atomic_delete(team, agent, user, ids=[record_id], expected_versions=versions)
     except ApiError as exc:
-        if exc.code == 409 and isinstance(exc.data, dict) and exc.data.get("conflicts"):
-            for conflict in exc.data["conflicts"]:
-                print(
-                    f"conflict: {conflict.get('id')} is at version {conflict.get('actual')}, "
-                    f"not {conflict.get('expected')}: it was edited since it was shown. Nothing was "
-                    "deleted; search again, review the current text, and delete with its new version.",
-                    file=sys.stderr,
-                )
-            if args.json:
-                emit_json({"error": exc.as_dict()})
+        if _conflicted(args, exc):
             return EXIT_FAILED
         raise
     receipt(args, data)
-    return EXIT_OK if record_id in (data.get("deleted_ids") or []) else EXIT_FAILED
+    return EXIT_OK if record_id in data.deleted_ids else EXIT_FAILED
+
+
+def _confirm_delete(
+    args: argparse.Namespace,
+    client: MemoryHubClient,
+    scope: tuple[str, str, str],
+    record_id: str,
+    expected: int | None,
+) -> tuple[bool, int | None]:
+    """Show the record on the terminal and ask; whether confirmed, and the version to delete (the
+    one shown: not a later edit of it)."""
+    record = lookup(args, client, *scope, record_id)
+    if record is None:
+        say(
+            args,
+            f"{record_id} is not among the newest {LOOKUP_PAGES * 100} records of "
+            f"{'/'.join(scope)}, so it cannot be shown here.",
+        )
+        say(args, f"  id: {record_id}   expected version: {expected if expected is not None else 'any'}")
+    else:
+        say(args, "This record will be deleted:")
+        for line in record_lines(record):
+            say(args, "  " + line)
+        if isinstance(record, RecordItem):
+            if expected is not None and expected != record.version:
+                say(
+                    args,
+                    f"It is now at version {record.version}, not {expected}: it changed since you "
+                    "looked. Review it again (it is shown above) and rerun with the version you "
+                    "confirm.",
+                )
+                return False, expected
+            expected = record.version
+    if (ask(args, "Delete exactly this id? Type yes to confirm: ") or "").strip().lower() != "yes":
+        say(args, "aborted: nothing was deleted")
+        return False, expected
+    return True, expected
+
+
+def _conflicted(args: argparse.Namespace, exc: ApiError) -> bool:
+    """A 409 of a delete at a version: each conflict said in one line (nothing was deleted)."""
+    if exc.code != 409 or not isinstance(exc.data, dict) or not exc.data.get("conflicts"):
+        return False
+    for conflict in exc.data["conflicts"]:
+        print(
+            f"conflict: {conflict.get('id')} is at version {conflict.get('actual')}, "
+            f"not {conflict.get('expected')}: it was edited since it was shown. Nothing was "
+            "deleted; search again, review the current text, and delete with its new version.",
+            file=sys.stderr,
+        )
+    if args.json:
+        emit_json({"error": exc.as_dict()})
+    return True
 
 
 def _clear(args: argparse.Namespace) -> int:
@@ -131,13 +170,12 @@ def _clear(args: argparse.Namespace) -> int:
         if not is_terminal():
             return refuse_without_terminal("clear")
         try:
-            asset = client.memory_get(memory_id, pair)
-            counts = asset.get("counts") or {}
+            asset = client.memory_get(memory_id=memory_id, **pair_fields(pair))
+            counts = asset.counts
             say(
                 args,
-                f"{memory_id} (team {asset.get('team_id')}, agent {asset.get('agent_id')}) holds "
-                f"L0 {counts.get('l0', '?')}, L1 {counts.get('l1', '?')}, L2 {counts.get('l2', '?')}, "
-                f"L3 {counts.get('l3', '?')}.",
+                f"{memory_id} (team {asset.team_id}, agent {asset.agent_id}) holds "
+                f"L0 {counts.l0}, L1 {counts.l1}, L2 {counts.l2}, L3 {counts.l3}.",
             )
         except MemoryHubError as exc:
             say(args, f"(could not read {memory_id}: {exc})")
@@ -149,29 +187,29 @@ def _clear(args: argparse.Namespace) -> int:
         if (ask(args, "Type the memory id to confirm: ") or "").strip() != memory_id:
             say(args, "aborted: the memory id was not retyped exactly; nothing was cleared")
             return EXIT_FAILED
-    data = client.chat_memory_clear([memory_id], pair=pair)
+    targets = None if pair is None else [{"memory_id": memory_id, **pair_fields(pair)}]
+    data = client.chat_memory_clear(memory_ids=[memory_id], targets=targets)
     if args.json:
-        emit_json(data)
+        emit_json(data.wire())
     else:
-        for item in data.get("items") or []:
-            if item.get("cleared"):
-                say(args, f"{item.get('memory_id')}: cleared")
-                say(
-                    args,
-                    f"  l0_deleted {item.get('l0_deleted')}  l1_deleted {item.get('l1_deleted')}  "
-                    f"l2_deleted {item.get('l2_deleted')}  l3_deleted {item.get('l3_deleted')}  "
-                    f"profile_deleted {item.get('profile_deleted')}  "
-                    f"files_deleted {item.get('files_deleted')}",
-                )
-                if item.get("purge_pending"):
-                    say(args, "  purge_pending: storage is still being purged in the background")
-            else:
-                say(
-                    args,
-                    f"{item.get('memory_id')}: NOT cleared ({item.get('reason')}; retryable {item.get('retryable')})",
-                )
-            say(args, f"  audit ids: {', '.join(item.get('audit_ids') or []) or '(none)'}")
-    return EXIT_OK if data.get("all_cleared") else EXIT_FAILED
+        for item in data.items:
+            _cleared(args, item)
+    return EXIT_OK if data.all_cleared else EXIT_FAILED
+
+
+def _cleared(args: argparse.Namespace, item: ClearItem) -> None:
+    if item.cleared:
+        say(args, f"{item.memory_id}: cleared")
+        say(
+            args,
+            f"  l0_deleted {item.l0_deleted}  l1_deleted {item.l1_deleted}  l2_deleted {item.l2_deleted}  "
+            f"l3_deleted {item.l3_deleted}  profile_deleted {item.profile_deleted}  files_deleted {item.files_deleted}",
+        )
+        if item.purge_pending:
+            say(args, "  purge_pending: storage is still being purged in the background")
+    else:
+        say(args, f"{item.memory_id}: NOT cleared ({item.reason}; retryable {item.retryable})")
+    say(args, f"  audit ids: {', '.join(item.audit_ids) or '(none)'}")
 
 
 def _user_memory_delete(args: argparse.Namespace) -> int:
@@ -184,48 +222,64 @@ def _user_memory_delete(args: argparse.Namespace) -> int:
     if not args.yes:
         if not is_terminal():
             return refuse_without_terminal("user-memory delete")
-        asset = None
-        try:
-            asset = client.memory_get(memory_id, pair)
-        except MemoryHubError as exc:
-            say(args, f"(could not read {memory_id}: {exc})")
-        if content_id is None:
-            say(
-                args,
-                f"This erases EVERY L0 message and L1 record of user {quote(user_id)} in {memory_id} "
-                "(the agent's L2 scenes and L3 persona stay). This cannot be undone.",
-            )
-            if (ask(args, "Type the user id to confirm: ") or "") != user_id:
-                say(args, "aborted: the user id was not retyped exactly; nothing was deleted")
-                return EXIT_FAILED
-        else:
-            record = None
-            if asset is not None:
-                record = lookup(args, client, asset["team_id"], asset["agent_id"], user_id, content_id)
-            if record is None:
-                say(args, f"{content_id} of user {quote(user_id)} cannot be shown here; it will be deleted by id.")
-            else:
-                say(args, "This record will be deleted:")
-                for line in record_lines(record, kind_of(content_id)):
-                    say(args, "  " + line)
-            if (ask(args, "Delete exactly this id? Type yes to confirm: ") or "").strip().lower() != "yes":
-                say(args, "aborted: nothing was deleted")
-                return EXIT_FAILED
-    data = client.user_memory_delete(memory_id, user_id, content_id, pair)
+        if not _confirm_user_memory_delete(args, client, memory_id, user_id, content_id, pair):
+            return EXIT_FAILED
+    data = client.user_memory_delete(
+        memory_id=memory_id,
+        user_id=user_id,
+        content_ids=UNSET if content_id is None else [content_id],
+        **pair_fields(pair),
+    )
+    if isinstance(data, UserItemDeleted):
+        receipt(args, data)
+        return EXIT_OK if content_id in data.deleted_ids else EXIT_FAILED
     if args.json:
-        emit_json(data)
-    elif content_id is None:
+        emit_json(data.wire())
+    else:
         say(
             args,
-            f"{memory_id} user {quote(user_id)}: l0_deleted {data.get('l0_deleted')}  "
-            f"l1_deleted {data.get('l1_deleted')}",
+            f"{memory_id} user {quote(user_id)}: l0_deleted {data.l0_deleted}  l1_deleted {data.l1_deleted}  "
+            f"files_deleted {data.files_deleted}",
         )
-        say(args, f"audit ids: {', '.join(data.get('audit_ids') or []) or '(none)'}")
-    else:
-        receipt(args, data)
-    if content_id is not None:
-        return EXIT_OK if content_id in (data.get("deleted_ids") or []) else EXIT_FAILED
+        say(args, f"audit ids: {', '.join(data.audit_ids) or '(none)'}")
     return EXIT_OK
+
+
+def _confirm_user_memory_delete(
+    args: argparse.Namespace,
+    client: MemoryHubClient,
+    memory_id: str,
+    user_id: str,
+    content_id: str | None,
+    pair: Pair | None,
+) -> bool:
+    """On a terminal: all of a user's memory needs the user id retyped; one item is shown and asked."""
+    asset = None
+    try:
+        asset = client.memory_get(memory_id=memory_id, **pair_fields(pair))
+    except MemoryHubError as exc:
+        say(args, f"(could not read {memory_id}: {exc})")
+    if content_id is None:
+        say(
+            args,
+            f"This erases EVERY L0 message and L1 record of user {quote(user_id)} in {memory_id} "
+            "(the agent's L2 scenes and L3 persona stay). This cannot be undone.",
+        )
+        if (ask(args, "Type the user id to confirm: ") or "") != user_id:
+            say(args, "aborted: the user id was not retyped exactly; nothing was deleted")
+            return False
+        return True
+    record = None if asset is None else lookup(args, client, asset.team_id, asset.agent_id, user_id, content_id)
+    if record is None:
+        say(args, f"{content_id} of user {quote(user_id)} cannot be shown here; it will be deleted by id.")
+    else:
+        say(args, "This record will be deleted:")
+        for line in record_lines(record):
+            say(args, "  " + line)
+    if (ask(args, "Delete exactly this id? Type yes to confirm: ") or "").strip().lower() != "yes":
+        say(args, "aborted: nothing was deleted")
+        return False
+    return True
 
 
 def add_commands(sub: Any, conn: argparse.ArgumentParser) -> None:
@@ -242,6 +296,12 @@ def add_commands(sub: Any, conn: argparse.ArgumentParser) -> None:
     search.add_argument("--type", default=None, help="L1 record type filter")
     search.add_argument("--session", default=None, help="L0 only: narrow to one session")
     search.add_argument("--limit", type=positive, default=None, help=f"1-{PAGE_LIMIT} (API default 5)")
+    search.add_argument(
+        "--mode",
+        choices=get_args(Mode),
+        default=None,
+        help="hybrid, keyword or semantic (API default: hybrid where meaning is on)",
+    )
     search.set_defaults(run=_search)
 
     delete = sub.add_parser(

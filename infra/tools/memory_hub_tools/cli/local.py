@@ -1,5 +1,6 @@
 """What runs on this machine: ``local`` (the local stack), ``openapi`` (regenerate the shipped
-OpenAPI document and docs/API.md) and ``mcp`` (the MCP server over stdio)."""
+OpenAPI document and docs/API.md), ``mcp`` (the MCP server over stdio) and ``scripted-model`` (the
+local stack's scripted OpenAI-compatible model, to run formation without a real one)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,28 @@ def _mcp(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _scripted_model(args: argparse.Namespace) -> int:
+    try:
+        from memory_hub_local.scripted_llm import main as serve_model
+    except ImportError:
+        print(
+            "memory-hub scripted-model needs the local stack: pip install 'memory-hub[local]' (make run does it)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return serve_model(["--port", str(args.port)])
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value < 65536:
+        raise argparse.ArgumentTypeError("must be 0-65535 (0: a free one)")
+    return value
+
+
 def add_local(sub: Any) -> None:
     local = sub.add_parser("local", help="serve the API over embedded moto (what `make run` runs)", add_help=False)
     local.add_argument("local_args", nargs=argparse.REMAINDER)
@@ -76,10 +99,23 @@ def add_mcp(sub: Any, conn: argparse.ArgumentParser) -> None:
     mcp = sub.add_parser(
         "mcp",
         parents=[conn, scope_flags()],
-        help="serve memory tools over MCP (stdio): search, add, ID-based erasure",
+        help="serve memory tools over MCP (stdio): search, add, ID-based erasure, formation",
         description="An MCP server (stdio) with search_memory (read-only), add_memory (one L1 record), "
-        "and the erasure tools search_for_deletion and delete_memory (by id and version only; no delete "
-        "by content). Team/agent/user flags (or MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) are the "
-        "defaults; each tool call may override them.",
+        "the erasure tools search_for_deletion and delete_memory (by id and version only; no delete "
+        "by content), formation_status and form_now. Team/agent/user flags (or "
+        "MEMORY_HUB_TEAM_ID/AGENT_ID/USER_ID) are the defaults; each tool call may override them.",
     )
     mcp.set_defaults(run=_mcp)
+
+
+def add_scripted_model(sub: Any) -> None:
+    model = sub.add_parser(
+        "scripted-model",
+        help="serve the scripted OpenAI-compatible model (formation without a real model)",
+        description="A deterministic OpenAI-compatible chat-completions server on 127.0.0.1 (the one the "
+        "tests and the bench use; memory_hub_local.scripted_llm describes its answers). It prints its base URL: "
+        "start the stack with MEMORY_HUB_LLM_URL=<that URL> MEMORY_HUB_LLM_MODEL=scripted make run. Runs until "
+        "interrupted.",
+    )
+    model.add_argument("--port", type=_port, default=0, help="the port on 127.0.0.1 (default 0: a free one)")
+    model.set_defaults(run=_scripted_model)

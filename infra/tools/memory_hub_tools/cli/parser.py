@@ -3,6 +3,7 @@
 Browse one user's memory with ``ls [l0|l1|l2|l3]`` and ``show ID_OR_PATH`` (read-only).
 Erasure is by id only (there is no delete by content): find the record with ``search``, look at
 it, then ``delete --id`` exactly that id, at the version you saw (``--expected-version``).
+``formation-status`` and ``form`` show and start the forming of a user's memory from their conversation.
 Connection: ``--endpoint``/``MEMORY_HUB_ENDPOINT`` (default http://127.0.0.1:3000),
 ``--api-key``/``MEMORY_HUB_API_KEY``, ``--service-id``/``MEMORY_HUB_SERVICE_ID`` (default ``default``).
 ``invoke`` and ``cleanup`` use the running stack's Lambda Invoke API: ``--lambda-endpoint``, else
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from . import admin, browse, data, invoke, local
+from . import admin, browse, data, formation, invoke, local
 from .common import EXIT_REFUSED
 from .flags import connection_flags
 
@@ -42,5 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     invoke.add_cleanup(sub)
     admin.add_transfer(sub, conn)
     browse.add_commands(sub, conn)
+    formation.add_commands(sub, conn)
     local.add_mcp(sub, conn)
+    local.add_scripted_model(sub)
     return parser

@@ -11,6 +11,7 @@ import "./tab-l1.js";
 import "./tab-l2.js";
 import "./tab-l3.js";
 import "./tab-search.js";
+import "./tab-formation.js"; // setup.js imports it too (the scope card shows the memory's setting)
 import "./tab-audit.js";
 import "./tab-admin.js"; // setup.js imports it too (the erase forms follow the scope)
 

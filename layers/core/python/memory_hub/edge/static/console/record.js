@@ -1,5 +1,6 @@
-// The record dialog (an L0 message or an L1 record): exact content, and delete that id at that
-// version (a 409 shows the current record and asks again).
+// The record dialog (an L0 message or an L1 record): exact content, the messages a record was drawn
+// from (each shown on a click), and delete that id at that version (a 409 shows the current record
+// and asks again).
 import { ApiError, call } from "./api.js";
 import { refreshCounts } from "./counts.js";
 import { $, el, renderExact } from "./dom.js";
@@ -21,11 +22,64 @@ async function findL1(id) {
   return null;
 }
 
+// A cited message (there is no get-by-id route). The cheapest read that finds it: conversation/query
+// narrowed to the record's session, newest first — a formed record takes the session of the batch
+// it was formed from, so its sources are there, usually on the first page of 100. Only when that
+// misses (a client's record may cite another session's messages, or have none) are all the user's
+// sessions paged. A search would need the message's words, which the record does not hold.
+async function findMessage(id, sessionId) {
+  const narrowings = sessionId ? [{ session_id: sessionId }, {}] : [{}];
+  for (const narrowing of narrowings) {
+    for (let offset = 0; offset <= 10000; offset += 100) {
+      const data = await call("v3/conversation/query", { ...narrowing, limit: 100, offset });
+      const found = (data.messages || []).find((message) => message.id === id);
+      if (found) return found;
+      if (offset + 100 >= (data.total || 0)) break;
+    }
+  }
+  return null;
+}
+
+async function showSource(record, id) {
+  const box = $("record-source");
+  say(`Looking up message ${id}…`, "busy");
+  try {
+    const message = await findMessage(id, record.session_id);
+    if (!current || current.item.id !== record.id) return; // the dialog moved on meanwhile
+    box.hidden = false;
+    $("record-source-title").textContent = `Source message ${id}`;
+    if (!message) {
+      $("record-source-fields").replaceChildren();
+      renderExact($("record-source-visible"), null);
+      say(`Message ${id} was not found among this user's messages.`, "error");
+      return;
+    }
+    $("record-source-fields").replaceChildren(
+      ...[["role", message.role], ["session", message.session_id], ["time", message.timestamp]]
+        .flatMap(([name, value]) => [el("dt", {}, name), el("dd", { "data-field": name }, value)]));
+    renderExact($("record-source-visible"), message.content);
+    say(`Showing message ${id}, which record ${record.id} was drawn from.`, "ok");
+    box.focus();
+  } catch (error) {
+    fail(error);
+  }
+}
+
+function sourceList(item) {
+  const ids = item.source_message_ids || [];
+  if (!ids.length) return "—";
+  return el("span", { class: "sources" }, ...ids.map((id) => el("button", {
+    type: "button", class: "link source-message", "data-id": id, "aria-label": `Show message ${id}`,
+    onclick: () => showSource(item, id),
+  }, id)));
+}
+
 function fieldRows(layer, item) {
   const rows = [["id", item.id]];
   if (layer === "l1") {
     rows.push(["version", item.version], ["type", item.type], ["tags", (item.tags || []).join(", ") || "—"],
       ["background", item.background || "—"], ["reinforced", item.reinforced_count],
+      ["formed", item.formed ? "yes: formation wrote it" : "no"], ["sources", sourceList(item)],
       ["created", item.created_at], ["updated", item.updated_at]);
     if (item.session_id) rows.push(["session", item.session_id]);
     if (item.metadata && Object.keys(item.metadata).length) rows.push(["metadata", JSON.stringify(item.metadata)]);
@@ -44,8 +98,10 @@ function showRecord(layer, item) {
   const list = $("record-fields");
   list.replaceChildren();
   for (const [name, value] of fieldRows(layer, item)) {
-    list.append(el("dt", {}, name), el("dd", { "data-field": name }, value === undefined || value === null ? "—" : String(value)));
+    const shown = value instanceof Node ? value : value === undefined || value === null ? "—" : String(value);
+    list.append(el("dt", {}, name), el("dd", { "data-field": name }, shown));
   }
+  $("record-source").hidden = true;
   renderExact($("record-visible"), item.content);
   $("record-json").textContent = JSON.stringify(item.content ?? null);
   $("record-delete").textContent = layer === "l1"

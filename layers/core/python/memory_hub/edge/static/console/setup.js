@@ -1,11 +1,12 @@
 // The Key and scope card: paste a key, set team/agent/user (or pick a known memory), see the
-// memory id and its counts.
+// memory id, its formation setting and its counts.
 import { call } from "./api.js";
 import { refreshCounts } from "./counts.js";
 import { $, el } from "./dom.js";
 import { forgetKey, keepKey, loadScope, memoryId, saveScope, scope, scopeReady, storedKey } from "./session.js";
 import { fail, say } from "./status.js";
 import { checkConfirms } from "./tab-admin.js";
+import { refreshFormationSetting } from "./tab-formation.js";
 import { loadCurrent } from "./tabs.js";
 
 function showKeyState() {
@@ -18,6 +19,7 @@ function showScope() {
   const s = scope();
   const mid = memoryId(s);
   $("memory-id").textContent = mid || "— (set team and agent)";
+  $("memory-formation").textContent = "—"; // read again with the counts
   $("clear-target").textContent = mid || "—";
   $("userdel-memory").textContent = mid || "—";
   $("export-target").textContent = mid || "—";
@@ -40,6 +42,7 @@ async function applySetup() {
   if (!scopeReady()) { say("Error: set team, agent and user id.", "error"); return; }
   say("Checking the key…", "busy");
   if (await refreshCounts()) {
+    await refreshFormationSetting();
     await loadCurrent();
     const box = $("status");
     if (!box.classList.contains("error")) say(`Ready: ${memoryId()}, user ${scope().user}. ${box.textContent}`, "ok");
@@ -65,7 +68,7 @@ async function listMemories() {
     }
     pick.replaceChildren(el("option", { value: "" }, found.length ? "— choose a memory —" : "— none found —"),
       ...found.map((asset) => el("option", { value: asset.memory_id, "data-team": asset.team_id, "data-agent": asset.agent_id },
-        asset.name ? `${asset.memory_id} (${asset.name})` : asset.memory_id)));
+        `${asset.name ? `${asset.memory_id} (${asset.name})` : asset.memory_id} · formation ${asset.formation}`)));
     pick.disabled = found.length === 0;
     say(`${found.length} memories listed${team ? ` for team ${team}` : ""}${next ? " (first 1000)" : ""}.`, "ok");
     if (found.length) pick.focus();

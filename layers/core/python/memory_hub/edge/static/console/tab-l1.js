@@ -13,6 +13,15 @@ function tagList(tags) {
   return span;
 }
 
+// Where a record came from: how many messages it cites (the record dialog lists and shows them) and
+// whether formation wrote it.
+function provenance(item) {
+  const count = (item.source_message_ids || []).length;
+  return el("span", { class: "provenance" },
+    item.formed ? el("span", { class: "tag formed" }, "formed") : null,
+    count ? `${count} message${count === 1 ? "" : "s"}` : "—");
+}
+
 async function loadL1(offset = l1.offset) {
   const limit = Number($("l1-limit").value);
   const type = $("l1-type").value.trim();
@@ -28,6 +37,7 @@ async function loadL1(offset = l1.offset) {
       cell(item.type),
       cell(String(item.version), "version"),
       cell(tagList(item.tags)),
+      cell(provenance(item), "nowrap"),
       cell(preview(item.content), "preview"),
       cell(el("button", {
         type: "button", class: "secondary open-record", "aria-label": `Open record ${item.id}`,
