@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -127,16 +128,23 @@ def launch(
     """Start ``make run`` or ``memory-hub local`` in a process group of its own, with none of this
     session's AWS_/MEMORY_HUB_ variables (plus ``environment``), and read its banner up to the blank
     line that ends it; the process and the banner's lines. A stack that exits or prints no banner
-    within ``timeout`` seconds fails the test (its output said)."""
+    within ``timeout`` seconds fails the test (its output said).
+
+    The stack dies with this process, however it ends (a SIGKILL of the test run included): the
+    started process gets SIGTERM when this one is gone (Linux's parent-death signal, set before it
+    runs the command; ``make`` passes the SIGTERM on to the stack), and the stack itself ends when
+    its parent is gone (``MEMORY_HUB_DIE_WITH_PARENT``). Call it from the test's own thread: the
+    parent-death signal follows the thread that started the process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MEMORY_HUB_"))}
     process = subprocess.Popen(
         command,
         cwd=cwd,
-        env={**env, **environment},
+        env={**env, "MEMORY_HUB_DIE_WITH_PARENT": "1", **environment},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=die_with_parent(),
     )
     lines: list[str] = []
     deadline = time.monotonic() + timeout
@@ -150,6 +158,25 @@ def launch(
             return process, lines
     os.killpg(process.pid, signal.SIGKILL)
     raise AssertionError(f"the stack did not start: {''.join(lines)}")
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the started process get SIGTERM when this process ends (Linux's
+    ``prctl(PR_SET_PDEATHSIG)``, kept across ``exec``); None elsewhere. The C function is looked up
+    here, before the fork: the child only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent, term = os.getpid(), int(signal.SIGTERM)
+
+    def child() -> None:
+        prctl(1, term)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # this process ended before the signal was asked for
+            os._exit(1)
+
+    return child
 
 
 def ok(answer: Answer) -> Any:

@@ -3,7 +3,8 @@
 It starts moto (in this process, patched), makes the template's resources (or restores them from
 the data directory), serves them on the port, and prints one line ``READY {json}`` with the
 secrets' ARNs. Every change is on disk before it is answered (``journal``); on SIGTERM or SIGINT, or
-when the process that started it is gone, it ends a compaction under way and exits.
+when the process that started it is gone, it ends a compaction under way and exits. A damaged
+journal (``journal.Damaged``) stops the start with exit status 1, the data directory unchanged.
 ``--compact-upto N`` runs a compaction child instead."""
 
 from __future__ import annotations
@@ -123,6 +124,17 @@ def _end_with_parent(parent: int, finish: Callable[[], None]) -> None:
     finish()
 
 
+def _compact(side: AwsSide, upto: int) -> int:
+    """The compaction child: a damaged closed segment is not folded in (the journal is kept whole)."""
+    from .journal import Damaged
+
+    try:
+        return side.compact_child(upto)
+    except Damaged as exc:
+        print(f"the compaction cannot fold the journal in: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parent = os.getppid()  # read first: a stack killed during the start-up is noticed too
     args = _arguments(argv)
@@ -134,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["AWS_DEFAULT_REGION"] = args.region
     state, side = _aws_side(args)
     if args.compact_upto is not None:
-        return side.compact_child(args.compact_upto)
+        return _compact(side, args.compact_upto)
     # Load the embedding model beside start-up, so the first write does not wait for it.
     from . import embedding_model
 

@@ -13,8 +13,15 @@ does not contain) and segments ``journal.<n>``. A record is ``length (u32) | crc
 payload``, the payload ``meta length (u32) | meta (JSON) | body``. At a start the snapshot is
 loaded and the segments from the one it names on are replayed in order through the same moto
 path the requests took (with the recorded made-up values put back), so replay reproduces the
-account byte for byte; a record cut short by a crash (short, or a checksum that does not match)
-is dropped with everything after it in that segment, and the start goes on.
+account byte for byte. A record's meta is a JSON object, so its payload starts ``{`` 12 bytes in.
+
+A crash can only tear the end of the journal: each record is on disk before an answer leaves, and
+only later records are written after it. So bytes that hold no whole record (short, a checksum
+that does not match) are a torn tail when no whole record follows them anywhere in the journal —
+dropped (never answered), and the start goes on — and damage when one does (a disk's error, an
+edit): the start refuses, names the file and the byte offset and changes nothing, for the
+operator's ``memory-hub local repair`` (``repair.py``) to decide. Whole records after damage are
+found again by their own length, else by the first offset where a whole record starts.
 
 Compaction runs off the request path: under the lock only the current segment is closed and a new
 one opened; a child process (``python -m memory_hub_local.aws --compact-upto N``) loads the last
@@ -97,30 +104,158 @@ class Record:
     body: bytes
 
 
-def read(path: Path) -> tuple[list[Record], int, int]:
-    """The whole records of a segment, the offset where they end and the file's size (more than
-    the offset when the last record was cut short by a crash or does not match its checksum)."""
-    data = path.read_bytes()
-    records: list[Record] = []
+def _parse(data: bytes, offset: int) -> tuple[dict[str, Any], int, int] | None:
+    """The whole record that starts at ``offset``: its meta, where its body starts and where it
+    ends; None when none does (cut short, a checksum that does not match, a meta that is not a
+    JSON object)."""
+    if offset + _HEADER.size + _META.size > len(data):
+        return None
+    length, checksum = _HEADER.unpack_from(data, offset)
+    start, end = offset + _HEADER.size, offset + _HEADER.size + length
+    if end > len(data) or length < _META.size:
+        return None
+    (meta_length,) = _META.unpack_from(data, start)
+    meta_start, body = start + _META.size, start + _META.size + meta_length
+    if body > end or data[meta_start : meta_start + 1] != b"{" or data[body - 1 : body] != b"}":
+        return None  # (cheap refusals first: a scan for the next record tries many offsets)
+    if zlib.crc32(memoryview(data)[start:end]) != checksum:
+        return None
+    try:
+        meta = json.loads(data[meta_start:body])
+    except ValueError:
+        return None
+    return (meta, body, end) if isinstance(meta, dict) else None
+
+
+def _next_record(data: bytes, broken: int) -> int | None:
+    """Where the first whole record after the one that breaks at ``broken`` starts (None: none).
+    First where that record's own length puts the next one (its body or checksum was damaged:
+    what its bytes hold is skipped whole, records a body may carry included); else the first
+    offset after it where a whole record starts — found by its meta's opening brace, 12 bytes in
+    (a zeroed tail holds none, so it is scanned at the speed of ``bytes.find``)."""
+    if broken + _HEADER.size <= len(data):
+        length: int = _HEADER.unpack_from(data, broken)[0]
+        after = broken + _HEADER.size + length
+        if after < len(data) and _parse(data, after) is not None:
+            return after
+    inset = _HEADER.size + _META.size
+    brace = data.find(b"{", broken + 1 + inset)
+    while brace >= 0:
+        if _parse(data, brace - inset) is not None:
+            return brace - inset
+        brace = data.find(b"{", brace + 1)
+    return None
+
+
+@dataclass
+class Layout:
+    """What a segment holds: the spans of its whole records and the gaps between and after them
+    (byte ranges that hold no whole record), both in order, together covering the whole file. A
+    gap before a whole record is damage; a gap at the end is a tail a crash may have torn."""
+
+    number: int
+    path: Path
+    size: int
+    spans: list[tuple[int, int]]
+    gaps: list[tuple[int, int]]
+
+    @property
+    def tail(self) -> int:
+        """Where the tail after the last whole record begins (the size when there is none)."""
+        return self.gaps[-1][0] if self.gaps and self.gaps[-1][1] == self.size else self.size
+
+
+def layout(path: Path, number: int = -1, data: bytes | None = None) -> Layout:
+    data = path.read_bytes() if data is None else data
+    spans: list[tuple[int, int]] = []
+    gaps: list[tuple[int, int]] = []
     offset = 0
-    while offset + _HEADER.size <= len(data):
-        length, checksum = _HEADER.unpack_from(data, offset)
-        start, end = offset + _HEADER.size, offset + _HEADER.size + length
-        if end > len(data) or length < _META.size:
-            break
-        payload = memoryview(data)[start:end]
-        if zlib.crc32(payload) != checksum:
-            break
-        (meta_length,) = _META.unpack_from(payload)
-        if _META.size + meta_length > length:
-            break
-        try:
-            meta = json.loads(bytes(payload[_META.size : _META.size + meta_length]))
-        except ValueError:
-            break
-        records.append(Record(meta, bytes(payload[_META.size + meta_length :])))
-        offset = end
-    return records, offset, len(data)
+    while offset < len(data):
+        parsed = _parse(data, offset)
+        if parsed is not None:
+            spans.append((offset, parsed[2]))
+            offset = parsed[2]
+            continue
+        after = _next_record(data, offset)
+        gaps.append((offset, len(data) if after is None else after))
+        offset = gaps[-1][1]
+    return Layout(number, path, len(data), spans, gaps)
+
+
+def read(path: Path) -> tuple[list[Record], int, int]:
+    """The whole records of a segment up to the first that is not, the offset where they end and
+    the file's size (more than the offset when a record was cut short by a crash or does not
+    match its checksum — at the end, or, see ``damage``, before intact records)."""
+    data = path.read_bytes()
+    found = layout(path, data=data)
+    end = found.gaps[0][0] if found.gaps else len(data)
+    return [_record(data, span) for span in found.spans if span[1] <= end], end, len(data)
+
+
+def _record(data: bytes, span: tuple[int, int]) -> Record:
+    """The record of a span ``layout`` found whole (its checksum is not taken again)."""
+    start, end = span
+    (meta_length,) = _META.unpack_from(data, start + _HEADER.size)
+    body = start + _HEADER.size + _META.size + meta_length
+    return Record(json.loads(data[start + _HEADER.size + _META.size : body]), data[body:end])
+
+
+@dataclass(frozen=True)
+class Damage:
+    """Bytes of a segment that hold no whole record, with whole records after them (in that
+    segment or a later one): not a tail a crash tore, as every record was on disk before the next
+    was written after it."""
+
+    path: Path
+    start: int
+    end: int
+
+    def __str__(self) -> str:
+        return f"{self.path} at byte offset {self.start} ({self.end - self.start} bytes that hold no whole record)"
+
+
+class Damaged(RuntimeError):
+    """The journal holds damage (see ``Damage``): nothing was applied, nothing on disk changed."""
+
+    def __init__(self, directory: Path, damage: list[Damage], intact_after: int) -> None:
+        self.directory, self.damage, self.intact_after = directory, damage, intact_after
+        where = "; ".join(str(d) for d in damage[:5]) + (f"; and {len(damage) - 5} more" if len(damage) > 5 else "")
+        super().__init__(
+            f"the journal is damaged: {where}, and {intact_after} intact records follow. Nothing was changed: "
+            f"the stack does not start on a journal it would have to cut short. `{REPAIR_COMMAND} --data-dir "
+            f"{directory}` keeps a copy of the journal, then cuts it at the damage (the records after it are "
+            "lost); add --drop-damaged to keep every intact record and lose only the damaged bytes."
+        )
+
+
+REPAIR_COMMAND = "memory-hub local repair"
+
+
+def examine(directory: Path, first: int, upto: int | None) -> list[Layout]:
+    """The layout of segments ``first`` … ``upto - 1`` (all when ``upto`` is None)."""
+    return [
+        layout(segment_path(directory, n), n) for n in segments(directory) if n >= first and (upto is None or n < upto)
+    ]
+
+
+def damage(found: list[Layout], whole: bool = False) -> list[Damage]:
+    """The damage in these segments (in order): every gap that whole records follow, in its segment
+    or a later one. A gap at the end of the journal is a tail a crash tore — unless ``whole`` (the
+    segments were closed whole: any gap is damage)."""
+    out: list[Damage] = []
+    later = False  # a later segment holds a whole record
+    for segment in reversed(found):
+        for start, end in reversed(segment.gaps):
+            if end < segment.size or later or whole:
+                out.append(Damage(segment.path, start, end))
+        later = later or bool(segment.spans)
+    return out[::-1]
+
+
+def intact_after(found: list[Layout], first: Damage) -> int:
+    """How many whole records lie after ``first`` (what cutting the journal there would lose)."""
+    at = [segment.path for segment in found].index(first.path)
+    return sum(1 for s in found[at].spans if s[0] >= first.end) + sum(len(s.spans) for s in found[at + 1 :])
 
 
 def replay(
@@ -131,19 +266,23 @@ def replay(
     repair: bool,
 ) -> Iterator[tuple[int, int, int, int]]:
     """Apply the records of segments ``first`` … ``upto - 1`` (all when ``upto`` is None) in order;
-    yields (segment, records, bytes kept, bytes dropped). ``repair`` cuts a torn tail off its file."""
-    for number in segments(directory):
-        if number < first or (upto is not None and number >= upto):
-            continue
-        path = segment_path(directory, number)
-        records, valid, size = read(path)
-        for record in records:
-            apply(record)
-        if repair and valid < size:
-            with open(path, "r+b") as handle:
-                handle.truncate(valid)
+    yields (segment, records, bytes kept, bytes dropped). ``repair`` (a start) cuts a torn tail off
+    the end of the journal; without it (a compaction, whose segments were closed whole) a tail is
+    damage too. Damage raises ``Damaged`` before anything is applied or changed on disk."""
+    found = examine(directory, first, upto)
+    damaged = damage(found, whole=not repair)
+    if damaged:
+        raise Damaged(directory, damaged, intact_after(found, damaged[0]))
+    for segment in found:
+        data = segment.path.read_bytes()
+        for span in segment.spans:
+            apply(_record(data, span))
+        del data
+        if repair and segment.tail < segment.size:
+            with open(segment.path, "r+b") as handle:
+                handle.truncate(segment.tail)
                 os.fsync(handle.fileno())
-        yield number, len(records), valid, size - valid
+        yield segment.number, len(segment.spans), segment.tail, segment.size - segment.tail
 
 
 class Journal:
@@ -182,14 +321,23 @@ class Journal:
         with self._cond:
             done = os.writev(self._fd, buffers)
             if done != size:  # a short write (a full disk): finish it or fail loudly
-                rest = b"".join(buffers)[done:]
-                while rest:
-                    rest = rest[os.write(self._fd, rest) :]
+                self._finish(b"".join(buffers)[done:], done)
             self.written += size
             self.pending_records += 1
             self.pending_bytes += size
             self._segment_records += 1
             self._segment_bytes += size
+
+    def _finish(self, rest: bytes, done: int) -> None:
+        """Write the rest of a record; when that fails, take back the part written (a record cut
+        short with records appended after it would read as damage at the next start) and raise."""
+        try:
+            while rest:
+                written = os.write(self._fd, rest)
+                done, rest = done + written, rest[written:]
+        except OSError:
+            os.ftruncate(self._fd, os.fstat(self._fd).st_size - done)
+            raise
 
     def sync(self) -> None:
         """Return once everything appended so far is on disk."""

@@ -287,10 +287,9 @@ class AwsSide:
             return
         self._data_lock = lock_data_dir(directory)
         first = self.state.journal_start
-        for number in segments(directory):
-            if number < first:  # the snapshot holds it (a compaction ended before deleting it)
-                segment_path(directory, number).unlink(missing_ok=True)
         started, replayed = time.perf_counter(), []
+        # A damaged journal (intact records after bytes that hold none) raises ``Damaged`` before
+        # anything is applied or changed on disk: the stack does not start (see ``repair``).
         for number, records, kept, dropped in replay(directory, first, None, self.replay_one, repair=True):
             replayed.append((number, records, kept))
             if dropped:
@@ -299,6 +298,9 @@ class AwsSide:
                     file=sys.stderr,
                     flush=True,
                 )
+        for number in segments(directory):
+            if number < first:  # the snapshot holds it (a compaction ended before deleting it)
+                segment_path(directory, number).unlink(missing_ok=True)
         self.journal = Journal(directory, max([first] + [n + 1 for n, _, _ in replayed]))
         for number, records, kept in replayed:
             self.journal.count_replayed(number, records, kept)
