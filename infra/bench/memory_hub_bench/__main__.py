@@ -20,12 +20,17 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
    request by request alternately, with ratios (and its throughput);
 6. recall on public data with labelled evidence (LoCoMo, LongMemEval): hit@1/5/10 of L0 and L1
    search beside a textbook BM25 reference, latency, and items read at 1x and 10x memory
-   (``--recall-only`` runs just this; ``--mode`` sends a search mode; see ``recall``).
+   (``--recall-only`` runs just this; ``--mode`` sends a search mode; see ``recall``);
+7. formation: a stack of its own forms memory from LoCoMo (the scripted model, or a real one with
+   ``--formation-url``): model calls, tokens and cost per 1,000 messages, records formed, dropped
+   entries, lag; the formed records scored against LoCoMo's observations (``--formation-only``
+   runs just this; see ``formation``).
 
 ``--quick`` runs it all with fewer requests and smaller memories (sections 1–5 in under two
 minutes, durability aside: it starts three stacks, about a minute more; memory after 300
 messages instead of 6,000; durability with 30 writes of each kind instead of 200; recall on 2
-LoCoMo conversations and 2 LongMemEval users, its 10x pass on 60 questions).
+LoCoMo conversations and 2 LongMemEval users, its 10x pass on 60 questions; formation on 2
+LoCoMo conversations).
 Results also go to ``bench-results.json``. Nothing here is a test: it measures and reports."""
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from . import coldstart, durability, measure, memory, recall
+from . import coldstart, durability, formation, measure, memory, recall
 from .cases import FileMaker, Scope, cases
 from .client import Hooks, Operator, Target
 
@@ -145,10 +150,39 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         choices=recall.MODES,
         help="recall: send this search mode (repeatable; default: none, the server's default)",
     )
+    _formation_flags(parser)
     args = parser.parse_args(argv)
     if args.recall_only:
         args.skip = [name for name in SECTIONS if name != "recall"]
+    if args.formation_only:
+        args.skip = [name for name in SECTIONS if name != "formation"]
     return args
+
+
+def _formation_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--formation-only", action="store_true", help="run only the formation section")
+    parser.add_argument(
+        "--formation-url",
+        metavar="URL",
+        help="formation: a real OpenAI-compatible model's base URL (e.g. http://127.0.0.1:11434/v1) instead of "
+        "the scripted one; its records are scored against LoCoMo's observations (MEMORY_HUB_LLM_TIMEOUT_S, "
+        "120 s by default, bounds each call)",
+    )
+    parser.add_argument("--formation-model", metavar="NAME", default="", help="formation: the model name sent there")
+    parser.add_argument("--formation-key", metavar="KEY", default="", help="formation: its bearer token, if any")
+    parser.add_argument(
+        "--formation-conversations",
+        type=int,
+        metavar="N",
+        help="formation: the first N LoCoMo conversations (default all 10; 2 with --quick)",
+    )
+    parser.add_argument(
+        "--formation-layers",
+        action="append",
+        choices=("records", "all"),
+        help="formation: the layers settings to run, each on a stack of its own (repeatable; default records; "
+        "all: scenes and a persona too, their calls counted apart)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -340,6 +374,12 @@ def recall_section(run: Run) -> None:
     run.results["recall"] = recall.run(run.ours, run.log, run.theirs, config, _say, _progress)
 
 
+def formation_section(run: Run) -> None:
+    config = formation.settings(run.args.quick, run.args.embeddings, run.ours.key, run.args)
+    _progress(f"formation: a stack of its own, LoCoMo formed by {config.model_label}")
+    run.results["formation"] = formation.run(config, _say, _progress)
+
+
 def _pair_with_files(make_files: FileMaker) -> Callable[[Target, Scope, int], None]:
     def pair(target: Target, scope: Scope, i: int) -> None:
         if i < 0:
@@ -358,6 +398,7 @@ SECTION_RUNNERS: dict[str, Callable[[Run], None]] = {
     "memory": memory_section,
     "durability": durability_section,
     "recall": recall_section,
+    "formation": formation_section,
 }
 SECTIONS = list(SECTION_RUNNERS)
 
