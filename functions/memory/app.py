@@ -86,7 +86,7 @@ def conversation_query(req: Annotated[ConversationQuery, Body(embed=False)]) -> 
 def conversation_search(req: Annotated[ConversationSearch, Body(embed=False)]) -> MessageHits:
     r = current()
     return conversation.search(
-        r.isolated_scope, req.query, req.limit, req.time_start, req.time_end, r.authorize, req.mode
+        r.isolated_scope, req.query, req.limit, req.time_start, req.time_end, r.authorize, req.mode, req.reference_time
     )
 
 

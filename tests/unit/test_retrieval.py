@@ -184,7 +184,8 @@ def test_a_candidate_gains_part_of_what_its_neighbours_in_its_session_lend():
     assert retrieval.in_context({"x": 0.5}, {"x": 1.0}, {}) == {"x": 0.5}
 
 
-def test_a_neighbour_lends_only_what_words_and_meaning_agree_on():
+def test_a_neighbour_lends_only_what_words_and_meaning_agree_on(monkeypatch):
+    monkeypatch.setattr(retrieval, "SESSION_WEIGHT", 0.0)  # the session's lift is tested on its own
     places = {"hit": ("s", 1), "next": ("s", 2)}
     # "hit" matches the query's only word but means nothing like it: its neighbour gains nothing
     spurious = dict(retrieval.combine([("hit", 5.0)], [("next", 0.3), ("hit", 0.0)], 5, places))
@@ -206,6 +207,33 @@ def test_context_keeps_hybrid_scores_on_the_fusion_scale():
     assert scores == sorted(scores, reverse=True) and scores[0] <= 2 / 61
     alone = retrieval.combine(words, meaning, 5, {})  # nothing said in a session: the order of plain fusion
     assert [item for item, _ in alone] == [item for item, _ in retrieval.combine(words, meaning, 5)]
+
+
+def test_a_turn_gains_part_of_its_sessions_best_turns():
+    scores = {"a": 1.0, "b": 0.5, "c": 0.2, "d": 0.1, "lone": 0.7, "nowhere": 0.4}
+    places = {"a": ("s1", 1), "b": ("s1", 2), "c": ("s1", 3), "d": ("s1", 4), "lone": ("s2", 1)}
+    read = retrieval.in_session(scores, places)
+    session = 1.0 + 0.5 + 0.2  # the best SESSION_TURNS of s1; d is not among them
+    assert retrieval.SESSION_TURNS == 3
+    assert read["d"] == pytest.approx(0.1 + retrieval.SESSION_WEIGHT * session)
+    assert read["a"] == pytest.approx(1.0 + retrieval.SESSION_WEIGHT * session)
+    assert read["lone"] == pytest.approx(0.7 * (1 + retrieval.SESSION_WEIGHT))
+    assert read["nowhere"] == 0.4  # no session known: nothing gained
+    # a weaker turn of the session the question is about passes a stronger one said alone
+    assert scores["b"] < scores["lone"] and read["b"] > read["lone"]
+
+
+def test_the_span_a_query_names_lifts_the_turns_said_in_it_and_drops_none():
+    scores = {"in": 0.5, "edge": 0.5, "out": 0.6, "unplaced": 0.7}
+    places = {"in": ("s", 150), "edge": ("s", 200), "out": ("s", 50)}
+    read = retrieval.in_time(scores, places, (100, 200))
+    assert read["in"] == pytest.approx(0.5 * (1 + retrieval.TIME_WEIGHT))
+    assert read["edge"] == 0.5 and read["out"] == 0.6 and read["unplaced"] == 0.7  # [start, end)
+    words, meaning = [("out", 4.0), ("in", 3.0)], [("out", 0.5), ("in", 0.5)]
+    plain = retrieval.combine(words, meaning, 5, places)
+    timed = retrieval.combine(words, meaning, 5, places, span=(100, 200))
+    assert [i for i, _ in plain] == ["out", "in"] and [i for i, _ in timed] == ["in", "out"]
+    assert max(score for _, score in timed) <= 2 / 61  # still on the fusion scale
 
 
 def _conversation() -> tuple[dict[str, str], dict[str, str], dict[str, int]]:

@@ -52,6 +52,7 @@ class Question:
     text: str
     evidence: frozenset[str]
     kind: str
+    asked: str | None = None  # when it is asked (RFC 3339): sent as the search's reference_time
 
 
 @dataclass(frozen=True)
@@ -137,13 +138,14 @@ def locomo_corpus(name: str, conversation: dict[str, Any], qa: list[dict[str, An
                     records.append(Record(text.strip(), found, f"session_{number}"))
     questions: list[Question] = []
     skipped = 0
+    asked = turns[-1].timestamp if turns else None  # LoCoMo's questions come after its last session
     for index, item in enumerate(qa):
         evidence = frozenset(dia_ids(item.get("evidence") or [])) & known
         if not evidence:
             skipped += 1
             continue
         kind = f"category {item.get('category', '?')}"
-        questions.append(Question(f"{name}/q{index}", str(item["question"]), evidence, kind))
+        questions.append(Question(f"{name}/q{index}", str(item["question"]), evidence, kind, asked))
     return Corpus(name, turns, questions, records, speakers, skipped)
 
 
@@ -179,8 +181,11 @@ def longmemeval_corpus(name: str, instances: list[dict[str, Any]]) -> Corpus:
         if not evidence:
             skipped += 1
             continue
+        asked = rfc3339(longmemeval_time(item["question_date"])) if item.get("question_date") else None
         questions.append(
-            Question(str(item["question_id"]), str(item["question"]), frozenset(evidence), str(item["question_type"]))
+            Question(
+                str(item["question_id"]), str(item["question"]), frozenset(evidence), str(item["question_type"]), asked
+            )
         )
     turns_out: list[Turn] = []
     for sid, (start, turns) in sorted(sessions.items(), key=lambda entry: (entry[1][0], entry[0])):

@@ -43,6 +43,9 @@ from .datasets import Corpus, Dataset, Record, Turn, load_locomo, load_longmemev
 from .measure import CallLog
 
 KS = (1, 5, 10)
+MAX_SOURCES = 100  # what atomic/add takes
+TURNS_ONLY = "L0 messages, no records"
+WITH_RECORDS = "L0 messages, observations as records"
 LIMIT = 10
 BATCH = 100
 GROWTH = 10  # the larger memory holds GROWTH times the turns of the base conversation
@@ -222,15 +225,22 @@ def add_turns(endpoint: Endpoint, loaded: Loaded, turns: Sequence[Turn], prefix:
 
 
 def add_records(endpoint: Endpoint, loaded: Loaded, records: Sequence[Record], prefix: str = "") -> None:
-    """One ``atomic/add`` per record, WRITERS at a time (records are independent)."""
+    """One ``atomic/add`` per record, WRITERS at a time (records are independent), each citing the
+    messages its turns were stored as (``source_message_ids``)."""
+    by_turn: dict[str, list[str]] = {}
+    for message_id, keys in loaded.messages.items():
+        for key in keys:
+            by_turn.setdefault(key, []).append(message_id)
 
     def add(record: Record) -> str | None:
         if endpoint.no_records:
             return None
+        cited = sorted({m for key in record.sources for m in by_turn.get(key, ())})[-MAX_SOURCES:]
         body = loaded.scope.body(
             content=record.content,
             session_id=prefix + record.session,
             metadata={"source_turns": sorted(record.sources)},
+            source_message_ids=cited,
         )
         try:
             _, data = endpoint.post("/v3/atomic/add", body)
@@ -247,19 +257,26 @@ def add_records(endpoint: Endpoint, loaded: Loaded, records: Sequence[Record], p
                 loaded.records[record_id] = loaded.records.get(record_id, frozenset()) | record.sources
 
 
-def load(endpoint: Endpoint, dataset: Dataset, corpus: Corpus) -> Loaded:
-    scope = Scope(endpoint.team, "recall", f"{dataset.name.lower()}-{corpus.name}")
+def load(endpoint: Endpoint, dataset: Dataset, corpus: Corpus, with_records: bool = True) -> Loaded:
+    """One corpus as one user: its turns, and (``with_records``) its observations as records citing
+    their turns — another user without them, so both are asked the same questions."""
+    suffix = "" if with_records or not corpus.records else "-turns-only"
+    scope = Scope(endpoint.team, "recall", f"{dataset.name.lower()}-{corpus.name}{suffix}")
     loaded = Loaded(corpus, scope)
     add_turns(endpoint, loaded, corpus.turns)
-    add_records(endpoint, loaded, corpus.records)
+    if with_records:
+        add_records(endpoint, loaded, corpus.records)
     return loaded
 
 
 def ask(
-    endpoint: Endpoint, route: str, scope: Scope, query: str, mode: str | None
+    endpoint: Endpoint, route: str, scope: Scope, query: str, mode: str | None, asked: str | None = None
 ) -> tuple[float, list[str], str | None]:
-    """(ms, result ids best first, mode_used) of one search with limit 10."""
+    """(ms, result ids best first, mode_used) of one search with limit 10; ``asked``: when the
+    question is asked, sent as a conversation search's ``reference_time``."""
     body = scope.body(query=query, limit=LIMIT)
+    if asked is not None and route.startswith("/v3/conversation"):
+        body["reference_time"] = asked
     if mode is not None and not endpoint.no_mode:
         body["mode"] = mode
     try:
@@ -269,7 +286,7 @@ def ask(
             raise
         endpoint.no_mode = True
         endpoint.note(f"{endpoint.target.name}: `mode` refused (400); asked without it")
-        return ask(endpoint, route, scope, query, None)
+        return ask(endpoint, route, scope, query, None, asked)
     items = data.get("messages") if route.startswith("/v3/conversation") else data.get("items")
     used = data.get("mode_used")
     return ms, [str(item["id"]) for item in items or []], str(used) if used is not None else None
@@ -298,7 +315,7 @@ def questions_pass(
             if endpoint.log is not None:
                 endpoint.log.take()
             try:
-                ms, ids, used = ask(endpoint, route, memory.scope, question.text, mode)
+                ms, ids, used = ask(endpoint, route, memory.scope, question.text, mode, question.asked)
             except BenchError as error:
                 tally.failed += 1
                 tally.add(None)
@@ -405,18 +422,9 @@ def run(
         endpoints.append(Endpoint(theirs, None, Scope.fresh("recall").team))
     size_rows: list[dict[str, Any]] = []
     for endpoint in endpoints:
-        name = endpoint.target.name
         for dataset in sorted(datasets, key=lambda d: d is locomo):  # the small one first
-            loaded = []
-            for corpus in dataset.corpora:
-                progress(f"recall: {name}: loading {dataset.name} {corpus.name} ({len(corpus.turns)} turns)")
-                loaded.append(load(endpoint, dataset, corpus))
-            for mode in config.modes:
-                progress(f"recall: {name}: asking {summary[dataset.name]['questions']} questions (mode {mode})")
-                for level in ("L0 messages", "L1 records"):
-                    tally = questions_pass(endpoint, loaded, level, dataset.name, mode, progress)
-                    if tally.questions:
-                        tallies.append(tally)
+            loaded, asked = ask_dataset(endpoint, dataset, config.modes, progress)
+            tallies += asked
             if dataset is locomo and loaded:
                 size_rows += grow(endpoint, loaded[0], every, config, progress)
     seconds = round(time.perf_counter() - began, 1)
@@ -432,6 +440,32 @@ def run(
         "notes": notes,
         "seconds": seconds,
     }
+
+
+def ask_dataset(
+    endpoint: Endpoint, dataset: Dataset, modes: Iterable[str | None], progress: Callable[[str], None]
+) -> tuple[list[Loaded], list[Tally]]:
+    """Load ``dataset`` into fresh users (those with records twice: with and without them) and ask
+    every question at each level, in each mode: the memories loaded with their records, and the
+    tallies that asked something."""
+    name = endpoint.target.name
+    loaded, bare = [], []
+    for corpus in dataset.corpora:
+        progress(f"recall: {name}: loading {dataset.name} {corpus.name} ({len(corpus.turns)} turns)")
+        loaded.append(load(endpoint, dataset, corpus))
+        if corpus.records:  # the same turns again for a user without the records
+            bare.append(load(endpoint, dataset, corpus, with_records=False))
+    questions = sum(len(c.questions) for c in dataset.corpora)
+    tallies = []
+    for mode in modes:
+        progress(f"recall: {name}: asking {questions} questions (mode {mode})")
+        passes = [(WITH_RECORDS if bare else "L0 messages", loaded), ("L1 records", loaded)]
+        passes += [(TURNS_ONLY, bare)] if bare else []
+        for level, memories in passes:
+            tally = questions_pass(endpoint, memories, level, dataset.name, mode, progress)
+            if tally.questions:
+                tallies.append(tally)
+    return loaded, tallies
 
 
 def grow(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..clock import format_ms, issued_here, now_ms, ordered_id, parse_ms, time_window
+from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, ordered_id, parse_ms, time_window
 from ..storage import counters, messages, postings, records
 from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
@@ -13,7 +13,7 @@ from ..storage.counters import Where
 from ..storage.errors import Cancelled, Unfinished
 from ..storage.models import AuditEvent, Message
 from ..storage.retry import attempts
-from . import assets, erasure, meaning, retrieval
+from . import assets, erasure, meaning, retrieval, timewords
 from .errors import Invalid
 from .formation import schedule
 from .principal import Authorize
@@ -121,8 +121,12 @@ def search(
     time_end: str | None,
     authorize: Authorize,
     mode: str | None = None,
+    reference_time: str | None = None,
 ) -> MessageHits:
+    """The user's turns best first. Time words in ``text`` ("last week", "in May 2023") are read
+    against ``reference_time`` (default now) and lift the turns said then (hybrid only)."""
     start, end = time_window(time_start, time_end)
+    span = timewords.window(text, lower_bound_ms(reference_time) if reference_time else now_ms())
     mode = retrieval.resolve_mode(mode, meaning.enabled())
 
     def run(where: Where) -> retrieval.Found:
@@ -151,6 +155,8 @@ def search(
             semantic=by_meaning if mode != "keyword" else None,
             context=True,
             leads=lambda: leads(where, scope, text, limit, mode),
+            per_result=TURN_POSTINGS,
+            span=span,
         )
 
     asset, result = assets.read_at_epoch(scope, authorize, run)
@@ -173,7 +179,11 @@ def search(
     )
 
 
-LEAD_RECORDS = 5  # records a conversation search asks for, to lead to the turns they cite
+# A conversation search shares its read budget (about 10 DynamoDB items per result asked for)
+# between its turns and the records that lead to them: postings per result for each half.
+TURN_POSTINGS = 8
+LEAD_RECORDS = 20  # records asked for, to lead to the turns they cite
+LEAD_POSTINGS = 4
 
 
 def leads(where: Where, scope: Scope, text: str, limit: int, mode: str) -> list[tuple[str, float]] | None:
@@ -181,7 +191,8 @@ def leads(where: Where, scope: Scope, text: str, limit: int, mode: str) -> list[
     request names one) that best match the query — by the same mode, within a budget of their own
     (``LEAD_RECORDS`` results) — lend each message they cite the best such record's score. None
     when the user has no record (nothing is read beyond the counter)."""
-    if counters.of_user(where, RECORDS, scope.user_id)[0] == 0:
+    held = counters.of_user(where, RECORDS, scope.user_id)
+    if held[0] == 0:
         return None
 
     def by_meaning(depth: int) -> retrieval.Meant | None:
@@ -190,14 +201,15 @@ def leads(where: Where, scope: Scope, text: str, limit: int, mode: str) -> list[
     found = retrieval.search(
         pk=where.item_pk(RECORDS, scope.user_id),
         text=text,
-        limit=min(limit, LEAD_RECORDS),
+        limit=max(limit, LEAD_RECORDS),
         mode=mode,
         filters=postings.Filters(task_id=scope.task_id),
-        stats=lambda: counters.of_user(where, RECORDS, scope.user_id),
+        stats=lambda: held,
         fetch=lambda ids: records.get_many(where, scope.user_id, ids),
         text_of=lambda r: f"{r.content}\n{r.background or ''}",
         keep=lambda r: scope.task_id is None or r.task_id == scope.task_id,
         semantic=by_meaning if mode != "keyword" else None,
+        per_result=LEAD_POSTINGS,
     )
     lent: dict[str, float] = {}
     for record, score in found.items:

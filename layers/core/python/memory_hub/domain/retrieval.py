@@ -38,14 +38,14 @@ POSTINGS_PER_RESULT = 8  # of the 10 DynamoDB items a search may read per result
 FIRST_PAGE = 3  # postings of each query word read at least (its first page)
 
 
-def read_budget(limit: int, depth: int, terms: int) -> int:
+def read_budget(limit: int, depth: int, terms: int, per_result: int = POSTINGS_PER_RESULT) -> int:
     """How many postings a search reads at most (past it, the answer is the best found by then):
     what its depth and its words call for, but never more than ``POSTINGS_PER_RESULT`` per result
     asked for — with the answer's own items and the asset, key and statistics reads, a search reads
     at most about 10 DynamoDB items per result, whatever the memory holds — and never less than a
     first page of every word."""
     wanted = 5 * depth + 6 * terms
-    return min(wanted, max(POSTINGS_PER_RESULT * limit, FIRST_PAGE * terms))
+    return min(wanted, max(per_result * limit, FIRST_PAGE * terms))
 
 
 RRF_K = 60  # reciprocal-rank fusion's constant (the usual one)
@@ -121,13 +121,12 @@ def ranked(
     excluded: set[str] = set()
 
     def take(term: _Term, result: postings.Page, asked: int) -> None:
-        term.rounds += 1
-        term.read += len(result.rows)
-        for row in result.rows:
-            term.last_impact = postings.impact(int(row.term_frequency), int(row.item_length))
-            _note(candidates, excluded, filters, postings.item_of(row), row, term.term, create=True)
-        term.next = result.next
-        term.exhausted = result.next is None or len(result.rows) < asked
+        _take(
+            term,
+            result,
+            asked,
+            lambda row: _note(candidates, excluded, filters, postings.item_of(row), row, term.term, create=True),
+        )
 
     for term, result in zip(lists, first, strict=True):
         frequency = max(result.frequency or 0, len(result.rows))
@@ -172,6 +171,17 @@ def ranked(
     )
     places = {item: c.place for item, c in candidates.items() if c.place is not None}
     return Ranked([(item, round(value, 6)) for value, item in best if value > 0], read, places)
+
+
+def _take(term: _Term, result: postings.Page, asked: int, note: Callable[[Any], None]) -> None:
+    """Take one page of ``term``'s postings: each row noted, the term's read and bounds moved on."""
+    term.rounds += 1
+    term.read += len(result.rows)
+    for row in result.rows:
+        term.last_impact = postings.impact(int(row.term_frequency), int(row.item_length))
+        note(row)
+    term.next = result.next
+    term.exhausted = result.next is None or len(result.rows) < asked
 
 
 def _to_read(open_terms: list[_Term], unseen: Callable[[_Term], float], gap: float) -> list[_Term]:
@@ -341,7 +351,40 @@ def in_context(scores: dict[str, float], support: dict[str, float], places: dict
     return read
 
 
-LEAD_WEIGHT = 0.5  # what the records citing a turn lend it, at most (as meaning does)
+LEAD_WEIGHT = 1.0  # what the records citing a turn lend it, at most (as meaning does)
+
+
+SESSION_WEIGHT = 0.3  # what a session's best turns lend each of its turns
+SESSION_TURNS = 3  # a session scores the sum of its best this many candidates
+
+
+def in_session(scores: dict[str, float], places: dict[str, Place]) -> dict[str, float]:
+    """Sessions first: each candidate gains ``SESSION_WEIGHT`` times its session's score — the sum
+    of the ``SESSION_TURNS`` best candidates said in it — so a turn of the session the question is
+    about outranks a turn that only shares its words (candidates without a session gain nothing)."""
+    by_session: dict[str, list[float]] = {}
+    for item, score in scores.items():
+        place = places.get(item)
+        if place is not None:
+            by_session.setdefault(place[0], []).append(score)
+    session_score = {s: sum(sorted(v, reverse=True)[:SESSION_TURNS]) for s, v in by_session.items()}
+    return {
+        item: score + SESSION_WEIGHT * session_score[places[item][0]] if item in places else score
+        for item, score in scores.items()
+    }
+
+
+TIME_WEIGHT = 0.5  # a turn said in the span of time the query names scores this much more (× 1.5)
+
+
+def in_time(scores: dict[str, float], places: dict[str, Place], span: tuple[int, int]) -> dict[str, float]:
+    """Time words first: a candidate said within ``span`` (``timewords.window`` of the query) scores
+    ``1 + TIME_WEIGHT`` times as much; the others keep their score — a span lifts, never drops."""
+    start, end = span
+    return {
+        item: score * (1 + TIME_WEIGHT) if item in places and start <= places[item][1] < end else score
+        for item, score in scores.items()
+    }
 
 
 def combine(
@@ -350,6 +393,7 @@ def combine(
     limit: int,
     places: dict[str, Place] | None = None,
     leads: list[tuple[str, float]] | None = None,
+    span: tuple[int, int] | None = None,
 ) -> list[tuple[str, float]]:
     """Hybrid ranking: each item scores its BM25 score relative to the query's best (0..1) plus
     half its cosine similarity to the query, plus ``LEAD_WEIGHT`` times its best lead relative to
@@ -365,7 +409,8 @@ def combine(
     of its relative BM25 and its cosine — so a turn that only shares a common word with the query
     (or is only vaguely near it) lifts nothing around it. The answered score is put on
     reciprocal-rank fusion's scale (at most 2/61, what an item first in both of two rankings
-    scores), as TencentDB's hybrid recall answers."""
+    scores), as TencentDB's hybrid recall answers. With ``span`` too (the time the query names),
+    the turns said within it are lifted (``in_time``)."""
     words: dict[str, float] = {}
     top = max((score for _, score in by_words), default=0.0)
     for item, score in by_words:
@@ -380,8 +425,11 @@ def combine(
     best_possible = _BEST + (LEAD_WEIGHT if leads is not None else 0.0)
     if places is not None:
         agreed = {item: min(words.get(item, 0.0), meaning.get(item, 0.0)) for item in scores}
-        scores = in_context(scores, agreed, places)
-        best_possible = _BEST + CONTEXT_WEIGHT  # a neighbour lends at most 1
+        scores = in_session(in_context(scores, agreed, places), places)
+        best_possible = (best_possible + CONTEXT_WEIGHT) * (1 + SESSION_WEIGHT * SESSION_TURNS)
+        if span is not None:
+            scores = in_time(scores, places, span)
+            best_possible *= 1 + TIME_WEIGHT
     order: dict[str, int] = {}
     for item in [i for i, _ in by_words] + [i for i, _ in by_meaning] + [i for i, _ in leads or []]:
         order.setdefault(item, len(order))
@@ -451,6 +499,8 @@ def search(
     semantic: Semantic | None,
     context: bool = False,
     leads: Leads | None = None,
+    per_result: int = POSTINGS_PER_RESULT,
+    span: tuple[int, int] | None = None,
 ) -> Found:
     """One search in ``mode`` (``keyword``, ``hybrid`` or ``semantic``; the caller has checked that
     meaning is available for the latter two). Words and meaning run side by side; when the query
@@ -460,13 +510,14 @@ def search(
     context (``in_context``); ``keyword`` stays exact BM25 and ``semantic`` pure similarity.
     ``leads`` (a conversation's turns): the records citing each turn, found by the same query in
     the same mode, lend it their score (``combine``); a turn found only that way need not hold a
-    query word itself — its record does."""
+    query word itself — its record does. ``span`` (a conversation's turns, hybrid): the time the
+    query names lifts the turns said in it (``in_time``)."""
     terms = query_terms(text)
     if mode != "semantic" and not terms:
         return Found([], mode)
     # By words alone the exact top ``limit`` is the answer; fusion looks deeper into both halves.
     depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
-    budget = read_budget(limit, depth, len(terms))
+    budget = read_budget(limit, depth, len(terms), per_result)
     words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth, budget)  # noqa: E731
     lead_half: Leads = leads or (lambda: None)
 
@@ -497,5 +548,5 @@ def search(
     if by_meaning is None:
         return by_words_alone(by_words.order, led)
     places = {**by_meaning.places, **by_words.places} if context else None
-    fused = combine(by_words.order, by_meaning.order, depth, places, led)
+    fused = combine(by_words.order, by_meaning.order, depth, places, led, span if context else None)
     return Found(chosen(fused, led, {i for i, _ in by_meaning.order}), "hybrid")

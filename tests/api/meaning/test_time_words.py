@@ -1,0 +1,59 @@
+"""Time words in a conversation search: "in May 2023", "last week" lift the turns said then (hybrid),
+read against ``reference_time`` (default the request's time); a query without them, and keyword
+mode, rank as before."""
+
+from __future__ import annotations
+
+import pytest
+
+MAY = "We went hiking near the lake."
+AUGUST = "Hiking, hiking: we went hiking near the lake again, hiking all day."
+
+
+@pytest.fixture
+def turns(api, scope):
+    ids = {}
+    for session, text, when in (("may", MAY, "2023-05-10T10:00:00Z"), ("august", AUGUST, "2023-08-10T10:00:00Z")):
+        answer = api.post(
+            "/v3/conversation/add",
+            scope.body(session_id=session, messages=[{"role": "user", "content": text, "timestamp": when}]),
+        )
+        assert answer.status == 200, answer.body
+        ids[text] = answer.data["accepted_ids"][0]
+    return ids
+
+
+def order(api, scope, query, **fields) -> list[str]:
+    found = api.post("/v3/conversation/search", scope.body(query=query, limit=5, **fields))
+    assert found.status == 200, found.body
+    return [m["id"] for m in found.data["messages"]]
+
+
+MONTH = {MAY: "May", AUGUST: "August"}
+REFERENCE = {MAY: "2023-05-15T09:00:00Z", AUGUST: "2023-08-14T09:00:00Z"}
+QUERY = "where did we go hiking near the lake"
+
+
+def test_the_time_a_query_names_lifts_the_turns_said_then(api, scope, turns):
+    first, second = order(api, scope, QUERY, mode="hybrid")  # whichever words and meaning prefer
+    text = {v: k for k, v in turns.items()}
+    assert order(api, scope, f"{QUERY} in {MONTH[text[second]]} 2023", mode="hybrid") == [second, first]
+    assert order(api, scope, f"{QUERY} in {MONTH[text[first]]} 2023", mode="hybrid") == [first, second]
+    # keyword mode stays exact BM25: the time words lift nothing there
+    plain = order(api, scope, QUERY, mode="keyword")
+    assert order(api, scope, f"{QUERY} in {MONTH[text[plain[1]]]} 2023", mode="keyword") == plain
+
+
+def test_relative_time_words_are_read_against_reference_time(api, scope, turns):
+    first, second = order(api, scope, QUERY, mode="hybrid")
+    text = {v: k for k, v in turns.items()}
+    timed = f"{QUERY} last week"
+    assert order(api, scope, timed, mode="hybrid", reference_time=REFERENCE[text[second]]) == [second, first]
+    assert order(api, scope, timed, mode="hybrid", reference_time=REFERENCE[text[first]]) == [first, second]
+    # read against the request's time (years later) the week holds neither turn: no lift
+    assert order(api, scope, timed, mode="hybrid") == [first, second]
+
+
+def test_a_bad_reference_time_is_a_400(api, scope):
+    found = api.post("/v3/conversation/search", scope.body(query="hiking last week", reference_time="last week"))
+    assert found.status == 400, found.body
