@@ -22,7 +22,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .moto_patches import _once
+from .patching import once
 
 
 def install() -> None:
@@ -97,7 +97,7 @@ def parsed_expressions() -> None:
     validators = _untyped("moto.dynamodb.parsing.validators")
     parser = _untyped("moto.dynamodb.parsing.expressions").UpdateExpressionParser
 
-    if not _once(ConditionExpressionParser, "_memory_hub_parsed_expressions"):
+    if not once(ConditionExpressionParser, "_memory_hub_parsed_expressions"):
         return
     original_parse = ConditionExpressionParser.parse
     template = functools.lru_cache(maxsize=EXPRESSIONS_KEPT)(
@@ -211,7 +211,7 @@ def fast_traversal() -> None:
     ast_nodes = _ast_nodes()
 
     traverser, node_class = ast_nodes.DepthFirstTraverser, ast_nodes.Node
-    if not _once(traverser, "_memory_hub_fast_traversal"):
+    if not once(traverser, "_memory_hub_fast_traversal"):
         return
     original_traverse = traverser.traverse_node_recursively
     expression, function = ast_nodes.Expression, ast_nodes.UpdateExpressionFunction
@@ -235,6 +235,13 @@ def fast_traversal() -> None:
                     parent_node.children[child_id] = node
         return node
 
+    traverser.traverse_node_recursively = traverse_node_recursively
+    node_class.find_clauses = _clause_finder(expression, function)
+
+
+def _clause_finder(expression: type, function: type) -> Any:
+    """moto's ``Node.find_clauses`` with the class answers kept (``_is_a``)."""
+
     def find_clauses(self: Any, clause_types: Any) -> list[Any]:
         clauses = []
         for child in self.children or []:
@@ -244,5 +251,4 @@ def fast_traversal() -> None:
                 clauses.extend(child.find_clauses(clause_types))
         return clauses
 
-    traverser.traverse_node_recursively = traverse_node_recursively
-    node_class.find_clauses = find_clauses
+    return find_clauses

@@ -21,6 +21,8 @@ from __future__ import annotations
 import marshal
 from typing import Any
 
+from .patching import once
+
 _touched: list[Any] | None = None  # items unpacked (or made) since the last pack; None: packing is off
 _HASH, _RANGE = 0, 1  # in a packed string: "the value of the item's hash (range) key" (a value is never an int)
 
@@ -28,9 +30,7 @@ _HASH, _RANGE = 0, 1  # in a packed string: "the value of the item's hash (range
 def install() -> None:
     from moto.dynamodb.models.dynamo_type import Item
 
-    from .moto_patches import _once  # (moto_patches imports this module)
-
-    if not _once(Item, "_memory_hub_packed"):
+    if not once(Item, "_memory_hub_packed"):
         return
     item_class: Any = Item
     item_class._attrs = None  # the unpacked attributes (moto's own objects), None while packed

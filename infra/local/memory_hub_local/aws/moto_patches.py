@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import functools
 import inspect
 import json
 import threading
@@ -38,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import moto_items
+from .patching import once as _once
 
 _QUERY_LOCK = threading.RLock()
 
@@ -68,100 +70,115 @@ def install() -> None:
     index_key_sizes()
     untracked_models()
     action_lookup()
-    from . import moto_expressions, s3vectors  # each documented (and tested) there
+    from . import moto_capacity, moto_expressions, s3vectors  # each documented (and tested) there
 
     moto_expressions.install()
     moto_items.install()
     s3vectors.install()
-
-
-def _once(owner: Any, flag: str) -> bool:
-    if getattr(owner, flag, False):
-        return False
-    setattr(owner, flag, True)
-    return True
+    moto_capacity.install()  # last: it wraps moto's handler and Table.query as the others left them
 
 
 # ---------------------------------------------------------------- transactions
 
 
 def transactions() -> None:
-    from moto.dynamodb.comparisons import get_filter_expression
-    from moto.dynamodb.exceptions import (
-        MultipleTransactionsException,
-        TooManyTransactionsException,
-        TransactionCanceledException,
-    )
     from moto.dynamodb.models import DynamoDBBackend
 
     if not _once(DynamoDBBackend, "_memory_hub_transactions"):
         return
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        if len(transact_items) > 100:
-            raise TooManyTransactionsException()
-        seen: set[tuple[str, str]] = set()
-        plan: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = []
-        reasons: list[tuple[str | None, str | None, Any]] = []
-        failed = False
-        for entry in transact_items:
-            op_type, op = next(iter(entry.items()))
-            table = self.get_table(op["TableName"])
-            if op_type == "Put":
-                key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
-                if table.range_key_attr is not None:
-                    key[table.range_key_attr] = op["Item"][table.range_key_attr]
-            else:
-                key = op["Key"]
-            marker = (op["TableName"], json.dumps(key, sort_keys=True))
-            if marker in seen:
-                raise MultipleTransactionsException()
-            seen.add(marker)
-            current = self.get_item(op["TableName"], key)
-            condition = op.get("ConditionExpression")
-            if condition is not None and not get_filter_expression(
-                condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
-            ).expr(current):
-                old = (
-                    current.to_json()["Attributes"]
-                    if current is not None and op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
-                    else None
-                )
-                reasons.append(("ConditionalCheckFailed", "The conditional request failed", old))
-                failed = True
-                continue
-            reasons.append((None, None, None))
-            plan.append((op_type, op, key, copy.deepcopy(current)))
-        if failed:
-            raise TransactionCanceledException(reasons)
-        undo = []
-        try:
-            for op_type, op, key, before in plan:
-                names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
-                if op_type == "Put":
-                    self.put_item(op["TableName"], op["Item"])
-                elif op_type == "Delete":
-                    self.delete_item(op["TableName"], key)
-                elif op_type == "Update":
-                    self.update_item(
-                        op["TableName"],
-                        key,
-                        update_expression=op["UpdateExpression"],
-                        expression_attribute_names=names,
-                        expression_attribute_values=values,
-                    )
-                else:
-                    continue
-                undo.append((op["TableName"], key, before))
-        except Exception:
-            for table_name, key, before in reversed(undo):
-                if before is None:
-                    self.delete_item(table_name, key)
-                else:
-                    self.put_item(table_name, before.to_json()["Attributes"])
-            raise
+        _apply_transaction(self, _transaction_plan(self, transact_items))
 
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+_Planned = tuple[str, dict[str, Any], dict[str, Any], Any]  # action, its request, the item's key, the item before
+
+
+def _transaction_plan(backend: Any, transact_items: list[dict[str, Any]]) -> list[_Planned]:
+    """Every action checked against the state before the transaction: the plan of its writes, or
+    the cancellation (each action's reason, in order) when any condition is false."""
+    from moto.dynamodb.exceptions import (
+        MultipleTransactionsException,
+        TooManyTransactionsException,
+        TransactionCanceledException,
+    )
+
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    seen: set[tuple[str, str]] = set()
+    plan: list[_Planned] = []
+    reasons: list[tuple[str | None, str | None, Any]] = []
+    for entry in transact_items:
+        op_type, op = next(iter(entry.items()))
+        key = _action_key(backend.get_table(op["TableName"]), op_type, op)
+        marker = (op["TableName"], json.dumps(key, sort_keys=True))
+        if marker in seen:
+            raise MultipleTransactionsException()
+        seen.add(marker)
+        current = backend.get_item(op["TableName"], key)
+        if _condition_holds(op, current):
+            reasons.append((None, None, None))
+            plan.append((op_type, op, key, copy.deepcopy(current)))
+        else:
+            returned = op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current is not None
+            old = current.to_json()["Attributes"] if returned else None
+            reasons.append(("ConditionalCheckFailed", "The conditional request failed", old))
+    if len(plan) < len(transact_items):
+        raise TransactionCanceledException(reasons)
+    return plan
+
+
+def _action_key(table: Any, op_type: str, op: dict[str, Any]) -> dict[str, Any]:
+    if op_type != "Put":
+        return op["Key"]  # type: ignore[no-any-return]
+    return {k: op["Item"][k] for k in (table.hash_key_attr, table.range_key_attr) if k is not None}
+
+
+def _condition_holds(op: dict[str, Any], current: Any) -> bool:
+    from moto.dynamodb.comparisons import get_filter_expression
+
+    condition = op.get("ConditionExpression")
+    if condition is None:
+        return True
+    names, values = op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+    return bool(get_filter_expression(condition, names, values).expr(current))
+
+
+def _apply_transaction(backend: Any, plan: list[_Planned]) -> None:
+    """The plan's writes in order; if one fails, the items written so far are put back as they were."""
+    undo = []
+    try:
+        for op_type, op, key, before in plan:
+            if _transaction_write(backend, op_type, op, key):
+                undo.append((op["TableName"], key, before))
+    except Exception:
+        for table_name, key, before in reversed(undo):
+            if before is None:
+                backend.delete_item(table_name, key)
+            else:
+                backend.put_item(table_name, before.to_json()["Attributes"])
+        raise
+
+
+def _transaction_write(backend: Any, op_type: str, op: dict[str, Any], key: dict[str, Any]) -> bool:
+    """One action's write (False for a ConditionCheck, which writes nothing)."""
+    if op_type == "Put":
+        backend.put_item(op["TableName"], op["Item"])
+    elif op_type == "Delete":
+        backend.delete_item(op["TableName"], key)
+    elif op_type == "Update":
+        backend.update_item(
+            op["TableName"],
+            key,
+            update_expression=op["UpdateExpression"],
+            expression_attribute_names=op.get("ExpressionAttributeNames"),
+            expression_attribute_values=op.get("ExpressionAttributeValues"),
+        )
+    else:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- untracked models
@@ -363,9 +380,14 @@ def sorted_partitions() -> None:
 
     if not _once(Table, "_memory_hub_sorted_partitions"):
         return
-    original_put, original_delete, original_query = Table.put_item, Table.delete_item, Table.query
-    original_update = DynamoDBBackend.update_item
-    signature = inspect.signature(original_query)
+    Table.put_item = _locked(_sorted_put(Table.put_item))  # type: ignore[method-assign]
+    Table.delete_item = _locked(_sorted_delete(Table.delete_item))  # type: ignore[method-assign]
+    Table.query = _sorted_query(Table.query)  # type: ignore[method-assign]
+    DynamoDBBackend.update_item = _locked(_sorted_update(DynamoDBBackend.update_item))  # type: ignore[method-assign]
+
+
+def _sorted_put(original_put: Callable[..., Any]) -> Callable[..., Any]:
+    """moto's Table.put_item, the item then placed in its partition's views (the one it replaces taken out)."""
 
     def put_item(self: Any, item_attrs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         if not self.range_key_attr:
@@ -382,12 +404,22 @@ def sorted_partitions() -> None:
         _remember(self, item)
         return item
 
+    return put_item
+
+
+def _sorted_delete(original_delete: Callable[..., Any]) -> Callable[..., Any]:
     def delete_item(self: Any, hash_key: Any, range_key: Any) -> Any:
         item = original_delete(self, hash_key, range_key)
         if item is not None and self.range_key_attr:
             _forget(self, item)
             moto_items.forget_partition(self, hash_key)
         return item
+
+    return delete_item
+
+
+def _sorted_update(original_update: Callable[..., Any]) -> Callable[..., Any]:
+    """moto's UpdateItem, the item then moved to where it now sorts in its partition's views."""
 
     def update_item(self: Any, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         table = self.get_table(table_name)
@@ -399,16 +431,28 @@ def sorted_partitions() -> None:
         try:
             return original_update(self, table_name, key, *args, **kwargs)
         finally:  # moto changes the item in place (or makes it): it moves to where it now sorts
-            now = table.get_item(hash_value, range_value)
-            if now is not None and now is not before:  # made by the update: its partition's hash key
-                now.hash_key = moto_items.partition_key(table, now.hash_key)
-            for (partition, _), view in _sorted_views(table).items():
-                if partition == hash_value:
-                    for item in {id(i): i for i in (before, now) if i is not None}.values():
-                        view.remove(item)
-                    if now is not None:
-                        view.add(now)
+            _resort(table, hash_value, before, table.get_item(hash_value, range_value))
 
+    return update_item
+
+
+def _resort(table: Any, hash_value: Any, before: Any, now: Any) -> None:
+    if now is not None and now is not before:  # made by the update: its partition's hash key
+        now.hash_key = moto_items.partition_key(table, now.hash_key)
+    for (partition, _), view in _sorted_views(table).items():
+        if partition == hash_value:
+            for item in {id(i): i for i in (before, now) if i is not None}.values():
+                view.remove(item)
+            if now is not None:
+                view.add(now)
+
+
+def _sorted_query(original_query: Callable[..., Any]) -> Callable[..., Any]:
+    """moto's Table.query over one partition's view, when the query is of one partition of the
+    table or of a local index (a global index's, or a table without a range key, as moto does)."""
+    signature = inspect.signature(original_query)
+
+    @functools.wraps(original_query)  # its signature stays moto's (moto_capacity binds to it)
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
         arguments = signature.bind(self, *args, **kwargs).arguments
         hash_value = arguments.get("hash_key")
@@ -427,10 +471,7 @@ def sorted_partitions() -> None:
                 self, hash_value, attribute, arguments, lambda: original_query(self, *args, **kwargs)
             )
 
-    Table.put_item = _locked(put_item)  # type: ignore[method-assign]
-    Table.delete_item = _locked(delete_item)  # type: ignore[method-assign]
-    Table.query = query  # type: ignore[method-assign]
-    DynamoDBBackend.update_item = _locked(update_item)  # type: ignore[method-assign]
+    return query
 
 
 def _locked(change: Callable[..., Any]) -> Callable[..., Any]:
