@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import moto_capacity
 from .calls import Call
 
 MAX_CALLS = 200_000
@@ -121,7 +122,10 @@ class Hooks:
         *,
         injected: bool = False,
     ) -> None:
-        """One call as answered; ``injected``: the refusal was a test's fault hook, not the AWS side."""
+        """One call as answered; ``injected``: the refusal was a test's fault hook, not the AWS side.
+        A DynamoDB call carries the capacity it consumed (``moto_capacity``: this thread's last
+        request, failures included), what the bench prices."""
+        consumed = moto_capacity.take_last() if call.service == "dynamodb" else None
         entry = {
             "seq": next(self._sequence),
             "function": function,
@@ -130,6 +134,7 @@ class Hooks:
             "ms": round(ms, 3),
             "read": read,
             "injected": injected,
+            "capacity": consumed,
             **call.describe(),
         }
         with self._lock:
