@@ -29,7 +29,7 @@ from ..domain.principal import Principal
 from ..domain.results import Answer
 from ..domain.rules import free_id_problem, is_blank, team_or_agent_problem, trim
 from ..domain.scope import Scope
-from ..observability import count_request, logger
+from ..observability import count_request, logger, start_usage, stop_usage
 from ..settings import MAX_BODY_BYTES
 from . import auth
 from .errors import (
@@ -329,6 +329,7 @@ def handle(
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items() if v is not None}
     request = Request(new_request_id(), path, ROUTES.get(path), headers)
     token = _current.set(request)
+    usage = start_usage()  # the DynamoDB units its calls consume, reported with its count
     logger.set_correlation_id(request.request_id)
     try:
         response = _handle(request, resolve, event, context, method, public)
@@ -338,6 +339,7 @@ def handle(
         _current.reset(token)
     response.setdefault("headers", {})["x-request-id"] = request.request_id
     count_request(path if request.route is not None else "other", response["statusCode"])
+    stop_usage(usage)
     logger.info(
         "request",
         extra={

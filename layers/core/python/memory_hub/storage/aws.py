@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from ..settings import get_settings
+from . import consumed
 
 # botocore's standard mode retries throttling and transient errors with jittered backoff.
 RETRIES = {"mode": "standard", "max_attempts": 4}
@@ -47,7 +48,10 @@ def _create(service: str) -> Any:
         # region accepts.
         signature_version="s3v4" if service == "s3" else None,
     )
-    return _session().create_client(service, region_name=get_settings().region, config=config)
+    made = _session().create_client(service, region_name=get_settings().region, config=config)
+    if service == "dynamodb":
+        consumed.install(made)  # every request asks what it consumed; the request's metrics add it up
+    return made
 
 
 def model_client() -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -25,8 +26,10 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def submit(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
-    """Start ``fn`` in the background; ``.result()`` waits for it (and re-raises its error)."""
-    return _executor().submit(fn, *args, **kwargs)
+    """Start ``fn`` in the background; ``.result()`` waits for it (and re-raises its error). It runs
+    in a copy of the caller's context, so what it does counts for the request that asked
+    (``observability``'s usage: the DynamoDB units a request consumed)."""
+    return _executor().submit(contextvars.copy_context().run, fn, *args, **kwargs)
 
 
 def parallel(*calls: Callable[[], Any]) -> list[Any]:
