@@ -18,8 +18,8 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from memory_hub_local.aws import converse
-from memory_hub_local.aws.faithful import Refusal
+from memory_hub_local.aws import converse, vector_calls
+from memory_hub_local.aws.shapes import Refusal
 from memory_hub_local.identity import SEED_VARIABLE, Credentials
 from memory_hub_local.scripted_llm import SAVE_MEMORIES, ScriptedClient, ScriptedServer, fact_of, serve, stop
 
@@ -614,7 +614,7 @@ def test_the_served_models_are_the_formation_model_as_the_stack_resolved_it():
     assert converse.served_models({}, {}, listed) == {converse.DEFAULT_MODEL, "a.b-v1:0", "c.d-v2:0"}
     parameters = {converse.PARAMETERS_VARIABLE: json.dumps({"FormationModel": "x.y-v1:0"})}
     assert converse.served_models(template, None, parameters) == {"x.y-v1:0"}
-    assert converse.model_resource(REGION, "us.amazon.nova-lite-v1:0") == (
+    assert vector_calls.model_resource(REGION, "us.amazon.nova-lite-v1:0") == (
         "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.amazon.nova-lite-v1:0"
     )
-    assert converse.model_resource(REGION, MODEL) == f"arn:aws:bedrock:us-east-1::foundation-model/{MODEL}"
+    assert vector_calls.model_resource(REGION, MODEL) == f"arn:aws:bedrock:us-east-1::foundation-model/{MODEL}"

@@ -142,8 +142,8 @@ def test_a_rotation_hands_the_erasures_to_its_compaction_and_a_failed_one_gives_
 
 
 def test_what_counts_as_an_erasure():
-    from memory_hub_local.aws.calls import Call
     from memory_hub_local.aws.server import _erases
+    from memory_hub_local.aws.shapes import Call
 
     def call(service: str, operation: str, body: dict | None = None) -> Call:
         return Call(service, operation, None, body=body or {})

@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .faithful import Refusal
+from .shapes import Refusal
 
 DEFAULT_MODEL = "amazon.titan-embed-text-v2:0"
 MODELS_VARIABLE = "MEMORY_HUB_EMBEDDING_MODELS"

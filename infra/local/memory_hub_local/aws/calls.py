@@ -8,35 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 from xml.etree import ElementTree
 
+from . import vector_calls
+from .shapes import Call
+
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
 _SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/[^/]+/([^/]+)/aws4_request")
-
-
-@dataclass
-class Call:
-    service: str
-    operation: str
-    access_key: str | None
-    actions: list[tuple[str, str]] = field(default_factory=list)
-    body: Any = None  # parsed JSON (DynamoDB, Secrets Manager) or None
-    bucket: str | None = None
-    key: str | None = None
-    tables: list[str] = field(default_factory=list)
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "service": self.service,
-            "operation": self.operation,
-            "actions": [list(a) for a in self.actions],
-            "tables": self.tables,
-            "bucket": self.bucket,
-            "key": self.key,
-        }
 
 
 def access_key(headers: dict[str, str], query: dict[str, list[str]]) -> str | None:
@@ -75,8 +54,6 @@ def parse(method: str, raw_path: str, headers: dict[str, str], body: bytes, regi
         return Call("sqs", operation, who, [(f"sqs:{action}", arn)], payload)
     service = signing_service(headers, query)
     if service in ("s3vectors", "bedrock"):
-        from . import vector_calls
-
         return vector_calls.parse(service, method, raw_path, who, body, region)
     return _s3(method, url.path, query, headers, body, who)
 

@@ -73,7 +73,7 @@ from typing import Any
 
 from .bedrock import error
 from .converse_checks import TOOL_USE_ID, Request, parse_request
-from .faithful import Refusal
+from .shapes import Refusal
 
 DEFAULT_MODEL = "amazon.nova-lite-v1:0"
 MODELS_VARIABLE = "MEMORY_HUB_FORMATION_MODELS"
@@ -89,8 +89,6 @@ UPSTREAM_MESSAGE_CHARS = 300
 CHARS_PER_TOKEN = 4
 
 _FENCED = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.DOTALL)
-# Cross-region inference profiles are named by a geography before the model id (us.amazon.nova-…).
-_PROFILE_PREFIXES = ("us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global.")
 _FINISH = {"tool_calls": "tool_use", "stop": "end_turn", "length": "max_tokens", "content_filter": "content_filtered"}
 
 
@@ -118,18 +116,6 @@ def served_models(
     served = {str(parameters.get("FormationModel") or declared.get("Default") or DEFAULT_MODEL)}
     listed = environ.get(MODELS_VARIABLE, "")
     return served | {m.strip() for m in listed.split(",") if m.strip()}
-
-
-def model_resource(region: str, model: str) -> str:
-    """The ARN IAM checks a Converse against: the ARN a request names, or a model id's — an
-    inference profile's (``us.amazon.nova-lite-v1:0``) or else the foundation model's."""
-    if model.startswith("arn:"):
-        return model
-    if model.startswith(_PROFILE_PREFIXES):
-        from .vector_calls import ACCOUNT
-
-        return f"arn:aws:bedrock:{region}:{ACCOUNT}:inference-profile/{model}"
-    return f"arn:aws:bedrock:{region}::foundation-model/{model}"
 
 
 def bare_model(model: str, region: str) -> str | None:

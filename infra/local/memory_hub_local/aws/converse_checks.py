@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .bedrock import error
-from .faithful import Refusal
+from .shapes import Refusal
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_.:-]{1,64}")

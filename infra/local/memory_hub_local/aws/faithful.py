@@ -20,24 +20,13 @@ from typing import Any
 from urllib.parse import unquote
 from xml.sax.saxutils import escape
 
-from .calls import Call, delete_objects_keys
+from .calls import delete_objects_keys
+from .shapes import Call, Refusal
 
 MAX_PARTITION_KEY, MAX_SORT_KEY = 2048, 1024
 MAX_ITEM = 400 * 1024
 MAX_TRANSACTION_BYTES = 4 * 1024 * 1024
 MAX_S3_KEY, MAX_METADATA = 1024, 2048
-
-
-class Refusal(Exception):
-    """What AWS answers instead of doing the request."""
-
-    def __init__(
-        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None, code: str = ""
-    ):
-        super().__init__(body[:200])
-        self.status, self.body, self.content_type = status, body, content_type
-        self.headers = headers or {}
-        self.code = code
 
 
 def dynamodb_error(code: str, message: str, status: int = 400) -> Refusal:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import moto_capacity
-from .calls import Call
+from .shapes import Call
 
 MAX_CALLS = 200_000
 

@@ -8,7 +8,8 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import bedrock, calls, faithful, s3vectors
+from . import bedrock, faithful, s3vectors
+from .shapes import Call, Refusal
 
 if TYPE_CHECKING:
     from .state import State
@@ -42,7 +43,7 @@ def with_parameters(
     }
 
 
-def denied(call: calls.Call, identity: Identity, action: str, resource: str) -> faithful.Refusal:
+def denied(call: Call, identity: Identity, action: str, resource: str) -> Refusal:
     message = (
         f"User: arn:aws:sts::123456789012:assumed-role/{identity.name}Role/{identity.name} is not "
         f"authorized to perform: {action} on resource: {resource} because no identity-based policy "
@@ -53,6 +54,6 @@ def denied(call: calls.Call, identity: Identity, action: str, resource: str) -> 
     if call.service in ("bedrock", "s3vectors"):
         return (bedrock.error if call.service == "bedrock" else s3vectors.error)("AccessDeniedException", message, 403)
     body = json.dumps({"__type": "com.amazon.coral.service#AccessDeniedException", "Message": message}).encode()
-    return faithful.Refusal(
+    return Refusal(
         400, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": "AccessDeniedException"}, "AccessDeniedException"
     )

@@ -33,6 +33,7 @@ from .hooks import Hooks
 from .iam import OPERATOR, denied, with_parameters
 from .iam import Identity as Identity  # __main__ makes the identities
 from .journal import KEPT_SERVICES, Journal, Record, encode, lock_data_dir, pause_point, replay, segment_path, segments
+from .shapes import Call, Refusal
 from .state import State, apply_writes, dynamodb_backend, s3_backend
 
 LOCK = threading.RLock()
@@ -65,7 +66,7 @@ _READ_ONLY = {
 }
 
 
-def _fault(call: calls.Call, fault: dict[str, Any]) -> faithful.Refusal:
+def _fault(call: Call, fault: dict[str, Any]) -> Refusal:
     code, message = str(fault.get("code", "InternalServerError")), str(fault.get("message", "injected fault"))
     status = int(fault.get("status", 500))
     if call.service == "s3":
@@ -75,7 +76,7 @@ def _fault(call: calls.Call, fault: dict[str, Any]) -> faithful.Refusal:
     return faithful.dynamodb_error(code, message, status)
 
 
-def _items_read(call: calls.Call, status: int, body: bytes) -> int:
+def _items_read(call: Call, status: int, body: bytes) -> int:
     """How many items a DynamoDB read evaluated (what read capacity pays for)."""
     if (
         call.service != "dynamodb"
@@ -172,7 +173,7 @@ class AwsSide:
                         self.journal.append(encode({**meta, "x": _made_up(call)}, body))
                         if _erases(call):
                             self.journal.note_erasure()
-        except faithful.Refusal as refusal:
+        except Refusal as refusal:
             refused = refusal.code
             status, out_headers, out_body = (
                 refusal.status,
@@ -186,7 +187,7 @@ class AwsSide:
             self.hooks.record(call, identity.name, status, refused, spent, read, injected=injected)
         return status, out_headers, out_body
 
-    def _bedrock(self, call: calls.Call, body: bytes) -> tuple[int, dict[str, str], bytes]:
+    def _bedrock(self, call: Call, body: bytes) -> tuple[int, dict[str, str], bytes]:
         """InvokeModel (the embedding model, here) or Converse (relayed to a language model)."""
         if call.operation == "Converse":
             return converse.converse(call.key or "", body, self.converse_models, self.region)
@@ -198,7 +199,7 @@ class AwsSide:
 
     def _moto(
         self,
-        call: calls.Call,
+        call: Call,
         method: str,
         raw_path: str,
         headers: dict[str, str],
@@ -445,11 +446,11 @@ def give_back_freed_memory() -> None:
 # since the last compaction, not everything the account holds.
 
 
-def _kept(call: calls.Call) -> bool:
+def _kept(call: Call) -> bool:
     return call.service in KEPT_SERVICES and call.operation not in _READ_ONLY
 
 
-def _erases(call: calls.Call) -> bool:
+def _erases(call: Call) -> bool:
     """Whether a kept change deleted something (items, objects, vectors, a table or bucket): what it
     removed is still in the journal or the last snapshot until a compaction (ERASURE_QUIET_S)."""
     if call.operation.startswith("Delete") or call.operation == "BucketDelete":
@@ -462,7 +463,7 @@ def _erases(call: calls.Call) -> bool:
     return False
 
 
-def _plain_writes(call: calls.Call) -> dict[str, tuple[list[Any], list[Any]]] | None:
+def _plain_writes(call: Call) -> dict[str, tuple[list[Any], list[Any]]] | None:
     """The items a DynamoDB request put and the keys it deleted, by table, when that is all it did
     (an UpdateItem needs moto to evaluate its expression: None)."""
     if call.service != "dynamodb" or not isinstance(call.body, dict):
@@ -492,7 +493,7 @@ def _plain_writes(call: calls.Call) -> dict[str, tuple[list[Any], list[Any]]] | 
     return writes
 
 
-def _vector_resource(call: calls.Call) -> Any:
+def _vector_resource(call: Call) -> Any:
     buckets = [b for b in s3vectors.backend().vector_buckets.values() if b.vector_bucket_name == call.bucket]
     if not buckets or call.operation == "CreateVectorBucket":
         return buckets[0] if buckets else None
@@ -502,7 +503,7 @@ def _vector_resource(call: calls.Call) -> Any:
 _NEW_OBJECT = ("PutObject", "CopyObject", "ObjectPost")  # ObjectPost: CompleteMultipartUpload
 
 
-def _made_up(call: calls.Call) -> dict[str, str]:
+def _made_up(call: Call) -> dict[str, str]:
     """What moto made up for a change that a replay would make up differently: the time."""
     if call.service == "s3" and call.bucket and call.key and call.operation in _NEW_OBJECT:
         bucket = s3_backend().buckets.get(call.bucket)
@@ -516,7 +517,7 @@ def _made_up(call: calls.Call) -> dict[str, str]:
     return {}
 
 
-def _put_back(call: calls.Call, made_up: dict[str, str]) -> None:
+def _put_back(call: Call, made_up: dict[str, str]) -> None:
     from datetime import datetime
 
     if "last_modified" in made_up and call.bucket and call.key:

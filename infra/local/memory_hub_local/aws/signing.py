@@ -41,6 +41,7 @@ from botocore.credentials import Credentials as BotocoreCredentials
 
 from ..identity import Principal
 from . import faithful
+from .shapes import Refusal
 
 SKEW_S = 15 * 60
 MAX_EXPIRES_S = 7 * 24 * 3600
@@ -190,9 +191,7 @@ def protocol(headers: dict[str, str], query: str, method: str = "", path: str = 
     return "rest-json" if method == "POST" and not query and _REST_JSON_PATH.match(path) else "xml"
 
 
-def refusal(
-    rejected: Rejected, headers: dict[str, str], query: str, method: str = "", path: str = ""
-) -> faithful.Refusal:
+def refusal(rejected: Rejected, headers: dict[str, str], query: str, method: str = "", path: str = "") -> Refusal:
     kind = protocol(headers, query, method, path)
     table = _S3 if kind == "xml" else _JSON
     status, code, message = table[rejected.kind]
@@ -204,11 +203,11 @@ def refusal(
     if kind == "rest-json":
         status = 403 if status == 400 else status
         body = json.dumps({"message": text}).encode()
-        return faithful.Refusal(status, body, "application/json", {"x-amzn-ErrorType": code}, code)
+        return Refusal(status, body, "application/json", {"x-amzn-ErrorType": code}, code)
     target = headers.get("x-amz-target", "")
     content_type = "application/x-amz-json-1.0" if target.startswith("DynamoDB_") else "application/x-amz-json-1.1"
     body = json.dumps({"__type": f"com.amazon.coral.service#{code}", "message": text}).encode()
-    return faithful.Refusal(status, body, content_type, {"x-amzn-ErrorType": code}, code)
+    return Refusal(status, body, content_type, {"x-amzn-ErrorType": code}, code)
 
 
 def _words(rejected: Rejected, message: str | None) -> str:
@@ -225,7 +224,7 @@ OPERATOR_ONLY = (
 )
 
 
-def control_refusal(rejected: Rejected) -> faithful.Refusal:
+def control_refusal(rejected: Rejected) -> Refusal:
     """What a control route (``/_local/…`` on the AWS port) answers a request the operator did not
     sign: 403 in the REST JSON services' words (``x-amzn-ErrorType``, ``{"message"}``), the code
     the signature's failure has there; signed by a function: AccessDeniedException."""
@@ -237,12 +236,12 @@ def control_refusal(rejected: Rejected) -> faithful.Refusal:
         if rejected.kind == "missing":
             text += f": {OPERATOR_ONLY}"
     body = json.dumps({"message": text}).encode()
-    return faithful.Refusal(403, body, "application/json", {"x-amzn-ErrorType": code}, code)
+    return Refusal(403, body, "application/json", {"x-amzn-ErrorType": code}, code)
 
 
 def control_check(
     verifier: Verifier, method: str, raw_path: str, headers: dict[str, str], body: bytes
-) -> faithful.Refusal | None:
+) -> Refusal | None:
     """Why a control request may not run (None: the operator signed it). The control routes (a
     snapshot, the call log, the test hooks) take only requests signed with the operator's
     credentials, verified as every other request of the port."""

@@ -19,7 +19,7 @@ import json
 from typing import Any
 from urllib.parse import unquote
 
-from .calls import Call
+from .shapes import Call
 
 ACCOUNT = "123456789012"
 _BUCKET_OPERATIONS = {
@@ -96,13 +96,25 @@ _MODEL_OPERATIONS = {
 }
 
 
+# Cross-region inference profiles are named by a geography before the model id (us.amazon.nova-…).
+_PROFILE_PREFIXES = ("us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global.")
+
+
+def model_resource(region: str, model: str) -> str:
+    """The ARN IAM checks an InvokeModel or a Converse against: the ARN a request names, or a model
+    id's — an inference profile's (``us.amazon.nova-lite-v1:0``) or else the foundation model's."""
+    if model.startswith("arn:"):
+        return model
+    if model.startswith(_PROFILE_PREFIXES):
+        return f"arn:aws:bedrock:{region}:{ACCOUNT}:inference-profile/{model}"
+    return f"arn:aws:bedrock:{region}::foundation-model/{model}"
+
+
 def bedrock_call(raw_path: str, who: str | None, body: bytes, region: str) -> Call:
     """``POST /model/{modelId}/{invoke|converse|…}`` (the model id percent-encoded, an ARN's '/'
     included). Converse needs ``bedrock:InvokeModel`` (ConverseStream the streaming action) on the
     model's ARN: a foundation model's, an inference profile's for a profile id (``us.…``), or the
     ARN the request names."""
-    from .converse import model_resource
-
     segments = raw_path.split("?", 1)[0].strip("/").split("/")
     model = unquote("/".join(segments[1:-1])) if len(segments) >= 3 and segments[0] == "model" else ""
     operation, action = _MODEL_OPERATIONS.get(segments[-1], _MODEL_OPERATIONS["invoke-with-response-stream"])

@@ -8,7 +8,7 @@ from typing import Any
 
 def error(code: str, message: str, status: int) -> Any:
     """An S3 Vectors error as the service sends it (rest-json): for injected faults and refusals."""
-    from ..faithful import Refusal
+    from ..shapes import Refusal
 
     body = json.dumps({"message": message}).encode()
     return Refusal(status, body, "application/json", {"x-amzn-ErrorType": code}, code)
