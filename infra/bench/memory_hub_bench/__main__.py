@@ -24,7 +24,11 @@ Starts the local stack (ephemeral, with the emulated AWS side's call log) and pr
 7. formation: a stack of its own forms memory from LoCoMo (the scripted model, or a real one with
    ``--formation-url``): model calls, tokens and cost per 1,000 messages, records formed, dropped
    entries, lag; the formed records scored against LoCoMo's observations (``--formation-only``
-   runs just this; see ``formation``).
+   runs just this; see ``formation``);
+8. cost: per route, the calls to every service, DynamoDB read and write units (as AWS counts them),
+   S3 request classes, S3 Vectors, Bedrock tokens, Lambda requests and billed duration, and $ per
+   1M operations at list prices (``prices``); the monthly cost of a stated workload beside the
+   peers' list prices (``--cost-only`` runs just this; see ``cost``).
 
 ``--quick`` runs it all with fewer requests and smaller memories (sections 1–5 in under two
 minutes, durability aside: it starts three stacks, about a minute more; memory after 300
@@ -47,7 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from . import coldstart, durability, formation, measure, memory, recall
+from . import coldstart, cost, durability, formation, measure, memory, recall
 from .cases import FileMaker, Scope, cases
 from .client import Hooks, Operator, Target
 
@@ -143,6 +147,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "a peer run without embeddings)",
     )
     parser.add_argument("--recall-only", action="store_true", help="run only the recall section")
+    parser.add_argument("--cost-only", action="store_true", help="run only the cost section")
     parser.add_argument(
         "--mode",
         action="append",
@@ -156,6 +161,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         args.skip = [name for name in SECTIONS if name != "recall"]
     if args.formation_only:
         args.skip = [name for name in SECTIONS if name != "formation"]
+    if args.cost_only:
+        args.skip = [name for name in SECTIONS if name != "cost"]
     return args
 
 
@@ -380,6 +387,12 @@ def formation_section(run: Run) -> None:
     run.results["formation"] = formation.run(config, _say, _progress)
 
 
+def cost_section(run: Run) -> None:
+    _progress(f"cost: every route, {run.n} requests each (and {run.n} with every AWS call delayed), at list prices")
+    rows, stored = cost.measure_routes(cases(run.ours, ours=True), run.ours, run.n, run.hooks, run.log, _progress)
+    run.results["cost"] = cost.report(rows, stored, _say)
+
+
 def _pair_with_files(make_files: FileMaker) -> Callable[[Target, Scope, int], None]:
     def pair(target: Target, scope: Scope, i: int) -> None:
         if i < 0:
@@ -399,6 +412,7 @@ SECTION_RUNNERS: dict[str, Callable[[Run], None]] = {
     "durability": durability_section,
     "recall": recall_section,
     "formation": formation_section,
+    "cost": cost_section,
 }
 SECTIONS = list(SECTION_RUNNERS)
 

@@ -19,7 +19,7 @@ are not counted in the figures per 1,000 messages).
 
 Per 1,000 stored messages (both roles): model calls, input and output tokens (as the model server
 reports them), characters sent and received, records formed; the cost at the list price of the
-template's default model (the ``PRICE_*`` block below); dropped entries; lag p50/p95 for messages
+template's default model (``prices``); dropped entries; lag p50/p95 for messages
 in a full batch and in a session's last partial batch (formed by the idle timer). With ``all``
 (``--formation-layers all``, a stack of its own: the memory created with ``formation: all``), the
 scene and persona calls are counted apart. Then the formed records are scored against LoCoMo's
@@ -38,7 +38,7 @@ from typing import Any
 
 from memory_hub_local import scripted_llm
 
-from . import formation_meter, formation_score
+from . import formation_meter, formation_score, prices
 from .cases import Scope
 from .client import Target
 from .datasets import Corpus, load_locomo
@@ -56,17 +56,11 @@ QUICK_CONVERSATIONS = 2
 SAVE = scripted_llm.SAVE_MEMORIES
 IDLE_BOUND_S = 60  # the API promises: an idle batch runs no later than FormationIdleSeconds + this
 
-# ---------------------------------------------------------------- prices (the one place they live)
-# Amazon Nova Lite (amazon.nova-lite-v1:0, the template's FormationModel default), Amazon Bedrock
-# on-demand (Standard tier), US East (N. Virginia), USD per 1,000 tokens, as published since the
-# model's launch (December 2024) on https://aws.amazon.com/bedrock/pricing/ — $0.06 and $0.24 per
-# million input and output tokens (the same figures model catalogues such as OpenRouter's list);
-# checked on 2026-12-04. Batch inference is about half; nothing here uses it.
-PRICE_MODEL = "amazon.nova-lite-v1:0"
-PRICE_INPUT_PER_1K_TOKENS = 0.00006
-PRICE_OUTPUT_PER_1K_TOKENS = 0.00024
-PRICE_SOURCE = "https://aws.amazon.com/bedrock/pricing/ (on-demand, us-east-1, checked 2026-12-04)"
-# ----------------------------------------------------------------
+# Nova Lite's on-demand list prices live with every other price, in ``prices`` (source and date there).
+PRICE_MODEL = prices.NOVA_LITE_MODEL
+PRICE_INPUT_PER_1K_TOKENS = prices.NOVA_LITE_INPUT.usd
+PRICE_OUTPUT_PER_1K_TOKENS = prices.NOVA_LITE_OUTPUT.usd
+PRICE_SOURCE = f"{prices.NOVA_LITE_INPUT.source} (on-demand, us-east-1, checked {prices.CHECKED})"
 
 
 def cost(input_tokens: float, output_tokens: float) -> float:

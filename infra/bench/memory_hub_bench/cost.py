@@ -1,0 +1,329 @@
+"""The bill: what each route costs on AWS at list prices (``prices``), from what it does on the
+local stack, and what a month of a stated workload costs beside the peers' list prices.
+
+Per route, the mean of ``n`` requests (after two untimed ones) of the routes section's workload:
+
+- the calls to every service, from the emulated AWS side's call log;
+- DynamoDB read and write request units as AWS charges them (the emulated DynamoDB counts
+  capacity by AWS's rules, failed conditions included: ``memory_hub_local.aws.capacity``);
+- S3 requests by price class (PUT, COPY, POST, LIST vs GET and the rest; DELETE is free);
+- S3 Vectors: each PutVectors billed at its 128 KB minimum (a request's few vectors are far below
+  it), each QueryVectors per call plus the data it processes — (vector + key + filterable
+  metadata) bytes × the vectors of the index — priced at the bench's own index and at 6 million;
+- Bedrock: one InvokeModel per text embedded, tokens estimated as 4 characters each;
+- Lambda: one request per API call plus one per queued message (SQS) or Invoke; billed duration
+  estimated as the CPU the function processes used for it (/proc) plus its sequential AWS round
+  trips (counted as the routes section counts them: every call delayed 30 ms, the extra time ÷ 30 ms)
+  × ``ROUND_TRIP_MS``, an in-region AWS call's typical wait, at the template's 512 MB;
+- API Gateway (REST): one call.
+
+The month: ``USERS`` users, each adding ``ADDS`` one-message conversation turns and searching
+``SEARCHES`` times a month, everything kept a year (a steady state holding 12 months of turns, all
+in one memory: one vector index of USERS × ADDS × 12 vectors)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import measure, prices
+from .cases import Case, Scope, Workload
+from .client import Hooks, Target
+
+ROUND_TRIP_MS = 10.0
+LAMBDA_GB = 0.5  # the template's MemorySize (512 MB)
+VECTOR_BYTES = 1024 * 4 + 300  # float32 × the default 1,024 dimensions, plus key and filterable metadata
+PUT_VECTORS_MIN_BYTES = 128 * 1024
+CHARS_PER_TOKEN = 4
+GB, TB = 1024**3, 1024**4
+USERS, ADDS, SEARCHES, MONTHS_KEPT = 10_000, 50, 20, 12
+LARGE_INDEX = USERS * ADDS * MONTHS_KEPT  # 6 million vectors
+ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
+S3_PUT_CLASS = {"PutObject", "CopyObject", "PostObject", "ListObjectsV2", "ListObjects", "CreateMultipartUpload"}
+S3_FREE = {"DeleteObject", "DeleteObjects"}
+
+
+@dataclass
+class RouteCost:
+    """One route's mean use of each service per request, and what it comes to."""
+
+    route: str
+    calls: dict[str, float] = field(default_factory=dict)  # service → calls a request
+    rru: float = 0.0
+    wru: float = 0.0
+    s3_put: float = 0.0
+    s3_get: float = 0.0
+    vector_puts: float = 0.0
+    vector_queries: float = 0.0
+    embed_calls: float = 0.0
+    tokens: float = 0.0
+    lambda_requests: float = 1.0
+    queued: float = 0.0
+    cpu_ms: float = 0.0
+    round_trips: float = 0.0
+
+    @property
+    def billed_ms(self) -> float:
+        return math.ceil(self.cpu_ms + self.round_trips * ROUND_TRIP_MS)
+
+    def dollars(self, index_vectors: int) -> dict[str, float]:
+        """USD a request, by service, with the memory's vector index holding ``index_vectors``."""
+        per_query_tb = query_tb(index_vectors)
+        return {
+            "DynamoDB": self.wru * _per(prices.DYNAMODB_WRITE) + self.rru * _per(prices.DYNAMODB_READ),
+            "S3": self.s3_put * prices.S3_PUT_CLASS.usd / 1000 + self.s3_get * prices.S3_GET_CLASS.usd / 1000,
+            "S3 Vectors": self.vector_puts * PUT_VECTORS_MIN_BYTES / GB * prices.S3_VECTORS_PUT.usd
+            + self.vector_queries * (_per(prices.S3_VECTORS_QUERY_CALL) + per_query_tb),
+            "Bedrock": self.tokens / 1000 * prices.TITAN_EMBED_V2.usd,
+            "Lambda": self.lambda_requests * _per(prices.LAMBDA_REQUEST)
+            + self.billed_ms / 1000 * LAMBDA_GB * prices.LAMBDA_ARM_GB_S.usd,
+            "SQS": self.queued * _per(prices.SQS_REQUEST),
+            "API Gateway": _per(prices.API_GATEWAY_REST),
+        }
+
+
+def _per(price: prices.Price) -> float:
+    """USD of one unit of a price quoted per million."""
+    return price.usd / 1_000_000
+
+
+def query_tb(index_vectors: int) -> float:
+    """USD of the data one QueryVectors processes over an index of ``index_vectors`` vectors."""
+    first = min(index_vectors, 100_000) * VECTOR_BYTES / TB * prices.S3_VECTORS_QUERY_TB.usd
+    rest = max(index_vectors - 100_000, 0) * VECTOR_BYTES / TB * prices.S3_VECTORS_QUERY_TB_OVER.usd
+    return first + rest
+
+
+def _texts(body: Any) -> int:
+    """Characters of the texts a request would embed (message contents, a record, a query)."""
+    if isinstance(body, dict):
+        return sum(len(v) if k in ("content", "query") and isinstance(v, str) else _texts(v) for k, v in body.items())
+    if isinstance(body, list):
+        return sum(_texts(v) for v in body)
+    return 0
+
+
+def _tally(row: RouteCost, requests: list[list[dict[str, Any]]], chars: float) -> None:
+    n = len(requests) or 1
+    for calls in requests:
+        for call in calls:
+            service, operation = call["service"], call["operation"]
+            row.calls[service] = row.calls.get(service, 0.0) + 1 / n
+            for element in call.get("capacity") or []:
+                row.rru += element.get("ReadCapacityUnits", 0.0) / n
+                row.wru += element.get("WriteCapacityUnits", 0.0) / n
+            if service == "s3" and operation not in S3_FREE:
+                row.s3_put += (operation in S3_PUT_CLASS) / n
+                row.s3_get += (operation not in S3_PUT_CLASS) / n
+            row.vector_puts += (service == "s3vectors" and operation == "PutVectors") / n
+            row.vector_queries += (service == "s3vectors" and operation == "QueryVectors") / n
+            if service == "bedrock" and operation == "InvokeModel":
+                row.embed_calls += 1 / n
+            row.queued += (service == "sqs" and operation.startswith("SendMessage")) / n
+            row.lambda_requests += (service == "lambda" and operation == "Invoke") / n
+    row.lambda_requests += row.queued
+    row.tokens = chars / CHARS_PER_TOKEN if row.embed_calls else 0.0
+
+
+def route_cost(case: Case, target: Target, n: int, hooks: Hooks, log: measure.CallLog) -> RouteCost:
+    """One route's use per request (warmed by two requests first)."""
+    for i in (-2, -1):
+        case.before(i)
+        target.post(case.route, case.body(i))
+    requests, times, chars, cpu = [], [], [], 0.0
+    for i in range(n):
+        case.before(i)
+        log.take()
+        body = case.body(i)  # once: a body may take what it names (an id to delete)
+        chars.append(_texts(body))
+        used = measure.cpu_ms_by_kind()["functions"]
+        elapsed, _ = target.post(case.route, body)
+        cpu += measure.cpu_ms_by_kind()["functions"] - used
+        times.append(elapsed)
+        requests.append(log.take())
+    row = RouteCost(case.route, cpu_ms=cpu / n)
+    _tally(row, requests, statistics.mean(chars))
+    hook = hooks.delay_every_call(measure.ROUND_TRIP_S)
+    try:
+        delayed = []
+        for i in range(n, 2 * n):
+            case.before(i)
+            delayed.append(target.post(case.route, case.body(i))[0])
+    finally:
+        hooks.remove(hook)
+    row.round_trips = max(0.0, round((measure.p50(delayed) - measure.p50(times)) / (measure.ROUND_TRIP_S * 1000), 1))
+    return row
+
+
+def one_message_add(target: Target) -> Case:
+    """The workload's unit of writing: one 200-byte message added to a conversation."""
+    scope = Scope.fresh("cost")
+    text = ("the user mentioned a trip to the mountains and a fondness for green tea " * 3)[:200]
+    target.post("/v3/conversation/add", scope.body(session_id="c0", messages=[{"role": "user", "content": text}]))
+    return Case(
+        "/v3/conversation/add",
+        lambda i: scope.body(session_id=f"c{i % 5}", messages=[{"role": "user", "content": text}]),
+    )
+
+
+def dynamodb_client(hooks: Hooks) -> Any:
+    """A DynamoDB client on the emulated account, as its operator (whose calls the call log leaves out)."""
+    import botocore.session
+
+    operator = hooks.operator
+    return botocore.session.get_session().create_client(
+        "dynamodb",
+        endpoint_url=hooks.transport.endpoint,
+        region_name=operator.region,
+        aws_access_key_id=operator.access_key,
+        aws_secret_access_key=operator.secret,
+    )
+
+
+def dynamodb_bytes(client: Any) -> int:
+    """Bytes every DynamoDB table holds, as AWS bills storage (item size + 100 bytes an item)."""
+    from memory_hub_local.aws.capacity import item_size
+
+    total = 0
+    for table in client.list_tables()["TableNames"]:
+        for page in client.get_paginator("scan").paginate(TableName=table):
+            total += sum(item_size(item) + 100 for item in page["Items"])
+    return total
+
+
+def measure_routes(
+    workload: Workload, target: Target, n: int, hooks: Hooks, log: measure.CallLog, progress: Callable[[str], None]
+) -> tuple[list[RouteCost], float]:
+    """Every route's use, and the DynamoDB bytes a one-message add leaves stored."""
+    workload.seed()
+    rows = []
+    for case in workload.cases:
+        progress(f"  cost: {case.route}")
+        rows.append(route_cost(case, target, n, hooks, log))
+    progress(f"  cost: {ONE_MESSAGE_ADD}")
+    client = dynamodb_client(hooks)
+    single = one_message_add(target)
+    before = dynamodb_bytes(client)
+    row = route_cost(single, target, n, hooks, log)
+    stored = (dynamodb_bytes(client) - before) / (2 * n + 2)  # two warm-up adds, n timed, n delayed
+    row.route = ONE_MESSAGE_ADD
+    rows.append(row)
+    return rows, stored
+
+
+# ---------------------------------------------------------------- the month
+
+
+@dataclass
+class Month:
+    adds: float
+    searches: float
+    requests_usd: float
+    storage_usd: float
+    bytes_per_message: float
+
+    @property
+    def total(self) -> float:
+        return self.requests_usd + self.storage_usd
+
+
+def month(add: RouteCost, search: RouteCost, dynamodb_bytes_per_message: float) -> Month:
+    """The stated workload's monthly bill at steady state (a year of turns held)."""
+    adds, searches = USERS * ADDS, USERS * SEARCHES
+    requests = adds * sum(add.dollars(LARGE_INDEX).values()) + searches * sum(search.dollars(LARGE_INDEX).values())
+    held = LARGE_INDEX
+    storage = held * dynamodb_bytes_per_message / GB * prices.DYNAMODB_STORAGE.usd
+    storage += held * VECTOR_BYTES / GB * prices.S3_VECTORS_STORAGE.usd
+    return Month(adds, searches, requests, storage, dynamodb_bytes_per_message)
+
+
+def peers() -> list[tuple[str, str, str]]:
+    """(peer, monthly USD for the workload or why not, the prices used)."""
+    events = USERS * ADDS
+    retrievals = USERS * SEARCHES
+    low_records, high_records = LARGE_INDEX * 0.1, LARGE_INDEX * 0.5  # records extracted per turn: 0.1 to 0.5
+    base = events / 1000 * prices.AGENTCORE_EVENT.usd + retrievals / 1000 * prices.AGENTCORE_RETRIEVAL.usd
+    low = base + low_records / 1000 * prices.AGENTCORE_RECORD.usd
+    high = base + high_records / 1000 * prices.AGENTCORE_RECORD.usd
+    agentcore = (
+        f"${low:,.0f}–{high:,.0f}",
+        f"${prices.AGENTCORE_EVENT.usd} per 1,000 events, ${prices.AGENTCORE_RETRIEVAL.usd} per 1,000 retrievals, "
+        f"${prices.AGENTCORE_RECORD.usd} per 1,000 records a month, 0.1–0.5 records kept per turn "
+        f"({prices.AGENTCORE_EVENT.source})",
+    )
+    zep = (
+        "not verified",
+        f"Flex ${prices.ZEP_FLEX.usd:.0f} a month for 20,000 credits; the workload adds {events:,} turns a month "
+        f"and the price of credits past the plan was not found ({prices.ZEP_FLEX.source})",
+    )
+    mem0 = (
+        "not verified",
+        f"Pro ${prices.MEM0_PRO.usd:.0f} a month; its limits at this volume were not found ({prices.MEM0_PRO.source})",
+    )
+    return [("Bedrock AgentCore Memory", *agentcore), ("Zep", *zep), ("mem0", *mem0)]
+
+
+# ---------------------------------------------------------------- the report
+
+SMALL_INDEX = 1_000
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def _calls(row: RouteCost) -> str:
+    return ", ".join(f"{service} {count:g}" for service, count in sorted(row.calls.items(), key=lambda kv: -kv[1]))
+
+
+def _where(row: RouteCost, index_vectors: int) -> str:
+    spent = sorted(row.dollars(index_vectors).items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{name} {usd * 1e6:,.1f}" for name, usd in spent[:3] if usd > 0)
+
+
+def report(rows: list[RouteCost], stored: float, say: Callable[[str], None]) -> dict[str, Any]:
+    """Print the cost tables (Markdown) and hand back what they show."""
+    say(f"\n### Cost at list prices (us-east-1, on-demand; prices of {prices.CHECKED}: memory_hub_bench/prices.py)\n")
+    say(
+        "| route | AWS calls a request | DynamoDB RRU / WRU | S3 PUT / GET | S3 Vectors put / query | "
+        "Bedrock tokens | Lambda requests / billed ms | $ per 1M | $ per 1M, 6M-vector index | largest, $ per 1M |"
+    )
+    say("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for row in rows:
+        small, large = sum(row.dollars(SMALL_INDEX).values()), sum(row.dollars(LARGE_INDEX).values())
+        say(
+            f"| `{row.route}` | {_calls(row)} | {_fmt(row.rru)} / {_fmt(row.wru)} | {_fmt(row.s3_put)} / "
+            f"{_fmt(row.s3_get)} | {_fmt(row.vector_puts)} / {_fmt(row.vector_queries)} | {_fmt(row.tokens, 0)} | "
+            f"{_fmt(row.lambda_requests)} / {row.billed_ms} | {_fmt(small * 1e6)} | {_fmt(large * 1e6)} | "
+            f"{_where(row, SMALL_INDEX)} |"
+        )
+    by_route = {row.route: row for row in rows}
+    bill = month(by_route[ONE_MESSAGE_ADD], by_route["/v3/conversation/search"], stored)
+    say(
+        f"\n**A month** of {USERS:,} users each adding {ADDS} one-message turns and searching {SEARCHES} times, "
+        f"kept {MONTHS_KEPT} months (steady state: {LARGE_INDEX:,} turns held, one memory, one vector index): "
+        f"requests ${bill.requests_usd:,.0f}, storage ${bill.storage_usd:,.0f} "
+        f"(DynamoDB {bill.bytes_per_message:,.0f} bytes a stored turn, measured; vectors {VECTOR_BYTES:,} bytes), "
+        f"**${bill.total:,.0f} a month**.\n"
+    )
+    say("| the same workload on | $ a month | prices used |")
+    say("|---|---:|---|")
+    say(f"| Memory Hub (this table) | ${bill.total:,.0f} | the rows above |")
+    for peer, usd, basis in peers():
+        say(f"| {peer} | {usd} | {basis} |")
+    unverified = [p.per for p in _all_prices() if not p.verified]
+    say(f"\nPrices not confirmed on {prices.CHECKED} (shown as last published): {'; '.join(unverified)}.")
+    return {
+        "routes": [row.__dict__ | {"usd_per_million": sum(row.dollars(SMALL_INDEX).values()) * 1e6,
+                                   "usd_per_million_6m_vectors": sum(row.dollars(LARGE_INDEX).values()) * 1e6}
+                   for row in rows],
+        "month": bill.__dict__ | {"total": bill.total},
+        "prices_checked": prices.CHECKED,
+    }  # fmt: skip
+
+
+def _all_prices() -> list[prices.Price]:
+    return [value for value in vars(prices).values() if isinstance(value, prices.Price)]
