@@ -27,6 +27,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from botocore.exceptions import ClientError
+from pynamodb.exceptions import UpdateError
+from pynamodb.expressions.condition import size
+from pynamodb.models import Model
 
 from . import aws, layout
 from .concurrency import parallel
@@ -243,3 +246,47 @@ def record_in_epoch(team_id: str, agent_id: str, epoch: int, events: list[AuditE
     for event in events:
         transaction.put("audit", event)
     transaction.commit()
+
+
+MAX_RUNNING_IMPORTS = 20  # per memory: reads filter on their ids (a filter holds at most 100 values)
+
+
+def begin_import(asset: Asset, import_id: str, epoch: int) -> bool:
+    """Note ``import_id`` among the imports running into the memory, at ``epoch``: from now on
+    reads leave out what it writes. False when the epoch moved or too many imports run."""
+    running = Asset.importing.does_not_exist() | (size(Asset.importing) < MAX_RUNNING_IMPORTS)  # type: ignore[no-untyped-call]
+    transaction = Transaction()
+    transaction.update(
+        "asset", asset, [Asset.importing.add({import_id})], condition=(Asset.epoch == int(epoch)) & running
+    )
+    try:
+        transaction.commit()
+    except Cancelled:
+        return False
+    return True
+
+
+def commit_import(asset: Asset, import_id: str, job_update: tuple[Model, list[Any]], events: list[AuditEvent]) -> None:
+    """The one write that makes an import visible: its id leaves the running set (only if it is
+    there: an undo may have taken it out), its job moves on and its audit event is recorded,
+    together. Cancelled: 'asset' when the id is not running any more."""
+    job, actions = job_update
+    transaction = Transaction()
+    transaction.update(
+        "asset", asset, [Asset.importing.delete({import_id})], condition=Asset.importing.contains(import_id)
+    )
+    transaction.update("job", job, actions)
+    for event in events:
+        transaction.put("audit", event)
+    transaction.commit()
+
+
+def end_import(team_id: str, agent_id: str, import_id: str) -> None:
+    """An undone import leaves the running set (after what it wrote is gone); nothing when the
+    asset or the id is not there."""
+    asset = Asset(layout.memory_id_of(team_id, agent_id), pair_sk(team_id, agent_id))
+    try:
+        asset.update(actions=[Asset.importing.delete({import_id})], condition=Asset.importing.contains(import_id))
+    except UpdateError as exc:
+        if exc.cause_response_code != "ConditionalCheckFailedException":
+            raise

@@ -1,28 +1,44 @@
 """Exact counters of a memory epoch: items and search tokens per user and layer, items per session.
 
 They change in the same transaction as the items they count, so counts never drift; the users of
-a memory epoch are the users that have a counter (clear and cleanup enumerate them here)."""
+a memory epoch are the users that have a counter (clear and cleanup enumerate them here).
+
+An import counts what it writes as it writes it, and notes the same amounts on the counter under
+its id (``staged``); a count subtracts the notes of the imports its ``Where`` says are still
+running. So the counts move by a whole import in the one write that commits it (its id leaving the
+asset's set), never while it runs, and an import that is rolled back leaves them as they were."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pynamodb.exceptions import DeleteError
+from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
 
 from . import layout
+from .concurrency import for_each
 from .models import Counter
 from .transactions import Transaction
 
 
 @dataclass(frozen=True)
 class Where:
-    """One memory epoch: every counter and item key derives from it."""
+    """One memory epoch: every counter and item key derives from it. ``staged``: the imports
+    running into it, as its asset said when it was read — reads leave out what they wrote (their
+    items and their share of the counters); empty for writers and erasures, which see everything."""
 
     team_id: str
     agent_id: str
     epoch: int
     memory_id: str = ""
+    staged: frozenset[str] = field(default=frozenset())
+
+    def everything(self) -> Where:
+        """The same epoch, staged items included (erasures reach what an import has written)."""
+        return replace(self, staged=frozenset()) if self.staged else self
 
     def item_pk(self, layer: str, user_id: str) -> str:
         return layout.item_pk(layer, self.team_id, self.agent_id, self.epoch, user_id)
@@ -32,7 +48,33 @@ class Where:
         return layout.counter_pk(self.team_id, self.agent_id, self.epoch)
 
 
-def change(transaction: Transaction, where: Where, layer: str, user_id: str, items: int, tokens: int = 0) -> None:
+TOKENS = ".t"  # suffix of an import's staged token count in ``Counter.staged``
+
+
+def _staging(import_id: str | None, items: int, tokens: int) -> list[Action]:
+    """The notes an import's write adds to a counter beside ``n``/``tl`` (the map exists: see
+    ``prepare_staging``)."""
+    if import_id is None:
+        return []
+    actions: list[Action] = []
+    for key, amount in ((import_id, items), (import_id + TOKENS, tokens)):
+        if amount:
+            path = Path([Counter.staged.attr_name, key])
+            actions.append(path.set((path | 0) + amount))
+    return actions
+
+
+def change(
+    transaction: Transaction,
+    where: Where,
+    layer: str,
+    user_id: str,
+    items: int,
+    tokens: int = 0,
+    *,
+    staged: str | None = None,
+) -> None:
+    """Move a user's counter of one layer; ``staged``: the import writing (or undoing) these items."""
     if items == 0 and tokens == 0:
         return
     actions: list[Action] = [Counter.user_id.set(user_id)]
@@ -40,17 +82,54 @@ def change(transaction: Transaction, where: Where, layer: str, user_id: str, ite
         actions.append(Counter.item_count.add(items))
     if tokens:
         actions.append(Counter.token_count.add(tokens))
+    actions += _staging(staged, items, tokens)
     transaction.update("counter", Counter(where.counter_pk, layout.user_counter_sk(layer, user_id)), actions)
 
 
-def change_session(transaction: Transaction, where: Where, user_id: str, session_id: str, items: int) -> None:
+def change_session(
+    transaction: Transaction, where: Where, user_id: str, session_id: str, items: int, *, staged: str | None = None
+) -> None:
     if items:
         counter = Counter(where.counter_pk, layout.session_counter_sk(user_id, session_id))
         transaction.update(
             "counter",
             counter,
-            [Counter.item_count.add(items), Counter.user_id.set(user_id), Counter.session_id.set(session_id)],
+            [
+                Counter.item_count.add(items),
+                Counter.user_id.set(user_id),
+                Counter.session_id.set(session_id),
+                *_staging(staged, items, 0),
+            ],
         )
+
+
+def prepare_staging(where: Where, layers: Iterable[tuple[str, str]], sessions: Iterable[tuple[str, str]]) -> None:
+    """Before an import's first write: the counters it will move — (layer, user) and (user,
+    session) — each get the map its notes go in (DynamoDB sets a map key only in a map that
+    exists, and one update may not make the map and a key of it). Idempotent."""
+    keys: list[tuple[str, str, str | None]] = [
+        (layout.user_counter_sk(layer, user), user, None) for layer, user in dict.fromkeys(layers)
+    ]
+    keys += [(layout.session_counter_sk(user, session), user, session) for user, session in dict.fromkeys(sessions)]
+
+    def one(key: tuple[str, str, str | None]) -> None:
+        sk, user_id, session_id = key
+        actions: list[Any] = [Counter.staged.set(Counter.staged | {}), Counter.user_id.set(user_id)]
+        if session_id is not None:
+            actions.append(Counter.session_id.set(session_id))
+        Counter(where.counter_pk, sk).update(actions=actions)
+
+    for_each(one, keys, width=8)
+
+
+def visible(counter: Counter, staged: frozenset[str]) -> tuple[int, int]:
+    """(items, tokens) a counter holds, less what imports still running staged in it."""
+    items, tokens = int(counter.item_count or 0), int(counter.token_count or 0)
+    notes: dict[str, Any] = counter.staged.as_dict() if counter.staged is not None and staged else {}  # type: ignore[no-untyped-call]
+    for import_id in staged:
+        items -= int(notes.get(import_id, 0))
+        tokens -= int(notes.get(import_id + TOKENS, 0))
+    return max(items, 0), max(tokens, 0)
 
 
 def of_user(where: Where, layer: str, user_id: str) -> tuple[int, int]:
@@ -59,7 +138,7 @@ def of_user(where: Where, layer: str, user_id: str) -> tuple[int, int]:
         counter = Counter.get(where.counter_pk, layout.user_counter_sk(layer, user_id), consistent_read=True)
     except Counter.DoesNotExist:
         return 0, 0
-    return int(counter.item_count or 0), int(counter.token_count or 0)
+    return visible(counter, where.staged)
 
 
 def of_session(where: Where, user_id: str, session_id: str) -> int:
@@ -67,7 +146,7 @@ def of_session(where: Where, user_id: str, session_id: str) -> int:
         counter = Counter.get(where.counter_pk, layout.session_counter_sk(user_id, session_id), consistent_read=True)
     except Counter.DoesNotExist:
         return 0
-    return int(counter.item_count or 0)
+    return visible(counter, where.staged)[0]
 
 
 def _all(where: Where) -> list[Counter]:
@@ -80,7 +159,7 @@ def layer_totals(where: Where) -> dict[str, int]:
     for counter in _all(where):
         layer, _, rest = counter.sk.partition(layout.SEP)
         if layer in totals and layout.SEP not in rest:
-            totals[layer] += int(counter.item_count or 0)
+            totals[layer] += visible(counter, where.staged)[0]
     return totals
 
 

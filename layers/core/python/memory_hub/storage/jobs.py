@@ -54,6 +54,17 @@ def claim(job: Job, state: str) -> bool:
     return True
 
 
+def touch(job: Job) -> bool:
+    """A running job's heartbeat: ``updated_at`` now; False once it is not running any more."""
+    try:
+        job.update(actions=[Job.updated_at.set(now_ms())], condition=Job.state == "running")
+    except UpdateError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
 def settle(job: Job, state: str, *, result: dict[str, Any] | None = None, error: str | None = None) -> Job:
     """Move a job on (created → queued, running → done | failed)."""
     actions: list[Any] = [Job.state.set(state), Job.updated_at.set(now_ms())]
@@ -77,7 +88,7 @@ def waiting(kind: str, before_ms: int) -> list[Job]:
 
 def unfinished(kind: str, before_ms: int) -> list[Job]:
     """Jobs of ``kind`` that began and did not end well: failed, or queued/running with no change
-    since ``before_ms`` (their process died or ran out of time)."""
+    since ``before_ms`` (their process may have died or run out of time: the caller judges)."""
     return [
         job
         for job in Job.query(layout.JOB_PK, consistent_read=True)

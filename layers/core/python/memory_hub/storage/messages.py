@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +30,13 @@ class NewMessage:
 
 
 def _row(
-    where: Where, user_id: str, session_id: str, task_id: str | None, message: NewMessage, recorded_at: int
+    where: Where,
+    user_id: str,
+    session_id: str,
+    task_id: str | None,
+    message: NewMessage,
+    recorded_at: int,
+    staged: str | None = None,
 ) -> Message:
     return Message(
         where.item_pk(LAYER, user_id),
@@ -47,17 +53,26 @@ def _row(
         recorded_at=message.recorded_at or recorded_at,
         terms=sum(message.terms.values()),
         index_format=postings.INDEX_FORMAT,
+        import_id=staged,
     )
 
 
 def add(
-    where: Where, user_id: str, session_id: str, task_id: str | None, messages: list[NewMessage], recorded_at: int
+    where: Where,
+    user_id: str,
+    session_id: str,
+    task_id: str | None,
+    messages: list[NewMessage],
+    recorded_at: int,
+    *,
+    staged: str | None = None,
 ) -> None:
     """Store messages with their postings and counters. The postings go first, so a message is
     searchable from the moment it is visible at all; raises Cancelled(['epoch']) — with nothing
-    of this call left behind — if a clear moved the memory on meanwhile."""
+    of this call left behind — if a clear moved the memory on meanwhile. ``staged``: the running
+    import writing them (they, and their share of the counters, stay invisible until it commits)."""
     pk = where.item_pk(LAYER, user_id)
-    rows = [_row(where, user_id, session_id, task_id, m, recorded_at) for m in messages]
+    rows = [_row(where, user_id, session_id, task_id, m, recorded_at, staged) for m in messages]
     index = [
         p
         for m, row in zip(messages, rows, strict=True)
@@ -72,16 +87,40 @@ def add(
             assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
             for row in part:
                 transaction.put("message", row)
-            counters.change(transaction, where, LAYER, user_id, len(part), sum(int(r.terms) for r in part))
-            counters.change_session(transaction, where, user_id, session_id, len(part))
+            tokens = sum(int(r.terms) for r in part)
+            counters.change(transaction, where, LAYER, user_id, len(part), tokens, staged=staged)
+            counters.change_session(transaction, where, user_id, session_id, len(part), staged=staged)
             transaction.commit()
     except Cancelled:
         postings.delete(index)  # the retry writes them again, into the new epoch
         raise
 
 
-def _task(task_id: str | None) -> Any:
-    return Message.task_id == task_id if task_id is not None else None
+STAGED_PAGE = 500
+
+
+def unstaged(where: Where) -> Any:
+    """The filter that leaves out items of imports still running (None when none runs)."""
+    return ~Message.import_id.is_in(*sorted(where.staged)) if where.staged else None
+
+
+def page_size(where: Where, limit: int | None) -> int | None:
+    """A query's page while imports run: the filter drops their items after they are read, so a
+    page of ``limit`` could hold none that shows; a larger one keeps it to a few requests."""
+    return max(limit, STAGED_PAGE) if where.staged and limit is not None else None
+
+
+def _filter(where: Where, task_id: str | None) -> Any:
+    condition = Message.task_id == task_id if task_id is not None else None
+    hidden = unstaged(where)
+    if hidden is None or condition is None:
+        return hidden if condition is None else condition
+    return condition & hidden
+
+
+def shown(where: Where, found: Iterable[Any]) -> list[Any]:
+    """``found`` without the items of imports still running (messages or records)."""
+    return [item for item in found if item.import_id is None or item.import_id not in where.staged]
 
 
 def newest(
@@ -100,14 +139,21 @@ def newest(
         return Message.by_session.query(
             pk,
             Message.lsi2.between(low, high),
-            filter_condition=_task(task_id),
+            filter_condition=_filter(where, task_id),
             scan_index_forward=False,
             consistent_read=True,
             limit=limit,
+            page_size=page_size(where, limit),
         )
     condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
     return Message.by_time.query(
-        pk, condition, filter_condition=_task(task_id), scan_index_forward=False, consistent_read=True, limit=limit
+        pk,
+        condition,
+        filter_condition=_filter(where, task_id),
+        scan_index_forward=False,
+        consistent_read=True,
+        limit=limit,
+        page_size=page_size(where, limit),
     )
 
 
@@ -123,16 +169,17 @@ def count(
     if session_id is not None:
         low, high = layout.session_bounds(session_id, start, end)
         return Message.by_session.count(
-            pk, Message.lsi2.between(low, high), filter_condition=_task(task_id), consistent_read=True
+            pk, Message.lsi2.between(low, high), filter_condition=_filter(where, task_id), consistent_read=True
         )
     condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
-    return Message.by_time.count(pk, condition, filter_condition=_task(task_id), consistent_read=True)
+    return Message.by_time.count(pk, condition, filter_condition=_filter(where, task_id), consistent_read=True)
 
 
 def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, Message]:
-    """The messages among ``ids`` (strongly consistent; 100 keys per call)."""
+    """The messages among ``ids`` (strongly consistent; 100 keys per call), but those of imports
+    still running (``where.staged``)."""
     pk = where.item_pk(LAYER, user_id)
-    return {m.id: m for m in Message.batch_get([(pk, i) for i in ids], consistent_read=True)}
+    return {m.id: m for m in shown(where, Message.batch_get([(pk, i) for i in ids], consistent_read=True))}
 
 
 def of_user(where: Where, user_id: str) -> list[Message]:
@@ -147,13 +194,16 @@ def delete(
     beside: Callable[[list[Message]], object] | None = None,
     indexed: bool = True,
     until: Deadline | None = None,
+    staged: str | None = None,
 ) -> tuple[list[Message], list[AuditEvent]]:
     """Delete messages with their counters and their audit events, transaction by transaction, then
     their postings (and ``beside`` with the messages removed, at the same time, when there are
     any); returns the messages removed and the audit events recorded. Each delete requires the
     message to exist, so two racing deletes never count one message twice (the loser retries
     without it). ``indexed=False``: the caller erased their postings first. Past ``until`` it stops
-    after the last whole transaction (with the postings of what it removed): Unfinished."""
+    after the last whole transaction (with the postings of what it removed): Unfinished.
+    ``staged``: the running import whose own messages these are, undoing them (its notes on the
+    counters go down with them, so counts read the same throughout the undo)."""
     removed: list[Message] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
@@ -167,9 +217,9 @@ def delete(
             transaction.delete(f"message:{message.id}", message, condition=Message.pk.exists())
         for user_id, n in Tally(m.user_id for m in part).items():
             tokens = sum(int(m.terms or 0) for m in part if m.user_id == user_id)
-            counters.change(transaction, where, LAYER, user_id, -n, -tokens)
+            counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged)
         for (user_id, session_id), n in Tally((m.user_id, m.session_id) for m in part).items():
-            counters.change_session(transaction, where, user_id, session_id, -n)
+            counters.change_session(transaction, where, user_id, session_id, -n, staged=staged)
         chunk_events = events(part)
         for event in chunk_events:
             transaction.put("audit", event)

@@ -17,6 +17,7 @@ from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
     ListAttribute,
+    MapAttribute,
     NumberAttribute,
     UnicodeAttribute,
     UnicodeSetAttribute,
@@ -116,6 +117,9 @@ class Asset(Bound):
     last_cleared_at = UnicodeAttribute(null=True)
     epoch = NumberAttribute()
     moved_to = UnicodeAttribute(null=True)
+    # ids of the imports running into this memory: what they wrote stays invisible until each
+    # commits (its id leaves the set in one conditional write; see ``domain/transfer``)
+    importing = UnicodeSetAttribute(null=True, attr_name="imp")
 
 
 class TeamEntry(Bound):
@@ -272,6 +276,7 @@ class Message(_Items):
     terms = NumberAttribute(default=0)
     # the index format its postings were written in (none: before impact order)
     index_format = NumberAttribute(null=True, attr_name="ix")
+    import_id = UnicodeAttribute(null=True, attr_name="im")  # the import that wrote it (staged while it runs)
     by_time = MessagesByTime()
     by_session = MessagesBySession()
 
@@ -313,6 +318,7 @@ class Record(_Items):
     sources: ListAttribute[str] = ListAttribute(of=UnicodeAttribute, null=True, attr_name="src")  # type: ignore[arg-type]  # as team_ids
     cited = UnicodeSetAttribute(null=True, attr_name="ci")
     formed = BooleanAttribute(null=True, attr_name="fm")  # written by formation; absent: false
+    import_id = UnicodeAttribute(null=True, attr_name="im")  # the import that wrote it (staged while it runs)
     by_time = RecordsByTime()
 
 
@@ -363,6 +369,9 @@ class Counter(_Items):
     token_count = NumberAttribute(default=0, attr_name="tl")
     user_id = UnicodeAttribute(null=True)
     session_id = UnicodeAttribute(null=True)
+    # what imports still running added to ``n`` and ``tl`` (import id → items, import id + ".t" →
+    # tokens): a count subtracts the entries of the imports its asset says are running
+    staged = MapAttribute(null=True, attr_name="st")  # type: ignore[var-annotated,no-untyped-call]  # a raw map
 
 
 class FormationState(_Items):

@@ -13,7 +13,7 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, UpdateError
 
-from . import assets, citations, counters, layout, postings
+from . import assets, citations, counters, layout, messages, postings
 from .concurrency import Deadline, parallel
 from .counters import Where
 from .errors import Cancelled, Unfinished
@@ -81,7 +81,7 @@ def create(where: Where, record: Record, counts: Tally[str]) -> None:
         condition=Guard.sk.does_not_exist(),
     )
     transaction.put("record", record)
-    counters.change(transaction, where, LAYER, record.user_id, 1, int(record.terms))
+    counters.change(transaction, where, LAYER, record.user_id, 1, int(record.terms), staged=record.import_id)
     try:
         transaction.commit()
     except Cancelled:
@@ -206,10 +206,13 @@ def sync_postings(record: Record, counts: Tally[str]) -> None:
     postings.put([row for sk, row in wanted.items() if sk not in present or present[sk].lsi3 != row.lsi3])
 
 
-def _filters(type_: str | None, task_id: str | None) -> Any:
+def _filters(where: Where, type_: str | None, task_id: str | None) -> Any:
     condition = None
-    for part in ([Record.type == type_] if type_ is not None else []) + (
-        [Record.task_id == task_id] if task_id is not None else []
+    hidden = [~Record.import_id.is_in(*sorted(where.staged))] if where.staged else []
+    for part in (
+        ([Record.type == type_] if type_ is not None else [])
+        + ([Record.task_id == task_id] if task_id is not None else [])
+        + hidden
     ):
         condition = part if condition is None else condition & part
     return condition
@@ -229,10 +232,11 @@ def newest(
     return Record.by_time.query(
         where.item_pk(LAYER, user_id),
         condition,
-        filter_condition=_filters(type_, task_id),
+        filter_condition=_filters(where, type_, task_id),
         scan_index_forward=False,
         consistent_read=True,
         limit=limit,
+        page_size=messages.page_size(where, limit),
     )
 
 
@@ -243,13 +247,14 @@ def count(
         return counters.of_user(where, LAYER, user_id)[0]
     condition = Record.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
     return Record.by_time.count(
-        where.item_pk(LAYER, user_id), condition, filter_condition=_filters(type_, task_id), consistent_read=True
+        where.item_pk(LAYER, user_id), condition, filter_condition=_filters(where, type_, task_id), consistent_read=True
     )
 
 
 def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, Record]:
+    """The records among ``ids``, but those of imports still running (``where.staged``)."""
     pk = where.item_pk(LAYER, user_id)
-    return {r.id: r for r in Record.batch_get([(pk, i) for i in ids], consistent_read=True)}
+    return {r.id: r for r in messages.shown(where, Record.batch_get([(pk, i) for i in ids], consistent_read=True))}
 
 
 def of_user(where: Where, user_id: str) -> list[Record]:
@@ -275,6 +280,7 @@ def delete(
     beside: Callable[[list[Record]], object] | None = None,
     indexed: bool = True,
     until: Deadline | None = None,
+    staged: str | None = None,
 ) -> tuple[list[Record], list[AuditEvent]]:
     """Delete records with their guards, counters and audit events, then their postings (and
     ``beside`` with the records removed, at the same time, when there are any); returns the records
@@ -283,7 +289,8 @@ def delete(
     ``skip_changed``; with ``unreinforced`` also only at the ``updated_at`` read (a reinforcing add
     moves it, not the version: the retention cleanup must not take a record made young again).
     A record already gone is skipped. ``indexed=False``: the caller erased their postings first.
-    Past ``until`` it stops after the last whole transaction (finishing what it removed): Unfinished."""
+    Past ``until`` it stops after the last whole transaction (finishing what it removed): Unfinished.
+    ``staged``: a running import undoing its own records (as ``messages.delete``)."""
     removed: list[Record] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
@@ -307,7 +314,7 @@ def delete(
             )
         for user_id, n in Tally(r.user_id for r in part).items():
             tokens = sum(int(r.terms or 0) for r in part if r.user_id == user_id)
-            counters.change(transaction, where, LAYER, user_id, -n, -tokens)
+            counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged)
         chunk_events = events(part)
         for event in chunk_events:
             transaction.put("audit", event)
