@@ -2,7 +2,11 @@
 
 The event may carry ``"now": "YYYY-MM-DDTHH:MM:SSZ"`` to run against another clock (tests,
 backfills) and ``"budget_s"`` to stop earlier than the function's timeout (a cursor keeps the place);
-a scheduled event's own ``time`` is not used, so a late retry prunes by the real clock."""
+a scheduled event's own ``time`` is not used, so a late retry prunes by the real clock.
+
+``{"imports_left_running": true}`` does only one thing: every import still queued or running is
+taken as stopped and undone (nothing of it was ever visible). The local stack sends it when it
+starts again over its data, when no process is left that could be running an import."""
 
 from typing import Any
 
@@ -18,6 +22,8 @@ assets.read_only()  # this function's role only reads AssetsTable (legacy assets
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     logger.set_correlation_id(request_id())
     event = event if isinstance(event, dict) else {}
+    if event.get("imports_left_running") is True:
+        return cleanup.imports_left_running()
     now, budget = event.get("now"), event.get("budget_s")
 
     def remaining_ms() -> int:

@@ -111,6 +111,7 @@ class Stack:
         for name in ("port", "lambda_port", "aws_port"):
             if getattr(self, name) == 0:
                 setattr(self, name, free_port())
+        restarted = self.data_dir is not None and Path(self.data_dir).is_dir() and any(Path(self.data_dir).iterdir())
         self.credentials = Credentials.create(self.data_dir)
         # the SAM transform (a child process) runs for this process beside the AWS side's own
         expanding = threading.Thread(target=expanded, args=(self.region,), daemon=True, name="sam-transform")
@@ -133,9 +134,22 @@ class Stack:
             http.serve(server)
         # SQS event sources, polled as Lambda polls them
         self._pollers = event_sources.start(self.deployment, self.pool, self.aws_url, self.pool.credentials)
+        if restarted:
+            self._undo_imports_left_running()
         if self.warm:
             threading.Thread(target=self.pool.warm, daemon=True, name="warm").start()
         return self
+
+    def _undo_imports_left_running(self) -> None:
+        """An import the previous process was running died with it: before the stack answers, the
+        product's own rollback (the cleanup function, asked for that alone) undoes it. Its items
+        were never visible; this only removes them."""
+        assert self.pool is not None
+        outcome = self.pool.invoke("CleanupFunction", {"imports_left_running": True})
+        if outcome.error is not None:
+            print(f"memory-hub local: undoing imports left running failed: {outcome.error}", file=sys.stderr)
+        elif outcome.result and outcome.result.get("imports_undone"):
+            print(f"memory-hub local: undid {outcome.result['imports_undone']} import(s) left running", file=sys.stderr)
 
     def _start_aws(self) -> dict[str, Any]:
         args = [

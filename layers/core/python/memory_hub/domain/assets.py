@@ -58,8 +58,12 @@ def of_scope(scope: Scope) -> Asset | None:
 
 
 def where_of(asset: Asset) -> counters.Where:
-    """The asset's content epoch: where its items and counters are."""
-    return counters.Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    """The asset's content epoch: where its items and counters are — with the imports running into
+    it, whose items and counts every read through this ``Where`` leaves out (nothing of an import
+    is visible until it commits). The set rides on the asset every request reads anyway, so the
+    filter costs no request; a remembered epoch whose set differs is read again, as after a clear."""
+    staged = frozenset(asset.importing or ())
+    return counters.Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id, staged)
 
 
 # The content epoch this execution environment last saw for each pair. A read starts at it beside

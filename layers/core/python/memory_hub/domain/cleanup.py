@@ -31,7 +31,7 @@ from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
 from ..storage.models import Asset
-from . import clear, meaning, persona, provenance, reindex
+from . import assets, clear, meaning, persona, provenance, reindex
 from .audit import SYSTEM_CLEANUP
 
 DAY_MS = 86_400_000
@@ -57,6 +57,7 @@ class Report:
     vectors_embedded: int = 0
     vectors_swept: int = 0
     idempotency_deleted: int = 0
+    imports_undone: int = 0
     run_started_at: str | None = None
     skipped: str | None = None
     audit_ids: list[str] = field(default_factory=list)
@@ -97,14 +98,14 @@ def _run(report: Report, deadline: purge.Deadline, now_override: int | None) -> 
         if not following:
             break
         position = following
-    report.exports_deleted += _abandoned_imports(started)
+    report.exports_deleted += _abandoned_imports(report, started)
     report.idempotency_deleted = idempotency.expired_records(started // 1000)
     if cursor is not None:
         leases.drop_cursor()
     report.done = True
 
 
-def _abandoned_imports(now: int) -> int:
+def _abandoned_imports(report: Report, now: int) -> int:
     """Uploads of imports never started, older than a day — also into a pair whose memory does not
     exist (so no memory's listing finds them); anything put at the upload key of an import that
     started (an upload URL is good for one import); and what imports that failed or stopped midway
@@ -115,11 +116,19 @@ def _abandoned_imports(now: int) -> int:
     for job in jobs.waiting("import", now - EXPORT_LIFETIME_MS):
         gone += _sweep(layout.import_upload_key(job.team_id, job.agent_id, job.sk))
         jobs.settle(job, "failed", error="nothing was ingested within a day; the upload was deleted")
-    importing.recover(now)
+    report.imports_undone += importing.recover(now)
     for job in jobs.started("import"):
         if job.state != "running":
             gone += _sweep(layout.import_upload_key(job.team_id, job.agent_id, job.sk))
     return gone
+
+
+def imports_left_running() -> dict[str, Any]:
+    """Every import still queued or running taken as stopped and undone, at once (its process is
+    known to be gone: the local stack starting again over its data). How many were undone."""
+    from .transfer import importing
+
+    return {"imports_undone": importing.recover(now_ms(), all_running=True)}
 
 
 def _sweep(key: str) -> int:
@@ -156,7 +165,7 @@ def _retention(report: Report, asset: Asset, now: int) -> None:
     if days <= 0:
         return
     cutoff = now - days * DAY_MS
-    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    where = assets.where_of(asset)  # a running import's items are not expired before it commits
     users = counters.users(where)
     context = EventContext(asset.team_id, SYSTEM_CLEANUP, None, asset.agent_id, asset.memory_id)
 
@@ -230,8 +239,9 @@ def _one(report: Report, asset: Asset, now: int, deadline: purge.Deadline) -> No
 def _meaning(report: Report, asset: Asset, deadline: purge.Deadline) -> None:
     """Vectors: indexes of retired epochs and old vector sizes dropped, vectors of erased items
     swept, and items without a vector of the current model embedded, oldest first (a failure is
-    logged and left for the next run: it never stops the cleanup)."""
-    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    logged and left for the next run: it never stops the cleanup). Items of an import still
+    running are never embedded: it embeds them when it commits, and an undo deletes them."""
+    where = assets.where_of(asset)
     try:
         done = meaning.backfill(where, deadline.passed)
     except Exception:

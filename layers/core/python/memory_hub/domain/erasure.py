@@ -67,7 +67,7 @@ def cascade(asset: Asset, where: Where, user_id: str, erased: list[Message], con
     atom_ids = list(dict.fromkeys(a for found in cited.values() for a in found))
     result = Cascade()
     if atom_ids:
-        found = records.get_many(where, user_id, atom_ids)
+        found = records.get_many(where.everything(), user_id, atom_ids)  # a running import's too
         result = erase_records(asset, where, list(found.values()), context)
     citations.forget(where, user_id, ((m, a) for m, found in cited.items() for a in found))
     formed.forget_messages(where, user_id, erased)

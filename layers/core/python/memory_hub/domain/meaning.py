@@ -446,7 +446,8 @@ def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
         report.swept = len(orphans)
     if not settings.embeddings:
         return report
-    missing = sorted((piece(i) for i in items if stored.get(i.id, {}).get("model") != described), key=lambda p: p.at)
+    shown = messages.shown(where, items)  # an import's items wait for its commit (it embeds them then)
+    missing = sorted((piece(i) for i in shown if stored.get(i.id, {}).get("model") != described), key=lambda p: p.at)
     for start in range(0, len(missing), BACKFILL_BATCH):
         if deadline_passed():
             report.remaining = len(missing) - start

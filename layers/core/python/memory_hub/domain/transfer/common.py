@@ -13,7 +13,12 @@ from ..principal import Principal
 
 JOB_EVENT_KEY = "memory_hub_job"
 URL_LIFETIME_S = 3600
-STALLED_MS = 16 * 60 * 1000  # longer than a Lambda invocation may run
+# A running import refreshes its job every HEARTBEAT_S (``staging.Heartbeat``): silent for
+# STALLED_MS, its process is gone. An export has no heartbeat, and a queued job waits for Lambda's
+# asynchronous invocation: those are given up only after longer than an invocation may run.
+HEARTBEAT_S = 30.0
+STALLED_MS = 3 * 60 * 1000
+SILENT_MS = 16 * 60 * 1000
 
 
 def job_of(principal: Principal, job_id: str, kind: str) -> Job:
@@ -29,10 +34,18 @@ def continue_later(job: Job) -> None:
     invoke.this_function_later({JOB_EVENT_KEY: job.sk})
 
 
+def stalled(job: Job, now: int) -> bool:
+    """The job began and its process is gone (see STALLED_MS)."""
+    if job.state not in ("queued", "running"):
+        return False
+    limit = STALLED_MS if job.kind == "import" and job.state == "running" else SILENT_MS
+    return now - int(job.updated_at) > limit
+
+
 def describe(job: Job) -> dict[str, Any]:
     """A job as its status route answers it (never the object key, never content)."""
     answer: dict[str, Any] = {f"{job.kind}_id": job.sk, "state": job.state, "memory_id": job.memory_id}
-    if job.state in ("queued", "running") and now_ms() - int(job.updated_at) > STALLED_MS:
+    if stalled(job, now_ms()):
         answer.update(state="failed", error=f"the {job.kind} stopped before it ended; start another")
         return answer
     if job.result:

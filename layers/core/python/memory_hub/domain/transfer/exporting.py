@@ -12,7 +12,6 @@ from ...storage import audit as stored_audit
 from ...storage import blobs, counters, jobs, layout, messages, records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.concurrency import for_each, parallel
-from ...storage.counters import Where
 from ...storage.models import Asset, Job
 from .. import assets
 from ..audit import user_target
@@ -39,7 +38,7 @@ def start(principal: Principal, name: assets.Named, user_id: str | None, shared:
     memory_id = asset.memory_id
     spec = {"user_id": user_id, "shared": bool(shared or not user_id), "request_id": request_id}
     job = jobs.new(ordered_id("exp-"), "export", memory_id, asset.team_id, asset.agent_id, principal.key_id, spec)
-    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), memory_id)
+    where = assets.where_of(asset)
     if user_id is not None:
         size = sum(counters.of_user(where, layer, user_id)[0] for layer in ("L0", "L1"))
     else:
@@ -113,9 +112,13 @@ def _erased_meanwhile(asset: Asset, since: int, known: set[str]) -> bool:
 
 def build(asset: Asset, user_id: str | None, shared: bool) -> tuple[dict[str, bytes], dict[str, int]]:
     """The tree's files and how many items of each layer they hold."""
-    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    where = assets.where_of(asset)  # what imports still running wrote is left out
     users = [user_id] if user_id is not None else counters.users(where)
-    held = for_each(lambda u: (messages.of_user(where, u), records.of_user(where, u)), users, width=8)
+
+    def of_user(user: str) -> tuple[list[Any], list[Any]]:
+        return messages.shown(where, messages.of_user(where, user)), messages.shown(where, records.of_user(where, user))
+
+    held = for_each(of_user, users, width=8)
     l0 = sorted((tree.l0_line(m) for found, _ in held for m in found), key=lambda line: (line["timestamp"], line["id"]))
     l1 = sorted((tree.l1_line(r) for _, found in held for r in found), key=lambda line: (line["createdAt"], line["id"]))
     files = {**tree.by_day(l0, "recordedAt", "conversations"), **tree.by_day(l1, "createdAt", "records")}

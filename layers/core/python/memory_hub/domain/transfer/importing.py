@@ -11,7 +11,6 @@ from typing import Any
 
 from ...clock import format_ms, now_ms, ordered_id
 from ...observability import logger
-from ...storage import audit as stored_audit
 from ...storage import blobs, jobs, layout, messages, records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.concurrency import for_each, in_batches, parallel
@@ -27,9 +26,10 @@ from ..results_admin import ImportCreated, ImportJobState
 from ..scope import Scope
 from ..search import term_counts
 from . import planning, tree
-from .common import STALLED_MS, URL_LIFETIME_S, continue_later, describe, job_of
-from .rollback import Journal, forget, saved_key, scene_index, undo
-from .rollback import recover as recover  # the scheduled cleanup's entry (domain/cleanup.py)
+from .common import URL_LIFETIME_S, continue_later, describe, job_of, stalled
+from .rollback import Journal, saved_key, scene_index, undo
+from .staging import STOPPED, Heartbeat, commit, finish, stage
+from .staging import recover as recover  # the scheduled cleanup's entry (domain/cleanup.py)
 
 SYNC_BYTES = 512 * 1024  # a larger upload is ingested by an asynchronous invocation
 SYNC_ITEMS = 2_000  # so is a tree of more items and files than this (it may compress very well)
@@ -95,13 +95,13 @@ def status(principal: Principal, import_id: str, *, ran_here: bool = False) -> I
     here first if its journal is still there (see ``undo``). ``ran_here``: the ingest ran in this
     invocation, which removed what it leaves before it returned."""
     job = job_of(principal, import_id, "import")
-    stalled = job.state in ("queued", "running") and now_ms() - int(job.updated_at) > STALLED_MS
-    if (job.state == "failed" or stalled) and undo(job) and stalled:
-        jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
-    # The ingest settles the job before it removes its journal and upload (a crash in between must
-    # not read as "nothing kept"): once a poll is told it ended, neither is there any more.
+    stopped = stalled(job, now_ms())
+    if (job.state == "failed" or stopped) and undo(job) and stopped:
+        jobs.settle(job, "failed", error=STOPPED)
+    # The ingest commits the job before it finishes and removes its journal and upload (a crash in
+    # between must not read as "nothing kept"): once a poll is told it ended, neither is there.
     if not ran_here and job.state == "done":
-        forget(job)
+        finish(job)
     elif not ran_here and job.state == "failed":
         blobs.delete(_upload_key(job))  # its journal stays until an undo has run (the cleanup's too)
     return ImportJobState.model_validate(describe(job))
@@ -135,14 +135,19 @@ def run(job: Job, *, within_request: bool = False) -> None:
             handed_on = True
             return
         try:
-            written, skipped = write(parsed, job)
+            with Heartbeat(job):
+                asset, where, pieces, written, skipped = write(parsed, job)
+                context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
+                event = NewEvent("import", "asset", job.memory_id, sum(written.values()))
+                commit(asset, job, {"counts": written, "skipped": skipped}, event_items([event], context))
         except BaseException:
             undo(job)  # what was written goes again (a failure of the undo leaves it to the cleanup)
             raise
-        context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
-        stored_audit.put(event_items([NewEvent("import", "asset", job.memory_id, sum(written.values()))], context))
-        jobs.settle(job, "done", result={"counts": written, "skipped": skipped})
-        forget(job)
+        try:
+            finish(job)  # what waits for the commit: the reinforcement of records that were there
+        except Exception:  # committed: never reported as failed (a failed import is undone)
+            logger.exception("an import's reinforcements failed after its commit; the next poll or cleanup does them")
+        meaning.embed_after_write(where, pieces)  # never raises; what does not fit its budget is queued
         if parsed.backups or written["l3"]:
             persona.prune_backups(job.team_id, job.agent_id)  # the newest 3 stay
     except Conflict as exc:
@@ -155,9 +160,13 @@ def run(job: Job, *, within_request: bool = False) -> None:
             blobs.delete(key)
 
 
-def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
-    """Plan, note the plan in the journal, then write: nothing is written before the journal
-    names it."""
+Staged = tuple[Asset, Where, list[meaning.Piece], dict[str, int], dict[str, int]]
+
+
+def write(parsed: tree.Tree, job: Job) -> Staged:
+    """Plan, note the plan in the journal, then write, staged (``staging``): nothing is written
+    before the journal names it, and nothing written shows before the commit. The asset and
+    epoch written into, the vectors to make once committed, what was written and skipped."""
     scope = Scope(job.team_id, job.agent_id, "")
     existing = assets.of_pair(job.team_id, job.agent_id)
     journal = Journal(asset_created=existing is None)
@@ -177,13 +186,15 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
     copies = _note_files(scope, asset, parsed, journal, job)
     journal.backups_before = blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id))
     journal.save(job)
+    _stage(asset, job, where, l0, l1)
     for key, copy, etag in copies:
         if not blobs.copy(key, copy, if_match=etag):
             raise Conflict("the memory's files changed while the import began; try again")
     pieces: list[meaning.Piece] = []
     for (user, session, task), group in l0:
         for start in range(0, len(group), messages.PER_ADD):
-            messages.add(where, user, session, task, group[start : start + messages.PER_ADD], now_ms())
+            part = group[start : start + messages.PER_ADD]
+            messages.add(where, user, session, task, part, now_ms(), staged=job.sk)
         written["l0"] += len(group)
         pieces += meaning.new_messages(user, session, task, group)
     pieces += _write_records(where, l1, journal, job, written, skipped)
@@ -199,8 +210,15 @@ def write(parsed: tree.Tree, job: Job) -> tuple[dict[str, int], dict[str, int]]:
             blobs.put(key, text, {"epoch": str(int(asset.epoch))}, if_match=None)
         except PreconditionFailed:
             pass  # that backup is there already
-    meaning.embed_after_write(where, pieces)  # never raises; what does not fit its budget is queued
-    return written, skipped
+    return asset, where, pieces, written, skipped
+
+
+def _stage(asset: Asset, job: Job, where: Where, l0: list[planning.Group], l1: list[Planned]) -> None:
+    """The import's id joins the memory's running imports, with room for its notes on every
+    counter it will move (its L0 and L1 counters, the sessions of its messages)."""
+    layers = {(messages.LAYER, user) for (user, _, _), _ in l0} | {(records.LAYER, item.user_id) for item, _, _ in l1}
+    sessions = {(user, session) for (user, session, _), _ in l0}
+    stage(asset, job, where, layers, sessions)
 
 
 Planned = tuple[tree.Record, str, list[str]]  # a record line, its id, its sources (ids of the target)
@@ -252,7 +270,7 @@ def _write_records(
     pieces: list[meaning.Piece] = []
     folded: list[Planned] = []  # lines whose (task, type, background, content) is held
     for item, atom_id, sources in l1:
-        record = _record(where, item, atom_id, sources)
+        record = _record(where, item, atom_id, sources, job.sk)
         if record is not None:
             written["l1"] += 1
             pieces.append(meaning.piece(record))
@@ -280,7 +298,7 @@ def _check_sources(where: Where, l1: list[Planned]) -> None:
             raise Conflict(ERASED_MEANWHILE)
 
 
-def _record(where: Where, item: tree.Record, atom_id: str, sources: list[str]) -> Record | None:
+def _record(where: Where, item: tree.Record, atom_id: str, sources: list[str], staged: str) -> Record | None:
     """Store one record, its citation entries first; None when its natural key is taken (see
     ``_reinforce``)."""
     key = natural_key(item.task_id, item.type, item.background, item.content)
@@ -305,6 +323,7 @@ def _record(where: Where, item: tree.Record, atom_id: str, sources: list[str]) -
         sources=sources or None,
         cited=set(sources) or None,
         formed=True if item.formed else None,
+        import_id=staged,
     )
     provenance.cite(where, item.user_id, atom_id, sources)
     try:
@@ -320,11 +339,12 @@ def _record(where: Where, item: tree.Record, atom_id: str, sources: list[str]) -
 def _reinforce(where: Where, folded: list[Planned], journal: Journal, job: Job) -> int:
     """Lines whose natural key a record holds reinforce it (natural-key dedup, as ``atomic/add``):
     one update per record, which remembers the lines' ids — importing the same tree again skips
-    them — and joins their sources (citation entries first). The records that were there before
-    the import are named in the journal, with the sources new to them, saved once before any is
-    reinforced, so an undo takes it back; one this import created goes with the import anyway. How
-    many lines reinforced (the others were folded in before, or their record was deleted or changed
-    meanwhile)."""
+    them — and joins their sources (citation entries first). A record this import created (staged,
+    and going with the import anyway) is reinforced now; the records that were there before are
+    visible, so their reinforcement waits for the commit: they are named in the journal with the
+    lines, the sources new to them and all the sources joined, and ``staging.finish`` applies them
+    right after the commit. How many lines reinforce (the others were folded in before, or their
+    record was deleted or changed meanwhile)."""
     by_holder: dict[tuple[str, str], tuple[Record, list[str], list[str]]] = {}
     for item, atom_id, sources in folded:
         key = natural_key(item.task_id, item.type, item.background, item.content)
@@ -344,15 +364,17 @@ def _reinforce(where: Where, folded: list[Planned], journal: Journal, job: Job) 
     ]
     added = {(user, h.id): [s for s in joined if s not in (h.cited or ())] for user, h, _, joined in plan}
     named = [
-        [user, h.id, int(h.reinforced_count), int(h.updated_at), len(lines), stamp, lines, added[(user, h.id)]]
-        for user, h, lines, _ in plan
+        [user, h.id, int(h.reinforced_count), int(h.updated_at), len(lines), stamp, lines, added[(user, h.id)], joined]
+        for user, h, lines, joined in plan
         if (user, h.id) not in own
     ]
     if named:
         journal.reinforced += named
         journal.save(job)
-    done = 0
+    done = sum(len(lines) for u, h, lines, _ in plan if (u, h.id) not in own)
     for user, holder, lines, joined in plan:
+        if (user, holder.id) not in own:
+            continue  # after the commit (``staging.finish``)
         provenance.cite(where, user, holder.id, added[(user, holder.id)])
         try:
             records.reinforce(where, holder, stamp, absorbed=lines, sources=joined or None)

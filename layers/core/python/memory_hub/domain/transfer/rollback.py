@@ -4,7 +4,9 @@ Before its first write an import notes under ``.imports/`` what it is about to w
 the messages and records it adds, the records it reinforces (with the sources it joins to them),
 the files it creates, a copy of each live file and of the persona it overwrites, the backups that
 exist, whether it created the asset. On any failure — in process, at the next status poll, or by
-the scheduled cleanup when its process died — ``undo`` takes it all back from the journal."""
+the scheduled cleanup when its process died — ``undo`` takes it all back from the journal. Its
+items stay invisible all the while (``staging``): its id leaves the memory's running imports only
+once they are gone."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 from ...clock import format_ms, now_ms
 from ...storage import assets as stored_assets
-from ...storage import blobs, citations, jobs, layout, messages, purge, records, scenes
+from ...storage import blobs, citations, counters, layout, messages, purge, records, scenes
 from ...storage.audit import EventContext
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
@@ -23,7 +25,6 @@ from ...storage.models import Asset, Job
 from .. import assets, erasure, meaning, meta
 from ..files import Draft, compare_and_swap, number, visible
 from ..scope import Scope
-from .common import STALLED_MS
 
 UNDO_BUDGET_S = 120.0
 # Deleting the asset an undone import created needs dynamodb:DeleteItem on AssetsTable, which the
@@ -100,22 +101,11 @@ def undo(job: Job, *, drop_asset: bool = True) -> bool:
             _drop(asset, job)
         elif journal.epoch is not None and int(asset.epoch) == journal.epoch:
             _take_back(asset, journal, job)
+        stored_assets.end_import(job.team_id, job.agent_id, job.sk)  # its items are gone: nothing to hide
         if journal.asset_created and not drop_asset and DROP_CREATED_ASSETS:
             return True
     forget(job)
     return True
-
-
-def recover(now: int) -> int:
-    """For the scheduled cleanup: undo every import that failed or stopped (its process killed, a
-    timeout) with its journal still there; how many were undone."""
-    undone = 0
-    for job in jobs.unfinished("import", now - STALLED_MS):
-        if undo(job, drop_asset=False):
-            undone += 1
-        if job.state != "failed":
-            jobs.settle(job, "failed", error="the import stopped before it ended; nothing of it was kept")
-    return undone
 
 
 def _drop(asset: Asset, job: Job) -> None:
@@ -143,10 +133,12 @@ def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
     for user, ids in journal.l1.items():
         held = records.get_many(where, user, ids)
         if held:
-            records.delete(where, list(held.values()), lambda part: [])  # their citation entries with them
+            counters.prepare_staging(where, [(records.LAYER, user)], [])  # a user's erasure may have dropped it
+            # their citation entries go with them; so do their notes on the counters
+            records.delete(where, list(held.values()), lambda part: [], staged=job.sk)
     _forget_cites(where, journal)
     for user, ids in journal.l0.items():
-        _erase_messages(asset, where, user, ids, context)
+        _erase_messages(asset, where, user, ids, context, job.sk)
     meaning.erase(where, [i for ids in [*journal.l0.values(), *journal.l1.values()] for i in ids])
     _take_back_files(asset, journal, job)
 
@@ -176,12 +168,19 @@ def _forget_cites(where: Where, journal: Journal) -> None:
             citations.forget(where, user, ((m, a) for m, found in cited.items() for a in found if a in own))
 
 
-def _erase_messages(asset: Asset, where: Where, user: str, ids: list[str], context: EventContext) -> None:
-    """Delete the import's messages, then every record citing one of them, as any erasure of
-    messages does. Of messages already gone (an earlier undo that stopped midway), the records
-    citing them are looked up all the same, so a replay finishes that undo."""
+def _erase_messages(
+    asset: Asset, where: Where, user: str, ids: list[str], context: EventContext, import_id: str
+) -> None:
+    """Delete the import's messages (and their notes on the counters, so counts read the same
+    throughout the undo), then every record citing one of them, as any erasure of messages does.
+    Of messages already gone (an earlier undo that stopped midway), the records citing them are
+    looked up all the same, so a replay finishes that undo."""
     found = messages.get_many(where, user, ids)
-    removed = messages.delete(where, list(found.values()), lambda part: [])[0] if found else []
+    removed: list[Any] = []
+    if found:
+        sessions = [(user, m.session_id) for m in found.values()]
+        counters.prepare_staging(where, [(messages.LAYER, user)], sessions)  # as for records above
+        removed = messages.delete(where, list(found.values()), lambda part: [], staged=import_id)[0]
     erasure.cascade(asset, where, user, removed, context)
     gone = [i for i in ids if i not in found]
     if gone:

@@ -1,0 +1,142 @@
+"""An import is staged until it commits: nothing of it is visible before, all of it after.
+
+Its items are written under its id (``import_id`` on each message and record, its counts noted on
+the counters under that id) while the id is in its memory's set of running imports
+(``Asset.importing``). Every read takes that set from the asset it reads anyway and leaves those
+items and counts out (``storage.counters.Where.staged``), so reads cost no extra request. The
+commit is one conditional transaction: the id leaves the set, the job becomes ``done`` and the
+``import`` audit event is recorded — from that instant counts, queries, searches and exports show
+the whole import. What must wait for the commit because it changes items that were visible before
+(the reinforcement of records already there, by natural key) and what must never happen to
+staged items (their vectors) comes right after it; a crash in between is finished from the journal
+by the next status poll or the scheduled cleanup (``finish``), never undone.
+
+While it runs the import refreshes its job's ``updated_at`` (``Heartbeat``), so a job silent for
+``STALLED_MS`` has lost its process and is rolled back — by a status poll, the scheduled cleanup,
+the next start of the local stack — and its id leaves the set only once its items are gone."""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+
+from ...clock import now_ms
+from ...observability import logger
+from ...storage import assets as stored_assets
+from ...storage import counters, jobs, records
+from ...storage.counters import Where
+from ...storage.errors import Cancelled
+from ...storage.models import Asset, AuditEvent, Job
+from .. import provenance
+from ..errors import Conflict
+from .common import HEARTBEAT_S, STALLED_MS, stalled
+from .rollback import Journal, forget, undo
+
+BUSY = "too many imports are running into this memory; try again when one has ended"
+
+
+class Heartbeat:
+    """While an import runs, its job's ``updated_at`` moves every ``HEARTBEAT_S``, from a thread of
+    its own (a long S3 copy or a slow transaction does not stop it). A process that dies stops it,
+    which is how a crash is told from a slow import within minutes."""
+
+    def __init__(self, job: Job) -> None:
+        self._job = job
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name=f"heartbeat {job.sk}")
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                if not jobs.touch(self._job):
+                    return  # the job moved on (settled, or given up as stalled): nothing to keep alive
+            except Exception:  # noqa: BLE001 - a missed beat is retried at the next; the import goes on
+                logger.warning("an import's heartbeat failed; the next one tries again")
+
+
+def stage(asset: Asset, job: Job, where: Where, layers: set[tuple[str, str]], sessions: set[tuple[str, str]]) -> None:
+    """Before the first write (and after the journal names it): the counters the import will move
+    get room for its notes, and its id joins the memory's running imports. Conflict when the
+    memory was cleared meanwhile or too many imports run into it."""
+    counters.prepare_staging(where, layers, sessions)
+    if not stored_assets.begin_import(asset, job.sk, where.epoch):
+        raise Conflict(BUSY)
+
+
+def commit(asset: Asset, job: Job, result: dict[str, object], events: list[AuditEvent]) -> None:
+    """The one write that makes the whole import visible (see the module's docstring). Conflict
+    when its id is no longer running: it was given up as stalled and is being undone."""
+    actions = [Job.state.set("done"), Job.updated_at.set(now_ms()), Job.result.set(result)]
+    try:
+        stored_assets.commit_import(asset, job.sk, (job, actions), events)
+    except Cancelled as exc:
+        raise Conflict("the import was given up as stopped before it could commit; nothing of it was kept") from exc
+    job.state, job.result = "done", result
+
+
+def finish(job: Job) -> bool:
+    """After the commit: the records that were there before and that the import's lines reinforce
+    (natural-key dedup) take their reinforcements now — never before the commit, as they change
+    what was visible —, then the journal goes. Idempotent (a record remembers the lines that
+    reinforced it): a crash after the commit is finished by the next status poll or cleanup.
+    False when there was nothing left to finish (no journal)."""
+    journal = Journal.load(job)
+    if journal is None:
+        return False
+    if journal.epoch is not None:
+        where = Where(job.team_id, job.agent_id, journal.epoch, job.memory_id)
+        reinforce_after_commit(where, journal)
+    forget(job)
+    return True
+
+
+def reinforce_after_commit(where: Where, journal: Journal) -> int:
+    """Apply the journal's reinforcements of records that were there (each skipped when its record
+    is gone, or already holds its lines): how many lines reinforced."""
+    done = 0
+    for user, atom_id, _count, _updated_at, _times, stamp, lines, added, *rest in journal.reinforced:
+        joined: list[str] = rest[0] if rest else added
+        record = records.get(where, user, atom_id)
+        if record is None or set(lines) <= set(record.absorbed or ()):
+            continue
+        provenance.cite(where, user, atom_id, added)
+        try:
+            records.reinforce(where, record, stamp, absorbed=lines, sources=joined or None)
+        except Cancelled:
+            provenance.uncite(where, user, atom_id, added)
+            continue  # cleared, or changed meanwhile: that change stands
+        done += len(lines)
+    return done
+
+
+STOPPED = "the import stopped before it ended; nothing of it was kept"
+
+
+def recover(now: int, *, all_running: bool = False) -> int:
+    """For the scheduled cleanup (and the local stack's start): every import that failed or stopped
+    before its commit (its process killed, a timeout: no heartbeat for ``STALLED_MS``) is undone by
+    its journal — its items were never visible — and every import that committed but died before
+    ``finish`` is finished. ``all_running``: every import still queued or running is taken as
+    stopped (no process is left that could be running it). How many were undone."""
+    undone = 0
+    for job in jobs.unfinished("import", now if all_running else now - STALLED_MS):
+        if job.state != "failed" and not (all_running or stalled(job, now)):
+            continue
+        if undo(job, drop_asset=False):
+            undone += 1
+        if job.state != "failed":
+            jobs.settle(job, "failed", error=STOPPED)
+    for job in jobs.started("import"):
+        if job.state == "done":
+            finish(job)
+    return undone

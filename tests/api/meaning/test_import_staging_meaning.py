@@ -1,0 +1,72 @@
+"""With meaning on: a running import shows nothing to hybrid or semantic search, and neither the
+cleanup's backfill nor anything else embeds its items before it commits; right after, they are
+embedded and found."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import requests
+from helpers import eventually, make_scope, ok
+from test_vectors import all_vectors
+
+WORD = "narwhal"
+MESSAGE = {"sessionId": "s", "userId": "u", "role": "user", "timestamp": 1767607200000}
+RECORD = {"userId": "u", "createdAt": "2026-01-05T10:00:00.000Z"}
+CONVERSATIONS, RECORDS = "conversations/2026-01-05.jsonl", "records/2026-01-05.jsonl"
+
+
+def jsonl(lines: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def tarball(files: dict[str, str]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as archive:
+        for path, text in sorted(files.items()):
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+def _found(api, target, route: str, mode: str) -> int:
+    data = ok(api.post(f"/v3/{route}/search", target.body(user_id="u", query=f"a {WORD} tusk", mode=mode, limit=20)))
+    items = data["messages" if route == "conversation" else "items"]
+    return sum(WORD in item["content"] for item in items)
+
+
+def test_a_running_import_is_neither_found_by_meaning_nor_embedded_until_it_commits(api, hooks):
+    target = make_scope()
+    body = target.body(user_id="u", session_id="s", messages=[{"role": "user", "content": "there before"}])
+    ok(api.post("/v3/conversation/add", body))
+    files = {
+        CONVERSATIONS: jsonl([{**MESSAGE, "id": f"m-{i}", "content": f"the {WORD} tusk {i}"} for i in range(40)]),
+        RECORDS: jsonl([{**RECORD, "id": f"r-{i}", "content": f"a {WORD} fact {i}"} for i in range(5)]),
+        "scene_blocks/held.md": "the import is held here",
+    }
+    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": target.prefix + "scene_blocks/"}
+    with hooks.paused(held) as hook:
+        created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
+        requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
+        with ThreadPoolExecutor(1) as pool:
+            started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": created["import_id"]})
+            assert hooks.wait(hook, timeout=120)
+            vectors = len(all_vectors())
+            for route in ("conversation", "atomic"):
+                for mode in ("hybrid", "semantic", "keyword"):
+                    assert _found(api, target, route, mode) == 0, (route, mode)
+            report = api.invoke("CleanupFunction", {})
+            assert report["done"] is True, report
+            assert len(all_vectors()) == vectors  # the backfill left the staged items alone
+            hooks.release(hook)
+            assert ok(started.result(timeout=120))["state"] == "done"
+    found = lambda: _found(api, target, "conversation", "semantic") >= 5  # noqa: E731
+    eventually(found, "not found by meaning after the commit", 60)
+    assert _found(api, target, "atomic", "hybrid") == 5
+    assert len(all_vectors()) >= vectors + 45
