@@ -215,13 +215,14 @@ def _recheck(asset: Asset, where: Where, scope: Scope, atom_id: str, raw: list[s
 
 
 def _get(scope: Scope, where: Where, atom_id: str) -> Record | None:
-    """The record if it is in scope: a task_id in the request narrows it (session_id never does)."""
+    """The record if it is in scope: a task_id in the request narrows it (session_id never does),
+    and an import still running has not written it yet as far as anyone can tell."""
     if not issued_here("atom-", atom_id):
         return None
     record = records.get(where, scope.user_id, atom_id)
     if record is None or (scope.task_id is not None and record.task_id != scope.task_id):
         return None
-    return record
+    return None if record.import_id is not None and record.import_id in where.staged else record
 
 
 def update(
@@ -241,52 +242,68 @@ def update(
     raw_sources = changes.get("source_message_ids")
     sources = provenance.check(where, scope.user_id, scope.task_id, raw_sources) if raw_sources is not None else None
     for attempt in attempts("atomic/update"):
-        record = first if attempt == 0 else _get(scope, where, atom_id)
-        if record is None:
-            raise NotFound(NOT_FOUND)
+        record = _expected(first if attempt == 0 else _get(scope, where, atom_id), expected_version)
         version = int(record.version)
-        if expected_version is not None and expected_version != version:
-            raise Conflict(
-                f"expected_version: {expected_version} but the record is at {version}", {"current_version": version}
-            )
-        content = changes.get("content", record.content)
-        background = changes.get("background", record.background or "")
-        fields = {"content": content, "background": background}
-        if "tags" in changes:
-            fields["tags"] = changes["tags"]
-        if "metadata" in changes:
-            fields["meta"] = changes["metadata"]
+        fields = _changed(record, changes, sources)
+        content, background = fields["content"], fields["background"]
         if sources is not None:  # replaced (the record still answers to every message it cited)
-            fields["sources"] = sources
             provenance.cite(where, scope.user_id, atom_id, sources)
-        if record.formed:  # a client's update makes a formed record the client's for good
-            fields["formed"] = False
-        counts = term_counts(searchable(content, background))
         now = now_ms()
         event = event_items([NewEvent("atomic_update", LAYER, atom_id, 1)], context)[0]
-        try:
-            records.update(
-                where,
-                record,
-                fields,
-                natural_key(record.task_id, record.type, background, content),
-                sum(counts.values()),
-                now,
-                event,
-            )
+        if _saved(where, record, fields, now, event):
             break
-        except Cancelled as exc:
-            if "epoch" in exc.failed:
-                raise NotFound(NOT_FOUND) from None  # cleared meanwhile: the record is gone
-            if "guard" in exc.failed:
-                raise Conflict("content: another record already has this content, type and background") from None
-            # the record changed (or vanished) between our read and our write: read again
     reindex_record(scope, where, atom_id)
     if meaning.text_changed(record, content, background):  # re-embed only when the embedded text changed
         meaning.after_update(where, records.get(where, scope.user_id, atom_id))
     if raw_sources:
         _recheck(asset, where, scope, atom_id, raw_sources, principal.key_id)
     return RecordUpdated(id=atom_id, version=f"v{version + 1}", updated_at=format_ms(now))
+
+
+def _expected(record: Record | None, expected_version: int | None) -> Record:
+    """The record to update, at the version the caller expects (if they said one)."""
+    if record is None:
+        raise NotFound(NOT_FOUND)
+    version = int(record.version)
+    if expected_version is not None and expected_version != version:
+        raise Conflict(
+            f"expected_version: {expected_version} but the record is at {version}", {"current_version": version}
+        )
+    return record
+
+
+def _changed(record: Record, changes: dict[str, Any], sources: list[str] | None) -> dict[str, Any]:
+    """The record's fields as the update leaves them (content and background always named)."""
+    fields: dict[str, Any] = {
+        "content": changes.get("content", record.content),
+        "background": changes.get("background", record.background or ""),
+    }
+    if "tags" in changes:
+        fields["tags"] = changes["tags"]
+    if "metadata" in changes:
+        fields["meta"] = changes["metadata"]
+    if sources is not None:
+        fields["sources"] = sources
+    if record.formed:  # a client's update makes a formed record the client's for good
+        fields["formed"] = False
+    return fields
+
+
+def _saved(where: Where, record: Record, fields: dict[str, Any], now: int, event: Any) -> bool:
+    """Write the update at the version read; False when the record changed (or vanished) between
+    the read and the write (read again), a domain error when it cannot be made."""
+    content, background = fields["content"], fields["background"]
+    counts = term_counts(searchable(content, background))
+    key = natural_key(record.task_id, record.type, background, content)
+    try:
+        records.update(where, record, fields, key, sum(counts.values()), now, event)
+    except Cancelled as exc:
+        if "epoch" in exc.failed:
+            raise NotFound(NOT_FOUND) from None  # cleared meanwhile: the record is gone
+        if "guard" in exc.failed:
+            raise Conflict("content: another record already has this content, type and background") from None
+        return False
+    return True
 
 
 def reindex_record(scope: Scope, where: Where, atom_id: str) -> None:
