@@ -70,6 +70,7 @@ import threading
 import time
 import urllib.request
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,35 +209,66 @@ def from_schema(tool: str, schema: Any, request: dict[str, Any]) -> Any:
 
 
 def _value(schema: dict[str, Any], name: str, context: _Context, depth: int) -> Any:
+    """The simplest value ``schema`` accepts, worded from the request (``name``: the property's)."""
     if "const" in schema:
         return schema["const"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
+    option = _first_option(schema)
+    if option is not None:
+        return _value(option, name, context, depth)
+    kind = _type(schema)
+    if kind == "object":
+        return _object_value(schema, context, depth)
+    if kind == "array":
+        return _array_value(schema, name, context, depth)
+    return _scalar_value(schema, kind, name, context)
+
+
+def _first_option(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema with its first non-null ``anyOf``/``oneOf``/``allOf`` option merged in, or None."""
     for union in ("anyOf", "oneOf", "allOf"):
         options = [o for o in schema.get(union) or [] if isinstance(o, dict) and o.get("type") != "null"]
         if options:
-            return _value({**schema, union: None, **options[0]}, name, context, depth)
+            return {**schema, union: None, **options[0]}
+    return None
+
+
+def _type(schema: dict[str, Any]) -> str:
+    """The schema's type, its first that is not null; unstated: an object if it has properties, else a string."""
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
     if kind is None:
-        kind = "object" if "properties" in schema else "string"
-    if kind == "object":
-        if depth > 8:
-            return {}
-        properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
-        wanted: list[Any] = schema["required"] if isinstance(schema.get("required"), list) else list(properties)
-        return {k: _value(properties.get(k) or {}, k, context, depth + 1) for k in wanted}
-    if kind == "array":
-        items: dict[str, Any] = schema["items"] if isinstance(schema.get("items"), dict) else {}
-        if name.lower().endswith("ids"):
-            integers = items.get("type") == "integer"
-            ids = [r.get("alias") if integers else r.get("id", r.get("alias")) for r in context.records]
-            found = [i for i in ids if i is not None]
-            if found:
-                return found
-        count = max(1, int(schema.get("minItems") or 1))
-        return [_value(items, name.rstrip("s"), context, depth + 1) for _ in range(count)]
+        return "object" if "properties" in schema else "string"
+    return str(kind)
+
+
+def _object_value(schema: dict[str, Any], context: _Context, depth: int) -> dict[str, Any]:
+    """The required properties (all, when none is said required); empty below 8 levels, so a
+    recursive schema ends."""
+    if depth > 8:
+        return {}
+    properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+    wanted: list[Any] = schema["required"] if isinstance(schema.get("required"), list) else list(properties)
+    return {k: _value(properties.get(k) or {}, k, context, depth + 1) for k in wanted}
+
+
+def _array_value(schema: dict[str, Any], name: str, context: _Context, depth: int) -> list[Any]:
+    """A list named ``…ids`` cites the input's records (their aliases where integers are asked);
+    any other holds ``minItems`` (at least one) values."""
+    items: dict[str, Any] = schema["items"] if isinstance(schema.get("items"), dict) else {}
+    if name.lower().endswith("ids"):
+        integers = items.get("type") == "integer"
+        ids = [r.get("alias") if integers else r.get("id", r.get("alias")) for r in context.records]
+        found = [i for i in ids if i is not None]
+        if found:
+            return found
+    count = max(1, int(schema.get("minItems") or 1))
+    return [_value(items, name.rstrip("s"), context, depth + 1) for _ in range(count)]
+
+
+def _scalar_value(schema: dict[str, Any], kind: str, name: str, context: _Context) -> Any:
     if kind == "integer":
         return int(schema.get("minimum", 1))
     if kind == "number":
@@ -403,6 +435,58 @@ def default_reply(request: dict[str, Any]) -> tuple[str | None, list[tuple[str, 
 # ---------------------------------------------------------------- HTTP
 
 
+Route = Callable[[ScriptedModel, bytes], tuple[int, Any]]  # the model and the request's body → (status, JSON body)
+
+
+def _complete(model: ScriptedModel, raw: bytes) -> tuple[int, Any]:
+    """One chat completion, after the answer's ``delay_s`` (a slow model, on purpose)."""
+    try:
+        request = json.loads(raw or b"")
+    except ValueError:
+        request = None
+    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+        return 400, {"error": {"message": "the body must be a JSON object with messages", "code": 400}}
+    answer = model.complete(request)
+    if answer.delay_s > 0:
+        time.sleep(answer.delay_s)
+    return answer.status, answer.body
+
+
+def _queue_script(model: ScriptedModel, raw: bytes) -> tuple[int, Any]:
+    try:
+        responses = json.loads(raw or b"{}").get("responses") or []
+        return 200, {"queued": model.script(*responses)}
+    except (ValueError, AttributeError, TypeError):
+        return 400, {"error": {"message": 'expected {"responses": [{...}, ...]}'}}
+
+
+def _cleared(clear: Callable[[ScriptedModel], None]) -> Route:
+    def route(model: ScriptedModel, raw: bytes) -> tuple[int, Any]:
+        clear(model)
+        return 200, {"cleared": True}
+
+    return route
+
+
+def _models(model: ScriptedModel, raw: bytes) -> tuple[int, Any]:
+    return 200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
+
+
+# (method, path) → its route: those the module's docstring lists.
+_ROUTES: dict[tuple[str, str], Route] = {
+    ("POST", "/v1/chat/completions"): _complete,
+    ("POST", "/chat/completions"): _complete,
+    ("POST", "/_script"): _queue_script,
+    ("DELETE", "/_script"): _cleared(ScriptedModel.clear_script),
+    ("GET", "/_requests"): lambda model, _: (200, {"requests": model.requests()}),
+    ("DELETE", "/_requests"): _cleared(ScriptedModel.clear_requests),
+    ("GET", "/_stats"): lambda model, _: (200, model.stats()),
+    ("DELETE", "/_stats"): _cleared(ScriptedModel.reset_stats),
+    ("GET", "/v1/models"): _models,
+    ("GET", "/models"): _models,
+}
+
+
 class ScriptedServer(http.Server):
     model: ScriptedModel
 
@@ -426,43 +510,11 @@ class _Handler(http.Handler):
             self.send(400, {"Content-Type": "application/json"}, b'{"error": {"message": "bad request"}}', close=True)
             return
         path = self.path.split("?", 1)[0].rstrip("/")
-        model = self.server.model
-        method = self.command
-        if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
-            try:
-                request = json.loads(raw or b"")
-            except ValueError:
-                request = None
-            if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
-                self._answer(400, {"error": {"message": "the body must be a JSON object with messages", "code": 400}})
-                return
-            answer = model.complete(request)
-            if answer.delay_s > 0:
-                time.sleep(answer.delay_s)
-            self._answer(answer.status, answer.body)
-        elif path == "/_script" and method == "POST":
-            try:
-                responses = json.loads(raw or b"{}").get("responses") or []
-                self._answer(200, {"queued": model.script(*responses)})
-            except (ValueError, AttributeError, TypeError):
-                self._answer(400, {"error": {"message": 'expected {"responses": [{...}, ...]}'}})
-        elif path == "/_script" and method == "DELETE":
-            model.clear_script()
-            self._answer(200, {"cleared": True})
-        elif path == "/_requests" and method == "GET":
-            self._answer(200, {"requests": model.requests()})
-        elif path == "/_requests" and method == "DELETE":
-            model.clear_requests()
-            self._answer(200, {"cleared": True})
-        elif path == "/_stats" and method == "GET":
-            self._answer(200, model.stats())
-        elif path == "/_stats" and method == "DELETE":
-            model.reset_stats()
-            self._answer(200, {"cleared": True})
-        elif path in ("/v1/models", "/models") and method == "GET":
-            self._answer(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
-        else:
-            self._answer(404, {"error": {"message": f"no route {method} {path}"}})
+        route = _ROUTES.get((self.command, path))
+        if route is None:
+            self._answer(404, {"error": {"message": f"no route {self.command} {path}"}})
+            return
+        self._answer(*route(self.server.model, raw))
 
     do_GET = do_POST = do_DELETE = _serve  # noqa: N815 - http.server names
 

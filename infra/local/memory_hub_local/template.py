@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -248,33 +249,57 @@ class Deployment:
             return node
         if len(node) == 1:
             ((key, arg),) = node.items()
-            if key == "Ref":
-                return _NO_VALUE if arg == "AWS::NoValue" else self._ref(arg)
-            if key == "Fn::GetAtt":
-                name, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
-                return self._get_att(name, attribute)
-            if key == "Fn::Sub":
-                text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
-                return self._sub(text, variables)
-            if key == "Fn::If":
-                name, yes, no = arg
-                return self.value(yes if self.condition(name) else no)
-            if key == "Fn::Join":
-                return str(self.value(arg[0])).join(str(v) for v in self.value(arg[1]))
-            if key == "Fn::Select":
-                return self.value(arg[1])[int(self.value(arg[0]))]
-            if key == "Fn::Equals":
-                left, right = self.value(arg[0]), self.value(arg[1])
-                return str(left) == str(right)
-            if key == "Fn::Not":
-                return not self.value(arg[0])
-            if key == "Fn::And":
-                return all(self.value(a) for a in arg)
-            if key == "Fn::Or":
-                return any(self.value(a) for a in arg)
-            if key == "Condition":
-                return self.condition(arg)
+            intrinsic = _INTRINSICS.get(key)
+            if intrinsic is not None:
+                return intrinsic(self, arg)
         return {k: v for k, v in ((k, self.value(v)) for k, v in node.items()) if v is not _NO_VALUE}
+
+
+def _fn_ref(deployment: Deployment, arg: Any) -> Any:
+    return _NO_VALUE if arg == "AWS::NoValue" else deployment._ref(arg)
+
+
+def _fn_get_att(deployment: Deployment, arg: Any) -> Any:
+    name, attribute = arg if isinstance(arg, list) else arg.split(".", 1)
+    return deployment._get_att(name, attribute)
+
+
+def _fn_sub(deployment: Deployment, arg: Any) -> Any:
+    text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+    return deployment._sub(text, variables)
+
+
+def _fn_if(deployment: Deployment, arg: Any) -> Any:
+    name, yes, no = arg
+    return deployment.value(yes if deployment.condition(name) else no)
+
+
+def _fn_join(deployment: Deployment, arg: Any) -> Any:
+    return str(deployment.value(arg[0])).join(str(v) for v in deployment.value(arg[1]))
+
+
+def _fn_select(deployment: Deployment, arg: Any) -> Any:
+    return deployment.value(arg[1])[int(deployment.value(arg[0]))]
+
+
+def _fn_equals(deployment: Deployment, arg: Any) -> Any:
+    return str(deployment.value(arg[0])) == str(deployment.value(arg[1]))
+
+
+# The intrinsic functions the template uses, by the key that names them (a one-key mapping).
+_INTRINSICS: dict[str, Callable[[Deployment, Any], Any]] = {
+    "Ref": _fn_ref,
+    "Fn::GetAtt": _fn_get_att,
+    "Fn::Sub": _fn_sub,
+    "Fn::If": _fn_if,
+    "Fn::Join": _fn_join,
+    "Fn::Select": _fn_select,
+    "Fn::Equals": _fn_equals,
+    "Fn::Not": lambda deployment, arg: not deployment.value(arg[0]),
+    "Fn::And": lambda deployment, arg: all(deployment.value(a) for a in arg),
+    "Fn::Or": lambda deployment, arg: any(deployment.value(a) for a in arg),
+    "Condition": lambda deployment, arg: deployment.condition(arg),
+}
 
 
 _NO_VALUE = object()

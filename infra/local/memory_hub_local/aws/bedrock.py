@@ -75,8 +75,8 @@ def _malformed(detail: str) -> Refusal:
     return error("ValidationException", f"Malformed input request: {detail}, please reformat your input and try again.")
 
 
-def parse_request(body: bytes) -> tuple[str, int, bool, list[str]]:
-    """(inputText, dimensions, normalize, embeddingTypes) of a Titan V2 request, or a Refusal."""
+def _payload(body: bytes) -> dict[str, Any]:
+    """The request's JSON object, holding only the keys Titan V2 knows."""
     try:
         payload = json.loads(body or b"")
     except ValueError:
@@ -88,6 +88,10 @@ def parse_request(body: bytes) -> tuple[str, int, bool, list[str]]:
     for key in payload:
         if key not in _FIELDS:
             raise _malformed(f"#: extraneous key [{key}] is not permitted")
+    return payload
+
+
+def _input_text(payload: dict[str, Any]) -> str:
     if "inputText" not in payload:
         raise _malformed("#: required key [inputText] not found")
     text = payload["inputText"]
@@ -97,19 +101,40 @@ def parse_request(body: bytes) -> tuple[str, int, bool, list[str]]:
         raise _malformed("#/inputText: expected minLength: 1, actual: 0")
     if len(text) > MAX_CHARACTERS:
         raise _malformed(f"#/inputText: expected maxLength: {MAX_CHARACTERS}, actual: {len(text)}")
+    return text
+
+
+def _dimensions(payload: dict[str, Any]) -> int:
     dimensions = payload.get("dimensions", 1024)
-    if isinstance(dimensions, bool) or dimensions not in DIMENSIONS:
+    if isinstance(dimensions, bool) or dimensions not in DIMENSIONS:  # True == 1 would pass the enum
         raise _malformed(f"#/dimensions: {dimensions} is not a valid enum value")
+    return int(dimensions)
+
+
+def _normalize(payload: dict[str, Any]) -> bool:
     normalize = payload.get("normalize", True)
     if not isinstance(normalize, bool):
         raise _malformed(f"#/normalize: expected type: Boolean, found: {type(normalize).__name__}")
+    return normalize
+
+
+def _embedding_types(payload: dict[str, Any]) -> list[str]:
+    """The asked types, each once, in the order first asked."""
     types = payload.get("embeddingTypes", ["float"])
     if not isinstance(types, list) or not types:
         raise _malformed("#/embeddingTypes: expected minimum item count: 1")
     for at, kind in enumerate(types):
         if kind not in EMBEDDING_TYPES:
             raise _malformed(f"#/embeddingTypes/{at}: {kind} is not a valid enum value")
-    return text, int(dimensions), normalize, list(dict.fromkeys(types))
+    return list(dict.fromkeys(types))
+
+
+def parse_request(body: bytes) -> tuple[str, int, bool, list[str]]:
+    """(inputText, dimensions, normalize, embeddingTypes) of a Titan V2 request, or a Refusal.
+    Bedrock names one fault a request: the first of these checks that fails."""
+    payload = _payload(body)
+    text = _input_text(payload)
+    return text, _dimensions(payload), _normalize(payload), _embedding_types(payload)
 
 
 def invoke(model_id: str, body: bytes, served: set[str], region: str) -> tuple[int, dict[str, str], bytes]:

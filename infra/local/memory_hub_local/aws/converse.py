@@ -162,46 +162,69 @@ def to_openai(request: Request, model: str) -> dict[str, Any]:
     if request.system:
         messages.append({"role": "system", "content": "\n\n".join(request.system)})
     for message in request.messages:
-        texts = [b["text"] for b in message["content"] if "text" in b]
-        if message["role"] == "assistant":
-            calls = [
-                {
-                    "id": b["toolUse"]["toolUseId"],
-                    "type": "function",
-                    "function": {
-                        "name": b["toolUse"]["name"],
-                        "arguments": json.dumps(b["toolUse"]["input"], ensure_ascii=False),
-                    },
-                }
-                for b in message["content"]
-                if "toolUse" in b
-            ]
-            turn: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
-            if calls:
-                turn["tool_calls"] = calls
-            messages.append(turn)
-            continue
-        for block in message["content"]:
-            if "toolResult" in block:
-                result = block["toolResult"]
-                text = "\n".join(result["texts"])
-                if result["status"] == "error":
-                    text = f"Error: {text}" if text else "Error"
-                messages.append({"role": "tool", "tool_call_id": result["toolUseId"], "content": text})
-        if texts:
-            messages.append({"role": "user", "content": "\n".join(texts)})
+        turn = _assistant_turn if message["role"] == "assistant" else _user_turn
+        messages.extend(turn(message["content"]))
     wire: dict[str, Any] = {"model": model, "messages": messages, "stream": False}
     if request.tools:
         wire["tools"] = [{"type": "function", "function": tool} for tool in request.tools]
-    choice = request.tool_choice or {}
-    if "tool" in choice:
-        wire["tool_choice"] = {"type": "function", "function": {"name": choice["tool"]["name"]}}
-    elif "any" in choice:
-        wire["tool_choice"] = "required"
-    elif "auto" in choice:
-        wire["tool_choice"] = "auto"
+    choice = _tool_choice(request.tool_choice or {})
+    if choice is not None:
+        wire["tool_choice"] = choice
     wire.update(request.inference)
     return wire
+
+
+def _texts(content: list[dict[str, Any]]) -> list[str]:
+    return [b["text"] for b in content if "text" in b]
+
+
+def _assistant_turn(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One assistant message: its text (None when it only calls tools) and its ``tool_calls``."""
+    texts = _texts(content)
+    calls = [
+        {
+            "id": b["toolUse"]["toolUseId"],
+            "type": "function",
+            "function": {
+                "name": b["toolUse"]["name"],
+                "arguments": json.dumps(b["toolUse"]["input"], ensure_ascii=False),
+            },
+        }
+        for b in content
+        if "toolUse" in b
+    ]
+    turn: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+    if calls:
+        turn["tool_calls"] = calls
+    return [turn]
+
+
+def _user_turn(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ``tool`` message for each toolResult, then the user's text: chat completions want the
+    answers to the assistant's calls right after it."""
+    turns = [_tool_message(b["toolResult"]) for b in content if "toolResult" in b]
+    texts = _texts(content)
+    if texts:
+        turns.append({"role": "user", "content": "\n".join(texts)})
+    return turns
+
+
+def _tool_message(result: dict[str, Any]) -> dict[str, Any]:
+    text = "\n".join(result["texts"])
+    if result["status"] == "error":
+        text = f"Error: {text}" if text else "Error"
+    return {"role": "tool", "tool_call_id": result["toolUseId"], "content": text}
+
+
+def _tool_choice(choice: dict[str, Any]) -> dict[str, Any] | str | None:
+    """Converse's ``toolChoice`` in chat completions' words (None: leave it to the server)."""
+    if "tool" in choice:
+        return {"type": "function", "function": {"name": choice["tool"]["name"]}}
+    if "any" in choice:
+        return "required"
+    if "auto" in choice:
+        return "auto"
+    return None
 
 
 # ---------------------------------------------------------------- chat completions → Converse

@@ -139,6 +139,15 @@ def _tool_config(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | Non
     if value is None:
         return [], None
     config = _object(value, "toolConfig")
+    tools = _tools(config)
+    choice = config.get("toolChoice")
+    if choice is None:
+        return tools, None
+    return tools, _tool_choice(choice, [t["name"] for t in tools])
+
+
+def _tools(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The offered tools as the relay sends them (``cachePoint`` entries dropped), names unique."""
     listed = _list(config.get("tools"), "toolConfig/tools") if "tools" in config else None
     if listed is None:
         raise invalid(
@@ -158,27 +167,27 @@ def _tool_config(value: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | Non
     names = [t["name"] for t in tools]
     if len(set(names)) != len(names):
         raise invalid("The toolConfig field contains duplicate tool names. Tool names must be unique.")
-    choice = config.get("toolChoice")
-    if choice is None:
-        return tools, None
+    return tools
+
+
+def _tool_choice(choice: Any, names: list[str]) -> dict[str, Any]:
+    """``auto``, ``any`` or ``tool`` — the last naming one of the offered tools."""
     kind, chosen = _one_member(choice, "toolConfig.toolChoice")
     if kind not in ("auto", "any", "tool"):
         raise invalid(f"Malformed input request: #/toolConfig/toolChoice: extraneous key [{kind}] is not permitted")
     chosen = _object(chosen, f"toolConfig/toolChoice/{kind}")
-    if kind == "tool":
-        named = chosen.get("name")
-        if not isinstance(named, str) or not TOOL_NAME.fullmatch(named):
-            raise _constraint(
-                named,
-                "toolConfig.toolChoice.tool.name",
-                "Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+",
-            )
-        if named not in names:
-            raise invalid(
-                f"The tool {named} named by toolConfig.toolChoice is not one of the tools in toolConfig.tools."
-            )
-        return tools, {"tool": {"name": named}}
-    return tools, {kind: {}}
+    if kind != "tool":
+        return {kind: {}}
+    named = chosen.get("name")
+    if not isinstance(named, str) or not TOOL_NAME.fullmatch(named):
+        raise _constraint(
+            named,
+            "toolConfig.toolChoice.tool.name",
+            "Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+",
+        )
+    if named not in names:
+        raise invalid(f"The tool {named} named by toolConfig.toolChoice is not one of the tools in toolConfig.tools.")
+    return {"tool": {"name": named}}
 
 
 def _tool_spec(spec: Any, at: int) -> dict[str, Any]:
@@ -200,44 +209,57 @@ def _tool_spec(spec: Any, at: int) -> dict[str, Any]:
 
 
 def _inference(value: Any) -> dict[str, Any]:
+    """``inferenceConfig`` as chat-completions parameters (``max_tokens``, ``temperature``,
+    ``top_p``, ``stop``), each only when the request sets it."""
     if value is None:
         return {}
     config = _object(value, "inferenceConfig")
     found: dict[str, Any] = {}
     if config.get("maxTokens") is not None:
-        tokens = config["maxTokens"]
-        if isinstance(tokens, bool) or not isinstance(tokens, int):
-            raise invalid(
-                f"Malformed input request: #/inferenceConfig/maxTokens: expected type: Integer, found: {_kind(tokens)}"
-            )
-        if tokens < 1:
-            raise _constraint(tokens, "inferenceConfig.maxTokens", "Member must have value greater than or equal to 1")
-        found["max_tokens"] = tokens
+        found["max_tokens"] = _max_tokens(config["maxTokens"])
     for name, key in (("temperature", "temperature"), ("topP", "top_p")):
-        number = config.get(name)
-        if number is None:
-            continue
-        if isinstance(number, bool) or not isinstance(number, int | float):
-            raise invalid(
-                f"Malformed input request: #/inferenceConfig/{name}: expected type: Number, found: {_kind(number)}"
-            )
-        if number < 0:
-            raise _constraint(number, f"inferenceConfig.{name}", "Member must have value greater than or equal to 0")
-        if number > 1:
-            raise _constraint(number, f"inferenceConfig.{name}", "Member must have value less than or equal to 1")
-        found[key] = number
+        if config.get(name) is not None:
+            found[key] = _unit_number(config[name], name)
     if config.get("stopSequences") is not None:
-        stops = _list(config["stopSequences"], "inferenceConfig/stopSequences")
-        for at, stop in enumerate(stops):
-            if not isinstance(stop, str) or not stop:
-                raise _constraint(
-                    stop,
-                    f"inferenceConfig.stopSequences.{at + 1}.member",
-                    "Member must have length greater than or equal to 1",
-                )
+        stops = _stop_sequences(config["stopSequences"])
         if stops:
-            found["stop"] = list(stops)
+            found["stop"] = stops
     return found
+
+
+def _max_tokens(tokens: Any) -> int:
+    if isinstance(tokens, bool) or not isinstance(tokens, int):
+        raise invalid(
+            f"Malformed input request: #/inferenceConfig/maxTokens: expected type: Integer, found: {_kind(tokens)}"
+        )
+    if tokens < 1:
+        raise _constraint(tokens, "inferenceConfig.maxTokens", "Member must have value greater than or equal to 1")
+    return tokens
+
+
+def _unit_number(number: Any, name: str) -> float:
+    """A number in [0, 1] (``temperature``, ``topP``); a bool is no number to Bedrock."""
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        raise invalid(
+            f"Malformed input request: #/inferenceConfig/{name}: expected type: Number, found: {_kind(number)}"
+        )
+    if number < 0:
+        raise _constraint(number, f"inferenceConfig.{name}", "Member must have value greater than or equal to 0")
+    if number > 1:
+        raise _constraint(number, f"inferenceConfig.{name}", "Member must have value less than or equal to 1")
+    return number
+
+
+def _stop_sequences(value: Any) -> list[str]:
+    stops = _list(value, "inferenceConfig/stopSequences")
+    for at, stop in enumerate(stops):
+        if not isinstance(stop, str) or not stop:
+            raise _constraint(
+                stop,
+                f"inferenceConfig.stopSequences.{at + 1}.member",
+                "Member must have length greater than or equal to 1",
+            )
+    return list(stops)
 
 
 _START = "A conversation must start with a user message. Try again with a conversation that starts with a user message."
@@ -280,7 +302,29 @@ def _messages(value: Any, *, tools_configured: bool) -> list[dict[str, Any]]:
     return messages
 
 
+@dataclass(frozen=True)
+class _Place:
+    """Where a content block is, in the three spellings Bedrock's errors use for it."""
+
+    at: int  # the message
+    index: int  # the block in its content
+    name: str  # the block's kind
+
+    @property
+    def where(self) -> str:
+        return f"messages.{self.at}.content.{self.index}"
+
+    @property
+    def path(self) -> str:  # a JSON pointer, as "Malformed input request" names places
+        return f"messages/{self.at}/content/{self.index}"
+
+    @property
+    def member(self) -> str:  # 1-based, as "1 validation error detected" names places
+        return f"messages.{self.at + 1}.member.content.{self.index + 1}.member.{self.name}"
+
+
 def _block(block: Any, role: str, at: int, index: int, tools_configured: bool) -> dict[str, Any]:
+    """One content block of ``messages[at]``: text, or (with a ``toolConfig``) a toolUse or toolResult."""
     where = f"messages.{at}.content.{index}"
     name, value = _one_member(block, where)
     if name in _MEDIA_BLOCKS:
@@ -294,60 +338,72 @@ def _block(block: Any, role: str, at: int, index: int, tools_configured: bool) -
             f"Malformed input request: #/messages/{at}/content/{index}: extraneous key [{name}] is not permitted"
         )
     if name == "text":
-        if not isinstance(value, str) or not value.strip():
-            raise invalid(
-                f"The text field in the ContentBlock object at {where} is blank. Add text to the text "
-                "field, and try again."
-            )
-        return {"text": value}
+        return {"text": _text_block(value, where)}
     if not tools_configured:
         raise invalid("The toolConfig field must be defined when using toolUse and toolResult content blocks.")
-    value = _object(value, f"messages/{at}/content/{index}/{name}")
+    place = _Place(at, index, name)
+    value = _object(value, f"{place.path}/{name}")
+    use_id = _tool_use_id(value, place)
+    if name == "toolUse":
+        return {"toolUse": _tool_use(value, use_id, role, place)}
+    return {"toolResult": _tool_result(value, use_id, role, place)}
+
+
+def _text_block(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(
+            f"The text field in the ContentBlock object at {where} is blank. Add text to the text field, and try again."
+        )
+    return value
+
+
+def _tool_use_id(value: dict[str, Any], place: _Place) -> str:
     use_id = value.get("toolUseId")
     if not isinstance(use_id, str) or not TOOL_USE_ID.fullmatch(use_id):
         raise _constraint(
-            use_id,
-            f"messages.{at + 1}.member.content.{index + 1}.member.{name}.toolUseId",
-            "Member must satisfy regular expression pattern: [a-zA-Z0-9_.:-]+",
+            use_id, f"{place.member}.toolUseId", "Member must satisfy regular expression pattern: [a-zA-Z0-9_.:-]+"
         )
-    if name == "toolUse":
-        if role != "assistant":
-            raise invalid(f"A toolUse block may appear only in an assistant message ({where} is in a user message).")
-        tool = value.get("name")
-        if not isinstance(tool, str) or not TOOL_NAME.fullmatch(tool):
-            raise _constraint(
-                tool,
-                f"messages.{at + 1}.member.content.{index + 1}.member.toolUse.name",
-                "Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+",
-            )
-        if "input" not in value:
-            raise invalid(
-                f"1 validation error detected: Value null at 'messages.{at + 1}.member.content.{index + 1}"
-                ".member.toolUse.input' failed to satisfy constraint: Member must not be null"
-            )
-        return {"toolUse": {"toolUseId": use_id, "name": tool, "input": value["input"]}}
+    return use_id
+
+
+def _tool_use(value: dict[str, Any], use_id: str, role: str, place: _Place) -> dict[str, Any]:
+    if role != "assistant":
+        raise invalid(f"A toolUse block may appear only in an assistant message ({place.where} is in a user message).")
+    tool = value.get("name")
+    if not isinstance(tool, str) or not TOOL_NAME.fullmatch(tool):
+        raise _constraint(
+            tool, f"{place.member}.name", "Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+"
+        )
+    if "input" not in value:
+        raise invalid(
+            f"1 validation error detected: Value null at '{place.member}.input' failed to satisfy constraint: "
+            "Member must not be null"
+        )
+    return {"toolUseId": use_id, "name": tool, "input": value["input"]}
+
+
+def _tool_result(value: dict[str, Any], use_id: str, role: str, place: _Place) -> dict[str, Any]:
+    """A toolResult with its content as texts (JSON blocks compact): the relay's tool message."""
+    where = place.where
     if role != "user":
         raise invalid(f"A toolResult block may appear only in a user message ({where} is in an assistant message).")
     status = value.get("status", "success")
     if status not in ("success", "error"):
-        raise _constraint(
-            status,
-            f"messages.{at + 1}.member.content.{index + 1}.member.toolResult.status",
-            "Member must satisfy enum value set: [success, error]",
-        )
-    parts = _list(value.get("content", []), f"messages/{at}/content/{index}/toolResult/content")
+        raise _constraint(status, f"{place.member}.status", "Member must satisfy enum value set: [success, error]")
+    parts = _list(value.get("content", []), f"{place.path}/toolResult/content")
     if not parts and status == "error":
         raise invalid(f"The content field at {where}.toolResult cannot be empty when status value is error.")
-    texts = []
-    for part_at, part in enumerate(parts):
-        kind, inner = _one_member(part, f"{where}.toolResult.content.{part_at}")
-        if kind == "text":
-            texts.append(str(inner))
-        elif kind == "json":
-            texts.append(json.dumps(inner, ensure_ascii=False, separators=(",", ":")))
-        else:
-            raise invalid(f"The local stack's Converse relays only text and json tool results ({where} has {kind}).")
-    return {"toolResult": {"toolUseId": use_id, "texts": texts, "status": status}}
+    texts = [_tool_result_text(part, f"{where}.toolResult.content.{n}", where) for n, part in enumerate(parts)]
+    return {"toolUseId": use_id, "texts": texts, "status": status}
+
+
+def _tool_result_text(part: Any, at: str, where: str) -> str:
+    kind, inner = _one_member(part, at)
+    if kind == "text":
+        return str(inner)
+    if kind == "json":
+        return json.dumps(inner, ensure_ascii=False, separators=(",", ":"))
+    raise invalid(f"The local stack's Converse relays only text and json tool results ({where} has {kind}).")
 
 
 def _tool_results_answer_tool_uses(messages: list[dict[str, Any]]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 from xml.sax.saxutils import escape
@@ -122,58 +123,91 @@ def _check_item(schemas: Schemas, table: str, item: dict[str, Any]) -> None:
 
 
 def check_dynamodb(call: Call, schemas: Schemas) -> None:
-    body = call.body or {}
-    operation = call.operation
-    if operation in ("GetItem", "DeleteItem", "UpdateItem"):
-        _check_key(schemas, body.get("TableName", ""), body.get("Key", {}))
-    elif operation == "PutItem":
-        _check_item(schemas, body.get("TableName", ""), body.get("Item", {}))
-    elif operation == "Query":
-        for name, value in (body.get("ExpressionAttributeValues") or {}).items():
-            if name in (body.get("KeyConditionExpression") or "") and _size(value) > MAX_PARTITION_KEY:
-                raise _key_too_long("partition")
-    elif operation == "BatchWriteItem":
-        requests = [(table, r) for table, rs in body.get("RequestItems", {}).items() for r in rs]
-        if len(requests) > 25:
-            raise dynamodb_error("ValidationException", "Too many items requested for the BatchWriteItem call")
-        seen = set()
-        for table, request in requests:
-            hash_name, range_name, _ = schemas.keys(table)
-            if "PutRequest" in request:
-                item = request["PutRequest"]["Item"]
-                _check_item(schemas, table, item)
-            else:
-                item = request.get("DeleteRequest", {}).get("Key", {})
-                _check_key(schemas, table, item)
-            marker = (
-                table,
-                json.dumps([item.get(hash_name), item.get(range_name) if range_name else None], sort_keys=True),
-            )
-            if marker in seen:
-                raise dynamodb_error("ValidationException", "Provided list of item keys contains duplicates")
-            seen.add(marker)
-    elif operation == "BatchGetItem":
-        keys = [(table, k) for table, spec in body.get("RequestItems", {}).items() for k in spec.get("Keys", [])]
-        if len(keys) > 100:
-            raise dynamodb_error("ValidationException", "Too many items requested for the BatchGetItem call")
-        for table, key in keys:
-            _check_key(schemas, table, key)
-    elif operation == "TransactWriteItems":
-        items = body.get("TransactItems", [])
-        if len(items) > 100:
-            raise dynamodb_error("ValidationException", "Member must have length less than or equal to 100")
-        total = 0
-        for entry in items:
-            kind, op = next(iter(entry.items()))
-            if kind == "Put":
-                _check_item(schemas, op["TableName"], op["Item"])
-                total += item_size(op["Item"])
-            else:
-                _check_key(schemas, op["TableName"], op.get("Key", {}))
-                total += item_size(op.get("Key", {}))
-            total += sum(_size(v) for v in (op.get("ExpressionAttributeValues") or {}).values())
-        if total > MAX_TRANSACTION_BYTES:
-            raise dynamodb_error("ValidationException", "Transaction request cannot be larger than 4 MB")
+    """Refuse what DynamoDB would refuse of this request (operations without a limit here pass)."""
+    check = _DYNAMODB_CHECKS.get(call.operation)
+    if check is not None:
+        check(call.body or {}, schemas)
+
+
+def _check_named_key(body: dict[str, Any], schemas: Schemas) -> None:
+    _check_key(schemas, body.get("TableName", ""), body.get("Key", {}))
+
+
+def _check_put(body: dict[str, Any], schemas: Schemas) -> None:
+    _check_item(schemas, body.get("TableName", ""), body.get("Item", {}))
+
+
+def _check_query(body: dict[str, Any], schemas: Schemas) -> None:
+    """Each value the key condition names, held to the partition key's limit."""
+    for name, value in (body.get("ExpressionAttributeValues") or {}).items():
+        if name in (body.get("KeyConditionExpression") or "") and _size(value) > MAX_PARTITION_KEY:
+            raise _key_too_long("partition")
+
+
+def _check_batch_write(body: dict[str, Any], schemas: Schemas) -> None:
+    requests = [(table, r) for table, rs in body.get("RequestItems", {}).items() for r in rs]
+    if len(requests) > 25:
+        raise dynamodb_error("ValidationException", "Too many items requested for the BatchWriteItem call")
+    seen = set()
+    for table, request in requests:
+        marker = (table, _batch_write_key(schemas, table, request))
+        if marker in seen:
+            raise dynamodb_error("ValidationException", "Provided list of item keys contains duplicates")
+        seen.add(marker)
+
+
+def _batch_write_key(schemas: Schemas, table: str, request: dict[str, Any]) -> str:
+    """The key a put or delete request of a batch names, checked, as text to spot duplicates by."""
+    hash_name, range_name, _ = schemas.keys(table)
+    if "PutRequest" in request:
+        item = request["PutRequest"]["Item"]
+        _check_item(schemas, table, item)
+    else:
+        item = request.get("DeleteRequest", {}).get("Key", {})
+        _check_key(schemas, table, item)
+    return json.dumps([item.get(hash_name), item.get(range_name) if range_name else None], sort_keys=True)
+
+
+def _check_batch_get(body: dict[str, Any], schemas: Schemas) -> None:
+    keys = [(table, k) for table, spec in body.get("RequestItems", {}).items() for k in spec.get("Keys", [])]
+    if len(keys) > 100:
+        raise dynamodb_error("ValidationException", "Too many items requested for the BatchGetItem call")
+    for table, key in keys:
+        _check_key(schemas, table, key)
+
+
+def _check_transaction(body: dict[str, Any], schemas: Schemas) -> None:
+    items = body.get("TransactItems", [])
+    if len(items) > 100:
+        raise dynamodb_error("ValidationException", "Member must have length less than or equal to 100")
+    total = sum(_transaction_action_size(schemas, entry) for entry in items)
+    if total > MAX_TRANSACTION_BYTES:
+        raise dynamodb_error("ValidationException", "Transaction request cannot be larger than 4 MB")
+
+
+def _transaction_action_size(schemas: Schemas, entry: dict[str, Any]) -> int:
+    """One action of a transaction, checked: the bytes it counts toward the 4 MB (its item or key,
+    and the values of its expressions)."""
+    kind, op = next(iter(entry.items()))
+    if kind == "Put":
+        _check_item(schemas, op["TableName"], op["Item"])
+        size = item_size(op["Item"])
+    else:
+        _check_key(schemas, op["TableName"], op.get("Key", {}))
+        size = item_size(op.get("Key", {}))
+    return size + sum(_size(v) for v in (op.get("ExpressionAttributeValues") or {}).values())
+
+
+_DYNAMODB_CHECKS: dict[str, Callable[[dict[str, Any], Schemas], None]] = {
+    "GetItem": _check_named_key,
+    "DeleteItem": _check_named_key,
+    "UpdateItem": _check_named_key,
+    "PutItem": _check_put,
+    "Query": _check_query,
+    "BatchWriteItem": _check_batch_write,
+    "BatchGetItem": _check_batch_get,
+    "TransactWriteItems": _check_transaction,
+}
 
 
 # ---------------------------------------------------------------- S3

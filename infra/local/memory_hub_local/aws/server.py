@@ -76,6 +76,18 @@ def _fault(call: Call, fault: dict[str, Any]) -> Refusal:
     return faithful.dynamodb_error(code, message, status)
 
 
+def _answer(refusal: Refusal) -> tuple[int, dict[str, str], bytes]:
+    return refusal.status, {"Content-Type": refusal.content_type, **refusal.headers}, refusal.body
+
+
+def _authorize(call: Call, identity: Identity) -> None:
+    """Each action the request needs, on its resource, allowed by the caller's policy: the first
+    that is not is refused."""
+    for action, resource in call.actions:
+        if not identity.allows(action, resource):
+            raise denied(call, identity, action, resource)
+
+
 def _items_read(call: Call, status: int, body: bytes) -> int:
     """How many items a DynamoDB read evaluated (what read capacity pays for)."""
     if (
@@ -133,59 +145,77 @@ class AwsSide:
     ) -> tuple[int, dict[str, str], bytes]:
         lowered = {k.lower(): v for k, v in headers.items()}
         try:
-            signed = self.verifier.verify(method, raw_path, lowered, body)
-        except signing.Rejected as rejected:
-            url = urlsplit(raw_path)
-            answer = signing.refusal(rejected, lowered, url.query, method, url.path)
-            return answer.status, {"Content-Type": answer.content_type, **answer.headers}, answer.body
-        call = calls.parse(method, raw_path, lowered, body, self.region)
-        if signing.SIGNING_NAMES.get(call.service, call.service) != signed.service:
-            wrong = signing.Rejected("signature", f"Credential should be scoped to correct service: '{call.service}'.")
-            answer = signing.refusal(wrong, lowered, urlsplit(raw_path).query)
-            return answer.status, {"Content-Type": answer.content_type, **answer.headers}, answer.body
-        identity = self.identities.get(signed.principal.access_key, OPERATOR)
+            call, identity = self._caller(method, raw_path, lowered, body)
+        except Refusal as refusal:  # unsigned or badly signed: nobody to hold to a policy, nothing to log
+            return _answer(refusal)
         refused, spent, injected = None, 0.0, False
         try:
-            for action, resource in call.actions:
-                if not identity.allows(action, resource):
-                    raise denied(call, identity, action, resource)
-            if self.hooks is not None:
-                fault = self.hooks.before(call, identity.name)
-                if fault is not None:
-                    injected = True
-                    raise _fault(call, fault)
+            _authorize(call, identity)
+            fault = self.hooks.before(call, identity.name) if self.hooks is not None else None
+            if fault is not None:
+                injected = True
+                raise _fault(call, fault)
             if call.service == "bedrock":  # the models run outside the lock: they touch no state
                 started = time.perf_counter()
                 status, out_headers, out_body = self._bedrock(call, body)
                 spent = (time.perf_counter() - started) * 1000
             else:
-                with LOCK:
-                    started = time.perf_counter()
-                    try:
-                        status, out_headers, out_body = self._moto(
-                            call, method, raw_path, headers, lowered, body, server_name, port
-                        )
-                    finally:
-                        moto_items.pack_touched(changed=call.operation not in _READ_ONLY)
-                    spent = (time.perf_counter() - started) * 1000
-                    if status < 300 and self.journal is not None and _kept(call):
-                        meta = {"m": method, "p": raw_path, "h": headers, "n": server_name, "o": port}
-                        self.journal.append(encode({**meta, "x": _made_up(call)}, body))
-                        if _erases(call):
-                            self.journal.note_erasure()
+                status, out_headers, out_body, spent = self._moto_kept(
+                    call, method, raw_path, headers, lowered, body, server_name, port
+                )
         except Refusal as refusal:
             refused = refusal.code
-            status, out_headers, out_body = (
-                refusal.status,
-                {"Content-Type": refusal.content_type, **refusal.headers},
-                refusal.body,
-            )
+            status, out_headers, out_body = _answer(refusal)
         if self.journal is not None:  # nothing is answered before what it may have seen is on disk
             self.journal.sync()
         if self.hooks is not None:
             read = _items_read(call, status, out_body)
             self.hooks.record(call, identity.name, status, refused, spent, read, injected=injected)
         return status, out_headers, out_body
+
+    def _caller(self, method: str, raw_path: str, lowered: dict[str, str], body: bytes) -> tuple[Call, Identity]:
+        """The request described and who signed it, or the Refusal of a signature that does not
+        hold — including one scoped to another service than the request's."""
+        try:
+            signed = self.verifier.verify(method, raw_path, lowered, body)
+        except signing.Rejected as rejected:
+            url = urlsplit(raw_path)
+            raise signing.refusal(rejected, lowered, url.query, method, url.path) from None
+        call = calls.parse(method, raw_path, lowered, body, self.region)
+        if signing.SIGNING_NAMES.get(call.service, call.service) != signed.service:
+            wrong = signing.Rejected("signature", f"Credential should be scoped to correct service: '{call.service}'.")
+            raise signing.refusal(wrong, lowered, urlsplit(raw_path).query)
+        return call, self.identities.get(signed.principal.access_key, OPERATOR)
+
+    def _moto_kept(
+        self,
+        call: Call,
+        method: str,
+        raw_path: str,
+        headers: dict[str, str],
+        lowered: dict[str, str],
+        body: bytes,
+        server_name: str,
+        port: int,
+    ) -> tuple[int, dict[str, str], bytes, float]:
+        """A request moto answers, under the lock, and its milliseconds (the wait for the lock left
+        out); a write that succeeded is journaled before the lock is let go, so the journal's order
+        is the order moto applied them in."""
+        with LOCK:
+            started = time.perf_counter()
+            try:
+                status, out_headers, out_body = self._moto(
+                    call, method, raw_path, headers, lowered, body, server_name, port
+                )
+            finally:
+                moto_items.pack_touched(changed=call.operation not in _READ_ONLY)
+            spent = (time.perf_counter() - started) * 1000
+            if status < 300 and self.journal is not None and _kept(call):
+                meta = {"m": method, "p": raw_path, "h": headers, "n": server_name, "o": port}
+                self.journal.append(encode({**meta, "x": _made_up(call)}, body))
+                if _erases(call):
+                    self.journal.note_erasure()
+        return status, out_headers, out_body, spent
 
     def _bedrock(self, call: Call, body: bytes) -> tuple[int, dict[str, str], bytes]:
         """InvokeModel (the embedding model, here) or Converse (relayed to a language model)."""

@@ -319,6 +319,64 @@ def _stamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime(_TIMESTAMP)
 
 
+def _authorization_parts(authorization: str) -> dict[str, str]:
+    """``Credential``, ``SignedHeaders`` and ``Signature`` of a SigV4 ``Authorization`` header."""
+    algorithm, _, rest = authorization.strip().partition(" ")
+    if algorithm == "AWS":
+        raise Rejected("v2")
+    if algorithm != "AWS4-HMAC-SHA256":
+        raise Rejected("header_malformed", "The authorization header is malformed; unsupported algorithm.")
+    parts: dict[str, str] = {}
+    for part in rest.split(","):
+        name, equals, value = part.strip().partition("=")
+        if equals:
+            parts[name] = value
+    if not {"Credential", "SignedHeaders", "Signature"} <= parts.keys():
+        raise Rejected(
+            "header_malformed",
+            "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters.",
+        )
+    return parts
+
+
+def _header_date(date: str, credential: str, now: float) -> str:
+    """The ``X-Amz-Date`` a header signature was made at: the credential's day, within 15 minutes of now."""
+    signed_at = _timestamp(date)
+    if signed_at is None:
+        raise Rejected(
+            "no_date", "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header."
+        )
+    if credential.split("/")[1] != date[:8]:
+        raise Rejected("header_malformed", "Invalid credential date. Date is not the same as X-Amz-Date.")
+    if signed_at < now - SKEW_S:
+        raise Rejected(
+            "skewed",
+            f"Signature expired: {date} is now earlier than {_stamp(now - SKEW_S)} ({_stamp(now)} - 15 min.)",
+        )
+    if signed_at > now + SKEW_S:
+        raise Rejected(
+            "skewed",
+            f"Signature not yet current: {date} is still later than {_stamp(now + SKEW_S)} ({_stamp(now)} + 15 min.)",
+        )
+    return date
+
+
+def _payload_hash(headers: dict[str, str], body: bytes, s3: bool) -> str:
+    """The payload hash the signature covers. S3 requires ``x-amz-content-sha256`` (the body's
+    SHA-256 or ``UNSIGNED-PAYLOAD``); other services hash the body, and a header, if sent, must match."""
+    digest = hashlib.sha256(body).hexdigest()
+    declared = headers.get("x-amz-content-sha256")
+    if not s3:
+        if declared is not None and declared != digest:
+            raise Rejected("content_sha256")
+        return digest
+    if declared is None:
+        raise Rejected("required_header", "Missing required header for this request: x-amz-content-sha256")
+    if (len(declared) == 64 and declared != digest) or (len(declared) != 64 and declared != UNSIGNED_PAYLOAD):
+        raise Rejected("content_sha256")
+    return declared
+
+
 class Verifier:
     def __init__(self, principals: dict[str, Principal], region: str) -> None:
         self.principals, self.region = principals, region
@@ -364,59 +422,13 @@ class Verifier:
     def _header_signed(
         self, method: str, path: str, pairs: list[tuple[str, str]], headers: dict[str, str], body: bytes, now: float
     ) -> Signed:
-        authorization = headers["authorization"].strip()
-        algorithm, _, rest = authorization.partition(" ")
-        if algorithm == "AWS":
-            raise Rejected("v2")
-        if algorithm != "AWS4-HMAC-SHA256":
-            raise Rejected("header_malformed", "The authorization header is malformed; unsupported algorithm.")
-        parts: dict[str, str] = {}
-        for part in rest.split(","):
-            name, equals, value = part.strip().partition("=")
-            if equals:
-                parts[name] = value
-        if not {"Credential", "SignedHeaders", "Signature"} <= parts.keys():
-            raise Rejected(
-                "header_malformed",
-                "Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters.",
-            )
+        parts = _authorization_parts(headers["authorization"])
         s3 = "x-amz-target" not in headers and parts["Credential"].split("/")[3:4] == ["s3"]
         principal, service = self._principal(
             parts["Credential"].split("/"), headers.get("x-amz-security-token"), "header_malformed"
         )
-        date = headers.get("x-amz-date", "")
-        signed_at = _timestamp(date)
-        if signed_at is None:
-            raise Rejected(
-                "no_date", "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header."
-            )
-        if parts["Credential"].split("/")[1] != date[:8]:
-            raise Rejected("header_malformed", "Invalid credential date. Date is not the same as X-Amz-Date.")
-        if signed_at < now - SKEW_S:
-            raise Rejected(
-                "skewed",
-                f"Signature expired: {date} is now earlier than {_stamp(now - SKEW_S)} ({_stamp(now)} - 15 min.)",
-            )
-        if signed_at > now + SKEW_S:
-            raise Rejected(
-                "skewed",
-                f"Signature not yet current: {date} is still later than {_stamp(now + SKEW_S)} "
-                f"({_stamp(now)} + 15 min.)",
-            )
-        digest = hashlib.sha256(body).hexdigest()
-        declared = headers.get("x-amz-content-sha256")
-        if s3:
-            if declared is None:
-                raise Rejected("required_header", "Missing required header for this request: x-amz-content-sha256")
-            if len(declared) == 64 and declared != digest:
-                raise Rejected("content_sha256")
-            if len(declared) != 64 and declared != UNSIGNED_PAYLOAD:
-                raise Rejected("content_sha256")
-            payload_hash = declared
-        else:
-            if declared is not None and declared != digest:
-                raise Rejected("content_sha256")
-            payload_hash = digest
+        date = _header_date(headers.get("x-amz-date", ""), parts["Credential"], now)
+        payload_hash = _payload_hash(headers, body, s3)
         signed = parts["SignedHeaders"].split(";")
         if "host" not in signed:
             raise Rejected("signature")
