@@ -172,10 +172,29 @@ def adapter(kind: Any) -> TypeAdapter[Any]:
     return found
 
 
+# pydantic's error types whose rule needs nothing of the error but its type.
+_PLAIN_RULES = {
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "string_unicode": "must not contain unpaired surrogates",
+    "string_type": "must be a string",
+    "dict_type": "must be an object",
+    "list_type": "must be a list",
+}
+
+
 def _said(error: ErrorDetails) -> str:
     """A pydantic error as a plain rule (``must be at most 8,192 characters``)."""
     ctx = error.get("ctx") or {}
     kind = error["type"]
+    if kind == "value_error":  # a validator's own words
+        return str(ctx.get("error", error["msg"]))
+    return _limit_said(kind, ctx) or _PLAIN_RULES.get(kind) or str(error["msg"])
+
+
+def _limit_said(kind: str, ctx: dict[str, Any]) -> str | None:
+    """The rule of a bound or pattern, with its figure (None: the error is of another kind)."""
     if kind == "string_too_long":
         return f"must be at most {int(ctx['max_length']):,} characters"
     if kind == "string_too_short":
@@ -188,19 +207,7 @@ def _said(error: ErrorDetails) -> str:
         return "must be at most 2^53" if ctx.get("le") == MAX_VERSION else f"must be at most {ctx['le']}"
     if kind == "string_pattern_mismatch":
         return f"must match {ctx['pattern']}"
-    if kind == "value_error":
-        return str(ctx.get("error", error["msg"]))
-    if kind in ("int_type", "int_from_float", "int_parsing"):
-        return "must be a whole number"
-    if kind == "string_unicode":
-        return "must not contain unpaired surrogates"
-    if kind in ("string_type",):
-        return "must be a string"
-    if kind in ("dict_type",):
-        return "must be an object"
-    if kind in ("list_type",):
-        return "must be a list"
-    return str(error["msg"])
+    return None
 
 
 def problems_of(kind: Any, value: Any) -> list[str]:

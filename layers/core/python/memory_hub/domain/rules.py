@@ -69,14 +69,27 @@ def path_problem(path: str, *, kind: str) -> str | None:
         return None
     if path == "":
         return "must not be empty"
+    folder = kind in ("prefix", "rm") and path.endswith("/")
+    return (
+        _character_problem(path)
+        or _segment_problem(path[:-1] if folder else path)
+        or _ending_problem(path, kind=kind, folder=folder)
+    )
+
+
+def _character_problem(path: str) -> str | None:
     if has_control(path):
         return "must not contain control characters"
     if "\\" in path:
         return "must not contain a backslash"
     if path.startswith("/"):
         return "must be relative (no leading /)"
-    folder = kind in ("prefix", "rm") and path.endswith("/")
-    body = path[:-1] if folder else path
+    return None
+
+
+def _segment_problem(body: str) -> str | None:
+    """Why a segment of ``body`` (the path without a folder's trailing ``/``) is refused: empty, ``.``,
+    ``..`` or hidden (starting with ``.``)."""
     for segment in body.split("/"):
         if segment == "":
             return "must not contain an empty segment"
@@ -84,6 +97,11 @@ def path_problem(path: str, *, kind: str) -> str | None:
             return "must not contain . or .. segments"
         if segment.startswith("."):
             return "segments must not start with ."
+    return None
+
+
+def _ending_problem(path: str, *, kind: str, folder: bool) -> str | None:
+    """Files are Markdown: a file path ends in ``.md``, and an ``rm`` path names a file or a folder."""
     if kind == "file" and not path.endswith(".md"):
         return "must end in .md"
     if kind == "rm" and not folder and not path.endswith(".md"):

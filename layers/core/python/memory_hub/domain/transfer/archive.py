@@ -72,48 +72,72 @@ def measure(data: bytes) -> None:
     and GNU long-name records, contents and padding — exceeds MAX_TREE_BYTES, that holds more than
     MAX_MEMBERS members, or a long-name/PAX record beyond MAX_HEADER_RECORD. Reads the stream once,
     a chunk at a time, keeping only the header in hand."""
-    buffer = bytearray()
-    total = 0
-    skip = 0  # bytes of member data still to pass over
-    members = 0
+    tally = _Tally()
     try:
         for chunk in _stream(data):
-            total += len(chunk)
-            if total > MAX_TREE_BYTES + 2 * _BLOCK:
-                raise Malformed([f"(upload): the tree unpacks to more than {MAX_TREE_BYTES // 2**20} MiB"])
-            view = memoryview(chunk)
-            if skip:
-                passed = min(skip, len(view))
-                skip -= passed
-                view = view[passed:]
-            buffer += view
-            while len(buffer) >= _BLOCK and not skip:
-                header = bytes(buffer[:_BLOCK])
-                del buffer[:_BLOCK]
-                if header == b"\0" * _BLOCK:
-                    continue  # end-of-archive blocks (and any padding after them)
-                size = _octal(header[124:136])
-                if size < 0:
-                    raise Malformed(["(upload): not a tar.gz archive (a negative member size)"])
-                kind = header[156:157]
-                if kind in _LONG_RECORDS and size > MAX_HEADER_RECORD:
-                    raise Malformed(
-                        [f"(upload): a tar header record of {size} bytes (at most {MAX_HEADER_RECORD} are read)"]
-                    )
-                if kind not in _LONG_RECORDS:
-                    members += 1
-                    if members > MAX_MEMBERS:
-                        raise Malformed([f"(upload): more than {MAX_MEMBERS:,} members"])
-                padded = -(-size // _BLOCK) * _BLOCK
-                if total - len(buffer) + padded > MAX_TREE_BYTES + 2 * _BLOCK:
-                    raise Malformed([f"(upload): the tree unpacks to more than {MAX_TREE_BYTES // 2**20} MiB"])
-                passed = min(padded, len(buffer))
-                del buffer[:passed]
-                skip = padded - passed
+            tally.add(chunk)
     except zlib.error:
         raise Malformed([NOT_GZIP]) from None
     except ValueError:
         raise Malformed(["(upload): not a tar.gz archive (an unreadable header)"]) from None
+
+
+def _too_large() -> Malformed:
+    return Malformed([f"(upload): the tree unpacks to more than {MAX_TREE_BYTES // 2**20} MiB"])
+
+
+class _Tally:
+    """What ``measure`` has read so far: the stream's bytes, the unread header bytes in hand, the
+    member data still to pass over and the members counted."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.total = 0
+        self.skip = 0
+        self.members = 0
+
+    def add(self, chunk: bytes) -> None:
+        """The next chunk of the tar stream: its member data passed over, its headers read."""
+        self.total += len(chunk)
+        if self.total > MAX_TREE_BYTES + 2 * _BLOCK:
+            raise _too_large()
+        view = memoryview(chunk)
+        if self.skip:
+            passed = min(self.skip, len(view))
+            self.skip -= passed
+            view = view[passed:]
+        self.buffer += view
+        while len(self.buffer) >= _BLOCK and not self.skip:
+            header = bytes(self.buffer[:_BLOCK])
+            del self.buffer[:_BLOCK]
+            if header != b"\0" * _BLOCK:  # all zeros: end-of-archive blocks (and any padding after them)
+                self._header(header)
+
+    def _header(self, header: bytes) -> None:
+        """One member's header: counted, and its data (padded to whole blocks) set to be passed over
+        — refused at once when that data would take the stream past the limit."""
+        size = _octal(header[124:136])
+        if size < 0:
+            raise Malformed(["(upload): not a tar.gz archive (a negative member size)"])
+        self._count(header[156:157], size)
+        padded = -(-size // _BLOCK) * _BLOCK
+        if self.total - len(self.buffer) + padded > MAX_TREE_BYTES + 2 * _BLOCK:
+            raise _too_large()
+        passed = min(padded, len(self.buffer))
+        del self.buffer[:passed]
+        self.skip = padded - passed
+
+    def _count(self, kind: bytes, size: int) -> None:
+        """A long-name or PAX record is no member, but is read whole: it is held to MAX_HEADER_RECORD."""
+        if kind in _LONG_RECORDS:
+            if size > MAX_HEADER_RECORD:
+                raise Malformed(
+                    [f"(upload): a tar header record of {size} bytes (at most {MAX_HEADER_RECORD} are read)"]
+                )
+            return
+        self.members += 1
+        if self.members > MAX_MEMBERS:
+            raise Malformed([f"(upload): more than {MAX_MEMBERS:,} members"])
 
 
 def member_name(name: str) -> str:
