@@ -169,34 +169,51 @@ def replay(invoke: Callable[[str, dict[str, Any]], dict[str, Any]], function_of:
             BEFORE[name](answers)
         event = _carry(name, load(EVENTS / f"{name}.json"), answers)
         function = function_of(event["path"])
-        result = invoke(function, event)
-        try:
-            body = json.loads(result.get("body") or "null")
-        except ValueError:
-            body = result.get("body")
-        if result.get("statusCode") != 200:
-            failures.append(f"{name} ({function}): HTTP {result.get('statusCode')}: {body}")
-            continue
-        if "x-request-id" not in {k.lower() for k in result.get("headers", {})}:
-            failures.append(f"{name}: no x-request-id header")
-        if event["path"] == "/health":
-            if body.get("status") != "ok" or body.get("formation") not in ("on", "off"):
-                failures.append(f"{name}: {body}")
-            continue
-        if event["path"] == "/v2/memory":  # the DeleteUserMemory answer shape: {requestId, result}
-            if body.get("result") is not True or not REQUEST_ID.match(str(body.get("requestId"))):
-                failures.append(f"{name}: {body}")
-            continue
-        if body.get("code") != 0 or body.get("message") != "ok" or not REQUEST_ID.match(str(body.get("request_id"))):
-            failures.append(f"{name} ({function}): {body}")
-            continue
-        answers[name] = body["data"]
-        check = CHECKS.get(name)
-        if check is not None:
-            try:
-                passed = check(body["data"], body_of(event))
-            except (KeyError, TypeError, AttributeError) as exc:
-                passed, body["data"] = False, {"error": repr(exc), "data": body["data"]}
-            if not passed:
-                failures.append(f"{name}: unexpected data {body['data']}")
+        problems, envelope = _answered(name, function, event, invoke(function, event))
+        failures += problems
+        if envelope is not None:
+            answers[name] = envelope["data"]
+            failures += _checked(name, envelope["data"], body_of(event))
     return failures
+
+
+# Routes whose answer is not the v3 envelope: what their body must hold.
+_OWN_SHAPES: dict[str, Callable[[Any], bool]] = {
+    "/health": lambda body: body.get("status") == "ok" and body.get("formation") in ("on", "off"),
+    # the DeleteUserMemory answer shape: {requestId, result}
+    "/v2/memory": lambda body: body.get("result") is True and bool(REQUEST_ID.match(str(body.get("requestId")))),
+}
+
+
+def _answered(
+    name: str, function: str, event: dict[str, Any], result: dict[str, Any]
+) -> tuple[list[str], dict[str, Any] | None]:
+    """What is wrong with an answer's status, headers and shape, and its v3 envelope when it is one
+    (None: no ``data`` for later events to carry over or for a check)."""
+    try:
+        body = json.loads(result.get("body") or "null")
+    except ValueError:
+        body = result.get("body")
+    if result.get("statusCode") != 200:
+        return [f"{name} ({function}): HTTP {result.get('statusCode')}: {body}"], None
+    problems = []
+    if "x-request-id" not in {k.lower() for k in result.get("headers", {})}:
+        problems.append(f"{name}: no x-request-id header")
+    own_shape = _OWN_SHAPES.get(event["path"])
+    if own_shape is not None:
+        return problems + ([] if own_shape(body) else [f"{name}: {body}"]), None
+    if body.get("code") != 0 or body.get("message") != "ok" or not REQUEST_ID.match(str(body.get("request_id"))):
+        return [*problems, f"{name} ({function}): {body}"], None
+    return problems, body
+
+
+def _checked(name: str, data: Any, request: Any) -> list[str]:
+    """The event's own check of its answer's data (``CHECKS``), a failure when it does not hold."""
+    check = CHECKS.get(name)
+    if check is None:
+        return []
+    try:
+        passed = check(data, request)
+    except (KeyError, TypeError, AttributeError) as exc:
+        passed, data = False, {"error": repr(exc), "data": data}
+    return [] if passed else [f"{name}: unexpected data {data}"]

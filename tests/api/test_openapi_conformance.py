@@ -105,29 +105,38 @@ def fuzz_spec() -> dict[str, Any]:
     for name in _request_models(spec):
         properties = schemas[name].get("properties", {})
         if "user_id" in properties and "team_id" in properties and "agent_id" in properties:
-            # isolated: body or header, so optional in the body; the fuzz sends them in the body (the
-            # 422 of a missing one is still reached in negative mode, which drops required fields);
-            # conversation/add needs session_id too
-            needed = ["team_id", "agent_id", "user_id"] + (["session_id"] if name == "ConversationAdd" else [])
-            schemas[name]["required"] = sorted({*schemas[name].get("required", []), *needed})
-            for field in needed:  # null counts as absent: not for these
-                options = [o for o in properties[field].get("anyOf", []) if o.get("type") != "null"]
-                if options:
-                    properties[field] = {k: v for k, v in properties[field].items() if k != "anyOf"} | options[0]
+            _require_scope(name, schemas[name])
         for field, schema in properties.items():
-            if field in PINNED:
-                properties[field] = _pin(schema, PINNED[field])
-            elif field in PINNED_ITEMS:
-                options = schema.get("anyOf", [schema])
-                for option in options:
-                    if option.get("type") == "array":
-                        option["items"] = PINNED_ITEMS[field]
+            _pin_field(properties, field, schema)
     for item in spec["paths"].values():
         for operation in item.values():
             for parameter in operation.get("parameters", []):
                 if parameter["name"] in PINNED_HEADERS:
                     parameter["schema"] = PINNED_HEADERS[parameter["name"]]
     return spec
+
+
+def _require_scope(name: str, model: dict[str, Any]) -> None:
+    """An isolated request names its scope in the body or in headers, so the body's fields are
+    optional; the fuzz sends them in the body, required and never null (the 422 of a missing one is
+    still reached in negative mode, which drops required fields). conversation/add needs session_id too."""
+    properties = model["properties"]
+    needed = ["team_id", "agent_id", "user_id"] + (["session_id"] if name == "ConversationAdd" else [])
+    model["required"] = sorted({*model.get("required", []), *needed})
+    for field in needed:  # null counts as absent: not for these
+        options = [o for o in properties[field].get("anyOf", []) if o.get("type") != "null"]
+        if options:
+            properties[field] = {k: v for k, v in properties[field].items() if k != "anyOf"} | options[0]
+
+
+def _pin_field(properties: dict[str, Any], field: str, schema: dict[str, Any]) -> None:
+    """A pinned field's schema replaced; a list of pinned items has its item schema replaced."""
+    if field in PINNED:
+        properties[field] = _pin(schema, PINNED[field])
+    elif field in PINNED_ITEMS:
+        for option in schema.get("anyOf", [schema]):
+            if option.get("type") == "array":
+                option["items"] = PINNED_ITEMS[field]
 
 
 SCHEMA = schemathesis.openapi.from_dict(fuzz_spec())
