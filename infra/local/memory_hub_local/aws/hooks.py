@@ -6,6 +6,7 @@ injection). Nothing inside a function is patched: the function sees exactly what
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -15,6 +16,24 @@ from . import moto_capacity
 from .shapes import Call
 
 MAX_CALLS = 200_000
+
+
+def items_read(call: Call, status: int, body: bytes) -> int:
+    """How many items a DynamoDB read evaluated (what read capacity pays for)."""
+    if (
+        call.service != "dynamodb"
+        or status != 200
+        or call.operation not in ("Query", "Scan", "GetItem", "BatchGetItem", "TransactGetItems")
+    ):
+        return 0
+    answer = json.loads(body or b"{}")
+    if call.operation in ("Query", "Scan"):
+        return int(answer.get("ScannedCount", answer.get("Count", 0)))
+    if call.operation == "GetItem":
+        return int("Item" in answer)
+    if call.operation == "BatchGetItem":
+        return sum(len(items) for items in answer.get("Responses", {}).values())
+    return len(answer.get("Responses", []))
 
 
 @dataclass

@@ -57,3 +57,11 @@ def denied(call: Call, identity: Identity, action: str, resource: str) -> Refusa
     return Refusal(
         400, body, "application/x-amz-json-1.0", {"x-amzn-ErrorType": "AccessDeniedException"}, "AccessDeniedException"
     )
+
+
+def authorize(call: Call, identity: Identity) -> None:
+    """Each action the request needs, on its resource, allowed by the caller's policy: the first
+    that is not is refused."""
+    for action, resource in call.actions:
+        if not identity.allows(action, resource):
+            raise denied(call, identity, action, resource)

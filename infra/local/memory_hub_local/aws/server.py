@@ -29,8 +29,8 @@ from urllib.parse import parse_qs, urlsplit
 from .. import http
 from ..identity import Credentials
 from . import bedrock, calls, converse, dispatch, faithful, moto_items, s3vectors, signing
-from .hooks import Hooks
-from .iam import OPERATOR, denied, with_parameters
+from .hooks import Hooks, items_read
+from .iam import OPERATOR, authorize, with_parameters
 from .iam import Identity as Identity  # __main__ makes the identities
 from .journal import KEPT_SERVICES, Journal, Record, encode, lock_data_dir, pause_point, replay, segment_path, segments
 from .shapes import Call, Refusal
@@ -80,32 +80,6 @@ def _answer(refusal: Refusal) -> tuple[int, dict[str, str], bytes]:
     return refusal.status, {"Content-Type": refusal.content_type, **refusal.headers}, refusal.body
 
 
-def _authorize(call: Call, identity: Identity) -> None:
-    """Each action the request needs, on its resource, allowed by the caller's policy: the first
-    that is not is refused."""
-    for action, resource in call.actions:
-        if not identity.allows(action, resource):
-            raise denied(call, identity, action, resource)
-
-
-def _items_read(call: Call, status: int, body: bytes) -> int:
-    """How many items a DynamoDB read evaluated (what read capacity pays for)."""
-    if (
-        call.service != "dynamodb"
-        or status != 200
-        or call.operation not in ("Query", "Scan", "GetItem", "BatchGetItem", "TransactGetItems")
-    ):
-        return 0
-    answer = json.loads(body or b"{}")
-    if call.operation in ("Query", "Scan"):
-        return int(answer.get("ScannedCount", answer.get("Count", 0)))
-    if call.operation == "GetItem":
-        return int("Item" in answer)
-    if call.operation == "BatchGetItem":
-        return sum(len(items) for items in answer.get("Responses", {}).values())
-    return len(answer.get("Responses", []))
-
-
 class AwsSide:
     def __init__(
         self,
@@ -150,7 +124,7 @@ class AwsSide:
             return _answer(refusal)
         refused, spent, injected = None, 0.0, False
         try:
-            _authorize(call, identity)
+            authorize(call, identity)
             fault = self.hooks.before(call, identity.name) if self.hooks is not None else None
             if fault is not None:
                 injected = True
@@ -169,7 +143,7 @@ class AwsSide:
         if self.journal is not None:  # nothing is answered before what it may have seen is on disk
             self.journal.sync()
         if self.hooks is not None:
-            read = _items_read(call, status, out_body)
+            read = items_read(call, status, out_body)
             self.hooks.record(call, identity.name, status, refused, spent, read, injected=injected)
         return status, out_headers, out_body
 
