@@ -1,7 +1,8 @@
 """The runtime package's import contract: import-linter's contracts in pyproject.toml
 ([tool.importlinter], run by ``make lint`` as ``lint-imports``) — layers import only downward, only
-storage speaks to AWS, the edge reaches storage through three seams, no cycles. Checked on the
-real tree, and each contract shown to catch its kind of breach, planted in a copy of the tree."""
+storage speaks to AWS, the edge reaches storage through three seams, no cycles; and the tools
+reach neither storage nor the local stack. Checked on the real tree, and each contract shown to
+catch its kind of breach, planted in a copy of the tree."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "layers" / "core" / "python" / "memory_hub"
 FUNCTIONS = ROOT / "functions"
+TOOLS = ROOT / "infra" / "tools" / "memory_hub_tools"
 CONFIG = ROOT / "pyproject.toml"
 CONTRACTS = {c["id"]: c["name"] for c in tomllib.loads(CONFIG.read_text())["tool"]["importlinter"]["contracts"]}
 
@@ -42,10 +44,11 @@ def _lint(*python_path: Path, cwd: Path) -> tuple[int, dict[str, bool]]:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A copy of memory_hub and functions, first on the path of the lint-imports it runs."""
+    """A copy of memory_hub, functions and the tools, first on the path of the lint-imports it runs."""
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(PACKAGE, tmp_path / "memory_hub", ignore=ignore)
     shutil.copytree(FUNCTIONS, tmp_path / "functions", ignore=ignore)
+    shutil.copytree(TOOLS, tmp_path / "memory_hub_tools", ignore=ignore)
     return tmp_path
 
 
@@ -82,6 +85,18 @@ PLANTED: dict[str, tuple[dict[str, str], set[str]]] = {
     "a function imports storage": (
         {"functions/planted/app.py": "from memory_hub.storage import records\n"},
         {"functions-no-storage"},
+    ),
+    "a tool imports storage's key layout": (
+        {"memory_hub_tools/planted.py": "from memory_hub.storage import layout\n"},
+        {"tools-no-storage"},
+    ),
+    "the OpenAPI tool imports the local stack's template inside a function": (
+        {"memory_hub_tools/openapi/planted.py": "def f():\n    from memory_hub_local import template\n"},
+        {"tools-no-local-stack"},
+    ),
+    "the CLI imports the local stack beside its entry points": (
+        {"memory_hub_tools/cli/local.py": "\n\ndef _f():\n    from memory_hub_local import stack\n"},
+        {"tools-no-local-stack"},
     ),
     "two domain modules import each other": (
         {

@@ -20,39 +20,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+# template.yaml as written is read by the tools' reader (the OpenAPI generator needs it without the
+# local stack); its names are re-exported here for the stack's modules, the bench and the tests.
+from memory_hub_tools.template_file import ROOT as ROOT
+from memory_hub_tools.template_file import TEMPLATE as TEMPLATE
+from memory_hub_tools.template_file import load_raw as load_raw
 
-ROOT = Path(__file__).resolve().parents[3]
-TEMPLATE = ROOT / "template.yaml"
 STACK_NAME = "memory-hub"
 ACCOUNT = "123456789012"  # moto's account
 PARTITION = "aws"
 LOCAL_BUCKET = "memory-hub-local"
-
-
-class _CfnLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no type stubs here: SafeLoader is Any
-    pass
-
-
-def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = value.split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return {name: value}
-
-
-_CfnLoader.add_multi_constructor("!", _tag)
-
-
-def load_raw(path: Path = TEMPLATE) -> dict[str, Any]:
-    template: dict[str, Any] = yaml.load(path.read_text(encoding="utf-8"), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader
-    return template
 
 
 class _NoManagedPolicies:

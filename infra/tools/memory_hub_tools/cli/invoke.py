@@ -86,7 +86,7 @@ def _proxy_message(result: dict[str, Any]) -> str:
 def _template_functions() -> list[str] | None:
     """The logical ids of template.yaml's functions (None when the template cannot be read here)."""
     try:
-        from memory_hub_local.template import load_raw
+        from ..template_file import load_raw
 
         resources = load_raw().get("Resources") or {}
     except Exception:  # noqa: BLE001 - only a hint for an error message: no template, no list

@@ -8,8 +8,7 @@ import json
 import re
 from typing import Any
 
-from memory_hub_local.template import ROOT
-
+from ..template_file import ROOT
 from .spec import IDEMPOTENCY_KEY, ISOLATION_HEADERS, SCHEMAS, TAGS, document
 
 REFERENCE_FILE = ROOT / "docs" / "API.md"

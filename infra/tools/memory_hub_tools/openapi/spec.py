@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from memory_hub_local.template import ROOT, load_raw
+from ..template_file import ROOT, load_raw
 
 # What the functions read at import: any names will do to build the document.
 _PLACEHOLDERS = {
