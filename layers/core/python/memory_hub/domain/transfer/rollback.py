@@ -27,9 +27,9 @@ from ..files import Draft, compare_and_swap, number, visible
 from ..scope import Scope
 
 UNDO_BUDGET_S = 120.0
-# Deleting the asset an undone import created needs dynamodb:DeleteItem on AssetsTable, which the
-# TransferFunction's role does not hold yet: until it does, such an import is undone item by item
-# and leaves the (empty) asset.
+# Deleting the asset an undone import created needs dynamodb:DeleteItem on AssetsTable: the
+# TransferFunction's role holds it (template.yaml, AssetEpochGuard), the CleanupFunction's does not,
+# so the cleanup's undo empties such a memory and leaves it to the import's next status poll.
 DROP_CREATED_ASSETS = True  # a failed import into a memory it created deletes that memory whole
 
 
