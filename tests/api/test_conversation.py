@@ -709,7 +709,7 @@ def test_a_reversed_range_is_named_next_to_field_errors(api, scope):
     )
     assert answer.status == 400
     assert (
-        answer.message == "limit: Input should be greater than or equal to 1; "
+        answer.message == "limit: must be at least 1; "
         "(root): time_start must not be after time_end"
     )
     bad_date = api.post("/v3/conversation/count", scope.body(time_start="2024-13-01T00:00:00Z"))

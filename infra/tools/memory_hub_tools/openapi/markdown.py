@@ -45,7 +45,7 @@ wrong, `data` may add details (a 409 tells the current version or the conflicts)
 says whether trying again can help:
 
 ```json
-{"code": 400, "message": "limit: Input should be less than or equal to 100", "request_id": "req-…"}
+{"code": 400, "message": "limit: must be at most 100", "request_id": "req-…"}
 ```
 
 A 400 lists each bad field as `<field>: <problem>`, separated by `; `; a field inside a list is \

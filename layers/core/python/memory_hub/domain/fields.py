@@ -174,6 +174,8 @@ def adapter(kind: Any) -> TypeAdapter[Any]:
 
 # pydantic's error types whose rule needs nothing of the error but its type.
 _PLAIN_RULES = {
+    "missing": "is required",
+    "extra_forbidden": "is not allowed",
     "int_type": "must be a whole number",
     "int_from_float": "must be a whole number",
     "int_parsing": "must be a whole number",
@@ -184,13 +186,14 @@ _PLAIN_RULES = {
 }
 
 
-def _said(error: ErrorDetails) -> str:
-    """A pydantic error as a plain rule (``must be at most 8,192 characters``)."""
+def said(error: ErrorDetails | dict[str, Any]) -> str:
+    """A pydantic error as a plain rule (``must be at most 8,192 characters``): the one wording of
+    every rule, for the API's 400s and an import's problems alike."""
     ctx = error.get("ctx") or {}
     kind = error["type"]
     if kind == "value_error":  # a validator's own words
-        return str(ctx.get("error", error["msg"]))
-    return _limit_said(kind, ctx) or _PLAIN_RULES.get(kind) or str(error["msg"])
+        return str(ctx.get("error", error.get("msg", "is invalid"))).removeprefix("Value error, ")
+    return _limit_said(kind, ctx) or _PLAIN_RULES.get(kind) or str(error.get("msg", "is invalid"))
 
 
 def _limit_said(kind: str, ctx: dict[str, Any]) -> str | None:
@@ -219,7 +222,7 @@ def problems_of(kind: Any, value: Any) -> list[str]:
         found = []
         for error in exc.errors(include_url=False):
             where = ".".join(str(p) for p in error["loc"])
-            found.append(f"{where}: {_said(error)}" if where else _said(error))
+            found.append(f"{where}: {said(error)}" if where else said(error))
         return list(dict.fromkeys(found))
     return []
 

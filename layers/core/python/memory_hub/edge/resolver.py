@@ -17,14 +17,11 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from ..domain.fields import said
 from ..domain.results import Answer
 from . import pipeline
 from .errors import BadRequest, RouteNotFound
 
-_PROBLEM_TEXT = {
-    "missing": "is required",
-    "extra_forbidden": "is not allowed",
-}
 # pydantic puts the failing union member or validator in the location: real fields only
 _NOT_FIELDS = ("str", "int", "float", "bool", "list[str]", "dict[str,any]", "literal", "none")
 
@@ -38,14 +35,12 @@ def _field(loc: tuple[Any, ...]) -> str:
 
 
 def validation_message(errors: list[dict[str, Any]]) -> str:
-    """``<field>: <problem>`` for each bad field (the first problem of each), joined by ``; ``."""
+    """``<field>: <problem>`` for each bad field (the first problem of each), joined by ``; ``; the
+    problem worded as an import words it (``fields.said``)."""
     problems: dict[str, str] = {}
     for error in errors:
         field = _field(tuple(error.get("loc", ())))
-        text = _PROBLEM_TEXT.get(error.get("type", ""), error.get("msg", "is invalid"))
-        if text.startswith("Value error, "):
-            text = text[len("Value error, ") :]
-        problems.setdefault(field, text)
+        problems.setdefault(field, said(error))
     return "; ".join(f"{f}: {t}" for f, t in problems.items())
 
 
