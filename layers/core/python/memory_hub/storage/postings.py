@@ -12,7 +12,7 @@ by ``bound(impact, average length)`` (see ``domain.retrieval``).
 Beside the postings of a term sits its document frequency (``df␟<term>``, index key ``<term>␟2!``,
 which sorts before every posting of the term): the first page of a term's postings carries it at
 no extra call. It counts the term's postings and changes with them (written and erased by the same
-calls, in transactions of its own), so it is exact unless a process dies between the two; the
+calls, one plain update per term), so it is exact unless a process dies between the two; the
 re-index (``domain.reindex``) recounts it.
 
 Postings written before impact ordering (index key ``<term>␟<id>``) are not read by searches;
@@ -32,10 +32,10 @@ from . import layout
 from .concurrency import Deadline, for_each, in_batches, parallel
 from .errors import Unfinished
 from .models import Posting
-from .transactions import MAX_ACTIONS, Transaction
 
 WRITE_CHUNK = 100  # postings per batch_write context (PynamoDB sends them 25 at a time)
 READ_WIDTH = 16  # terms or items looked up at once
+WRITE_WIDTH = 16  # document frequencies updated at once
 FORMAT = "2"  # the index key format of impact-ordered postings
 INDEX_FORMAT = int(FORMAT)  # what an item records of the postings it was indexed with
 REFERENCE_LENGTH = 16.0  # the item length the static impact is computed with
@@ -138,24 +138,23 @@ def _current(row: Any) -> bool:
 
 
 def _frequencies(rows: Iterable[Any], sign: int) -> None:
-    """Move the document frequency of each (partition, term) by ``sign`` per posting, in
-    transactions of independent updates (one per term), side by side."""
+    """Move the document frequency of each (partition, term) by ``sign`` per posting: one plain
+    ``UpdateItem`` per term, side by side. The updates are independent (nothing reads two of them
+    together), so a transaction would only double what each costs (DynamoDB bills transactional
+    writes twice)."""
     deltas: Tally[tuple[str, str]] = Tally()
     for row in rows:
         if _current(row):
             deltas[(row.pk, digest_of(row))] += sign
     changes = [(key, n) for key, n in deltas.items() if n]
 
-    def one(chunk: list[tuple[tuple[str, str], int]]) -> None:
-        transaction = Transaction()
-        for (pk, digest), n in chunk:
-            row = Posting(pk, frequency_sk(digest))
-            transaction.update(
-                f"df:{digest}", row, [Posting.document_frequency.add(n), Posting.lsi3.set(frequency_key(digest))]
-            )
-        transaction.commit()
+    def one(change: tuple[tuple[str, str], int]) -> None:
+        (pk, digest), n = change
+        Posting(pk, frequency_sk(digest)).update(
+            actions=[Posting.document_frequency.add(n), Posting.lsi3.set(frequency_key(digest))]
+        )
 
-    for_each(one, in_batches(changes, MAX_ACTIONS))
+    for_each(one, changes, width=WRITE_WIDTH)
     if sign < 0:  # a term no item holds any more leaves no trace of itself
         for_each(_drop_if_unused, [key for key, n in changes if n < 0], width=READ_WIDTH)
 
