@@ -184,6 +184,25 @@ def test_hit_at_k_counts_the_first_result_naming_evidence() -> None:
     assert math.isnan(recall.percentile([], 0.5))
 
 
+def test_hit_at_10_is_kept_per_question_kind_and_printed_per_data_set() -> None:
+    tally = recall.Tally("LoCoMo", "L0 messages", "s")
+    for rank, kind in ((1, "category 2"), (None, "category 2"), (12, "category 4"), (10, "category 4")):
+        tally.add(rank, kind=kind)
+    assert tally.row()["hit@10_by_kind"] == {"category 2": 0.5, "category 4": 0.5}
+    lines: list[str] = []
+    recall.print_kinds([tally, recall.Tally("LongMemEval", "L0 messages", "s")], lines.append)
+    table = "\n".join(lines)
+    assert "### LoCoMo: hit@10 by question kind" in table and "LongMemEval" not in table
+    assert "| category 2 | 2 | 50.0% |" in table and "| category 4 | 2 | 50.0% |" in table
+
+
+def test_each_question_knows_when_it_is_asked() -> None:
+    from memory_hub_bench.datasets import load_longmemeval
+
+    lme = load_longmemeval(limit=1)
+    assert all(q.asked and q.asked.endswith("Z") for c in lme.corpora for q in c.questions)
+
+
 def _turns(session: str, n: int) -> list[Turn]:
     return [Turn(f"{session}:{i}", session, "user", f"text {i}", "2023-01-01T00:00:00Z") for i in range(n)]
 

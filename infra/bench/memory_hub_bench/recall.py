@@ -88,11 +88,21 @@ class Tally:
     reads: list[float] = field(default_factory=list)
     modes_used: Counter[str] = field(default_factory=Counter)
     failed: int = 0  # searches that failed after retries: counted as misses
+    kinds: dict[str, list[int]] = field(default_factory=dict)  # question kind -> [questions, hits@10]
 
     def add(
-        self, rank: int | None, ms: float | None = None, read: float | None = None, used: str | None = None
+        self,
+        rank: int | None,
+        ms: float | None = None,
+        read: float | None = None,
+        used: str | None = None,
+        kind: str | None = None,
     ) -> None:
         self.questions += 1
+        if kind is not None:
+            counted = self.kinds.setdefault(kind, [0, 0])
+            counted[0] += 1
+            counted[1] += rank is not None and rank <= 10
         for k in KS:
             if rank is not None and rank <= k:
                 self.hits[k] += 1
@@ -124,6 +134,7 @@ class Tally:
             "p95_ms": round(percentile(self.latencies, 0.95), 1),
             "items_read_p50": percentile(self.reads, 0.5),
             "items_read_p95": percentile(self.reads, 0.95),
+            "hit@10_by_kind": {k: round(h / n, 4) for k, (n, h) in sorted(self.kinds.items()) if n},
         }
 
 
@@ -140,12 +151,12 @@ def reference(dataset: Dataset) -> list[Tally]:
             index = BM25([t.content for t in corpus.turns], analyze)
             for question in corpus.questions:
                 found = [{corpus.turns[i].key} for i in index.rank(question.text, LIMIT)]
-                l0.add(first_hit(found, question.evidence))
+                l0.add(first_hit(found, question.evidence), kind=question.kind)
             if corpus.records:
                 records = BM25([r.content for r in corpus.records], analyze)
                 for question in corpus.questions:
                     found_records = [corpus.records[i].sources for i in records.rank(question.text, LIMIT)]
-                    l1.add(first_hit(found_records, question.evidence))
+                    l1.add(first_hit(found_records, question.evidence), kind=question.kind)
         tallies += [t for t in (l0, l1) if t.questions]
     return tallies
 
@@ -318,13 +329,13 @@ def questions_pass(
                 ms, ids, used = ask(endpoint, route, memory.scope, question.text, mode, question.asked)
             except BenchError as error:
                 tally.failed += 1
-                tally.add(None)
+                tally.add(None, kind=question.kind)
                 if tally.failed == 1:
                     endpoint.note(f"{endpoint.target.name}: first failed search: {str(error)[:160]}")
                 continue
             read = sum(c["read"] for c in endpoint.log.take()) if endpoint.log is not None else None
             found = [sources.get(i, frozenset()) for i in ids]
-            tally.add(first_hit(found, question.evidence), ms, read, used)
+            tally.add(first_hit(found, question.evidence), ms, read, used, question.kind)
     row = tally.row()
     progress(
         f"recall: {endpoint.target.name}: {dataset} {level} ({tally.questions} questions, mode {tally.mode}): "
@@ -519,6 +530,23 @@ def size_row(
     }
 
 
+def print_kinds(tallies: list[Tally], say: Callable[[str], None]) -> None:
+    """hit@10 per question kind (LoCoMo's categories, LongMemEval's question types): a column per
+    system, level and mode of the data set."""
+    for dataset in ("LoCoMo", "LongMemEval"):
+        shown = [t for t in tallies if t.dataset == dataset and t.kinds]
+        if not shown:
+            continue
+        kinds = sorted({k for t in shown for k in t.kinds})
+        say(f"\n### {dataset}: hit@10 by question kind\n")
+        say("| kind | questions | " + " | ".join(f"{t.system}, {t.level}, {t.mode}" for t in shown) + " |")
+        say("|---|---:|" + "---:|" * len(shown))
+        for kind in kinds:
+            asked = max(t.kinds.get(kind, [0, 0])[0] for t in shown)
+            rates = [t.kinds[kind][1] / t.kinds[kind][0] if t.kinds.get(kind, [0])[0] else math.nan for t in shown]
+            say(f"| {kind} | {asked} | " + " | ".join(pct(r) for r in rates) + " |")
+
+
 def print_tables(
     summary: dict[str, dict[str, int]],
     tallies: list[Tally],
@@ -536,7 +564,7 @@ def print_tables(
     say("")
     say(
         "| data set | level | system | mode → used | questions | hit@1 | hit@5 | hit@10 "
-        "| p50 ms | p95 ms | items read p50 |"
+        "| p50 ms | p95 ms | items read p50 / p95 |"
     )
     say("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     order = {"LoCoMo": 0, "LongMemEval": 1}
@@ -545,8 +573,10 @@ def print_tables(
         mode = "–" if t.system.startswith("reference") else f"{t.mode} → {t.mode_used or 'not reported'}"
         say(
             f"| {t.dataset} | {t.level} | {t.system} | {mode} | {t.questions} | {pct(t.rate(1))} | {pct(t.rate(5))} | "
-            f"{pct(t.rate(10))} | {fmt(row['p50_ms'])} | {fmt(row['p95_ms'])} | {fmt(row['items_read_p50'], 0)} |"
+            f"{pct(t.rate(10))} | {fmt(row['p50_ms'])} | {fmt(row['p95_ms'])} | "
+            f"{fmt(row['items_read_p50'], 0)} / {fmt(row['items_read_p95'], 0)} |"
         )
+    print_kinds(tallies, say)
     if size_rows:
         say("\n### Recall at 1x and 10x memory (LoCoMo, the same questions; 10x: other conversations, renamed)\n")
         say("| system | level | mode | measure | 1x | 10x | 10x ÷ 1x |")
