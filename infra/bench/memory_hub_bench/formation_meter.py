@@ -25,23 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_hub_local import http
+from memory_hub_local.scripted_llm import text_of
 
 UPSTREAM_TIMEOUT_S = 600.0  # longer than the emulated Bedrock's own relay timeout (120 s by default)
 CHARS_PER_TOKEN = 4  # the estimate when a server reports no usage
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
 def request_chars(request: dict[str, Any]) -> int:
     """What a request sends the model: its messages' text, and its tools' definitions as JSON."""
     messages = request.get("messages") or []
-    text = sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict))
+    text = sum(len(text_of(m.get("content"))) for m in messages if isinstance(m, dict))
     calls = sum(
         len(str((c.get("function") or {}).get("arguments", "")))
         for m in messages
@@ -59,7 +52,7 @@ def reply_chars(reply: dict[str, Any]) -> int:
         message = choice.get("message") if isinstance(choice, dict) else None
         if not isinstance(message, dict):
             continue
-        total += len(_text(message.get("content")))
+        total += len(text_of(message.get("content")))
         for call in message.get("tool_calls") or []:
             if isinstance(call, dict):
                 total += len(str((call.get("function") or {}).get("arguments", "")))

@@ -100,7 +100,8 @@ def tokens_of(text: str) -> int:
 # ---------------------------------------------------------------- the input
 
 
-def _text(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """A chat message's text: its string content, or its text parts joined."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts
@@ -111,7 +112,7 @@ def _text(content: Any) -> str:
 def last_user_text(request: dict[str, Any]) -> str:
     for message in reversed(request.get("messages") or []):
         if isinstance(message, dict) and message.get("role") == "user":
-            return _text(message.get("content"))
+            return text_of(message.get("content"))
     return ""
 
 
