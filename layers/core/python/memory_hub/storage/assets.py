@@ -207,11 +207,17 @@ def everything() -> Iterator[Asset]:
     return iter(Asset.scan(_scan_filter(), consistent_read=True))
 
 
-def guard_epoch(transaction: Transaction, team_id: str, agent_id: str, epoch: int) -> None:
+def guard_epoch(
+    transaction: Transaction, team_id: str, agent_id: str, epoch: int, *, running: str | None = None
+) -> None:
     """Make ``transaction`` fail (as 'epoch') if a clear moved the pair's memory to another content
-    epoch since ``epoch`` was read: a write never lands in content that is already cleared."""
+    epoch since ``epoch`` was read: a write never lands in content that is already cleared.
+    ``running``: and unless that import still runs into it."""
     memory_id = layout.memory_id_of(team_id, agent_id)
-    transaction.check("epoch", Asset, memory_id, pair_sk(team_id, agent_id), condition=Asset.epoch == int(epoch))
+    condition = Asset.epoch == int(epoch)
+    if running is not None:
+        condition = condition & Asset.importing.contains(running)
+    transaction.check("epoch", Asset, memory_id, pair_sk(team_id, agent_id), condition=condition)
 
 
 def retire_epoch(

@@ -10,7 +10,7 @@ asset's set), never while it runs, and an import that is rolled back leaves them
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -73,8 +73,11 @@ def change(
     tokens: int = 0,
     *,
     staged: str | None = None,
+    shares: Mapping[str, tuple[int, int]] | None = None,
 ) -> None:
-    """Move a user's counter of one layer; ``staged``: the import writing (or undoing) these items."""
+    """Move a user's counter of one layer; ``staged``: the import writing (or undoing) these items;
+    ``shares``: of these items, (items, tokens) each running import staged (an erasure reaching
+    them moves their notes with the count)."""
     if items == 0 and tokens == 0:
         return
     actions: list[Action] = [Counter.user_id.set(user_id)]
@@ -83,11 +86,20 @@ def change(
     if tokens:
         actions.append(Counter.token_count.add(tokens))
     actions += _staging(staged, items, tokens)
+    for import_id, (share, share_tokens) in (shares or {}).items():
+        actions += _staging(import_id, share, share_tokens)
     transaction.update("counter", Counter(where.counter_pk, layout.user_counter_sk(layer, user_id)), actions)
 
 
 def change_session(
-    transaction: Transaction, where: Where, user_id: str, session_id: str, items: int, *, staged: str | None = None
+    transaction: Transaction,
+    where: Where,
+    user_id: str,
+    session_id: str,
+    items: int,
+    *,
+    staged: str | None = None,
+    shares: Mapping[str, int] | None = None,
 ) -> None:
     if items:
         counter = Counter(where.counter_pk, layout.session_counter_sk(user_id, session_id))
@@ -99,6 +111,7 @@ def change_session(
                 Counter.user_id.set(user_id),
                 Counter.session_id.set(session_id),
                 *_staging(staged, items, 0),
+                *(action for key, share in (shares or {}).items() for action in _staging(key, share, 0)),
             ],
         )
 

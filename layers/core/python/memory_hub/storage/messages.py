@@ -195,6 +195,7 @@ def delete(
     indexed: bool = True,
     until: Deadline | None = None,
     staged: str | None = None,
+    running: frozenset[str] = frozenset(),
 ) -> tuple[list[Message], list[AuditEvent]]:
     """Delete messages with their counters and their audit events, transaction by transaction, then
     their postings (and ``beside`` with the messages removed, at the same time, when there are
@@ -203,10 +204,13 @@ def delete(
     without it). ``indexed=False``: the caller erased their postings first. Past ``until`` it stops
     after the last whole transaction (with the postings of what it removed): Unfinished.
     ``staged``: the running import whose own messages these are, undoing them (its notes on the
-    counters go down with them, so counts read the same throughout the undo)."""
+    counters go down with them, so counts read the same throughout the undo). ``running``: the
+    imports running into the memory — an erasure reaching messages one of them staged takes their
+    share off its notes too, so counts stay right while it runs."""
     removed: list[Message] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
+    _prepare_shares(where, pending, running)
     while pending:
         if until is not None and removed and until.passed():  # each request erases at least a part
             _finish(removed, beside, indexed)
@@ -216,10 +220,14 @@ def delete(
         for message in part:
             transaction.delete(f"message:{message.id}", message, condition=Message.pk.exists())
         for user_id, n in Tally(m.user_id for m in part).items():
-            tokens = sum(int(m.terms or 0) for m in part if m.user_id == user_id)
-            counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged)
+            mine = [m for m in part if m.user_id == user_id]
+            tokens = sum(int(m.terms or 0) for m in mine)
+            shares = {i: (-n, -t) for i, (n, t) in staged_shares(mine, running).items()}
+            counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged, shares=shares)
         for (user_id, session_id), n in Tally((m.user_id, m.session_id) for m in part).items():
-            counters.change_session(transaction, where, user_id, session_id, -n, staged=staged)
+            mine = [m for m in part if (m.user_id, m.session_id) == (user_id, session_id)]
+            shares_ = {i: -n for i, (n, _) in staged_shares(mine, running).items()}
+            counters.change_session(transaction, where, user_id, session_id, -n, staged=staged, shares=shares_)
         chunk_events = events(part)
         for event in chunk_events:
             transaction.put("audit", event)
@@ -236,6 +244,26 @@ def delete(
         pending = pending[len(part) :]
     _finish(removed, beside, indexed)
     return removed, recorded
+
+
+def staged_shares(items: Iterable[Any], running: frozenset[str]) -> dict[str, tuple[int, int]]:
+    """(items, tokens) of ``items`` that each of the ``running`` imports staged."""
+    shares: dict[str, tuple[int, int]] = {}
+    for item in items:
+        if item.import_id is not None and item.import_id in running:
+            n, tokens = shares.get(item.import_id, (0, 0))
+            shares[item.import_id] = (n + 1, tokens + int(item.terms or 0))
+    return shares
+
+
+def _prepare_shares(where: Where, doomed: list[Message], running: frozenset[str]) -> None:
+    """The counters whose notes an erasure of staged messages moves have their map (a user's
+    erasure may have dropped a counter since the import prepared it)."""
+    staged = [m for m in doomed if m.import_id is not None and m.import_id in running]
+    if staged:
+        counters.prepare_staging(
+            where, {(LAYER, m.user_id) for m in staged}, {(m.user_id, m.session_id) for m in staged}
+        )
 
 
 def _finish(removed: list[Message], beside: Callable[[list[Message]], object] | None, indexed: bool) -> None:

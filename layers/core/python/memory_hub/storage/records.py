@@ -11,12 +11,13 @@ from collections import Counter as Tally
 from collections.abc import Callable, Iterator, Set
 from typing import Any
 
-from pynamodb.exceptions import DoesNotExist, UpdateError
+from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
 from . import assets, citations, counters, layout, messages, postings
 from .concurrency import Deadline, parallel
 from .counters import Where
 from .errors import Cancelled, Unfinished
+from .messages import staged_shares
 from .models import AuditEvent, Guard, Record
 from .retry import attempts
 from .transactions import MAX_ACTIONS, Transaction
@@ -63,22 +64,50 @@ def holder(where: Where, user_id: str, natural_key: str) -> Record | None:
     return get(where, user_id, guard.atom_id)
 
 
+def guard_holders(where: Where, user_id: str, held: list[Record]) -> dict[str, str | None]:
+    """Of each record, the id of the record its natural key's guard names (None: no guard)."""
+    pk = where.item_pk(LAYER, user_id)
+    keys = {layout.natural_key_sk(r.natural_key) for r in held}
+    named = {g.sk: g.atom_id for g in Guard.batch_get([(pk, sk) for sk in keys], consistent_read=True)}
+    return {r.id: named.get(layout.natural_key_sk(r.natural_key)) for r in held}
+
+
+def claim_guard(record: Record) -> bool:
+    """Give a record that has none its natural key's guard; False when another record holds it."""
+    try:
+        Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id).save(
+            condition=Guard.sk.does_not_exist()
+        )
+    except PutError as exc:
+        if exc.cause_response_code != "ConditionalCheckFailedException":
+            raise
+        return False
+    return True
+
+
 def index(record: Record, counts: Tally[str]) -> list[Any]:
     return postings.build(record.pk, record.id, counts, int(record.terms), type_=record.type, task_id=record.task_id)
 
 
-def create(where: Where, record: Record, counts: Tally[str]) -> None:
+def create(where: Where, record: Record, counts: Tally[str], *, over: Record | None = None) -> None:
     """Store a new record with its guard, counter and postings. Raises Cancelled: ['guard'] when
     another record holds its natural key, ['epoch'] when a clear moved the memory on — with
-    nothing of this call left behind."""
+    nothing of this call left behind. ``over``: a record a running import staged that holds the
+    natural key; the new record takes the guard over from it while that import still runs (as if
+    the staged record were not there yet: ``staging.fold`` makes it a reinforcement once the import
+    commits); 'epoch' also when the import no longer runs."""
     rows = index(record, counts)
     postings.put(rows)
     transaction = Transaction()
-    assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
+    free: Any
+    if over is None:
+        assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
+        free = Guard.sk.does_not_exist()
+    else:
+        assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch, running=over.import_id)
+        free = Guard.atom_id == over.id
     transaction.put(
-        "guard",
-        Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id),
-        condition=Guard.sk.does_not_exist(),
+        "guard", Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id), condition=free
     )
     transaction.put("record", record)
     counters.change(transaction, where, LAYER, record.user_id, 1, int(record.terms), staged=record.import_id)
@@ -281,6 +310,7 @@ def delete(
     indexed: bool = True,
     until: Deadline | None = None,
     staged: str | None = None,
+    running: frozenset[str] = frozenset(),
 ) -> tuple[list[Record], list[AuditEvent]]:
     """Delete records with their guards, counters and audit events, then their postings (and
     ``beside`` with the records removed, at the same time, when there are any); returns the records
@@ -290,10 +320,15 @@ def delete(
     moves it, not the version: the retention cleanup must not take a record made young again).
     A record already gone is skipped. ``indexed=False``: the caller erased their postings first.
     Past ``until`` it stops after the last whole transaction (finishing what it removed): Unfinished.
-    ``staged``: a running import undoing its own records (as ``messages.delete``)."""
+    ``staged``: a running import undoing its own records, ``running``: the imports running (as
+    ``messages.delete``). A record whose natural key another record took over (a client's add
+    while the record was staged) goes without its guard, which is the other record's."""
     removed: list[Record] = []
     recorded: list[AuditEvent] = []
     pending = list(doomed)
+    unguarded: set[str] = set()
+    if staged_shares(pending, running):
+        counters.prepare_staging(where, {(LAYER, r.user_id) for r in pending}, [])
     while pending:
         if until is not None and removed and until.passed():  # each request erases at least a part
             _finish(where, removed, beside, indexed)
@@ -307,14 +342,17 @@ def delete(
                 if unreinforced:
                     condition = condition & (Record.updated_at == int(record.updated_at))
             transaction.delete(f"record:{record.id}", record, condition=condition)
-            transaction.delete(
-                f"guard:{record.id}",
-                Guard(record.pk, layout.natural_key_sk(record.natural_key)),
-                condition=Guard.atom_id == record.id,
-            )
+            if record.id not in unguarded:
+                transaction.delete(
+                    f"guard:{record.id}",
+                    Guard(record.pk, layout.natural_key_sk(record.natural_key)),
+                    condition=Guard.atom_id == record.id,
+                )
         for user_id, n in Tally(r.user_id for r in part).items():
-            tokens = sum(int(r.terms or 0) for r in part if r.user_id == user_id)
-            counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged)
+            mine = [r for r in part if r.user_id == user_id]
+            tokens = sum(int(r.terms or 0) for r in mine)
+            shares = {i: (-k, -t) for i, (k, t) in staged_shares(mine, running).items()}
+            counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged, shares=shares)
         chunk_events = events(part)
         for event in chunk_events:
             transaction.put("audit", event)
@@ -323,6 +361,7 @@ def delete(
         except Cancelled as exc:
             if not any(name.startswith(("record:", "guard:")) for name in exc.failed):
                 raise
+            unguarded |= _guards_lost(part, exc.failed)
             pending = _refreshed(part, pending, at_version, skip_changed, unreinforced)
             continue
         removed += part
@@ -349,6 +388,22 @@ def _finish(
 def forget_citations(where: Where, removed: list[Record]) -> int:
     """The citation entries of records just erased (every message each ever cited)."""
     return sum(citations.forget_record(where, r.user_id, r.id, r.cited or ()) for r in removed if r.cited)
+
+
+def _guards_lost(part: list[Record], failed: list[str]) -> set[str]:
+    """Records of ``part`` whose guard failed its check because it is not theirs (any more)."""
+    named = {name.split(":", 1)[1] for name in failed if name.startswith("guard:")}
+    lost: set[str] = set()
+    for record in part:
+        if record.id in named:
+            try:
+                guard = Guard.get(record.pk, layout.natural_key_sk(record.natural_key), consistent_read=True)
+            except DoesNotExist:
+                lost.add(record.id)
+                continue
+            if guard.atom_id != record.id:
+                lost.add(record.id)
+    return lost
 
 
 def _refreshed(
