@@ -7,27 +7,23 @@ record holds reinforces that record, as ``atomic/add`` would (and an undone impo
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...clock import format_ms, now_ms, ordered_id
 from ...observability import logger
-from ...storage import blobs, jobs, layout, messages, records, scenes
+from ...storage import blobs, jobs, layout, messages, records
 from ...storage.audit import EventContext, NewEvent, event_items
-from ...storage.concurrency import for_each, in_batches, parallel
+from ...storage.concurrency import for_each, in_batches
 from ...storage.counters import Where
-from ...storage.errors import Cancelled, PreconditionFailed
+from ...storage.errors import Cancelled
 from ...storage.models import Asset, Job, Record
-from .. import assets, meaning, meta, persona, provenance
+from .. import assets, meaning, provenance
 from ..atomic import natural_key, searchable
 from ..errors import Conflict, Invalid
-from ..files import Draft, compare_and_swap, number, visible
 from ..principal import Principal
 from ..results_admin import ImportCreated, ImportJobState
-from ..scope import Scope
 from ..search import term_counts
-from . import planning, tree
+from . import landing, planning, tree
 from .common import URL_LIFETIME_S, continue_later, describe, job_of, stalled
-from .rollback import Journal, saved_key, scene_index, undo
+from .rollback import Journal, undo
 from .staging import STOPPED, Heartbeat, commit, finish, stage
 from .staging import recover as recover  # the scheduled cleanup's entry (domain/cleanup.py)
 
@@ -143,13 +139,12 @@ def run(job: Job, *, within_request: bool = False) -> None:
         except BaseException:
             undo(job)  # what was written goes again (a failure of the undo leaves it to the cleanup)
             raise
+        folded: set[str] = set()
         try:
-            finish(job)  # what waits for the commit: the reinforcement of records that were there
+            folded = finish(job)  # what waits for the commit: its files, the reinforcement of records that were there
         except Exception:  # committed: never reported as failed (a failed import is undone)
-            logger.exception("an import's reinforcements failed after its commit; the next poll or cleanup does them")
-        meaning.embed_after_write(where, pieces)  # never raises; what does not fit its budget is queued
-        if parsed.backups or written["l3"]:
-            persona.prune_backups(job.team_id, job.agent_id)  # the newest 3 stay
+            logger.exception("an import's files or reinforcements failed after its commit; the next poll does them")
+        meaning.embed_after_write(where, [p for p in pieces if p.id not in folded])  # never raises
     except Conflict as exc:
         jobs.settle(job, "failed", error=exc.message)
     except Exception:
@@ -167,7 +162,6 @@ def write(parsed: tree.Tree, job: Job) -> Staged:
     """Plan, note the plan in the journal, then write, staged (``staging``): nothing is written
     before the journal names it, and nothing written shows before the commit. The asset and
     epoch written into, the vectors to make once committed, what was written and skipped."""
-    scope = Scope(job.team_id, job.agent_id, "")
     existing = assets.of_pair(job.team_id, job.agent_id)
     journal = Journal(asset_created=existing is None)
     journal.save(job)  # before the asset: an import that dies right after creating it drops it again
@@ -183,13 +177,8 @@ def write(parsed: tree.Tree, job: Job) -> Staged:
         for item, atom_id in planning.records_to_add(where, parsed, skipped)
     ]
     _note_items(journal, l0, l1)
-    copies = _note_files(scope, asset, parsed, journal, job)
-    journal.backups_before = blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id))
     journal.save(job)
     _stage(asset, job, where, l0, l1)
-    for key, copy, etag in copies:
-        if not blobs.copy(key, copy, if_match=etag):
-            raise Conflict("the memory's files changed while the import began; try again")
     pieces: list[meaning.Piece] = []
     for (user, session, task), group in l0:
         for start in range(0, len(group), messages.PER_ADD):
@@ -199,17 +188,8 @@ def write(parsed: tree.Tree, job: Job) -> Staged:
         pieces += meaning.new_messages(user, session, task, group)
     pieces += _write_records(where, l1, journal, job, written, skipped)
     _check_sources(where, l1)
-    for path, text in parsed.files.items():
-        written_or_skipped = written if _scene(scope, asset, path, text) else skipped
-        written_or_skipped["l2"] += 1
-    if parsed.persona is not None:
-        (written if _persona(scope, asset, parsed.persona, parsed.persona_meta) else skipped)["l3"] += 1
-    for name, text in parsed.backups.items():
-        key = layout.backup_prefix(scope.team_id, scope.agent_id) + name
-        try:
-            blobs.put(key, text, {"epoch": str(int(asset.epoch))}, if_match=None)
-        except PreconditionFailed:
-            pass  # that backup is there already
+    landing.stage(asset, parsed, journal, job, {"written": written, "skipped": skipped})  # they land after the commit
+    journal.save(job)
     return asset, where, pieces, written, skipped
 
 
@@ -236,30 +216,6 @@ def _note_items(journal: Journal, l0: list[planning.Group], l1: list[Planned]) -
         if there:
             journal.cites.setdefault(item.user_id, []).extend(there)
     journal.cites = {user: list(dict.fromkeys(ids)) for user, ids in journal.cites.items()}
-
-
-def _note_files(
-    scope: Scope, asset: Asset, parsed: tree.Tree, journal: Journal, job: Job
-) -> list[tuple[str, str, str]]:
-    """Into the journal: the files the import creates and where it keeps a copy of each live file
-    (and persona) it overwrites; those copies to make, as (live key, copy key, etag)."""
-    copies: list[tuple[str, str, str]] = []
-    epoch = int(asset.epoch)
-    for path in parsed.files:
-        key = layout.scene_key(scope.team_id, scope.agent_id, path)
-        live = visible(blobs.head(key), epoch)
-        if live is None:
-            journal.scenes_new.append(path)
-        else:
-            journal.scenes_over[path] = saved_key(job, path)
-            copies.append((key, journal.scenes_over[path], live.etag))
-    if parsed.persona is not None:
-        key = layout.persona_key(scope.team_id, scope.agent_id)
-        live = visible(blobs.head(key), epoch)
-        journal.persona = "new" if live is None else saved_key(job, "persona.md")
-        if live is not None:
-            copies.append((key, journal.persona, live.etag))
-    return copies
 
 
 def _write_records(
@@ -385,73 +341,3 @@ def _reinforce(where: Where, folded: list[Planned], journal: Journal, job: Job) 
             continue
         done += len(lines)
     return done
-
-
-def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
-    """Store a file as exported (its META kept); False when the same content is there already.
-    Over a different live file it comes as the next version (versions never go back)."""
-    key = layout.scene_key(scope.team_id, scope.agent_id, path)
-    keys, body = meta.split(text)
-    epoch = int(asset.epoch)
-
-    def prepare() -> Draft:
-        entry, blob = parallel(lambda: scenes.get(scope.team_id, scope.agent_id, path), lambda: blobs.get(key))
-        live = visible(blob, epoch)
-        if live is not None and live.text is not None and _same_scene(live.text, keys, body):
-            return Draft(text, {}, blob, unchanged=True)
-        indexed = scenes.current(entry, epoch)
-        gen = max(number(live, "gen"), int(indexed.gen) if indexed else 0) + 1
-        version, stored = int(keys["version"]), text
-        if live is not None and version <= number(live, "version"):
-            version = number(live, "version") + 1
-            previous = {k: v for k, v in keys.items() if k not in meta.OWN_KEYS}
-            stored = meta.render(
-                version=version,
-                created_at=keys["created_at"],
-                updated_at=keys["updated_at"],
-                summary=keys.get("summary") or None,
-                previous=previous,
-                content=body,
-            )
-        metadata = {"epoch": str(epoch), "gen": str(gen), "version": str(version)}
-        return Draft(stored, metadata, blob, {"gen": gen, "version": version})
-
-    return not compare_and_swap(key, "import scene", prepare, scene_index(scope, asset, path)).unchanged
-
-
-def _same_scene(stored: str, keys: dict[str, str], body: str) -> bool:
-    """The live file already holds what the tree gives: the same content and summary (times a
-    tree without them got at import do not count)."""
-    live_keys, live_body = meta.split(stored)
-    return live_body == body and (live_keys.get("summary") or None) == (keys.get("summary") or None)
-
-
-def _persona(scope: Scope, asset: Asset, text: str, persona_meta: dict[str, Any]) -> bool:
-    """Store the persona as exported; False when the same text is there already. Over a different
-    live persona it comes as the next version, the live one backed up first
-    (versions never go back)."""
-    key = layout.persona_key(scope.team_id, scope.agent_id)
-    epoch = int(asset.epoch)
-    given = persona_meta.get("version")
-
-    def prepare() -> Draft:
-        blob = blobs.get(key)
-        live = visible(blob, epoch)
-        if live is not None and live.text == text:
-            return Draft(text, {}, blob, unchanged=True)
-        stamp = format_ms(now_ms())
-        version = given if isinstance(given, int) and given >= 1 else 1
-        created = str(persona_meta.get("created_at") or stamp)
-        if live is not None:
-            persona.backup(scope, live, number(live, "version"))
-            version = max(version, number(live, "version") + 1)
-            created = live.metadata.get("created-at", created)
-        metadata = {
-            "epoch": str(epoch),
-            "version": str(version),
-            "created-at": created,
-            "updated-at": str(persona_meta.get("updated_at") or stamp),
-        }
-        return Draft(text, metadata, blob)
-
-    return not compare_and_swap(key, "import persona", prepare, lambda draft, etag: True).unchanged

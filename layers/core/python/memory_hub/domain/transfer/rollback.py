@@ -2,8 +2,8 @@
 
 Before its first write an import notes under ``.imports/`` what it is about to write: the ids of
 the messages and records it adds, the records it reinforces (with the sources it joins to them),
-the files it creates, a copy of each live file and of the persona it overwrites, the backups that
-exist, whether it created the asset. On any failure — in process, at the next status poll, or by
+the staged copies of the files it lands after its commit (``landing``), whether it created the
+asset. On any failure — in process, at the next status poll, or by
 the scheduled cleanup when its process died — ``undo`` takes it all back from the journal. Its
 items stay invisible all the while (``staging``): its id leaves the memory's running imports only
 once they are gone."""
@@ -51,10 +51,17 @@ class Journal:
     epoch: int | None = None
     l0: dict[str, list[str]] = field(default_factory=dict)  # user → ids of messages it adds
     l1: dict[str, list[str]] = field(default_factory=dict)  # user → ids of records it adds
-    scenes_new: list[str] = field(default_factory=list)  # paths it creates
-    scenes_over: dict[str, str] = field(default_factory=dict)  # path → copy of the live file it overwrites
+    # the files it lands right after its commit (``landing``): path → its staged copy, the
+    # persona's staged copy and the version and times it comes with, backup name → staged copy
+    files: dict[str, str] = field(default_factory=dict)
+    persona_staged: str | None = None
+    persona_meta: dict[str, Any] = field(default_factory=dict)
+    backups: dict[str, str] = field(default_factory=dict)
+    # Journals written before files were staged (an import running across an upgrade) wrote the
+    # files at their keys before the commit: the paths it created, the copies of what it overwrote,
+    # the backups there before (None: it wrote none before its commit).
     persona: str | None = None  # "new", or the copy of the live persona it overwrites
-    backups_before: list[str] = field(default_factory=list)
+    backups_before: list[str] | None = None
     # records that were there and that it reinforces:
     # [user, id, count before, updated_at before, times, its stamp, the line ids, the sources it
     # joins that the record had never cited]
@@ -62,6 +69,8 @@ class Journal:
     # user → messages that were there already and that the records it adds cite (their citation
     # entries are written before the records: an import that dies in between leaves them)
     cites: dict[str, list[str]] = field(default_factory=dict)
+    scenes_new: list[str] = field(default_factory=list)  # (older journals) paths it created
+    scenes_over: dict[str, str] = field(default_factory=dict)  # (older journals) path → copy of what it overwrote
 
     def save(self, job: Job) -> None:
         blobs.put_bytes(journal_key(job), json.dumps(self.__dict__).encode(), "application/json")
@@ -84,9 +93,9 @@ def undo(job: Job, *, drop_asset: bool = True) -> bool:
     purged, as a memory delete does); in a memory that was there, the reinforcements it made are
     taken back first (with the sources it joined), then the records and messages it added are
     deleted — and every other record citing one of those messages with them (a record never
-    outlives its sources) —, the files it created removed, the files and persona it overwrote put
-    back byte for byte with their versions (as if the import never ran) and the backups it made
-    deleted. A clear since the import began has erased its content already. False when there was
+    outlives its sources) —, and its staged files go with the journal (none was ever at its key;
+    a journal from before files were staged has its files removed or put back byte for byte).
+    A clear since the import began has erased its content already. False when there was
     no journal.
 
     Without ``drop_asset`` (the scheduled cleanup's role may not delete assets) a memory the import
@@ -205,9 +214,10 @@ def _take_back_files(asset: Asset, journal: Journal, job: Job) -> None:
         blobs.delete(layout.persona_key(scope.team_id, scope.agent_id))
     elif journal.persona is not None:
         put_back(scope, asset, journal.persona)
-    before = set(journal.backups_before)
-    made = [k for k in blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)) if k not in before]
-    blobs.delete_many(made)
+    if journal.backups_before is not None:
+        before = set(journal.backups_before)
+        made = [k for k in blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)) if k not in before]
+        blobs.delete_many(made)
 
 
 def scene_index(scope: Scope, asset: Asset, path: str) -> Callable[[Draft, str], bool]:

@@ -7,8 +7,9 @@ items and counts out (``storage.counters.Where.staged``), so reads cost no extra
 commit is one conditional transaction: the id leaves the set, the job becomes ``done`` and the
 ``import`` audit event is recorded — from that instant counts, queries, searches and exports show
 the whole import. What must wait for the commit because it changes items that were visible before
-(the reinforcement of records already there, by natural key) and what must never happen to
-staged items (their vectors) comes right after it; a crash in between is finished from the journal
+(the reinforcement of records already there, by natural key; the import's files, staged under its
+own prefix: ``landing``) and what must never happen to staged items (their vectors) comes right
+after it; a crash in between is finished from the journal
 by the next status poll or the scheduled cleanup (``finish``), never undone.
 
 While it runs the import refreshes its job's ``updated_at`` (``Heartbeat``), so a job silent for
@@ -24,14 +25,17 @@ from ...clock import now_ms
 from ...observability import logger
 from ...storage import assets as stored_assets
 from ...storage import counters, jobs, records
+from ...storage.concurrency import in_batches
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
-from ...storage.models import Asset, AuditEvent, Job
-from .. import provenance
+from ...storage.models import Asset, AuditEvent, Job, Record
+from .. import meaning, provenance
 from ..errors import Conflict
+from . import landing
 from .common import HEARTBEAT_S, STALLED_MS, stalled
 from .rollback import Journal, forget, undo
 
+CHECK_CHUNK = 100  # records (and their guards) read per call when a commit's records are folded
 BUSY = "too many imports are running into this memory; try again when one has ended"
 
 
@@ -84,19 +88,61 @@ def commit(asset: Asset, job: Job, result: dict[str, object], events: list[Audit
     job.state, job.result = "done", result
 
 
-def finish(job: Job) -> bool:
+def finish(job: Job) -> set[str]:
     """After the commit: the records that were there before and that the import's lines reinforce
     (natural-key dedup) take their reinforcements now — never before the commit, as they change
-    what was visible —, then the journal goes. Idempotent (a record remembers the lines that
-    reinforced it): a crash after the commit is finished by the next status poll or cleanup.
-    False when there was nothing left to finish (no journal)."""
+    what was visible —, records of the import a client's add displaced are folded into the client's
+    (``fold``), the import's files land at their keys (``landing.land``), then the journal goes.
+    Idempotent (a record remembers the lines that reinforced it, a staged file goes once it has
+    landed): a crash after the commit is finished by the next status poll or cleanup. The ids of
+    the records folded (no vector is to be made of them)."""
     journal = Journal.load(job)
     if journal is None:
-        return False
+        return set()
+    gone: set[str] = set()
     if journal.epoch is not None:
         where = Where(job.team_id, job.agent_id, journal.epoch, job.memory_id)
         reinforce_after_commit(where, journal)
+        gone = fold(where, journal, job.sk)
+        landing.land(job, journal)
     forget(job)
+    return gone
+
+
+def fold(where: Where, journal: Journal, import_id: str) -> set[str]:
+    """A client's ``atomic/add`` of a natural key a record of this import held while it ran took
+    the key's guard over (as if that record were not there yet). Once committed the import's record
+    becomes what its line would have been had the client's come first: a reinforcement of the
+    client's record (its line id remembered, its sources joined), and it goes. A record of the import
+    left with no guard (the client's record since deleted) takes the guard back. The ids folded."""
+    folded: set[str] = set()
+    for user, ids in journal.l1.items():
+        for chunk in in_batches(ids, CHECK_CHUNK):
+            held = [r for r in records.get_many(where, user, chunk).values() if r.import_id == import_id]
+            holders = records.guard_holders(where, user, held) if held else {}
+            for record in held:
+                holder_id = holders[record.id]
+                if holder_id == record.id or (holder_id is None and records.claim_guard(record)):
+                    continue
+                if _fold_one(where, user, record):
+                    folded.add(record.id)
+    return folded
+
+
+def _fold_one(where: Where, user: str, record: Record) -> bool:
+    holder = records.holder(where, user, record.natural_key)
+    if holder is None or holder.id == record.id:
+        return False  # changed meanwhile: it stays as it is
+    if record.id not in (holder.absorbed or ()):
+        added = [s for s in (record.sources or []) if s not in (holder.cited or ())]
+        provenance.cite(where, user, holder.id, added)
+        try:
+            records.reinforce(where, holder, now_ms(), absorbed=[record.id], sources=list(record.sources or []) or None)
+        except Cancelled:
+            provenance.uncite(where, user, holder.id, added)
+            return False  # cleared, or the client's record changed meanwhile: both stay
+    records.delete(where, [record], lambda part: [])
+    meaning.erase(where, [record.id])
     return True
 
 
