@@ -139,17 +139,21 @@ def _write(asset: Asset, draft: Draft, owner: str) -> Written | None:
         provenance.cite(where, scope.user_id, record.id, sources)
         try:
             records.create(where, record, counts)
-            meaning.embed_after_write(where, [meaning.piece(record)])  # only a new record: reinforcing never re-embeds
-            _recheck(asset, where, scope, record.id, draft.sources, owner)
-            return Written(record.id, 1, True, 1, where)
+            return _created(asset, where, scope, record, draft.sources, owner)
         except Cancelled as exc:
-            provenance.uncite(where, scope.user_id, record.id, sources)
             if "epoch" in exc.failed:  # a clear moved the memory on: add into the new epoch
+                provenance.uncite(where, scope.user_id, record.id, sources)
                 asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, owner)
                 continue
         holder = records.holder(where, scope.user_id, key)  # the natural key is taken: reinforce its record
+        if _took_over(where, record, counts, holder):
+            return _created(asset, where, scope, record, draft.sources, owner)
+        provenance.uncite(where, scope.user_id, record.id, sources)
         if holder is None:
             continue  # deleted or edited meanwhile: add again
+        if _staged(where, holder):  # the race for its guard lost, or its import committed: look again
+            asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, owner)
+            continue
         if draft.formed and not holder.formed:
             return None  # formation never touches a client's record
         if draft.id is not None and draft.id in (holder.absorbed or set()):
@@ -171,6 +175,31 @@ def _write(asset: Asset, draft: Draft, owner: str) -> Written | None:
         _recheck(asset, where, scope, holder.id, draft.sources, owner)
         return Written(holder.id, int(holder.version), False, count, where)
     raise AssertionError("unreachable")
+
+
+def _created(asset: Asset, where: Where, scope: Scope, record: Record, raw: list[str], owner: str) -> Written:
+    meaning.embed_after_write(where, [meaning.piece(record)])  # only a new record: reinforcing never re-embeds
+    _recheck(asset, where, scope, record.id, raw, owner)
+    return Written(record.id, 1, True, 1, where)
+
+
+def _staged(where: Where, holder: Record | None) -> bool:
+    """The record holding a natural key was written by an import still running: not there yet."""
+    return holder is not None and holder.import_id is not None and holder.import_id in where.staged
+
+
+def _took_over(where: Where, record: Record, counts: Any, holder: Record | None) -> bool:
+    """The natural key is held by a record a running import staged: the new record takes its guard
+    over, as if the staged one were not there yet (``staging.fold`` turns it into a reinforcement
+    of this record once the import commits). False when the holder is not staged, or the race for
+    the guard (or the import's commit) was lost."""
+    if holder is None or not _staged(where, holder):
+        return False
+    try:
+        records.create(where, record, counts, over=holder)
+    except Cancelled:
+        return False
+    return True
 
 
 def _new_record(where: Where, draft: Draft, key: str, counts: Any, sources: list[str]) -> Record:
