@@ -240,7 +240,8 @@ def delete(
         raise Invalid("(root): give at least one non-blank id in message_ids or session_ids")
     lookable = [m for m in named if issued_here("msg-", m)]
 
-    def look(where: Where) -> tuple[dict[str, Message], dict[str, list[Message]]]:
+    def look(seen: Where) -> tuple[dict[str, Message], dict[str, list[Message]]]:
+        where = seen.everything()  # an erasure reaches what a running import staged, too
         found = messages.get_many(where, scope.user_id, lookable) if lookable else {}
         listed = {
             session: list(messages.newest(where, scope.user_id, session, scope.task_id, None, None, None))
@@ -287,6 +288,7 @@ def delete(
             events,
             beside=lambda erased: erasure.forget_erased(asset, where, [m.id for m in erased]),
             until=erasure.budget(),
+            running=where.staged,
         )
     except Unfinished as cut:  # what it erased takes its records along before the 503
         erasure.cascade(asset, where, scope.user_id, cut.removed, context)

@@ -84,6 +84,7 @@ def erase_records(asset: Asset, where: Where, doomed: list[Record], context: Eve
         doomed,
         record_events(context),
         beside=lambda erased: forget_erased(asset, where, [r.id for r in erased]),
+        running=where.staged,
     )
     files, file_events = formed.after_records_erased(asset, where, removed, context)
     return Cascade(removed, files, recorded + file_events)
