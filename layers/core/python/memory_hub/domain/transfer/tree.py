@@ -116,6 +116,8 @@ def _profile(files: dict[str, bytes], selection: Selection, tree: Tree, problems
     folder, own = profile.profile_files(files, selection)
     for name, data in sorted(own.items()):
         shown = folder + name  # problems name the file as the tree holds it
+        if not name.startswith(("scene_blocks/", ".backup/persona/")) and name != "persona.md":
+            continue  # at the root the tree's JSONL files are here too: read (and reported) above
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
