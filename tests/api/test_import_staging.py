@@ -78,7 +78,7 @@ def test_a_running_import_shows_nothing_and_its_commit_shows_all_of_it(api, hook
     exported_before = _exported(api, target)
     files = _tree(300)
     # held at its scene file: every message and record is written, the commit is next
-    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": target.prefix + "scene_blocks/"}
+    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
     with hooks.paused(held) as hook:
         created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
         requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
@@ -98,6 +98,46 @@ def test_a_running_import_shows_nothing_and_its_commit_shows_all_of_it(api, hook
     assert after["files"] == ["imported.md", "live.md"] and after["file read"] == 200
     assert after["totals"]["l0"] == 301 and after["totals"]["l1"] == 21
     assert _exported(api, target) == (301, 21)
+
+
+def _files(api: Api, target: Any) -> dict[str, Any]:
+    """What a client sees of the memory's files: L2 by listing, count and read, and L3."""
+    persona = ok(api.post("/v3/core/read", target.body()))
+    read = ok(api.post("/v3/scenario/read", target.body(path="live.md")))
+    return {
+        "ls": sorted((f["path"], f["version"]) for f in ok(api.post("/v3/scenario/ls", target.body()))["entries"]),
+        "count": ok(api.post("/v3/scenario/count", target.body()))["total"],
+        "imported.md": ok(api.post("/v3/scenario/read", target.body(path="imported.md")))["content"],
+        "live.md": (read["version"], read["content"].split("\n\n", 1)[-1].strip()),
+        "persona": (persona["content"], persona["version"]),
+    }
+
+
+def test_an_imports_files_and_persona_show_only_once_it_commits(api, hooks):
+    """Held at its commit (every item written, every file staged): scene listing, count, read
+    and core/read show the memory's own files; right after, the import's."""
+    target = make_scope()
+    _seed(api, target)
+    ok(api.post("/v3/core/write", target.body(content="live persona")))
+    before = _files(api, target)
+    assert before["ls"] == [("live.md", 1)] and before["live.md"] == (1, "live scene")
+    assert before["persona"] == ("live persona", 1)
+    files = {**_tree(20), "scene_blocks/live.md": f"{WORD} over the live scene", "persona.md": f"{WORD} persona"}
+    commit = {"function": "TransferFunction", "operation": "TransactWriteItems", "body_contains": "DELETE"}
+    with hooks.paused(commit) as hook:
+        created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
+        requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
+        with ThreadPoolExecutor(1) as pool:
+            started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": created["import_id"]})
+            assert hooks.wait(hook, timeout=120), "the import never reached its commit"
+            assert _files(api, target) == before
+            hooks.release(hook)
+            done = ok(started.result(timeout=120))
+    assert done["state"] == "done", done
+    after = _files(api, target)
+    assert after["ls"] == [("imported.md", 1), ("live.md", 2)] and after["count"] == 2
+    assert after["imported.md"].endswith(f"{WORD} scene") and after["live.md"] == (2, f"{WORD} over the live scene")
+    assert after["persona"] == (f"{WORD} persona", 2)
 
 
 def test_polls_during_a_4000_message_import_see_nothing_of_it_until_it_is_done(api):
@@ -126,7 +166,7 @@ def _kill_midway(api: Api, hooks: Any, target: Any) -> str:
     created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
     files = {**_tree(600), "notes/noise.txt": os.urandom(600_000).hex()}  # asynchronous
     requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
-    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": target.prefix + "scene_blocks/"}
+    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
     with hooks.paused(held) as hook:
         ok(api.post("/v3/memory/import/start", {"import_id": created["import_id"]}))
         assert hooks.wait(hook, timeout=120)

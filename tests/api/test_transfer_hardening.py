@@ -285,7 +285,7 @@ def test_a_failure_midway_takes_back_everything_the_import_wrote(api, hooks):
     _seed(api, target)
     before = snapshot(api, target, ["u"])
     keys_before = sorted(k for k in s3_keys(target.prefix) if "/.imports/" not in k)
-    fail = {"function": "TransferFunction", "operation": "PutObject", "key_contains": target.prefix + "persona.md"}
+    fail = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/persona-"}
     with hooks.failing(fail, code="AccessDenied", status=403):
         failed = import_tree(api, target, _big_tree(300))
     assert failed["state"] == "failed", failed
@@ -349,8 +349,8 @@ def _wait_until_gone(pids: list[int]) -> None:
 @pytest.mark.parametrize(
     "held_at",
     [
-        "scene_blocks/",  # every message and record is written; files are next
-        "persona.md",  # the scene files are written too (one over a live file): the cleanup puts it back
+        "scene-",  # every message and record is written; files are staged next
+        "persona-",  # the scene files are staged too (one over a live file): none ever lands
     ],
 )
 def test_an_import_killed_midway_leaves_nothing_after_the_cleanup_and_a_retry_succeeds(api, hooks, held_at):
@@ -361,7 +361,7 @@ def test_an_import_killed_midway_leaves_nothing_after_the_cleanup_and_a_retry_su
     created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
     put = requests.put(created["upload_url"], data=tarball(tree), headers=created["headers"], timeout=60)
     assert put.status_code == 200
-    scene = {"function": "TransferFunction", "operation": "PutObject", "key_contains": target.prefix + held_at}
+    scene = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/" + held_at}
     with hooks.paused(scene) as hook:
         answer = ok(api.post("/v3/memory/import/start", {"import_id": created["import_id"]}))
         assert answer["state"] in ("queued", "running"), answer
@@ -394,7 +394,7 @@ def test_a_killed_import_into_a_new_memory_leaves_no_memory(api, hooks):
     tree = _big_tree(300, asynchronous=True)
     created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
     requests.put(created["upload_url"], data=tarball(tree), headers=created["headers"], timeout=60)
-    scene = {"function": "TransferFunction", "operation": "PutObject", "key_contains": target.prefix + "scene_blocks/"}
+    scene = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
     with hooks.paused(scene) as hook:
         ok(api.post("/v3/memory/import/start", {"import_id": created["import_id"]}))
         assert hooks.wait(hook, timeout=120)

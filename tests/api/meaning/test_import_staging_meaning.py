@@ -50,7 +50,7 @@ def test_a_running_import_is_neither_found_by_meaning_nor_embedded_until_it_comm
         RECORDS: jsonl([{**RECORD, "id": f"r-{i}", "content": f"a {WORD} fact {i}"} for i in range(5)]),
         "scene_blocks/held.md": "the import is held here",
     }
-    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": target.prefix + "scene_blocks/"}
+    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
     with hooks.paused(held) as hook:
         created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
         requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
