@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from memory_hub_bench import recall
+from memory_hub_bench import recall, recall_print
 from memory_hub_bench.cases import Scope
 from memory_hub_bench.client import BenchError, Target
 from memory_hub_bench.datasets import (
@@ -190,7 +190,7 @@ def test_hit_at_10_is_kept_per_question_kind_and_printed_per_data_set() -> None:
         tally.add(rank, kind=kind)
     assert tally.row()["hit@10_by_kind"] == {"category 2": 0.5, "category 4": 0.5}
     lines: list[str] = []
-    recall.print_kinds([tally, recall.Tally("LongMemEval", "L0 messages", "s")], lines.append)
+    recall_print.print_kinds([tally, recall.Tally("LongMemEval", "L0 messages", "s")], lines.append)
     table = "\n".join(lines)
     assert "### LoCoMo: hit@10 by question kind" in table and "LongMemEval" not in table
     assert "| category 2 | 2 | 50.0% |" in table and "| category 4 | 2 | 50.0% |" in table

@@ -8,7 +8,7 @@ from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, ordered_id, 
 from ..storage import counters, messages, postings, records
 from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
-from ..storage.concurrency import parallel
+from ..storage.concurrency import parallel, submit
 from ..storage.counters import Where
 from ..storage.errors import Cancelled, Unfinished
 from ..storage.models import AuditEvent, Message
@@ -130,7 +130,9 @@ def search(
     mode = retrieval.resolve_mode(mode, meaning.enabled())
 
     def run(where: Where) -> retrieval.Found:
-        held = counters.of_user(where, RECORDS, scope.user_id)  # records to lead to turns, or none
+        # Whether the user has records (to lead to turns) decides how the read budget is shared:
+        # read beside the halves, and waited for only where it is needed (the words' budget, the leads).
+        held = submit(counters.of_user, where, RECORDS, scope.user_id)
 
         def by_meaning(depth: int) -> retrieval.Meant | None:
             return meaning.semantic(
@@ -156,8 +158,8 @@ def search(
             keep=lambda m: _admits(m, scope, start, end),
             semantic=by_meaning if mode != "keyword" else None,
             context=True,
-            leads=(lambda: leads(where, scope, text, limit, mode, held)) if held[0] else None,
-            per_result=SHARED_TURN_POSTINGS if held[0] else TURN_POSTINGS,
+            leads=lambda: leads(where, scope, text, limit, mode, held.result()),
+            per_result=lambda: SHARED_TURN_POSTINGS if held.result()[0] else TURN_POSTINGS,
             span=span,
         )
 
@@ -194,11 +196,14 @@ LEAD_POSTINGS = 2
 
 def leads(
     where: Where, scope: Scope, text: str, limit: int, mode: str, held: tuple[int, int]
-) -> list[tuple[str, float]]:
+) -> list[tuple[str, float]] | None:
     """A turn is found by what was learnt from it: the user's ``limit`` records (of the task, when
     the request names one) that best match the query — by meaning when the search is hybrid, else
     in its mode — lend each message they cite the best such record's score. ``held``: the user's
-    records counter (items, tokens), read by the caller, which asks only when there are records."""
+    records counter (items, tokens), read by the caller; None when it holds none (nothing more is
+    read)."""
+    if held[0] == 0:
+        return None
 
     def by_meaning(depth: int) -> retrieval.Meant | None:
         return meaning.semantic(where, RECORDS, scope.user_id, text, depth, task_id=scope.task_id)
