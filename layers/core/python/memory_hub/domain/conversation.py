@@ -8,7 +8,7 @@ from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, ordered_id, 
 from ..storage import counters, messages, postings, records
 from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
-from ..storage.concurrency import parallel, submit
+from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.errors import Cancelled, Unfinished
 from ..storage.models import AuditEvent, Message
@@ -130,10 +130,6 @@ def search(
     mode = retrieval.resolve_mode(mode, meaning.enabled())
 
     def run(where: Where) -> retrieval.Found:
-        # Whether the user has records (to lead to turns) decides how the read budget is shared:
-        # read beside the halves, and waited for only where it is needed (the words' budget, the leads).
-        held = submit(counters.of_user, where, RECORDS, scope.user_id)
-
         def by_meaning(depth: int) -> retrieval.Meant | None:
             return meaning.semantic(
                 where,
@@ -158,8 +154,8 @@ def search(
             keep=lambda m: _admits(m, scope, start, end),
             semantic=by_meaning if mode != "keyword" else None,
             context=True,
-            leads=lambda: leads(where, scope, text, limit, mode, held.result()),
-            per_result=lambda: SHARED_TURN_POSTINGS if held.result()[0] else TURN_POSTINGS,
+            leads=lambda: leads(where, scope, text, limit, mode),
+            per_result=TURN_POSTINGS,
             span=span,
         )
 
@@ -184,24 +180,21 @@ def search(
 
 
 # A conversation search reads about 10 DynamoDB items per result asked for, whatever the memory
-# holds. A user without records gives the turns' word half 8 postings per result. With records, the
-# turns keep 7, and as many records as results are asked for — by meaning in hybrid (a vector
-# query, no postings; by words in keyword mode, 2 postings each) — and read to know what they cite:
-# at limit 10, p95 100 items read on LoCoMo with its observations stored as records (measured: 20
-# records by words and meaning beside 8 postings per turn read 206, p95).
-TURN_POSTINGS = 8
-SHARED_TURN_POSTINGS = 7
+# holds: the turns' word half 7 postings per result, and, when the user has records, as many records
+# as results — found by meaning in hybrid (a vector query, no postings; by words in keyword mode,
+# 2 postings each) and read to know what they cite. At limit 10 on LoCoMo: p95 100 items read with
+# its observations stored as records, 89 without (measured: 20 records by words and meaning beside
+# 8 postings per turn read 206).
+TURN_POSTINGS = 7
 LEAD_POSTINGS = 2
 
 
-def leads(
-    where: Where, scope: Scope, text: str, limit: int, mode: str, held: tuple[int, int]
-) -> list[tuple[str, float]] | None:
+def leads(where: Where, scope: Scope, text: str, limit: int, mode: str) -> list[tuple[str, float]] | None:
     """A turn is found by what was learnt from it: the user's ``limit`` records (of the task, when
     the request names one) that best match the query — by meaning when the search is hybrid, else
-    in its mode — lend each message they cite the best such record's score. ``held``: the user's
-    records counter (items, tokens), read by the caller; None when it holds none (nothing more is
-    read)."""
+    in its mode — lend each message they cite the best such record's score. None when the user has
+    no record (nothing is read beyond the counter)."""
+    held = counters.of_user(where, RECORDS, scope.user_id)
     if held[0] == 0:
         return None
 

@@ -101,17 +101,15 @@ def ranked(
     filters: postings.Filters,
     stats: Callable[[], tuple[int, int]],
     depth: int | None = None,
-    budget: int | Callable[[], int] | None = None,
+    budget: int | None = None,
 ) -> Ranked:
     """The ``depth`` (default ``limit``) best items holding any of ``terms`` that pass
     ``filters``, by exact BM25 over this partition — or, when reading would pass ``budget``
-    postings, the best found by then. A callable ``budget`` is asked once the first pages are
-    read (what it waits for overlaps them; the first pages are sized without it)."""
+    postings, the best found by then."""
     want = max(depth or limit, 1)
     if not terms:
         return Ranked([], 0)
-    cap = _Cap(budget)
-    first_page = _first_page(want, len(terms), cap.known)
+    first_page = _first_page(want, len(terms), budget)
     lists = [_Term(t, layout.term_digest(t), page=first_page) for t in terms]
     (items, tokens), first = parallel(
         stats,
@@ -152,7 +150,7 @@ def ranked(
         return score(candidate) + sum(unseen(t) for t in lists if t.term not in candidate.resolved)
 
     def left() -> int | None:
-        return cap.left(read)
+        return None if budget is None else budget - read
 
     while True:
         read += _resolve(pk, lists, candidates, excluded, filters, score, ceiling, want, left())
@@ -173,20 +171,6 @@ def ranked(
     )
     places = {item: c.place for item, c in candidates.items() if c.place is not None}
     return Ranked([(item, round(value, 6)) for value, item in best if value > 0], read, places)
-
-
-class _Cap:
-    """A search's read budget: known at once, or asked once when it is first needed (``known`` is
-    None until then)."""
-
-    def __init__(self, budget: int | Callable[[], int] | None) -> None:
-        self._ask = budget if callable(budget) else None
-        self.known = None if callable(budget) else budget
-
-    def left(self, read: int) -> int | None:
-        if self._ask is not None:
-            self.known, self._ask = self._ask(), None
-        return None if self.known is None else self.known - read
 
 
 def _take(term: _Term, result: postings.Page, asked: int, note: Callable[[Any], None]) -> None:
@@ -515,7 +499,7 @@ def search(
     semantic: Semantic | None,
     context: bool = False,
     leads: Leads | None = None,
-    per_result: int | Callable[[], int] = POSTINGS_PER_RESULT,
+    per_result: int = POSTINGS_PER_RESULT,
     span: tuple[int, int] | None = None,
 ) -> Found:
     """One search in ``mode`` (``keyword``, ``hybrid`` or ``semantic``; the caller has checked that
@@ -527,23 +511,14 @@ def search(
     ``leads`` (a conversation's turns): the records citing each turn, found by the same query in
     the same mode, lend it their score (``combine``); a turn found only that way need not hold a
     query word itself — its record does. ``span`` (a conversation's turns, hybrid): the time the
-    query names lifts the turns said in it (``in_time``). ``per_result``: the word half's postings
-    per result asked for (``read_budget``), or a callable giving it when the half starts."""
+    query names lifts the turns said in it (``in_time``)."""
     terms = query_terms(text)
     if mode != "semantic" and not terms:
         return Found([], mode)
     # By words alone the exact top ``limit`` is the answer; fusion looks deeper into both halves.
     depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
-
-    def budget() -> int:
-        share = per_result() if callable(per_result) else per_result
-        return read_budget(limit, depth, len(terms), share)
-
-    def words_half() -> Ranked:
-        """The word ranking, within the budget ``per_result`` sets (a callable is asked only once
-        the first pages are read: what it waits for overlaps them)."""
-        return ranked(pk, terms, limit, filters, stats, depth, budget if callable(per_result) else budget())
-
+    budget = read_budget(limit, depth, len(terms), per_result)
+    words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth, budget)  # noqa: E731
     lead_half: Leads = leads or (lambda: None)
 
     def chosen(order: list[tuple[str, float]], led: list[tuple[str, float]] | None, meant: set[str]) -> list[Any]:
