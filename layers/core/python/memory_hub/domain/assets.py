@@ -20,7 +20,7 @@ from ..storage import assets as stored
 from ..storage import blobs, counters, layout, scenes
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
-from ..storage.models import Asset
+from ..storage.views import Asset
 from . import tokens
 from .errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from .principal import Authorize, Principal

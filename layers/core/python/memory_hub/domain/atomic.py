@@ -13,8 +13,8 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.errors import Cancelled, Unfinished
-from ..storage.models import Asset, AuditEvent, Record
 from ..storage.retry import attempts
+from ..storage.views import Asset, AuditEvent, Record
 from . import assets, erasure, meaning, provenance, retrieval
 from .errors import Conflict, Invalid, NotFound
 from .principal import Authorize

@@ -9,7 +9,7 @@ from typing import cast
 from ..storage import assets as stored_assets
 from ..storage import audit as stored
 from ..storage.concurrency import parallel
-from ..storage.models import AuditEvent
+from ..storage.views import AuditEvent
 from . import tokens
 from .errors import Forbidden, NotFound
 from .principal import Principal

@@ -30,7 +30,7 @@ from ..storage import blobs, counters, idempotency, jobs, layout, leases, messag
 from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
-from ..storage.models import Asset
+from ..storage.views import Asset
 from . import assets, clear, meaning, persona, provenance, reindex
 from .audit import SYSTEM_CLEANUP
 

@@ -26,8 +26,8 @@ from ..storage import invoke, purge
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.errors import Busy as StorageBusy
 from ..storage.errors import Cancelled
-from ..storage.models import Asset, AuditEvent
 from ..storage.retry import attempts
+from ..storage.views import Asset, AuditEvent
 from . import assets
 from .audit import SYSTEM_CLEANUP
 from .errors import Busy, Invalid

@@ -11,8 +11,8 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.errors import Cancelled, Unfinished
-from ..storage.models import AuditEvent, Message
 from ..storage.retry import attempts
+from ..storage.views import AuditEvent, Message
 from . import assets, erasure, meaning, retrieval, timewords
 from .errors import Invalid
 from .formation import schedule

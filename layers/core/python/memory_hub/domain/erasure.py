@@ -17,7 +17,7 @@ from ..storage import citations, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import Deadline, parallel
 from ..storage.counters import Where
-from ..storage.models import Asset, AuditEvent, Message, Record
+from ..storage.views import Asset, AuditEvent, Message, Record
 from . import formed, meaning
 from .assets import forget_exports
 

@@ -19,8 +19,8 @@ from ..storage import formation as stored
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
 from ..storage.errors import Cancelled
-from ..storage.models import Asset, AuditEvent, FormationState, Message, Record
 from ..storage.retry import attempts
+from ..storage.views import Asset, AuditEvent, Message, Record
 
 SYSTEM_FORMATION = "system:formation"
 FORMED_FOLDER = layout.FORMED_FOLDER  # an L2 path only formation writes under
@@ -74,9 +74,7 @@ def after_records_erased(
                 count, events = remove_file(asset, item.path, context)
                 total, recorded = total + count, recorded + events
                 left = set(item.records or ()) - set(gone)
-                item.records = left or None
-                item.stale = True
-                item.save()
+                stored.mark_stale(item, left)
             stored.forget_lineage(where, user_id, ((a, file_id) for a in gone))
         again(asset, where, user_id)
     return total, recorded
@@ -105,7 +103,7 @@ def remove_file(asset: Asset, path: str, context: EventContext) -> tuple[int, li
 def again(asset: Asset, where: Where, user_id: str) -> None:
     """Note that the user's formed files are to be formed again, and queue a run for it (a failure
     to queue is logged: the next run of that user does it)."""
-    stored.change(where, user_id, [FormationState.files_due.set(True)])
+    stored.files_due(where, user_id)
     if not enabled(asset):
         return
     try:

@@ -16,8 +16,8 @@ from ..clock import format_ms, now_ms
 from ..storage import apikeys
 from ..storage.audit import EventContext, NewEvent, event_items, key_event_copies
 from ..storage.errors import Cancelled
-from ..storage.models import ApiKey
 from ..storage.secrets import bootstrap_admin_key
+from ..storage.views import ApiKey
 from .errors import Conflict, Forbidden, NotFound, Unauthenticated
 from .principal import ALL_TEAMS, BOOTSTRAP_KEY_ID, Principal
 from .results import KeyRole
@@ -71,16 +71,8 @@ def create(principal: Principal, role: str, team_ids: list[str], name: str | Non
     if not principal.covers_teams(teams):
         raise Forbidden("team_ids: outside this key's teams")
     key_id, secret = _new_key()
-    item = ApiKey(
-        key_id,
-        key_hash=hash_key(secret),
-        role=role,
-        team_ids=teams,
-        name=name,
-        created_at=format_ms(now_ms()),
-        created_by=principal.key_id,
-    )
-    apikeys.create(item, _events("key_create", key_id, teams, principal, request_id))
+    events = _events("key_create", key_id, teams, principal, request_id)
+    item = apikeys.create(key_id, hash_key(secret), role, teams, name, format_ms(now_ms()), principal.key_id, events)
     return KeyCreated(
         key_id=key_id, api_key=secret, role=cast(KeyRole, role), team_ids=teams, name=name, created_at=item.created_at
     )

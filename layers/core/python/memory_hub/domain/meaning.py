@@ -30,7 +30,7 @@ from ..storage import counters, embed_queue, embeddings, messages, records, vect
 from ..storage.concurrency import submit
 from ..storage.counters import Where
 from ..storage.messages import NewMessage
-from ..storage.models import Message, Record
+from ..storage.views import Message, Record
 from .retrieval import Meant, Place
 
 L0 = "L0"

@@ -17,11 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..storage import counters, layout, messages, postings, records
+from ..storage import counters, messages, postings, records, reindexing
 from ..storage.counters import Where
-from ..storage.errors import Cancelled
-from ..storage.models import Message, Posting, Record
-from ..storage.transactions import Transaction
+from ..storage.views import Message, Posting, Record
 from .atomic import searchable
 from .search import term_counts
 
@@ -33,23 +31,6 @@ LAYERS = ("L0", "L1")
 class Progress:
     items: int = 0
     partitions: int = 0
-
-
-def _marker_key(where: Where, layer: str, user_id: str) -> tuple[str, str]:
-    return where.item_pk(layer, user_id), f"ix{layout.SEP}{postings.FORMAT}"
-
-
-def _marker(where: Where, layer: str, user_id: str) -> Posting | None:
-    pk, sk = _marker_key(where, layer, user_id)
-    found = list(Posting.batch_get([(pk, sk)], consistent_read=True, attributes_to_get=["pk", "sk", "lsi3"]))
-    return found[0] if found else None
-
-
-def _save_marker(where: Where, layer: str, user_id: str, after: str | None) -> None:
-    """``after``: the last item re-indexed; None once the whole partition is current. Kept in
-    ``lsi3`` outside the term index's key space (no term digest starts with ``~``)."""
-    pk, sk = _marker_key(where, layer, user_id)
-    Posting(pk, sk, lsi3="~done" if after is None else f"~after{layout.SEP}{after}").save()
 
 
 def _text(layer: str, item: Any) -> str:
@@ -70,7 +51,7 @@ def _postings(layer: str, item: Any, counts: Any, length: int) -> list[Posting]:
     return postings.build(item.pk, item.id, counts, length, type_=item.type, task_id=item.task_id)
 
 
-def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Any]) -> None:
+def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Message | Record]) -> None:
     """Re-index a chunk of items: their postings and lengths as the current analysis gives them."""
     postings.erase_of((item.pk, item.id) for item in chunk)
     fresh: list[Posting] = []
@@ -80,32 +61,18 @@ def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Any]) -> None:
         lengths[item.id] = sum(counts.values())
         fresh += _postings(layer, item, counts, lengths[item.id])
     postings.put(fresh)
-    # Each item's length (BM25's document length) and the user's token total follow the analysis.
-    model: type[Message] | type[Record] = Message if layer == "L0" else Record
-    transaction = Transaction()
-    delta = 0
-    for item in chunk:
-        delta += lengths[item.id] - int(item.terms or 0)
-        transaction.update(
-            f"item:{item.id}",
-            item,
-            [model.terms.set(lengths[item.id]), model.index_format.set(postings.INDEX_FORMAT)],
-            condition=model.pk.exists() & (model.terms == item.terms),
-        )
-    counters.change(transaction, where, layer, user_id, 0, delta)
-    try:
-        transaction.commit()
-    except Cancelled:
-        pass  # an item changed or went meanwhile: its writer keeps its length; the next run fixes a drift
+    reindexing.set_lengths(where, layer, user_id, chunk, lengths)
 
 
 def partition(where: Where, layer: str, user_id: str, out_of_time: Callable[[], bool], progress: Progress) -> bool:
     """Bring one user's partition of one layer to the current index; False when time ran out."""
-    marker = _marker(where, layer, user_id)
-    if marker is not None and marker.lsi3 == "~done":
+    at = reindexing.position(where, layer, user_id)
+    if at == reindexing.DONE:
         return True
-    after = marker.lsi3.split(layout.SEP, 1)[1] if marker is not None and marker.lsi3.startswith("~after") else ""
-    items = messages.of_user(where, user_id) if layer == "L0" else records.of_user(where, user_id)
+    after = at or ""
+    items: list[Message] | list[Record] = (
+        messages.of_user(where, user_id) if layer == "L0" else records.of_user(where, user_id)
+    )
     # An item written by the current code says so (``index_format``): only older ones are rewritten.
     pending = sorted(
         (i for i in items if i.id > after and int(i.index_format or 0) < postings.INDEX_FORMAT), key=lambda i: i.id
@@ -116,17 +83,15 @@ def partition(where: Where, layer: str, user_id: str, out_of_time: Callable[[], 
         chunk = pending[start : start + CHUNK]
         _rewrite(where, layer, user_id, chunk)
         progress.items += len(chunk)
-        _save_marker(where, layer, user_id, chunk[-1].id)
-    _save_marker(where, layer, user_id, None)
+        reindexing.advance(where, layer, user_id, chunk[-1].id)
+    reindexing.finish(where, layer, user_id)
     progress.partitions += 1
     return True
 
 
 def forget(where: Where, user_id: str) -> None:
     """Drop the user's re-index markers (their memory was erased)."""
-    for layer in LAYERS:
-        pk, sk = _marker_key(where, layer, user_id)
-        Posting(pk, sk).delete()
+    reindexing.forget(where, user_id, LAYERS)
 
 
 def memory(where: Where, out_of_time: Callable[[], bool]) -> Progress:

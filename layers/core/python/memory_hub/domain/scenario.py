@@ -18,8 +18,8 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.errors import Cancelled
-from ..storage.models import SceneEntry
 from ..storage.retry import attempts
+from ..storage.views import SceneEntry
 from . import assets, meta, tokens
 from .errors import Conflict
 from .files import Draft, compare_and_swap, number, visible

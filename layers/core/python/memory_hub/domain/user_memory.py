@@ -13,7 +13,7 @@ from ..storage import citations, counters, messages, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
-from ..storage.models import AuditEvent
+from ..storage.views import AuditEvent
 from . import assets, erasure, formed, reindex
 from .audit import user_target
 from .principal import Principal

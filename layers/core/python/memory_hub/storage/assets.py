@@ -29,12 +29,12 @@ from typing import Any
 from botocore.exceptions import ClientError
 from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.condition import size
-from pynamodb.models import Model
 
-from . import aws, layout
+from ..clock import now_ms
+from . import aws, layout, views
 from .concurrency import parallel
 from .errors import Cancelled
-from .models import ASSET_SK, Asset, AuditEvent, TeamEntry
+from .models import ASSET_SK, Asset, Job, TeamEntry, own
 from .retry import attempts
 from .transactions import Transaction
 
@@ -55,11 +55,11 @@ def pair_sk(team_id: str, agent_id: str) -> str:
     return PAIR_PREFIX + layout.pair(team_id, agent_id)
 
 
-def _is_asset(item: Asset) -> bool:
+def _is_asset(item: views.Asset) -> bool:
     return item.sk.startswith(PAIR_PREFIX) or (item.sk == LEGACY_SK and item.moved_to is None)
 
 
-def spelling(memory_id: str) -> list[Asset]:
+def spelling(memory_id: str) -> list[views.Asset]:
     """Every asset whose memory_id is this string, by (team, agent) — strongly consistent, legacy
     items moved to their pair's key first. None for an id no pair can spell."""
     if not memory_id or len(memory_id) > layout.MAX_MEMORY_ID_CHARS:
@@ -74,7 +74,7 @@ def spelling(memory_id: str) -> list[Asset]:
     raise AssertionError("unreachable")
 
 
-def _by_pair(found: list[Asset]) -> list[Asset]:
+def _by_pair(found: list[Asset]) -> list[views.Asset]:
     """One asset per pair, in (team, agent) order (a pair's own item wins over a legacy copy)."""
     chosen: dict[tuple[str, str], Asset] = {}
     for asset in sorted(found, key=lambda a: a.sk != LEGACY_SK):
@@ -82,7 +82,7 @@ def _by_pair(found: list[Asset]) -> list[Asset]:
     return [chosen[p] for p in sorted(chosen)]
 
 
-def get_pair(team_id: str, agent_id: str) -> Asset | None:
+def get_pair(team_id: str, agent_id: str) -> views.Asset | None:
     """The pair's asset (one strongly consistent Query); another pair spelling the same memory_id
     never answers for it."""
     for asset in spelling(layout.memory_id_of(team_id, agent_id)):
@@ -91,12 +91,12 @@ def get_pair(team_id: str, agent_id: str) -> Asset | None:
     return None
 
 
-def migrate(legacy: Asset) -> bool:
+def migrate(legacy: views.Asset) -> bool:
     """Move an asset stored under its memory_id alone to its pair's key: put the pair's item unless
     it exists, mark the legacy one ``moved_to`` only while unchanged — one transaction. False when
     a racing mover (or a change of the legacy item) got there first: the caller reads again."""
     target = pair_sk(legacy.team_id, legacy.agent_id)
-    moved = Asset(legacy.memory_id, target, **_fields(legacy, exclude=("pk", "sk", "moved_to")))
+    moved = Asset(legacy.memory_id, target, **_fields(own(Asset, legacy), exclude=("pk", "sk", "moved_to")))
     unchanged = (Asset.epoch == int(legacy.epoch)) & Asset.moved_to.does_not_exist()
     transaction = Transaction()
     transaction.put("pair", moved, condition=Asset.pk.does_not_exist())
@@ -133,7 +133,7 @@ def new(**fields: Any) -> Asset:
     return Asset(fields["memory_id"], pair_sk(fields["team_id"], fields["agent_id"]), **fields)
 
 
-def create(asset: Asset) -> bool:
+def create(asset: views.Asset) -> bool:
     """Store a new asset and its team listing unless the pair's asset exists (a conditional put
     decides a race between creators)."""
     transaction = Transaction()
@@ -146,11 +146,13 @@ def create(asset: Asset) -> bool:
         return False
 
 
-def team_entry(asset: Asset) -> TeamEntry:
+def team_entry(asset: views.Asset) -> TeamEntry:
     return TeamEntry(TEAM_PREFIX + asset.team_id, asset.memory_id)
 
 
-def update(asset: Asset, changes: dict[str, Any], updated_at: str, events: list[AuditEvent]) -> Asset | None:
+def update(
+    asset: views.Asset, changes: dict[str, Any], updated_at: str, events: list[views.AuditEvent]
+) -> views.Asset | None:
     """Change fields (None removes one) and record the events, in one transaction; the asset as
     stored afterwards, or None when it no longer exists."""
     actions = [Asset.updated_at.set(updated_at)]
@@ -174,7 +176,7 @@ def of_team(team_id: str, after: str | None, limit: int) -> list[str]:
     return [entry.sk for entry in TeamEntry.query(TEAM_PREFIX + team_id, condition, limit=limit, consistent_read=True)]
 
 
-def of_pairs(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Asset]:
+def of_pairs(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], views.Asset]:
     """The assets of these pairs that exist, by pair (one Query per memory_id, at once)."""
     memory_ids = list(dict.fromkeys(layout.memory_id_of(t, a) for t, a in pairs))
     wanted = set(pairs)
@@ -186,7 +188,7 @@ def _scan_filter() -> Any:
     return ((Asset.sk == LEGACY_SK) & Asset.moved_to.does_not_exist()) | Asset.sk.startswith(PAIR_PREFIX)
 
 
-def scan_page(position: dict[str, Any] | None, limit: int) -> tuple[list[Asset], dict[str, Any] | None]:
+def scan_page(position: dict[str, Any] | None, limit: int) -> tuple[list[views.Asset], dict[str, Any] | None]:
     """One page of every asset from ``position``: (assets, next position or None). A legacy asset
     met here is moved to its pair's key (the scheduled cleanup's walk migrates what no request
     touched); the page holds it as moved."""
@@ -195,14 +197,14 @@ def scan_page(position: dict[str, Any] | None, limit: int) -> tuple[list[Asset],
     return [a for a in page if a is not None], result.last_evaluated_key
 
 
-def _current(legacy: Asset) -> Asset | None:
+def _current(legacy: views.Asset) -> views.Asset | None:
     if not _may_migrate[0]:
         return legacy
     migrate(legacy)
     return legacy if not _may_migrate[0] else get_pair(legacy.team_id, legacy.agent_id)
 
 
-def everything() -> Iterator[Asset]:
+def everything() -> Iterator[views.Asset]:
     """Every asset (a scan; legacy items as they are stored)."""
     return iter(Asset.scan(_scan_filter(), consistent_read=True))
 
@@ -221,7 +223,7 @@ def guard_epoch(
 
 
 def retire_epoch(
-    asset: Asset, *, new_epoch: int | None, stamp: str, purge_record: Any, events: list[AuditEvent]
+    asset: views.Asset, *, new_epoch: int | None, stamp: str, purge_record: Any, events: list[views.AuditEvent]
 ) -> None:
     """Move the asset to ``new_epoch`` (or delete it and its team listing, with None), note the
     old epoch for purging and record the events — one transaction, the instant a clear (or a
@@ -244,7 +246,7 @@ def retire_epoch(
     transaction.commit()
 
 
-def record_in_epoch(team_id: str, agent_id: str, epoch: int, events: list[AuditEvent]) -> None:
+def record_in_epoch(team_id: str, agent_id: str, epoch: int, events: list[views.AuditEvent]) -> None:
     """Record audit events only while the pair's memory is still at ``epoch`` (Cancelled 'epoch'
     else): the commit of a change whose data lives outside DynamoDB (the persona)."""
     transaction = Transaction()
@@ -257,7 +259,7 @@ def record_in_epoch(team_id: str, agent_id: str, epoch: int, events: list[AuditE
 MAX_RUNNING_IMPORTS = 20  # per memory: reads filter on their ids (a filter holds at most 100 values)
 
 
-def begin_import(asset: Asset, import_id: str, epoch: int) -> bool:
+def begin_import(asset: views.Asset, import_id: str, epoch: int) -> bool:
     """Note ``import_id`` among the imports running into the memory, at ``epoch``: from now on
     reads leave out what it writes. False when the epoch moved or too many imports run."""
     running = Asset.importing.does_not_exist() | (size(Asset.importing) < MAX_RUNNING_IMPORTS)  # type: ignore[no-untyped-call]
@@ -272,19 +274,19 @@ def begin_import(asset: Asset, import_id: str, epoch: int) -> bool:
     return True
 
 
-def commit_import(asset: Asset, import_id: str, job_update: tuple[Model, list[Any]], events: list[AuditEvent]) -> None:
-    """The one write that makes an import visible: its id leaves the running set (only if it is
-    there: an undo may have taken it out), its job moves on and its audit event is recorded,
-    together. Cancelled: 'asset' when the id is not running any more."""
-    job, actions = job_update
+def commit_import(asset: views.Asset, job: views.Job, result: dict[str, Any], events: list[views.AuditEvent]) -> None:
+    """The one write that makes an import visible: its id (the job's) leaves the running set (only
+    if it is there: an undo may have taken it out), its job is ``done`` with ``result`` and its
+    audit event is recorded, together. Cancelled: 'asset' when the id is not running any more."""
+    actions = [Job.state.set("done"), Job.updated_at.set(now_ms()), Job.result.set(result)]
     transaction = Transaction()
-    transaction.update(
-        "asset", asset, [Asset.importing.delete({import_id})], condition=Asset.importing.contains(import_id)
-    )
+    transaction.update("asset", asset, [Asset.importing.delete({job.sk})], condition=Asset.importing.contains(job.sk))
     transaction.update("job", job, actions)
     for event in events:
         transaction.put("audit", event)
     transaction.commit()
+    done = own(Job, job)
+    done.state, done.result = "done", result
 
 
 def end_import(team_id: str, agent_id: str, import_id: str) -> None:

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..clock import format_ms, now_ms, ordered_id
-from . import layout
-from .models import AuditEvent
+from . import layout, views
+from .models import AuditEvent, own
 
 ALL_SHARD = "all"
 
@@ -33,7 +33,7 @@ class EventContext:
     memory_id: str | None = None
 
 
-def event_items(events: list[NewEvent], context: EventContext) -> list[AuditEvent]:
+def event_items(events: list[NewEvent], context: EventContext) -> list[views.AuditEvent]:
     at = format_ms(now_ms())
     if context.agent_id is not None:
         pk = layout.audit_pair_pk(context.team_id, context.agent_id)
@@ -59,7 +59,7 @@ def event_items(events: list[NewEvent], context: EventContext) -> list[AuditEven
     ]
 
 
-def key_event_copies(first: AuditEvent, team_ids: list[str]) -> list[AuditEvent]:
+def key_event_copies(first: views.AuditEvent, team_ids: list[str]) -> list[views.AuditEvent]:
     """The same key event for each further team of the key (same event id; only the first copy is
     in the all-teams view), so each team's admins see it."""
     fields = {
@@ -71,13 +71,13 @@ def key_event_copies(first: AuditEvent, team_ids: list[str]) -> list[AuditEvent]
     ]
 
 
-def put(events: list[AuditEvent]) -> None:
+def put(events: list[views.AuditEvent]) -> None:
     if len(events) == 1:
-        events[0].save()
+        own(AuditEvent, events[0]).save()
     elif events:
         with AuditEvent.batch_write() as batch:
             for event in events:
-                batch.save(event)
+                batch.save(own(AuditEvent, event))
 
 
 def _filters(action: str | None) -> Any:
@@ -104,7 +104,7 @@ FILTERED_PAGE = 1_000  # events read per call when an action filter skips most o
 
 def _newest(
     query: Callable[..., Any], key: str, before: str | None, action: str | None, limit: int, **more: Any
-) -> list[AuditEvent]:
+) -> list[views.AuditEvent]:
     """Events of one partition of a table or index, newest first, older than ``before``. DynamoDB
     reads ``limit`` events a call when every one read is answered; with an action filter (applied
     after the read) a page of ``FILTERED_PAGE``, so a rare action costs a few calls — with pages of
@@ -123,7 +123,7 @@ def _newest(
     )
 
 
-def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
+def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[views.AuditEvent]:
     """A pair's events, newest first (strongly consistent)."""
     return _newest(
         AuditEvent.query, layout.audit_pair_pk(team_id, agent_id), before, action, limit, consistent_read=True
@@ -134,10 +134,10 @@ def has_events(team_id: str, agent_id: str) -> bool:
     return bool(list(AuditEvent.query(layout.audit_pair_pk(team_id, agent_id), limit=1, consistent_read=True)))
 
 
-def of_team(team_id: str, before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
+def of_team(team_id: str, before: str | None, action: str | None, limit: int) -> list[views.AuditEvent]:
     """Every event of a team (memories and keys), newest first — a global index: eventually consistent."""
     return _newest(AuditEvent.by_team.query, team_id, before, action, limit)
 
 
-def of_everyone(before: str | None, action: str | None, limit: int) -> list[AuditEvent]:
+def of_everyone(before: str | None, action: str | None, limit: int) -> list[views.AuditEvent]:
     return _newest(AuditEvent.by_all.query, ALL_SHARD, before, action, limit)

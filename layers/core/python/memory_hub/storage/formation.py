@@ -13,11 +13,12 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
-from . import assets, layout
+from ..clock import now_ms
+from . import assets, layout, views
 from .concurrency import for_each, in_batches
 from .counters import Where
 from .errors import Cancelled
-from .models import AuditEvent, FormationState, FormedFile, FormedRun, ItemKey, PendingRun, Unformed
+from .models import FormationState, FormedFile, FormedRun, ItemKey, PendingRun, Unformed, own
 from .transactions import MAX_ACTIONS, Transaction
 
 L0, L1 = "L0", "L1"
@@ -55,12 +56,12 @@ def _conditional_failed(exc: PutError | UpdateError) -> bool:
 
 def unformed_rows(
     where: Where, user_id: str, session_id: str, task_id: str | None, message_ids: Iterable[str]
-) -> list[Unformed]:
+) -> list[views.Unformed]:
     pk = _l0(where, user_id)
     return [Unformed(pk, layout.unformed_sk(session_id, task_id, m)) for m in message_ids]
 
 
-def mark(rows: list[Unformed]) -> None:
+def mark(rows: list[views.Unformed]) -> None:
     """Note messages as waiting to be formed (written before the messages, like their postings)."""
     _batch_write(rows, delete=False)
 
@@ -122,7 +123,7 @@ def count_waiting(where: Where, user_id: str, session_id: str | None = None) -> 
 # ---------------------------------------------------------------- the user's state
 
 
-def state(where: Where, user_id: str) -> FormationState | None:
+def state(where: Where, user_id: str) -> views.FormationState | None:
     try:
         return FormationState.get(_l0(where, user_id), layout.FORMATION_STATE, consistent_read=True)
     except DoesNotExist:
@@ -145,7 +146,7 @@ def _ensure_state(where: Where, user_id: str) -> None:
             raise
 
 
-def acquire(where: Where, user_id: str, owner: str, now: int, until: int) -> FormationState | None:
+def acquire(where: Where, user_id: str, owner: str, now: int, until: int) -> views.FormationState | None:
     """Take the user's lease until ``until`` (runs of one user never overlap): the state as taken,
     or None when another run holds it. Cancelled('epoch') when the memory was cleared."""
     _ensure_state(where, user_id)
@@ -187,6 +188,63 @@ def change_or_create(where: Where, user_id: str, actions: list[Any]) -> None:
     if not change(where, user_id, actions):
         _ensure_state(where, user_id)
         change(where, user_id, actions)
+
+
+def queue(where: Where, user_id: str, now: int) -> None:
+    """A run is asked for: the user's state says so (created when needed), and a pause or the
+    failures before it are forgotten."""
+    actions = [
+        FormationState.state.set("queued"),
+        FormationState.queued_at.set(now),
+        FormationState.paused.remove(),
+        FormationState.failures.remove(),
+    ]
+    change_or_create(where, user_id, actions)
+
+
+def run_over(where: Where, user_id: str, owner: str) -> bool:
+    """The run ``owner`` holds has done what was asked: nothing is queued any more."""
+    return change(where, user_id, [FormationState.state.remove(), FormationState.queued_at.remove()], owner)
+
+
+def formed(where: Where, user_id: str, owner: str, now: int, newest: str, dropped: int) -> bool:
+    """A batch is formed: the newest message formed and the time noted, failures forgotten, and the
+    model's entries refused (``dropped``) added to the count."""
+    actions: list[Any] = [
+        FormationState.last_run_at.set(now),
+        FormationState.last_formed.set(newest),
+        FormationState.failures.remove(),
+        FormationState.last_error.remove(),
+    ]
+    if dropped:
+        actions.append(FormationState.dropped.add(dropped))
+    return change(where, user_id, actions, owner)
+
+
+def failed(where: Where, user_id: str, owner: str, failures: int, error: dict[str, str]) -> bool:
+    """A model call failed (``failures`` in a row); a run is tried again later."""
+    actions = [FormationState.failures.set(failures), FormationState.last_error.set(error)]
+    return change(where, user_id, actions, owner)
+
+
+def pause(where: Where, user_id: str, owner: str, failures: int, error: dict[str, str]) -> bool:
+    """A model call failed once too often: formation waits for a person to ask for a run."""
+    actions = [
+        FormationState.failures.set(failures),
+        FormationState.last_error.set(error),
+        FormationState.paused.set(True),
+        FormationState.state.remove(),
+    ]
+    return change(where, user_id, actions, owner)
+
+
+def files_due(where: Where, user_id: str) -> None:
+    """The user's formed files are to be formed again (a record they came from changed or went)."""
+    change(where, user_id, [FormationState.files_due.set(True)])
+
+
+def files_done(where: Where, user_id: str) -> None:
+    change(where, user_id, [FormationState.files_due.remove()])
 
 
 def release(where: Where, user_id: str, owner: str) -> bool:
@@ -256,7 +314,7 @@ def commit(
     task_id: str | None,
     message_ids: list[str],
     now: int,
-    events: list[AuditEvent],
+    events: list[views.AuditEvent],
 ) -> bool:
     """A run is done: its messages are formed — the run is noted, its stored answer goes and its
     audit events are recorded (one transaction, only while ``owner`` holds the lease), then the
@@ -294,30 +352,50 @@ def formed_ids(where: Where, user_id: str) -> set[str]:
 # ---------------------------------------------------------------- formed files and their lineage
 
 
-def files(where: Where, user_id: str) -> list[FormedFile]:
+def files(where: Where, user_id: str) -> list[views.FormedFile]:
     return list(
         FormedFile.query(_l1(where, user_id), FormedFile.sk.startswith(layout.FORMED_FILES), consistent_read=True)
     )
 
 
-def file(where: Where, user_id: str, file_id: str) -> FormedFile | None:
+def file(where: Where, user_id: str, file_id: str) -> views.FormedFile | None:
     try:
         return FormedFile.get(_l1(where, user_id), layout.formed_file_sk(file_id), consistent_read=True)
     except DoesNotExist:
         return None
 
 
-def file_id_of(item: FormedFile) -> str:
+def file_id_of(item: views.FormedFile) -> str:
     return str(item.sk).split(layout.SEP, 1)[1]
 
 
-def save_file(where: Where, user_id: str, item: FormedFile, added: Iterable[str]) -> None:
-    """Store a formed file's entry and the lineage entries of the records ``added`` to it."""
+def new_file(where: Where, user_id: str, kind: str, title: str) -> views.FormedFile:
+    """A formed file not stored yet: its id, and its path in the user's formed folder."""
+    file_id = layout.digest(f"{user_id}:{now_ms()}:{title}", 26)
+    path = f"{layout.formed_folder(user_id)}{file_id}.md"
+    return FormedFile(_l1(where, user_id), layout.formed_file_sk(file_id), path=path, kind=kind)
+
+
+def save_file(where: Where, user_id: str, item: views.FormedFile, added: list[str]) -> None:
+    """Store a formed file's entry, just written from the records ``added`` (beside those it came
+    from before; no longer stale), and the lineage entries of those records."""
     file_id = file_id_of(item)
     pk = _l1(where, user_id)
     rows: list[Any] = [ItemKey(pk, layout.lineage_sk(a, file_id)) for a in dict.fromkeys(added)]
     _batch_write(rows, delete=False)
-    item.save()
+    entry = own(FormedFile, item)
+    entry.records = set(entry.records or ()) | set(added)
+    entry.stale = None
+    entry.updated = now_ms()
+    entry.save()
+
+
+def mark_stale(item: views.FormedFile, left: set[str]) -> None:
+    """A record a file came from was erased: the file keeps the ones ``left``, to be formed again."""
+    entry = own(FormedFile, item)
+    entry.records = left or None
+    entry.stale = True
+    entry.save()
 
 
 def files_of_records(where: Where, user_id: str, atom_ids: list[str]) -> dict[str, list[str]]:

@@ -8,13 +8,15 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, UpdateError
 
 from ..clock import now_ms
-from . import layout
-from .models import Job
+from . import layout, views
+from .models import Job, own
 
 LIFETIME_MS = 2 * 86_400_000
 
 
-def new(job_id: str, kind: str, memory_id: str, team_id: str, agent_id: str, owner: str, spec: dict[str, Any]) -> Job:
+def new(
+    job_id: str, kind: str, memory_id: str, team_id: str, agent_id: str, owner: str, spec: dict[str, Any]
+) -> views.Job:
     now = now_ms()
     job = Job(
         layout.JOB_PK,
@@ -34,7 +36,7 @@ def new(job_id: str, kind: str, memory_id: str, team_id: str, agent_id: str, own
     return job
 
 
-def get(job_id: str) -> Job | None:
+def get(job_id: str) -> views.Job | None:
     if not job_id or len(job_id) > 100:
         return None
     try:
@@ -43,10 +45,12 @@ def get(job_id: str) -> Job | None:
         return None
 
 
-def claim(job: Job, state: str) -> bool:
+def claim(job: views.Job, state: str) -> bool:
     """Move a job from ``state`` to running; False when someone else did first (or it moved on)."""
     try:
-        job.update(actions=[Job.state.set("running"), Job.updated_at.set(now_ms())], condition=Job.state == state)
+        own(Job, job).update(
+            actions=[Job.state.set("running"), Job.updated_at.set(now_ms())], condition=Job.state == state
+        )
     except UpdateError as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
             return False
@@ -54,10 +58,10 @@ def claim(job: Job, state: str) -> bool:
     return True
 
 
-def touch(job: Job) -> bool:
+def touch(job: views.Job) -> bool:
     """A running job's heartbeat: ``updated_at`` now; False once it is not running any more."""
     try:
-        job.update(actions=[Job.updated_at.set(now_ms())], condition=Job.state == "running")
+        own(Job, job).update(actions=[Job.updated_at.set(now_ms())], condition=Job.state == "running")
     except UpdateError as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
             return False
@@ -65,18 +69,18 @@ def touch(job: Job) -> bool:
     return True
 
 
-def settle(job: Job, state: str, *, result: dict[str, Any] | None = None, error: str | None = None) -> Job:
+def settle(job: views.Job, state: str, *, result: dict[str, Any] | None = None, error: str | None = None) -> views.Job:
     """Move a job on (created → queued, running → done | failed)."""
     actions: list[Any] = [Job.state.set(state), Job.updated_at.set(now_ms())]
     if result is not None:
         actions.append(Job.result.set(result))
     if error is not None:
         actions.append(Job.error.set(error))
-    job.update(actions=actions)
+    own(Job, job).update(actions=actions)
     return job
 
 
-def waiting(kind: str, before_ms: int) -> list[Job]:
+def waiting(kind: str, before_ms: int) -> list[views.Job]:
     """Jobs of ``kind`` created before ``before_ms`` that never started (an import whose upload
     was never ingested)."""
     return [
@@ -86,7 +90,7 @@ def waiting(kind: str, before_ms: int) -> list[Job]:
     ]
 
 
-def unfinished(kind: str, before_ms: int) -> list[Job]:
+def unfinished(kind: str, before_ms: int) -> list[views.Job]:
     """Jobs of ``kind`` that began and did not end well: failed, or queued/running with no change
     since ``before_ms`` (their process may have died or run out of time: the caller judges)."""
     return [
@@ -97,7 +101,7 @@ def unfinished(kind: str, before_ms: int) -> list[Job]:
     ]
 
 
-def started(kind: str) -> list[Job]:
+def started(kind: str) -> list[views.Job]:
     """Jobs of ``kind`` that left ``created`` (an import whose upload URL is used up)."""
     return [
         job for job in Job.query(layout.JOB_PK, consistent_read=True) if job.kind == kind and job.state != "created"

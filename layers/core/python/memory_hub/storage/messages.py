@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import assets, counters, layout, postings
+from . import assets, counters, layout, postings, views
 from .concurrency import Deadline, in_batches
 from .counters import Where
 from .errors import Cancelled, Unfinished
-from .models import AuditEvent, Message
+from .models import Message
 from .transactions import MAX_ACTIONS, Transaction
 
 LAYER = "L0"
@@ -131,7 +131,7 @@ def newest(
     start: int | None,
     end: int | None,
     limit: int | None,
-) -> Iterator[Message]:
+) -> Iterator[views.Message]:
     """Newest first (ties: larger id first); reads ``limit`` items, not the partition."""
     pk = where.item_pk(LAYER, user_id)
     if session_id is not None:
@@ -175,28 +175,28 @@ def count(
     return Message.by_time.count(pk, condition, filter_condition=_filter(where, task_id), consistent_read=True)
 
 
-def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, Message]:
+def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, views.Message]:
     """The messages among ``ids`` (strongly consistent; 100 keys per call), but those of imports
     still running (``where.staged``)."""
     pk = where.item_pk(LAYER, user_id)
     return {m.id: m for m in shown(where, Message.batch_get([(pk, i) for i in ids], consistent_read=True))}
 
 
-def of_user(where: Where, user_id: str) -> list[Message]:
+def of_user(where: Where, user_id: str) -> list[views.Message]:
     return list(Message.query(where.item_pk(LAYER, user_id), Message.sk.startswith("msg-"), consistent_read=True))
 
 
 def delete(
     where: Where,
-    doomed: list[Message],
-    events: Callable[[list[Message]], list[AuditEvent]],
+    doomed: list[views.Message],
+    events: Callable[[list[views.Message]], list[views.AuditEvent]],
     *,
-    beside: Callable[[list[Message]], object] | None = None,
+    beside: Callable[[list[views.Message]], object] | None = None,
     indexed: bool = True,
     until: Deadline | None = None,
     staged: str | None = None,
     running: frozenset[str] = frozenset(),
-) -> tuple[list[Message], list[AuditEvent]]:
+) -> tuple[list[views.Message], list[views.AuditEvent]]:
     """Delete messages with their counters and their audit events, transaction by transaction, then
     their postings (and ``beside`` with the messages removed, at the same time, when there are
     any); returns the messages removed and the audit events recorded. Each delete requires the
@@ -207,8 +207,8 @@ def delete(
     counters go down with them, so counts read the same throughout the undo). ``running``: the
     imports running into the memory — an erasure reaching messages one of them staged takes their
     share off its notes too, so counts stay right while it runs."""
-    removed: list[Message] = []
-    recorded: list[AuditEvent] = []
+    removed: list[views.Message] = []
+    recorded: list[views.AuditEvent] = []
     pending = list(doomed)
     _prepare_shares(where, pending, running)
     while pending:
@@ -256,7 +256,7 @@ def staged_shares(items: Iterable[Any], running: frozenset[str]) -> dict[str, tu
     return shares
 
 
-def _prepare_shares(where: Where, doomed: list[Message], running: frozenset[str]) -> None:
+def _prepare_shares(where: Where, doomed: list[views.Message], running: frozenset[str]) -> None:
     """The counters whose notes an erasure of staged messages moves have their map (a user's
     erasure may have dropped a counter since the import prepared it)."""
     staged = [m for m in doomed if m.import_id is not None and m.import_id in running]
@@ -266,14 +266,18 @@ def _prepare_shares(where: Where, doomed: list[Message], running: frozenset[str]
         )
 
 
-def _finish(removed: list[Message], beside: Callable[[list[Message]], object] | None, indexed: bool) -> None:
+def _finish(
+    removed: list[views.Message], beside: Callable[[list[views.Message]], object] | None, indexed: bool
+) -> None:
     if indexed:
         postings.erase_removed(removed, beside)
     elif beside is not None and removed:  # their postings are gone already (``erase_in``)
         beside(removed)
 
 
-def _next_chunk(pending: list[Message], events: Callable[[list[Message]], list[AuditEvent]]) -> list[Message]:
+def _next_chunk(
+    pending: list[views.Message], events: Callable[[list[views.Message]], list[views.AuditEvent]]
+) -> list[views.Message]:
     """As many messages as fit one transaction with their counters and audit events."""
     size = 0
     for size in range(1, len(pending) + 1):

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from pynamodb.exceptions import DeleteError
 
-from . import layout
+from . import layout, views
 from .concurrency import Deadline, for_each, in_batches, parallel
 from .errors import Unfinished
 from .models import Posting
@@ -85,7 +85,7 @@ class Filters:
     start_ms: int | None = None
     end_ms: int | None = None
 
-    def admit(self, row: Posting) -> bool:
+    def admit(self, row: views.Posting) -> bool:
         """Whether the item behind ``row`` passes (every posting of an item carries its filters)."""
         if self.session_id is not None and row.session_digest != layout.digest(self.session_id):
             return False
@@ -108,10 +108,10 @@ def build(
     session_id: str | None = None,
     type_: str | None = None,
     task_id: str | None = None,
-) -> list[Posting]:
+) -> list[views.Posting]:
     session = layout.digest(session_id) if session_id is not None else None
     task = layout.digest(task_id) if task_id is not None else None
-    rows = []
+    rows: list[views.Posting] = []
     for term, frequency in counts.items():
         digest = layout.term_digest(term)
         rows.append(
@@ -168,10 +168,10 @@ def _drop_if_unused(key: tuple[str, str]) -> None:
             raise
 
 
-def put(rows: list[Posting]) -> None:
+def put(rows: list[views.Posting]) -> None:
     """Write new postings (none of them may exist yet) and count them in their terms' frequencies."""
 
-    def one(chunk: list[Posting]) -> None:
+    def one(chunk: list[views.Posting]) -> None:
         with Posting.batch_write() as batch:  # retries unprocessed items itself
             for row in chunk:
                 batch.save(row)
@@ -180,7 +180,7 @@ def put(rows: list[Posting]) -> None:
     _frequencies(rows, +1)
 
 
-def of_item(pk: str, item_id: str) -> list[Posting]:
+def of_item(pk: str, item_id: str) -> list[views.Posting]:
     return list(
         Posting.query(
             pk,
@@ -212,7 +212,7 @@ def delete(rows: list[Any], until: Deadline | None = None) -> int:
     return len(rows)
 
 
-def of_partition(pk: str) -> list[Posting]:
+def of_partition(pk: str) -> list[views.Posting]:
     """Every posting of one partition (one user's items of a layer), in one paged query."""
     return list(
         Posting.query(
@@ -263,7 +263,7 @@ def digest_of(row: Any) -> str:
     return str(row.sk).rsplit(layout.SEP, 1)[1]
 
 
-def item_of(row: Posting) -> str:
+def item_of(row: views.Posting) -> str:
     return row.lsi3.rsplit(layout.SEP, 1)[1]
 
 
@@ -294,10 +294,10 @@ def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = N
     return Page(frequency, rows, result.last_evaluated_key)
 
 
-def get_many(keys: list[tuple[str, str]]) -> list[Posting]:
+def get_many(keys: list[tuple[str, str]]) -> list[views.Posting]:
     """Postings by (partition, sort key); missing ones are simply absent (100 keys per call)."""
     return [row for rows in for_each(_get_batch, in_batches(keys, 100), width=READ_WIDTH) for row in rows]
 
 
-def _get_batch(keys: list[tuple[str, str]]) -> list[Posting]:
+def _get_batch(keys: list[tuple[str, str]]) -> list[views.Posting]:
     return list(Posting.batch_get(keys, consistent_read=True))

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import blobs, counters, layout, scenes, vectors
+from . import blobs, counters, layout, scenes, vectors, views
 from .concurrency import Deadline as Deadline  # re-exported: purges and erasures share it
 from .concurrency import for_each, in_batches
 from .counters import Where
 from .errors import Cancelled
-from .models import AuditEvent, ItemKey, PurgeRecord
+from .models import ItemKey, PurgeRecord
 from .transactions import Transaction
 
 RECENT_S = 5  # objects younger than the epoch change (with clock-skew margin) are checked one by one
@@ -80,7 +80,7 @@ def get(team_id: str, agent_id: str, epoch: int) -> Target | None:
     return _target(r)
 
 
-def finish(target: Target, events: list[AuditEvent]) -> bool:
+def finish(target: Target, events: list[views.AuditEvent]) -> bool:
     """Drop the purge record and record the events together; False if another run did it first."""
     transaction = Transaction()
     transaction.delete("purge", record(target), condition=PurgeRecord.pk.exists())

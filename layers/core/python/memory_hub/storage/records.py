@@ -13,12 +13,12 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
-from . import assets, citations, counters, layout, messages, postings
+from . import assets, citations, counters, layout, messages, postings, views
 from .concurrency import Deadline, parallel
 from .counters import Where
 from .errors import Cancelled, Unfinished
 from .messages import staged_shares
-from .models import AuditEvent, Guard, Record
+from .models import Guard, Record, own
 from .retry import attempts
 from .transactions import MAX_ACTIONS, Transaction
 
@@ -47,14 +47,14 @@ def new(where: Where, **fields: Any) -> Record:
     return Record(pk, fields["id"], lsi1=layout.time_key(fields["updated_at"], fields["id"]), **fields)
 
 
-def get(where: Where, user_id: str, atom_id: str) -> Record | None:
+def get(where: Where, user_id: str, atom_id: str) -> views.Record | None:
     try:
         return Record.get(where.item_pk(LAYER, user_id), atom_id, consistent_read=True)
     except DoesNotExist:
         return None
 
 
-def holder(where: Where, user_id: str, natural_key: str) -> Record | None:
+def holder(where: Where, user_id: str, natural_key: str) -> views.Record | None:
     """The record that holds ``natural_key``, if any."""
     pk = where.item_pk(LAYER, user_id)
     try:
@@ -64,7 +64,7 @@ def holder(where: Where, user_id: str, natural_key: str) -> Record | None:
     return get(where, user_id, guard.atom_id)
 
 
-def guard_holders(where: Where, user_id: str, held: list[Record]) -> dict[str, str | None]:
+def guard_holders(where: Where, user_id: str, held: list[views.Record]) -> dict[str, str | None]:
     """Of each record, the id of the record its natural key's guard names (None: no guard)."""
     pk = where.item_pk(LAYER, user_id)
     keys = {layout.natural_key_sk(r.natural_key) for r in held}
@@ -72,7 +72,7 @@ def guard_holders(where: Where, user_id: str, held: list[Record]) -> dict[str, s
     return {r.id: named.get(layout.natural_key_sk(r.natural_key)) for r in held}
 
 
-def claim_guard(record: Record) -> bool:
+def claim_guard(record: views.Record) -> bool:
     """Give a record that has none its natural key's guard; False when another record holds it."""
     try:
         Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id).save(
@@ -85,11 +85,11 @@ def claim_guard(record: Record) -> bool:
     return True
 
 
-def index(record: Record, counts: Tally[str]) -> list[Any]:
+def index(record: views.Record, counts: Tally[str]) -> list[Any]:
     return postings.build(record.pk, record.id, counts, int(record.terms), type_=record.type, task_id=record.task_id)
 
 
-def create(where: Where, record: Record, counts: Tally[str], *, over: Record | None = None) -> None:
+def create(where: Where, record: views.Record, counts: Tally[str], *, over: views.Record | None = None) -> None:
     """Store a new record with its guard, counter and postings. Raises Cancelled: ['guard'] when
     another record holds its natural key, ['epoch'] when a clear moved the memory on — with
     nothing of this call left behind. ``over``: a record a running import staged that holds the
@@ -123,7 +123,7 @@ MAX_ABSORBED = 1000  # imported line ids a record remembers (~32 bytes each)
 
 def reinforce(
     where: Where,
-    record: Record,
+    record: views.Record,
     now_ms: int,
     absorbed: list[str] | None = None,
     sources: list[str] | None = None,
@@ -161,7 +161,7 @@ def reinforce(
 
 
 def unreinforce(
-    where: Where, record: Record, before: tuple[int, int], times: int, stamp: int, absorbed: list[str]
+    where: Where, record: views.Record, before: tuple[int, int], times: int, stamp: int, absorbed: list[str]
 ) -> bool:
     """Take back the ``reinforce`` of ``times`` lines (``absorbed``) made at ``stamp`` (an import
     undone): the count and ``updated_at`` of ``before``, only while the record is as that
@@ -188,7 +188,13 @@ def unreinforce(
 
 
 def update(
-    where: Where, record: Record, fields: dict[str, Any], natural_key: str, terms: int, now_ms: int, event: AuditEvent
+    where: Where,
+    record: views.Record,
+    fields: dict[str, Any],
+    natural_key: str,
+    terms: int,
+    now_ms: int,
+    event: views.AuditEvent,
 ) -> None:
     """Change a record at the version read, move its guard with its natural key, record the audit
     event — one transaction. Cancelled: 'epoch' (cleared), 'record' (changed or gone meanwhile),
@@ -225,7 +231,7 @@ def update(
     transaction.commit()
 
 
-def sync_postings(record: Record, counts: Tally[str]) -> None:
+def sync_postings(record: views.Record, counts: Tally[str]) -> None:
     """Make the record's postings exactly those of ``counts`` (after an update)."""
     wanted = {row.sk: row for row in index(record, counts)}
     present = {row.sk: row for row in postings.of_item(record.pk, record.id)}
@@ -255,7 +261,7 @@ def newest(
     start: int | None,
     end: int | None,
     limit: int | None,
-) -> Iterator[Record]:
+) -> Iterator[views.Record]:
     """Newest ``updated_at`` first (ties: larger id first)."""
     condition = Record.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
     return Record.by_time.query(
@@ -280,13 +286,13 @@ def count(
     )
 
 
-def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, Record]:
+def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, views.Record]:
     """The records among ``ids``, but those of imports still running (``where.staged``)."""
     pk = where.item_pk(LAYER, user_id)
     return {r.id: r for r in messages.shown(where, Record.batch_get([(pk, i) for i in ids], consistent_read=True))}
 
 
-def of_user(where: Where, user_id: str) -> list[Record]:
+def of_user(where: Where, user_id: str) -> list[views.Record]:
     return list(Record.query(where.item_pk(LAYER, user_id), Record.sk.startswith("atom-"), consistent_read=True))
 
 
@@ -300,18 +306,18 @@ class VersionConflict(Exception):
 
 def delete(
     where: Where,
-    doomed: list[Record],
-    events: Callable[[list[Record]], list[AuditEvent]],
+    doomed: list[views.Record],
+    events: Callable[[list[views.Record]], list[views.AuditEvent]],
     *,
     at_version: Set[str] = frozenset(),
     skip_changed: bool = False,
     unreinforced: bool = False,
-    beside: Callable[[list[Record]], object] | None = None,
+    beside: Callable[[list[views.Record]], object] | None = None,
     indexed: bool = True,
     until: Deadline | None = None,
     staged: str | None = None,
     running: frozenset[str] = frozenset(),
-) -> tuple[list[Record], list[AuditEvent]]:
+) -> tuple[list[views.Record], list[views.AuditEvent]]:
     """Delete records with their guards, counters and audit events, then their postings (and
     ``beside`` with the records removed, at the same time, when there are any); returns the records
     removed. A record in ``at_version`` goes only at the version read: one edited
@@ -323,8 +329,8 @@ def delete(
     ``staged``: a running import undoing its own records, ``running``: the imports running (as
     ``messages.delete``). A record whose natural key another record took over (a client's add
     while the record was staged) goes without its guard, which is the other record's."""
-    removed: list[Record] = []
-    recorded: list[AuditEvent] = []
+    removed: list[views.Record] = []
+    recorded: list[views.AuditEvent] = []
     pending = list(doomed)
     unguarded: set[str] = set()
     if staged_shares(pending, running):
@@ -372,7 +378,7 @@ def delete(
 
 
 def _finish(
-    where: Where, removed: list[Record], beside: Callable[[list[Record]], object] | None, indexed: bool
+    where: Where, removed: list[views.Record], beside: Callable[[list[views.Record]], object] | None, indexed: bool
 ) -> None:
     """What goes with records just erased: their postings (unless erased first) and citation
     entries, and ``beside`` at the same time."""
@@ -385,12 +391,12 @@ def _finish(
         )
 
 
-def forget_citations(where: Where, removed: list[Record]) -> int:
+def forget_citations(where: Where, removed: list[views.Record]) -> int:
     """The citation entries of records just erased (every message each ever cited)."""
     return sum(citations.forget_record(where, r.user_id, r.id, r.cited or ()) for r in removed if r.cited)
 
 
-def _guards_lost(part: list[Record], failed: list[str]) -> set[str]:
+def _guards_lost(part: list[views.Record], failed: list[str]) -> set[str]:
     """Records of ``part`` whose guard failed its check because it is not theirs (any more)."""
     named = {name.split(":", 1)[1] for name in failed if name.startswith("guard:")}
     lost: set[str] = set()
@@ -407,8 +413,12 @@ def _guards_lost(part: list[Record], failed: list[str]) -> set[str]:
 
 
 def _refreshed(
-    part: list[Record], pending: list[Record], at_version: Set[str], skip_changed: bool, unreinforced: bool = False
-) -> list[Record]:
+    part: list[views.Record],
+    pending: list[views.Record],
+    at_version: Set[str],
+    skip_changed: bool,
+    unreinforced: bool = False,
+) -> list[views.Record]:
     """Re-read a chunk that lost a race: drop what vanished, take what changed at its new state
     (or stop at a version conflict; with ``unreinforced``, a record reinforced meanwhile is changed
     too)."""
@@ -428,7 +438,9 @@ def _refreshed(
     return keep + pending[len(part) :]
 
 
-def _next_chunk(pending: list[Record], events: Callable[[list[Record]], list[AuditEvent]]) -> list[Record]:
+def _next_chunk(
+    pending: list[views.Record], events: Callable[[list[views.Record]], list[views.AuditEvent]]
+) -> list[views.Record]:
     size = 0
     for size in range(1, len(pending) + 1):
         part = pending[:size]
@@ -462,7 +474,7 @@ def drop_sources(where: Where, user_id: str, atom_id: str, message_ids: set[str]
         actions: list[Any] = [Record.sources.set(shown) if shown else Record.sources.remove()]
         actions.append(Record.cited.set(cited) if cited else Record.cited.remove())
         try:
-            record.update(
+            own(Record, record).update(
                 actions,
                 condition=(Record.reinforced_count == int(record.reinforced_count))
                 & (Record.version == int(record.version)),

@@ -14,21 +14,21 @@ from typing import Any
 
 from pynamodb.exceptions import DoesNotExist
 
-from . import assets, audit, layout
+from . import assets, audit, layout, views
 from .concurrency import for_each, in_batches
 from .errors import Cancelled
-from .models import AuditEvent, SceneEntry
+from .models import SceneEntry
 from .transactions import MAX_ACTIONS, Transaction
 
 
-def get(team_id: str, agent_id: str, path: str) -> SceneEntry | None:
+def get(team_id: str, agent_id: str, path: str) -> views.SceneEntry | None:
     try:
         return SceneEntry.get(layout.scene_scope(team_id, agent_id), path, consistent_read=True)
     except DoesNotExist:
         return None
 
 
-def current(entry: SceneEntry | None, epoch: int) -> SceneEntry | None:
+def current(entry: views.SceneEntry | None, epoch: int) -> views.SceneEntry | None:
     """The entry if it belongs to ``epoch`` (tombstones included)."""
     return entry if entry is not None and int(entry.epoch) == int(epoch) else None
 
@@ -47,7 +47,7 @@ def commit_write(
     updated_at: str,
     size: int,
     etag: str,
-    event: AuditEvent | None,
+    event: views.AuditEvent | None,
 ) -> None:
     """Index the object version just written — unless the entry already passed this gen in this
     epoch — and record its audit event, in one transaction. Cancelled: 'epoch' (a clear moved the
@@ -77,12 +77,14 @@ def commit_write(
     transaction.commit()
 
 
-def record_superseded(event: AuditEvent) -> None:
+def record_superseded(event: views.AuditEvent) -> None:
     """The audit event of a write whose version a later change already replaced in the index."""
     audit.put([event])
 
 
-def remove(memory_id: str, epoch: int, entries: list[SceneEntry], stamp: str, events: list[AuditEvent]) -> None:
+def remove(
+    memory_id: str, epoch: int, entries: list[views.SceneEntry], stamp: str, events: list[views.AuditEvent]
+) -> None:
     """Turn live entries into tombstones at exactly the gen read, with the audit events — one
     transaction per chunk (the events ride with the first). Cancelled: 'epoch', or
     'entry:<path>' when an entry moved on since it was read."""
@@ -108,12 +110,12 @@ def _live(epoch: int) -> Any:
     return (SceneEntry.epoch == epoch) & (SceneEntry.removed == False)  # noqa: E712
 
 
-def live(team_id: str, agent_id: str, epoch: int, prefix: str, after: str | None, limit: int) -> list[SceneEntry]:
+def live(team_id: str, agent_id: str, epoch: int, prefix: str, after: str | None, limit: int) -> list[views.SceneEntry]:
     """Up to ``limit`` live entries of ``epoch`` under ``prefix``, in path (UTF-8 byte) order,
     after ``after``."""
     scope = layout.scene_scope(team_id, agent_id)
     key = SceneEntry.path > after if after is not None else SceneEntry.path.startswith(prefix) if prefix else None
-    found: list[SceneEntry] = []
+    found: list[views.SceneEntry] = []
     for entry in SceneEntry.query(
         scope, key, filter_condition=_live(epoch), consistent_read=True, page_size=min(limit, 1000)
     ):
@@ -134,7 +136,7 @@ def count(team_id: str, agent_id: str, epoch: int, prefix: str) -> int:
 
 def retired(
     team_id: str, agent_id: str, epoch: int, limit: int = 1000, after: dict[str, Any] | None = None
-) -> tuple[list[SceneEntry], dict[str, Any] | None]:
+) -> tuple[list[views.SceneEntry], dict[str, Any] | None]:
     """One page of the entries of ``epoch`` or older (live ones and tombstones)."""
     result = SceneEntry.query(
         layout.scene_scope(team_id, agent_id),
@@ -143,14 +145,14 @@ def retired(
         limit=limit,
         last_evaluated_key=after,
     )
-    page = list(result)
+    page: list[views.SceneEntry] = list(result)
     return page, result.last_evaluated_key
 
 
-def delete_retired(entries: list[SceneEntry], epoch: int) -> int:
+def delete_retired(entries: list[views.SceneEntry], epoch: int) -> int:
     """Delete entries still of ``epoch`` or older; an entry rewritten in a later epoch meanwhile stays."""
 
-    def one(part: list[SceneEntry]) -> int:
+    def one(part: list[views.SceneEntry]) -> int:
         transaction = Transaction()
         for entry in part:
             transaction.delete(f"entry:{entry.path}", entry, condition=SceneEntry.epoch <= epoch)
@@ -164,7 +166,7 @@ def delete_retired(entries: list[SceneEntry], epoch: int) -> int:
     return sum(for_each(one, in_batches(entries, MAX_ACTIONS)))
 
 
-def under(team_id: str, agent_id: str, folder: str) -> list[SceneEntry]:
+def under(team_id: str, agent_id: str, folder: str) -> list[views.SceneEntry]:
     """Every entry under a folder path, of any epoch (callers pick the current one)."""
     return list(
         SceneEntry.query(
@@ -173,7 +175,7 @@ def under(team_id: str, agent_id: str, folder: str) -> list[SceneEntry]:
     )
 
 
-def old_tombstones(team_id: str, agent_id: str, before: str) -> list[SceneEntry]:
+def old_tombstones(team_id: str, agent_id: str, before: str) -> list[views.SceneEntry]:
     """Tombstones of files removed before ``before`` (a time in the response format)."""
     return list(
         SceneEntry.query(
@@ -184,7 +186,7 @@ def old_tombstones(team_id: str, agent_id: str, before: str) -> list[SceneEntry]
     )
 
 
-def drop_tombstones(entries: list[SceneEntry]) -> int:
+def drop_tombstones(entries: list[views.SceneEntry]) -> int:
     """Forget tombstones (still unchanged) — they only matter while a write could race the removal."""
     dropped = 0
     for entry in entries:

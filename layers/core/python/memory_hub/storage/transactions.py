@@ -24,7 +24,7 @@ from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from .errors import Cancelled
-from .models import OneClient
+from .models import OneClient, own
 from .retry import attempts
 
 MAX_ACTIONS = 100  # DynamoDB's limit per transaction
@@ -43,6 +43,8 @@ class Transaction:
         self._names: dict[str, list[tuple[int, str]]] = {kind: [] for kind in REQUEST_ORDER}
         self._count = 0
 
+    # An action's item is one of ``models``' items, or the domain's read-only view of one (``items``).
+
     def __len__(self) -> int:
         return self._count
 
@@ -58,19 +60,19 @@ class Transaction:
         self._names[kind].append((self._count, name))
         self._count += 1
 
-    def put(self, name: str, item: Model, condition: Any = None) -> None:
+    def put(self, name: str, item: object, condition: Any = None) -> None:
         self._room_for_one()
-        self._write.save(item, condition=condition)
+        self._write.save(own(Model, item), condition=condition)
         self._named("Put", name)
 
-    def update(self, name: str, item: Model, actions: list[Any], condition: Any = None) -> None:
+    def update(self, name: str, item: object, actions: list[Any], condition: Any = None) -> None:
         self._room_for_one()
-        self._write.update(item, actions, condition=condition)
+        self._write.update(own(Model, item), actions, condition=condition)
         self._named("Update", name)
 
-    def delete(self, name: str, item: Model, condition: Any = None) -> None:
+    def delete(self, name: str, item: object, condition: Any = None) -> None:
         self._room_for_one()
-        self._write.delete(item, condition=condition)
+        self._write.delete(own(Model, item), condition=condition)
         self._named("Delete", name)
 
     def check(self, name: str, model: type[Model], hash_key: Any, range_key: Any = None, *, condition: Any) -> None:

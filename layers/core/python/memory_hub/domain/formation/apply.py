@@ -18,7 +18,7 @@ from ...clock import now_ms
 from ...storage import records
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.errors import Cancelled
-from ...storage.models import Asset, AuditEvent
+from ...storage.views import Asset, AuditEvent
 from .. import assets, atomic, erasure, meaning, provenance
 from ..errors import Invalid
 from ..scope import Scope

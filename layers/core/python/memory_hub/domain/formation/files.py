@@ -21,16 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...clock import now_ms
 from ...observability import count_event, logger
 from ...settings import get_settings
 from ...storage import audit as stored_audit
 from ...storage import formation as stored
-from ...storage import layout, records, scenes
+from ...storage import records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.counters import Where
 from ...storage.language_model import ModelError, converse
-from ...storage.models import Asset, FormationState, FormedFile, Record
+from ...storage.views import Asset, FormedFile, Record
 from .. import formed, meta, scenario
 from ..principal import Principal, already
 from ..scope import Scope
@@ -180,17 +179,9 @@ def _write(asset: Asset, where: Where, user_id: str, group: Group, kind: str, co
         answer = _call(WRITE_SCENE, {"title": group.title, "current": current, "records": _records_in(group.records)})
         title = _text(answer.get("title"), MAX_TITLE) if answer.get("title") else group.title
         content = _text(answer.get("content"), MAX_FILE_CHARS)
-    item = group.file
-    if item is None:
-        file_id = layout.digest(f"{user_id}:{now_ms()}:{title}", 26)
-        path = f"{layout.formed_folder(user_id)}{file_id}.md"
-        item = FormedFile(where.item_pk("L1", user_id), layout.formed_file_sk(file_id), path=path, kind=kind)
+    item = group.file if group.file is not None else stored.new_file(where, user_id, kind, title)
     scenario.write(Scope(asset.team_id, asset.agent_id, user_id), item.path, content, title, None, already(SYSTEM), "")
-    ids = [r.id for r in group.records]
-    item.records = set(item.records or ()) | set(ids)
-    item.stale = None
-    item.updated = now_ms()
-    stored.save_file(where, user_id, item, ids)
+    stored.save_file(where, user_id, item, [r.id for r in group.records])
     stored_audit.put(event_items([NewEvent("formation", "L2", item.path, 1)], context))
 
 
@@ -219,7 +210,7 @@ def update(asset: Asset, where: Where, user_id: str, touched: list[str], context
         )
     except (ModelError, BadFile):
         logger.warning("formed files not written; the next run tries again")
-        stored.change(where, user_id, [FormationState.files_due.set(True)])
+        stored.files_due(where, user_id)
 
 
 def reform(asset: Asset, where: Where, user_id: str, context: EventContext) -> None:
@@ -235,6 +226,6 @@ def reform(asset: Asset, where: Where, user_id: str, context: EventContext) -> N
                 continue
             group = Group(item, "", sorted(left.values(), key=lambda r: r.id))
             _write(asset, where, user_id, group, str(item.kind), context)
-        stored.change(where, user_id, [FormationState.files_due.remove()])
+        stored.files_done(where, user_id)
     except (ModelError, BadFile):
         logger.warning("formed files not formed again; the next run tries again")

@@ -33,7 +33,7 @@ from ...storage.concurrency import parallel
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
 from ...storage.language_model import THROTTLED, ModelError, converse
-from ...storage.models import Asset, FormationState, Message
+from ...storage.views import Asset, FormationState, Message
 from .. import assets, atomic, formed
 from ..principal import Principal, already
 from ..scope import Scope
@@ -148,7 +148,7 @@ def _work(run: Run, taken: FormationState) -> None:
         files.reform(run.asset, run.where, run.user_id, run.context())
     for session_id, task_id in _batches(run):
         _form_batches(run, session_id, task_id)
-    stored.change(run.where, run.user_id, [FormationState.state.remove(), FormationState.queued_at.remove()], run.owner)
+    stored.run_over(run.where, run.user_id, run.owner)
 
 
 def _batches(run: Run) -> list[tuple[str, str | None]]:
@@ -315,15 +315,7 @@ def _replay(run: Run, held: Any) -> None:
     ):
         _lost()
     dropped = int((held.plan or {}).get("dropped") or 0)
-    actions: list[Any] = [
-        FormationState.last_run_at.set(now),
-        FormationState.last_formed.set(max(ids)),
-        FormationState.failures.remove(),
-        FormationState.last_error.remove(),
-    ]
-    if dropped:
-        actions.append(FormationState.dropped.add(dropped))
-    stored.change(run.where, run.user_id, actions, run.owner)
+    stored.formed(run.where, run.user_id, run.owner, now, max(ids), dropped)
     count_event("FormationMessagesFormed", len(ids))
     if formed.layers_of(run.asset) == "all" and (done.touched or done.superseded):
         files.update(run.asset, run.where, run.user_id, done.touched, context)
@@ -340,11 +332,11 @@ def _failed(run: Run, kind: str) -> None:
     state = stored.state(run.where, run.user_id)
     failures = int(state.failures or 0) + 1 if state is not None else 1
     now = now_ms()
-    actions = [FormationState.failures.set(failures), FormationState.last_error.set(error_of(kind, now))]
     if failures >= MAX_FAILURES:
-        actions += [FormationState.paused.set(True), FormationState.state.remove()]
+        stored.pause(run.where, run.user_id, run.owner, failures, error_of(kind, now))
         logger.warning("formation paused after repeated failures", extra={"kind": kind})
-    stored.change(run.where, run.user_id, actions, run.owner)
+    else:
+        stored.failed(run.where, run.user_id, run.owner, failures, error_of(kind, now))
     count_event("FormationFailures")
     if failures < MAX_FAILURES:
         delay = min(120, 5 * 3 ** (failures - 1))

@@ -18,7 +18,7 @@ from ...storage import formation as stored
 from ...storage import formation_queue, messages, records
 from ...storage.concurrency import parallel
 from ...storage.counters import Where
-from ...storage.models import Asset, FormationState, Unformed
+from ...storage.views import Asset, FormationState, Unformed
 from .. import assets, formed
 from ..errors import Conflict
 from ..principal import Authorize
@@ -132,16 +132,7 @@ def run(scope: Scope, backfill: bool, authorize: Authorize) -> FormationRun:
         return FormationRun(state=current, pending_messages=pending)
     if current == "idle" and pending == 0 and not backfill:
         return FormationRun(state="idle", pending_messages=0)
-    stored.change_or_create(
-        where,
-        scope.user_id,
-        [
-            FormationState.state.set("queued"),
-            FormationState.queued_at.set(now),
-            FormationState.paused.remove(),
-            FormationState.failures.remove(),
-        ],
-    )
+    stored.queue(where, scope.user_id, now)
     kind = "backfill" if backfill else "run"
     formation_queue.send(formed.run_request(where, scope.user_id, scope.session_id, scope.task_id, kind))
     return FormationRun(state="queued", pending_messages=pending)

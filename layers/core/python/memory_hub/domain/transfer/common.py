@@ -7,7 +7,7 @@ from typing import Any
 
 from ...clock import now_ms
 from ...storage import invoke, jobs
-from ...storage.models import Job
+from ...storage.views import Job
 from ..errors import NotFound
 from ..principal import Principal
 

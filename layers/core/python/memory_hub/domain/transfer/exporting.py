@@ -12,7 +12,7 @@ from ...storage import audit as stored_audit
 from ...storage import blobs, counters, jobs, layout, messages, records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.concurrency import for_each, parallel
-from ...storage.models import Asset, Job
+from ...storage.views import Asset, Job
 from .. import assets
 from ..audit import user_target
 from ..files import number, visible

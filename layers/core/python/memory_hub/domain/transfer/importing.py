@@ -14,7 +14,7 @@ from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.concurrency import for_each, in_batches
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
-from ...storage.models import Asset, Job, Record
+from ...storage.views import Asset, Job, Record
 from .. import assets, meaning, provenance
 from ..atomic import natural_key, searchable
 from ..errors import Conflict, Invalid

@@ -16,7 +16,7 @@ from typing import Any
 from ...clock import format_ms, now_ms
 from ...storage import blobs, layout, scenes
 from ...storage.errors import PreconditionFailed
-from ...storage.models import Asset, Job
+from ...storage.views import Asset, Job
 from .. import assets, meta, persona
 from ..errors import Unavailable
 from ..files import Draft, compare_and_swap, number, visible

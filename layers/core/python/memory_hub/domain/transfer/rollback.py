@@ -21,7 +21,7 @@ from ...storage import blobs, citations, counters, layout, messages, purge, reco
 from ...storage.audit import EventContext
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
-from ...storage.models import Asset, Job
+from ...storage.views import Asset, Job
 from .. import assets, erasure, meaning, meta
 from ..files import Draft, compare_and_swap, number, visible
 from ..scope import Scope

@@ -28,7 +28,7 @@ from ...storage import counters, jobs, records
 from ...storage.concurrency import in_batches
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
-from ...storage.models import Asset, AuditEvent, Job, Record
+from ...storage.views import Asset, AuditEvent, Job, Record
 from .. import meaning, provenance
 from ..errors import Conflict
 from . import landing
@@ -80,12 +80,10 @@ def stage(asset: Asset, job: Job, where: Where, layers: set[tuple[str, str]], se
 def commit(asset: Asset, job: Job, result: dict[str, object], events: list[AuditEvent]) -> None:
     """The one write that makes the whole import visible (see the module's docstring). Conflict
     when its id is no longer running: it was given up as stalled and is being undone."""
-    actions = [Job.state.set("done"), Job.updated_at.set(now_ms()), Job.result.set(result)]
     try:
-        stored_assets.commit_import(asset, job.sk, (job, actions), events)
+        stored_assets.commit_import(asset, job, result, events)
     except Cancelled as exc:
         raise Conflict("the import was given up as stopped before it could commit; nothing of it was kept") from exc
-    job.state, job.result = "done", result
 
 
 def finish(job: Job) -> set[str]:
