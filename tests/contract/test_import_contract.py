@@ -82,6 +82,14 @@ PLANTED: dict[str, tuple[dict[str, str], set[str]]] = {
         {"memory_hub/edge/planted.py": "from ..storage import models\n"},
         {"edge-seams"},
     ),
+    "domain imports a PynamoDB model": (
+        {"memory_hub/domain/planted.py": "from ..storage.models import Record\n"},
+        {"domain-no-storage-internals"},
+    ),
+    "domain builds a table key": (
+        {"memory_hub/domain/planted.py": "from ..storage import layout\n"},
+        {"domain-no-storage-internals"},
+    ),
     "a function imports storage": (
         {"functions/planted/app.py": "from memory_hub.storage import records\n"},
         {"functions-no-storage"},

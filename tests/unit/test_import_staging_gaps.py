@@ -10,12 +10,13 @@ import uuid
 from typing import Any
 
 import pytest
+from memory_hub import memory_ids
 from memory_hub.clock import now_ms, ordered_id
 from memory_hub.domain import assets, atomic, conversation, persona, scenario
 from memory_hub.domain.principal import Authorize
 from memory_hub.domain.scope import Scope
 from memory_hub.domain.transfer import importing, staging, tree
-from memory_hub.storage import blobs, jobs, layout, records
+from memory_hub.storage import blobs, bucket, jobs, records
 from memory_hub.storage.models import Job
 from test_import_staging import IMPORTED, REINFORCED, _fresh, _jsonl, _tree, _writer
 
@@ -51,7 +52,7 @@ def _files_seen(scope: Scope, auth: Authorize) -> dict[str, Any]:
 
 
 def _running(scope: Scope, parsed: tree.Tree) -> Job:
-    memory_id = layout.memory_id_of(scope.team_id, scope.agent_id)
+    memory_id = memory_ids.memory_id_of(scope.team_id, scope.agent_id)
     job = jobs.new(ordered_id("imp-"), "import", memory_id, scope.team_id, scope.agent_id, "key-x", {})
     assert jobs.claim(job, "created")
     importing.write(parsed, job)
@@ -67,7 +68,7 @@ def _commit(scope: Scope, job: Job) -> set[str]:
 
 def _leftovers(scope: Scope) -> list[str]:
     """Objects at the memory's keys that no read looks at: the imports' journals and staged files."""
-    return blobs.keys_under(layout.import_prefix(scope.team_id, scope.agent_id))
+    return blobs.keys_under(bucket.import_prefix(scope.team_id, scope.agent_id))
 
 
 def test_an_imports_files_and_persona_show_only_once_it_commits(aws):
@@ -78,7 +79,7 @@ def test_an_imports_files_and_persona_show_only_once_it_commits(aws):
     assert before["ls"] == [("live.md", 1)] and before["persona"] == ("the live persona", 1)
     job = _running(scope, _files_tree())
     assert _files_seen(scope, auth) == before  # ls, count, read, core/read: as before
-    assert blobs.head(layout.scene_key(scope.team_id, scope.agent_id, "imported.md")) is None
+    assert blobs.head(bucket.scene_key(scope.team_id, scope.agent_id, "imported.md")) is None
 
     _commit(scope, job)
     after = _files_seen(scope, auth)
@@ -86,7 +87,7 @@ def test_an_imports_files_and_persona_show_only_once_it_commits(aws):
     assert after["imported.md"].endswith("an imported scene\n")
     assert after["live.md"] == "the imported version of the live scene\n"
     assert after["persona"] == ("the imported persona", 2) and after["persona count"] == 1
-    assert blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id))  # the live persona, backed up
+    assert blobs.keys_under(bucket.backup_prefix(scope.team_id, scope.agent_id))  # the live persona, backed up
     assert _leftovers(scope) == []  # staged copies and journal gone
 
 
@@ -100,7 +101,7 @@ def test_an_import_that_stops_before_its_commit_leaves_no_file(aws):
     assert staging.recover(now_ms()) >= 1
     assert _files_seen(scope, auth) == before
     assert _leftovers(scope) == []
-    assert blobs.head(layout.scene_key(scope.team_id, scope.agent_id, "imported.md")) is None
+    assert blobs.head(bucket.scene_key(scope.team_id, scope.agent_id, "imported.md")) is None
 
 
 def test_an_import_that_stops_right_after_its_commit_gets_its_files_from_the_recovery(aws):

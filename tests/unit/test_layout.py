@@ -7,9 +7,10 @@ import string
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from memory_hub import memory_ids
 from memory_hub.clock import MAX_SECONDS, MIN_SECONDS, compact_stamp, ordered_id
 from memory_hub.domain.rules import MAX_PATH_BYTES, free_id_problem, path_problem, team_or_agent_problem
-from memory_hub.storage import layout
+from memory_hub.storage import bucket, layout
 
 MAX_PARTITION_KEY, MAX_SORT_KEY, MAX_S3_KEY = 2048, 1024, 1024
 MIN_MS, MAX_MS = MIN_SECONDS * 1000, MAX_SECONDS * 1000 + 999
@@ -88,7 +89,7 @@ def test_dynamodb_keys_fit_at_every_valid_input(team, agent, user, session, epoc
         layout.scene_scope(team, agent),
         layout.audit_pair_pk(team, agent),
         layout.audit_key_pk(team),
-        layout.memory_id_of(team, agent),  # AssetsTable pk
+        memory_ids.memory_id_of(team, agent),  # AssetsTable pk
         layout.PURGE_PK,
         layout.CLEANUP_PK,
         layout.JOB_PK,
@@ -131,26 +132,26 @@ def test_s3_keys_fit_at_every_valid_input(team, agent, path, ms, version, name):
     assert path_problem(path, kind="file") is None
     assert _bytes(path) <= MAX_PATH_BYTES
     keys = [
-        layout.scene_key(team, agent, path),
-        layout.scene_key(team, agent, path.rsplit("/", 1)[0] + "/"),
-        layout.persona_key(team, agent),
-        layout.backup_key(team, agent, compact_stamp(ms), version),
-        layout.export_prefix(team, agent) + name,
-        layout.import_prefix(team, agent) + name,
-        layout.prefix(team, agent) + layout.METADATA + name,
+        bucket.scene_key(team, agent, path),
+        bucket.scene_key(team, agent, path.rsplit("/", 1)[0] + "/"),
+        bucket.persona_key(team, agent),
+        bucket.backup_key(team, agent, compact_stamp(ms), version),
+        bucket.export_prefix(team, agent) + name,
+        bucket.import_prefix(team, agent) + name,
+        bucket.prefix(team, agent) + bucket.METADATA + name,
     ]
     for key in keys:
         assert _bytes(key) <= MAX_S3_KEY, key
-        assert key.startswith(layout.prefix(team, agent))
+        assert key.startswith(bucket.prefix(team, agent))
 
 
 def test_longest_keys_have_room():
     """The worst case written out: the numbers the module docstring promises."""
     team = agent = "x" * 64
-    scene = layout.scene_key(team, agent, "😀" * 127 + ".md")
-    assert _bytes(scene) == _bytes(layout.prefix(team, agent)) + len(layout.SCENES) + 511
+    scene = bucket.scene_key(team, agent, "😀" * 127 + ".md")
+    assert _bytes(scene) == _bytes(bucket.prefix(team, agent)) + len(bucket.SCENES) + 511
     assert _bytes(scene) <= MAX_S3_KEY
-    assert len(layout.memory_id_of(team, agent)) == layout.MAX_MEMORY_ID_CHARS
+    assert len(memory_ids.memory_id_of(team, agent)) == memory_ids.MAX_MEMORY_ID_CHARS
     assert _bytes(layout.item_pk("L1", team, agent, 2**63 - 1, "😀" * 256)) < 300
 
 

@@ -18,7 +18,7 @@ from memory_hub.domain.principal import Authorize, Principal, already
 from memory_hub.domain.scope import Scope
 from memory_hub.settings import get_settings
 from memory_hub.storage import aws as storage_aws
-from memory_hub.storage import blobs, layout
+from memory_hub.storage import blobs, bucket, layout
 
 REQUEST = "req-unit-use-cases-0001"
 
@@ -158,7 +158,7 @@ def test_persona_write_read_count_and_a_backup_of_the_replaced_version(aws):
     read = persona.read(scope, auth)
     assert read.content == "# Persona\nLikes tea." and read.version == 1  # exactly as written, no META
     assert persona.count(scope, auth).total == 1
-    backups = layout.backup_prefix(scope.team_id, scope.agent_id)
+    backups = bucket.backup_prefix(scope.team_id, scope.agent_id)
     assert blobs.keys_under(backups) == []  # nothing was replaced yet
 
     second = persona.write(scope, "# Persona\nLikes coffee.", auth, REQUEST)
@@ -177,7 +177,7 @@ def test_persona_keeps_only_the_three_newest_backups(aws):
     auth = _writer(scope)
     for n in range(1, 7):
         assert persona.write(scope, f"version {n}", auth, REQUEST).version == n
-    kept = sorted(blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)))
+    kept = sorted(blobs.keys_under(bucket.backup_prefix(scope.team_id, scope.agent_id)))
     assert [key.rsplit("_", 1)[1] for key in kept] == ["3.md", "4.md", "5.md"]
     assert persona.read(scope, auth).content == "version 6"
 
@@ -380,7 +380,7 @@ def test_clear_empties_every_layer_and_keeps_the_asset(aws):
     assert int(after.epoch) > int(before.epoch) and after.last_cleared_at is not None
     assert assets.counts(after).wire() == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     # the purge erased the objects too, persona backups included
-    assert blobs.keys_under(layout.prefix(scope.team_id, scope.agent_id)) == []
+    assert blobs.keys_under(bucket.prefix(scope.team_id, scope.agent_id)) == []
     # the memory is usable again: a write starts over at version 1
     assert scenario.write(scope, "notes/shopping.md", "bread", None, None, auth, REQUEST).version == 1
     assert persona.write(scope, "third persona", auth, REQUEST).version == 1

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from ..clock import format_ms, now_ms
+from ..memory_ids import memory_id_of
 from ..storage import assets as stored
-from ..storage import blobs, counters, layout, scenes
+from ..storage import blobs, bucket, counters, scenes
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.views import Asset
@@ -128,7 +129,7 @@ def owned_by(asset: Asset | None, team_id: str, agent_id: str) -> Asset | None:
 def forget_exports(asset: Asset) -> int:
     """Erase every export of a memory: every erasure also erases the exports that may hold what it
     deleted. One listing when there is none."""
-    keys = blobs.keys_under(layout.export_prefix(asset.team_id, asset.agent_id))
+    keys = blobs.keys_under(bucket.export_prefix(asset.team_id, asset.agent_id))
     return blobs.delete_many(keys) if keys else 0
 
 
@@ -136,7 +137,7 @@ def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **field
     """The pair's asset, creating it when ``asset`` (the pair's, as just read) is None. A
     conditional create decides a race between creators of the same pair; another pair that spells
     the same memory_id never stands in the way."""
-    memory_id = layout.memory_id_of(team_id, agent_id)
+    memory_id = memory_id_of(team_id, agent_id)
     asset = owned_by(asset, team_id, agent_id)
     while asset is None:
         stamp = format_ms(now_ms())
@@ -180,7 +181,7 @@ def candidates(principal: Principal, named: Named) -> list[Asset]:
     exist, and lie within the key's teams — only the named pair's when the body names one."""
     if named.pair is not None:
         team_id, agent_id = named.pair
-        if layout.memory_id_of(team_id, agent_id) != named.memory_id or not principal.covers_team(team_id):
+        if memory_id_of(team_id, agent_id) != named.memory_id or not principal.covers_team(team_id):
             return []
         asset = stored.get_pair(team_id, agent_id)
         return [] if asset is None else [asset]
@@ -247,7 +248,7 @@ def counts(asset: Asset) -> LayerCounts:
     totals, files, persona = parallel(
         lambda: counters.layer_totals(where),
         lambda: scenes.count(asset.team_id, asset.agent_id, int(asset.epoch), ""),
-        lambda: blobs.head(layout.persona_key(asset.team_id, asset.agent_id)),
+        lambda: blobs.head(bucket.persona_key(asset.team_id, asset.agent_id)),
     )
     has_persona = persona is not None and persona.metadata.get("epoch") == str(int(asset.epoch))
     return LayerCounts(l0=totals["L0"], l1=totals["L1"], l2=files, l3=int(has_persona))
@@ -310,7 +311,7 @@ def _of_teams(team_ids: list[str], after: Position | None, want: int) -> list[tu
 
 
 def _agent_of(memory_id: str, team_id: str) -> str:
-    return memory_id[len(layout.memory_id_of(team_id, "")) :]
+    return memory_id[len(memory_id_of(team_id, "")) :]
 
 
 def _all(after: Position | None, want: int) -> list[tuple[str, str, str]]:

@@ -26,7 +26,7 @@ from ..clock import format_ms, iso, now_ms, parse_ms
 from ..observability import logger
 from ..settings import get_settings
 from ..storage import assets as stored_assets
-from ..storage import blobs, counters, idempotency, jobs, layout, leases, messages, purge, records, scenes
+from ..storage import blobs, bucket, counters, idempotency, jobs, leases, messages, purge, records, scenes
 from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
@@ -114,12 +114,12 @@ def _abandoned_imports(report: Report, now: int) -> int:
 
     gone = 0
     for job in jobs.waiting("import", now - EXPORT_LIFETIME_MS):
-        gone += _sweep(layout.import_upload_key(job.team_id, job.agent_id, job.sk))
+        gone += _sweep(bucket.import_upload_key(job.team_id, job.agent_id, job.sk))
         jobs.settle(job, "failed", error="nothing was ingested within a day; the upload was deleted")
     report.imports_undone += importing.recover(now)
     for job in jobs.started("import"):
         if job.state != "running":
-            gone += _sweep(layout.import_upload_key(job.team_id, job.agent_id, job.sk))
+            gone += _sweep(bucket.import_upload_key(job.team_id, job.agent_id, job.sk))
     return gone
 
 
@@ -213,8 +213,8 @@ def _exports(asset: Asset, now: int) -> int:
     old = [
         o
         for prefix in (
-            layout.export_prefix(asset.team_id, asset.agent_id),
-            layout.import_prefix(asset.team_id, asset.agent_id),
+            bucket.export_prefix(asset.team_id, asset.agent_id),
+            bucket.import_prefix(asset.team_id, asset.agent_id),
         )
         for page in blobs.listing(prefix)
         for o in page

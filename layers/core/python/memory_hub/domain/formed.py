@@ -14,7 +14,7 @@ from typing import Any
 from ..clock import format_ms, now_ms
 from ..observability import logger
 from ..settings import get_settings
-from ..storage import blobs, formation_queue, layout, scenes
+from ..storage import blobs, bucket, formation_queue, scenes
 from ..storage import formation as stored
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
@@ -23,7 +23,7 @@ from ..storage.retry import attempts
 from ..storage.views import Asset, AuditEvent, Message, Record
 
 SYSTEM_FORMATION = "system:formation"
-FORMED_FOLDER = layout.FORMED_FOLDER  # an L2 path only formation writes under
+FORMED_FOLDER = bucket.FORMED_FOLDER  # an L2 path only formation writes under
 LAYERS = ("off", "records", "all")
 DEFAULT_LAYERS = "records"
 
@@ -95,7 +95,7 @@ def remove_file(asset: Asset, path: str, context: EventContext) -> tuple[int, li
             if "epoch" in exc.failed:
                 return 0, []  # cleared meanwhile: the clear erased it
             continue  # written again meanwhile: remove what is there now
-        blobs.delete_many([layout.scene_key(asset.team_id, asset.agent_id, path)], [entry.etag])
+        blobs.delete_many([bucket.scene_key(asset.team_id, asset.agent_id, path)], [entry.etag])
         return 1, events
     raise AssertionError("unreachable")
 
@@ -132,7 +132,7 @@ def run_request(
 def drop_user(asset: Asset, where: Where, user_id: str, context: EventContext) -> tuple[int, list[AuditEvent]]:
     """A user's memory is erased whole: their formed folder's files, then every formation item of
     theirs (state, waiting marks, stored answers, runs, files' entries)."""
-    folder = layout.formed_folder(user_id)
+    folder = bucket.formed_folder(user_id)
     epoch = int(asset.epoch)
     live: list[Any] = []
     recorded: list[AuditEvent] = []
@@ -152,7 +152,7 @@ def drop_user(asset: Asset, where: Where, user_id: str, context: EventContext) -
                 break
     if live:
         blobs.delete_many(
-            [layout.scene_key(asset.team_id, asset.agent_id, e.path) for e in live], [e.etag for e in live]
+            [bucket.scene_key(asset.team_id, asset.agent_id, e.path) for e in live], [e.etag for e in live]
         )
     stored.drop_user(where, user_id)
     return len(live), recorded

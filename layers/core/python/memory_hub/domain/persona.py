@@ -13,7 +13,7 @@ import re
 from ..clock import compact_stamp, format_ms, now_ms, parse_ms
 from ..observability import logger
 from ..storage import assets as stored_assets
-from ..storage import blobs, layout
+from ..storage import blobs, bucket
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.errors import Cancelled
@@ -34,7 +34,7 @@ def _empty(scope: Scope) -> Persona:
 
 
 def _current(scope: Scope, authorize: Authorize, *, body: bool) -> blobs.Blob | None:
-    key = layout.persona_key(scope.team_id, scope.agent_id)
+    key = bucket.persona_key(scope.team_id, scope.agent_id)
     raw, blob = parallel(lambda: assets.of_scope(scope), lambda: (blobs.get if body else blobs.head)(key))
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
@@ -61,7 +61,7 @@ def count(scope: Scope, authorize: Authorize) -> PersonaCount:
 
 
 def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> PersonaWritten:
-    key = layout.persona_key(scope.team_id, scope.agent_id)
+    key = bucket.persona_key(scope.team_id, scope.agent_id)
     backed_up: list[tuple[int, str]] = []  # (epoch, key) of the backups this write made
 
     def prepare() -> Draft:
@@ -98,7 +98,7 @@ def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> 
     def commit(draft: Draft, etag: str) -> bool:
         facts = draft.facts
         context = EventContext(scope.team_id, facts["principal"].key_id, request_id, scope.agent_id, scope.memory_id)
-        events = event_items([NewEvent("core_write", "L3", layout.PERSONA, 1)], context)
+        events = event_items([NewEvent("core_write", "L3", bucket.PERSONA, 1)], context)
         try:
             parallel(
                 lambda: stored_assets.record_in_epoch(scope.team_id, scope.agent_id, facts["epoch"], events),
@@ -121,7 +121,7 @@ def write(scope: Scope, content: str, authorize: Authorize, request_id: str) -> 
 def backup(scope: Scope, live: blobs.Blob, version: int) -> str:
     updated = live.metadata.get("updated-at")
     stamp = compact_stamp(parse_ms(updated)) if updated else compact_stamp(now_ms())
-    target = layout.backup_key(scope.team_id, scope.agent_id, stamp, version)
+    target = bucket.backup_key(scope.team_id, scope.agent_id, stamp, version)
     blobs.copy(live.key, target, if_match=live.etag)
     return target
 
@@ -129,7 +129,7 @@ def backup(scope: Scope, live: blobs.Blob, version: int) -> str:
 def prune_backups(team_id: str, agent_id: str, keep: int = KEEP_BACKUPS) -> int:
     """Delete all but the ``keep`` newest persona backups (by version); how many went."""
     backups = []
-    for key in blobs.keys_under(layout.backup_prefix(team_id, agent_id)):
+    for key in blobs.keys_under(bucket.backup_prefix(team_id, agent_id)):
         match = BACKUP_NAME.search(key)
         if match:
             backups.append((int(match.group(2)), match.group(1), key))

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..storage import layout, postings
+from ..storage import postings
 from ..storage.concurrency import for_each, parallel
 from .errors import Invalid
 from .search import Stats, idf, query_terms, saturation, term_counts
@@ -110,7 +110,7 @@ def ranked(
     if not terms:
         return Ranked([], 0)
     first_page = _first_page(want, len(terms), budget)
-    lists = [_Term(t, layout.term_digest(t), page=first_page) for t in terms]
+    lists = [_Term(t, postings.digest(t), page=first_page) for t in terms]
     (items, tokens), first = parallel(
         stats,
         lambda: for_each(lambda t: postings.term_page(pk, t.digest, first_page), lists, width=postings.READ_WIDTH),
@@ -244,27 +244,27 @@ def _resolve(
         return 0
     known = sorted((score(c) for c in candidates.values()), reverse=True)
     floor = known[want - 1] if len(known) >= want else 0.0
-    keys: list[tuple[str, str]] = []
+    wanted: list[tuple[str, str]] = []
     asked: list[tuple[str, str]] = []
     pending.sort(key=lambda pair: ceiling(pair[1]), reverse=True)
     for item, candidate in pending:
-        if ceiling(candidate) < floor or (room is not None and len(keys) >= room):
+        if ceiling(candidate) < floor or (room is not None and len(wanted) >= room):
             continue  # cannot reach the answer, or no room left to look
         for term in lists:
             if term.term not in candidate.resolved:
-                keys.append((pk, layout.posting_sk(item, term.digest)))
+                wanted.append((item, term.digest))
                 asked.append((item, term.term))
     if room is not None:
-        keys, asked = keys[: max(room, 0)], asked[: max(room, 0)]
-    if not keys:
+        wanted, asked = wanted[: max(room, 0)], asked[: max(room, 0)]
+    if not wanted:
         return 0
-    found = postings.get_many(keys)
+    found = postings.get_many(pk, wanted)
     by_digest = {t.digest: t.term for t in lists}
     for item, term_name in asked:
         if item in candidates:
             candidates[item].resolved.add(term_name)
     for row in found:
-        item = row.sk.split(layout.SEP)[1]
+        item = postings.item_in_key(row)
         _note(candidates, excluded, filters, item, row, by_digest[postings.digest_of(row)], create=False)
     return len(found)
 

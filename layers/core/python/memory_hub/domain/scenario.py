@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..clock import format_ms, now_ms
-from ..storage import blobs, layout, scenes
+from ..storage import blobs, bucket, scenes
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
@@ -43,7 +43,7 @@ def _missing(scope: Scope, path: str) -> ScenarioFile:
 
 def read(scope: Scope, path: str, authorize: Authorize) -> ScenarioFile:
     raw, blob = parallel(
-        lambda: assets.of_scope(scope), lambda: blobs.get(layout.scene_key(scope.team_id, scope.agent_id, path))
+        lambda: assets.of_scope(scope), lambda: blobs.get(bucket.scene_key(scope.team_id, scope.agent_id, path))
     )
     authorize()
     asset = assets.owned_by(raw, scope.team_id, scope.agent_id)
@@ -78,7 +78,7 @@ def write(
 ) -> ScenarioWritten:
     """Write a file's next version: a compare-and-swap on its object (``_prepare`` reads and checks,
     ``_next_version`` renders), then ``_commit`` indexes it and records its audit event."""
-    key = layout.scene_key(scope.team_id, scope.agent_id, path)
+    key = bucket.scene_key(scope.team_id, scope.agent_id, path)
     body = meta.strip(content)
     draft = compare_and_swap(
         key,
@@ -259,7 +259,7 @@ def rm(scope: Scope, path: str, authorize: Authorize, request_id: str) -> Scenar
         except Cancelled:
             continue  # an entry moved on (or a clear happened) since we read it: look again
         blobs.delete_many(
-            [layout.scene_key(scope.team_id, scope.agent_id, e.path) for e in doomed], [e.etag for e in doomed]
+            [bucket.scene_key(scope.team_id, scope.agent_id, e.path) for e in doomed], [e.etag for e in doomed]
         )
         assets.forget_exports(asset)  # an export may hold the removed files
         return ScenarioRemoved(success=True, deleted=len(doomed), audit_ids=[e.event_id for e in events])

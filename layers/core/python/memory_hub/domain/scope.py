@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..storage.layout import MAX_MEMORY_ID_CHARS, MEMORY_PREFIX, memory_id_of
+from ..memory_ids import MAX_MEMORY_ID_CHARS, MEMORY_PREFIX, memory_id_of
 
 
 @dataclass(frozen=True)

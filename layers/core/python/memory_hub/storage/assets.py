@@ -31,6 +31,7 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.condition import size
 
 from ..clock import now_ms
+from ..memory_ids import MAX_MEMORY_ID_CHARS, memory_id_of
 from . import aws, layout, views
 from .concurrency import parallel
 from .errors import Cancelled
@@ -62,7 +63,7 @@ def _is_asset(item: views.Asset) -> bool:
 def spelling(memory_id: str) -> list[views.Asset]:
     """Every asset whose memory_id is this string, by (team, agent) — strongly consistent, legacy
     items moved to their pair's key first. None for an id no pair can spell."""
-    if not memory_id or len(memory_id) > layout.MAX_MEMORY_ID_CHARS:
+    if not memory_id or len(memory_id) > MAX_MEMORY_ID_CHARS:
         return []
     for _ in attempts("asset"):
         found = [a for a in Asset.query(memory_id, consistent_read=True) if _is_asset(a)]
@@ -85,7 +86,7 @@ def _by_pair(found: list[Asset]) -> list[views.Asset]:
 def get_pair(team_id: str, agent_id: str) -> views.Asset | None:
     """The pair's asset (one strongly consistent Query); another pair spelling the same memory_id
     never answers for it."""
-    for asset in spelling(layout.memory_id_of(team_id, agent_id)):
+    for asset in spelling(memory_id_of(team_id, agent_id)):
         if asset.team_id == team_id and asset.agent_id == agent_id:
             return asset
     return None
@@ -178,7 +179,7 @@ def of_team(team_id: str, after: str | None, limit: int) -> list[str]:
 
 def of_pairs(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], views.Asset]:
     """The assets of these pairs that exist, by pair (one Query per memory_id, at once)."""
-    memory_ids = list(dict.fromkeys(layout.memory_id_of(t, a) for t, a in pairs))
+    memory_ids = list(dict.fromkeys(memory_id_of(t, a) for t, a in pairs))
     wanted = set(pairs)
     found = parallel(*[lambda m=m: spelling(m) for m in memory_ids]) if memory_ids else []
     return {(a.team_id, a.agent_id): a for batch in found for a in batch if (a.team_id, a.agent_id) in wanted}
@@ -215,7 +216,7 @@ def guard_epoch(
     """Make ``transaction`` fail (as 'epoch') if a clear moved the pair's memory to another content
     epoch since ``epoch`` was read: a write never lands in content that is already cleared.
     ``running``: and unless that import still runs into it."""
-    memory_id = layout.memory_id_of(team_id, agent_id)
+    memory_id = memory_id_of(team_id, agent_id)
     condition = Asset.epoch == int(epoch)
     if running is not None:
         condition = condition & Asset.importing.contains(running)
@@ -292,7 +293,7 @@ def commit_import(asset: views.Asset, job: views.Job, result: dict[str, Any], ev
 def end_import(team_id: str, agent_id: str, import_id: str) -> None:
     """An undone import leaves the running set (after what it wrote is gone); nothing when the
     asset or the id is not there."""
-    asset = Asset(layout.memory_id_of(team_id, agent_id), pair_sk(team_id, agent_id))
+    asset = Asset(memory_id_of(team_id, agent_id), pair_sk(team_id, agent_id))
     try:
         asset.update(actions=[Asset.importing.delete({import_id})], condition=Asset.importing.contains(import_id))
     except UpdateError as exc:

@@ -14,7 +14,7 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 
 from ..clock import now_ms
-from . import assets, layout, views
+from . import assets, bucket, layout, views
 from .concurrency import for_each, in_batches
 from .counters import Where
 from .errors import Cancelled
@@ -372,7 +372,7 @@ def file_id_of(item: views.FormedFile) -> str:
 def new_file(where: Where, user_id: str, kind: str, title: str) -> views.FormedFile:
     """A formed file not stored yet: its id, and its path in the user's formed folder."""
     file_id = layout.digest(f"{user_id}:{now_ms()}:{title}", 26)
-    path = f"{layout.formed_folder(user_id)}{file_id}.md"
+    path = f"{bucket.formed_folder(user_id)}{file_id}.md"
     return FormedFile(_l1(where, user_id), layout.formed_file_sk(file_id), path=path, kind=kind)
 
 

@@ -1,4 +1,4 @@
-"""Where everything is kept: DynamoDB keys and S3 object keys.
+"""Where items are kept: every DynamoDB key (S3 object keys: ``bucket``).
 
 Ids chosen by callers (``user_id``, ``session_id``, ``task_id``: up to 1,024 UTF-8 bytes each) and
 terms of content appear in keys only as fixed-length digests, so every key stays within AWS's
@@ -28,8 +28,7 @@ ItemsTable, one partition per (layer, team + agent, content epoch, user):
 order is time order. Search postings (``p␟…``) live beside the items they index: erasing a user's
 partitions erases their index too.
 
-S3, one prefix per memory: ``profiles/<team>:<agent>/<memory_id>/`` holding ``scene_blocks/<path>``,
-``persona.md``, ``.backup/persona/…``, ``.metadata/…`` and ``.exports/…`` (the memory-tdai tree).
+A memory's files are in S3, one prefix per memory: see ``bucket``.
 """
 
 from __future__ import annotations
@@ -40,16 +39,7 @@ SEP = "\x1f"
 ID_DIGEST = 32
 TERM_DIGEST = 20
 _TIME_OFFSET = 62_135_596_800_000  # ms from 0001-01-01 to 1970-01-01: keeps time keys non-negative
-# A memory's id is written once, here: "chat_memory-" + team + "-" + agent (each id ≤ 64 chars).
-MEMORY_PREFIX = "chat_memory-"
-MAX_MEMORY_ID_CHARS = len(MEMORY_PREFIX) + 64 + 1 + 64
 
-SCENES = "scene_blocks/"
-PERSONA = "persona.md"
-PERSONA_BACKUPS = ".backup/persona/"
-METADATA = ".metadata/"
-EXPORTS = ".exports/"
-IMPORTS = ".imports/"
 PURGE_PK = "PURGE"
 CLEANUP_PK = "CLEANUP"
 JOB_PK = "JOB"
@@ -61,10 +51,6 @@ def digest(value: str, length: int = ID_DIGEST) -> str:
 
 def term_digest(term: str) -> str:
     return digest(term, TERM_DIGEST)
-
-
-def memory_id_of(team_id: str, agent_id: str) -> str:
-    return f"{MEMORY_PREFIX}{team_id}-{agent_id}"
 
 
 def pair(team_id: str, agent_id: str) -> str:
@@ -172,14 +158,6 @@ def lineage_of(atom_id: str) -> str:
     return f"fl{SEP}{atom_id}{SEP}"
 
 
-FORMED_FOLDER = "formed/"
-
-
-def formed_folder(user_id: str) -> str:
-    """A user's formed scenes and persona: ``formed/<first 16 hex of sha256(user_id)>/`` (an L2 path)."""
-    return f"{FORMED_FOLDER}{digest(user_id, 16)}/"
-
-
 def posting_sk(item_id: str, term: str) -> str:
     return f"p{SEP}{item_id}{SEP}{term}"
 
@@ -214,38 +192,6 @@ def audit_pair_pk(team_id: str, agent_id: str) -> str:
 
 def audit_key_pk(team_id: str) -> str:
     return f"K#{team_id}"
-
-
-def prefix(team_id: str, agent_id: str) -> str:
-    return f"profiles/{pair(team_id, agent_id)}/{memory_id_of(team_id, agent_id)}/"
-
-
-def scene_key(team_id: str, agent_id: str, path: str) -> str:
-    return prefix(team_id, agent_id) + SCENES + path
-
-
-def persona_key(team_id: str, agent_id: str) -> str:
-    return prefix(team_id, agent_id) + PERSONA
-
-
-def backup_prefix(team_id: str, agent_id: str) -> str:
-    return prefix(team_id, agent_id) + PERSONA_BACKUPS
-
-
-def backup_key(team_id: str, agent_id: str, stamp: str, version: int) -> str:
-    return f"{backup_prefix(team_id, agent_id)}persona_{stamp}_{version}.md"
-
-
-def export_prefix(team_id: str, agent_id: str) -> str:
-    return prefix(team_id, agent_id) + EXPORTS
-
-
-def import_prefix(team_id: str, agent_id: str) -> str:
-    return prefix(team_id, agent_id) + IMPORTS
-
-
-def import_upload_key(team_id: str, agent_id: str, import_id: str) -> str:
-    return f"{import_prefix(team_id, agent_id)}{import_id}.tar.gz"
 
 
 def fits_key(value: str, limit: int = 1024) -> bool:

@@ -258,6 +258,11 @@ def erase_removed(removed: Removed, beside: Callable[[Removed], object] | None =
         erase()
 
 
+def digest(term: str) -> str:
+    """A search term as its postings name it (a fixed-length digest)."""
+    return layout.term_digest(term)
+
+
 def digest_of(row: Any) -> str:
     """The term digest of a posting."""
     return str(row.sk).rsplit(layout.SEP, 1)[1]
@@ -294,9 +299,16 @@ def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = N
     return Page(frequency, rows, result.last_evaluated_key)
 
 
-def get_many(keys: list[tuple[str, str]]) -> list[views.Posting]:
-    """Postings by (partition, sort key); missing ones are simply absent (100 keys per call)."""
+def get_many(pk: str, wanted: list[tuple[str, str]]) -> list[views.Posting]:
+    """The postings of (item id, term digest) pairs of one partition; missing ones are simply absent
+    (100 keys per call). ``item_in_key`` names the item of each."""
+    keys = [(pk, layout.posting_sk(item_id, term)) for item_id, term in wanted]
     return [row for rows in for_each(_get_batch, in_batches(keys, 100), width=READ_WIDTH) for row in rows]
+
+
+def item_in_key(row: views.Posting) -> str:
+    """The item a posting read by its key (``get_many``) belongs to."""
+    return row.sk.split(layout.SEP)[1]
 
 
 def _get_batch(keys: list[tuple[str, str]]) -> list[views.Posting]:

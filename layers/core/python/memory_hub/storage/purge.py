@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import blobs, counters, layout, scenes, vectors, views
+from . import blobs, bucket, counters, layout, scenes, vectors, views
 from .concurrency import Deadline as Deadline  # re-exported: purges and erasures share it
 from .concurrency import for_each, in_batches
 from .counters import Where
@@ -106,10 +106,10 @@ def _retired(blob: blobs.Blob | None, epoch: int) -> bool:
 def objects(target: Target, result: Result, deadline: Deadline) -> bool:
     """Delete the objects of this epoch and older ones under the memory's prefix (files, persona,
     backups, metadata, exports); objects of a later epoch stay. True when none is left."""
-    persona = layout.persona_key(target.team_id, target.agent_id)
-    scenes_prefix = layout.prefix(target.team_id, target.agent_id) + layout.SCENES
+    persona = bucket.persona_key(target.team_id, target.agent_id)
+    scenes_prefix = bucket.prefix(target.team_id, target.agent_id) + bucket.SCENES
     recent_after = datetime.fromtimestamp(target.retired_ms / 1000 - RECENT_S, tz=UTC)
-    for page in blobs.listing(layout.prefix(target.team_id, target.agent_id)):
+    for page in blobs.listing(bucket.prefix(target.team_id, target.agent_id)):
         doomed = [o for o in page if o.last_modified < recent_after]
         recent = [o for o in page if o.last_modified >= recent_after]
         if recent:  # written around the epoch change: look at each one's epoch

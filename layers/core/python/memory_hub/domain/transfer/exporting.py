@@ -9,7 +9,7 @@ from typing import Any
 from ...clock import format_ms, now_ms, ordered_id
 from ...observability import logger
 from ...storage import audit as stored_audit
-from ...storage import blobs, counters, jobs, layout, messages, records, scenes
+from ...storage import blobs, bucket, counters, jobs, messages, records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.concurrency import for_each, parallel
 from ...storage.views import Asset, Job
@@ -28,9 +28,7 @@ CLOCK_SKEW_MS = 5_000  # between the clocks of two Lambda environments (an erasu
 
 
 def _object_key(job: Job) -> str:
-    user = job.spec.get("user_id")
-    name = f"user-{layout.digest(user)}-{job.sk}" if user else job.sk
-    return f"{layout.export_prefix(job.team_id, job.agent_id)}{name}.tar.gz"
+    return bucket.export_key(job.team_id, job.agent_id, job.sk, job.spec.get("user_id"))
 
 
 def start(principal: Principal, name: assets.Named, user_id: str | None, shared: bool, request_id: str) -> ExportJob:
@@ -141,13 +139,13 @@ def _shared(asset: Asset, files: dict[str, bytes]) -> tuple[int, dict[str, Any] 
     """The agent's L2 files, scene index, L3 persona and its backups, into ``files``."""
     epoch = int(asset.epoch)
     entries = scenes.live(asset.team_id, asset.agent_id, epoch, "", None, 1_000_000)
-    prefix = layout.prefix(asset.team_id, asset.agent_id)
-    backup_keys = blobs.keys_under(layout.backup_prefix(asset.team_id, asset.agent_id))
+    prefix = bucket.prefix(asset.team_id, asset.agent_id)
+    backup_keys = blobs.keys_under(bucket.backup_prefix(asset.team_id, asset.agent_id))
     stored, persona, backups = parallel(
         lambda: for_each(
-            lambda e: blobs.get(layout.scene_key(asset.team_id, asset.agent_id, e.path)), entries, width=16
+            lambda e: blobs.get(bucket.scene_key(asset.team_id, asset.agent_id, e.path)), entries, width=16
         ),
-        lambda: blobs.get(layout.persona_key(asset.team_id, asset.agent_id)),
+        lambda: blobs.get(bucket.persona_key(asset.team_id, asset.agent_id)),
         lambda: for_each(blobs.get_bytes, backup_keys, width=16),
     )
     kept, heat = [], {}

@@ -8,8 +8,9 @@ record holds reinforces that record, as ``atomic/add`` would (and an undone impo
 from __future__ import annotations
 
 from ...clock import format_ms, now_ms, ordered_id
+from ...memory_ids import memory_id_of
 from ...observability import logger
-from ...storage import blobs, jobs, layout, messages, records
+from ...storage import blobs, bucket, jobs, messages, records
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.concurrency import for_each, in_batches
 from ...storage.counters import Where
@@ -39,7 +40,7 @@ ERASED_MEANWHILE = (
 
 
 def _upload_key(job: Job) -> str:
-    return layout.import_upload_key(job.team_id, job.agent_id, job.sk)
+    return bucket.import_upload_key(job.team_id, job.agent_id, job.sk)
 
 
 def create(
@@ -52,7 +53,7 @@ def create(
     request_id: str,
 ) -> ImportCreated:
     principal.require_team(team_id)
-    memory_id = layout.memory_id_of(team_id, agent_id)
+    memory_id = memory_id_of(team_id, agent_id)
     spec = {"user_id": user_id, "from_team": from_team, "from_agent": from_agent, "request_id": request_id}
     job = jobs.new(ordered_id("imp-"), "import", memory_id, team_id, agent_id, principal.key_id, spec)
     url = blobs.presigned("put_object", _upload_key(job), URL_LIFETIME_S, ContentType="application/gzip")

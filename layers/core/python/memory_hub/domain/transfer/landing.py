@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...clock import format_ms, now_ms
-from ...storage import blobs, layout, scenes
+from ...storage import blobs, bucket, scenes
 from ...storage.errors import PreconditionFailed
 from ...storage.views import Asset, Job
 from .. import assets, meta, persona
@@ -28,7 +28,7 @@ from .rollback import Journal, scene_index
 def staged_key(job: Job, kind: str, name: str) -> str:
     """Where an import keeps a file of ``kind`` (scene, persona, backup) until it commits (it goes
     with the journal: ``forget``)."""
-    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.staged/{kind}-{layout.digest(name)}"
+    return bucket.staged_key(job.team_id, job.agent_id, job.sk, kind, name)
 
 
 def stage(asset: Asset, parsed: tree.Tree, journal: Journal, job: Job, counted: dict[str, dict[str, int]]) -> None:
@@ -37,18 +37,18 @@ def stage(asset: Asset, parsed: tree.Tree, journal: Journal, job: Job, counted: 
     skipped. ``counted``: the import's ``written`` and ``skipped`` tallies."""
     epoch = int(asset.epoch)
     for path, text in parsed.files.items():
-        live = visible(blobs.get(layout.scene_key(job.team_id, job.agent_id, path)), epoch)
+        live = visible(blobs.get(bucket.scene_key(job.team_id, job.agent_id, path)), epoch)
         if live is not None and live.text is not None and _same_scene(live.text, *meta.split(text)):
             counted["skipped"]["l2"] += 1
             continue
         journal.files[path] = _put(job, "scene", path, text)
         counted["written"]["l2"] += 1
     if parsed.persona is not None:
-        live = visible(blobs.get(layout.persona_key(job.team_id, job.agent_id)), epoch)
+        live = visible(blobs.get(bucket.persona_key(job.team_id, job.agent_id)), epoch)
         if live is not None and live.text == parsed.persona:
             counted["skipped"]["l3"] += 1
         else:
-            journal.persona_staged = _put(job, "persona", layout.PERSONA, parsed.persona)
+            journal.persona_staged = _put(job, "persona", bucket.PERSONA, parsed.persona)
             journal.persona_meta = dict(parsed.persona_meta)
             counted["written"]["l3"] += 1
     for name, text in parsed.backups.items():
@@ -99,7 +99,7 @@ def _land(key: str, write: Any) -> int:
 
 
 def _backup(scope: Scope, asset: Asset, name: str, text: str) -> None:
-    key = layout.backup_prefix(scope.team_id, scope.agent_id) + name
+    key = bucket.backup_prefix(scope.team_id, scope.agent_id) + name
     try:
         blobs.put(key, text, {"epoch": str(int(asset.epoch))}, if_match=None)
     except PreconditionFailed:
@@ -109,7 +109,7 @@ def _backup(scope: Scope, asset: Asset, name: str, text: str) -> None:
 def _scene(scope: Scope, asset: Asset, path: str, text: str) -> bool:
     """Store a file as exported (its META kept); False when the same content is there already.
     Over a different live file it comes as the next version (versions never go back)."""
-    key = layout.scene_key(scope.team_id, scope.agent_id, path)
+    key = bucket.scene_key(scope.team_id, scope.agent_id, path)
     keys, body = meta.split(text)
     epoch = int(asset.epoch)
 
@@ -149,7 +149,7 @@ def _persona(scope: Scope, asset: Asset, text: str, persona_meta: dict[str, Any]
     """Store the persona as exported; False when the same text is there already. Over a different
     live persona it comes as the next version, the live one backed up first
     (versions never go back)."""
-    key = layout.persona_key(scope.team_id, scope.agent_id)
+    key = bucket.persona_key(scope.team_id, scope.agent_id)
     epoch = int(asset.epoch)
     given = persona_meta.get("version")
 

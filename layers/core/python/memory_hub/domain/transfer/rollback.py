@@ -17,7 +17,7 @@ from typing import Any
 
 from ...clock import format_ms, now_ms
 from ...storage import assets as stored_assets
-from ...storage import blobs, citations, counters, layout, messages, purge, records, scenes
+from ...storage import blobs, bucket, citations, counters, messages, purge, records, scenes
 from ...storage.audit import EventContext
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
@@ -35,12 +35,12 @@ DROP_CREATED_ASSETS = True  # a failed import into a memory it created deletes t
 
 def journal_key(job: Job) -> str:
     """Where an import notes, before it writes anything, what it is about to write."""
-    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.journal.json"
+    return bucket.journal_key(job.team_id, job.agent_id, job.sk)
 
 
 def saved_key(job: Job, name: str) -> str:
     """Where an import keeps a copy of a live file it is about to overwrite."""
-    return f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}.saved/{layout.digest(name)}"
+    return bucket.saved_key(job.team_id, job.agent_id, job.sk, name)
 
 
 @dataclass
@@ -83,8 +83,7 @@ class Journal:
 
 def forget(job: Job) -> None:
     """The import is done (or undone): its journal and saved copies go."""
-    prefix = f"{layout.import_prefix(job.team_id, job.agent_id)}{job.sk}."
-    blobs.delete_many(blobs.keys_under(prefix))
+    blobs.delete_many(blobs.keys_under(bucket.import_files_prefix(job.team_id, job.agent_id, job.sk)))
 
 
 def undo(job: Job, *, drop_asset: bool = True) -> bool:
@@ -207,16 +206,16 @@ def _take_back_files(asset: Asset, journal: Journal, job: Job) -> None:
         entry = scenes.current(scenes.get(scope.team_id, scope.agent_id, path), epoch)
         if entry is not None:
             scenes.remove(asset.memory_id, epoch, [entry], format_ms(now_ms()), [])
-        blobs.delete(layout.scene_key(scope.team_id, scope.agent_id, path))
+        blobs.delete(bucket.scene_key(scope.team_id, scope.agent_id, path))
     for path, saved in journal.scenes_over.items():
         put_back(scope, asset, saved, path)
     if journal.persona == "new":
-        blobs.delete(layout.persona_key(scope.team_id, scope.agent_id))
+        blobs.delete(bucket.persona_key(scope.team_id, scope.agent_id))
     elif journal.persona is not None:
         put_back(scope, asset, journal.persona)
     if journal.backups_before is not None:
         before = set(journal.backups_before)
-        made = [k for k in blobs.keys_under(layout.backup_prefix(scope.team_id, scope.agent_id)) if k not in before]
+        made = [k for k in blobs.keys_under(bucket.backup_prefix(scope.team_id, scope.agent_id)) if k not in before]
         blobs.delete_many(made)
 
 
@@ -260,9 +259,9 @@ def put_back(scope: Scope, asset: Asset, saved: str, path: str | None = None) ->
         return
     text, epoch = copy.text, int(asset.epoch)
     if path is None:
-        key = layout.persona_key(scope.team_id, scope.agent_id)
+        key = bucket.persona_key(scope.team_id, scope.agent_id)
     else:
-        key = layout.scene_key(scope.team_id, scope.agent_id, path)
+        key = bucket.scene_key(scope.team_id, scope.agent_id, path)
 
     def prepare() -> Draft:
         blob = blobs.get(key)
