@@ -16,7 +16,7 @@ from memory_hub.clock import now_ms, ordered_id
 from memory_hub.domain import assets, atomic, conversation
 from memory_hub.domain.principal import Authorize, Principal, already
 from memory_hub.domain.scope import Scope
-from memory_hub.domain.transfer import exporting, importing, staging, tree
+from memory_hub.domain.transfer import applying, exporting, staging, tree
 from memory_hub.storage import counters, jobs, messages, records
 from memory_hub.storage.models import Counter, Job
 
@@ -92,7 +92,7 @@ def _memory_with_a_running_import() -> tuple[Scope, Authorize, Job, dict[str, An
     memory_id = assets.of_pair(scope.team_id, scope.agent_id).memory_id  # type: ignore[union-attr]
     job = jobs.new(ordered_id("imp-"), "import", memory_id, scope.team_id, scope.agent_id, "key-x", {})
     assert jobs.claim(job, "created")
-    staged = importing.write(_tree(), job)
+    staged = applying.write(_tree(), job)
     assert staged[3]["l0"] == IMPORTED
     return scope, auth, job, before
 

@@ -15,7 +15,7 @@ from memory_hub.clock import now_ms, ordered_id
 from memory_hub.domain import assets, atomic, conversation, persona, scenario
 from memory_hub.domain.principal import Authorize
 from memory_hub.domain.scope import Scope
-from memory_hub.domain.transfer import importing, staging, tree
+from memory_hub.domain.transfer import applying, staging, tree
 from memory_hub.storage import blobs, bucket, jobs, records
 from memory_hub.storage.models import Job
 from test_import_staging import IMPORTED, REINFORCED, _fresh, _jsonl, _tree, _writer
@@ -55,7 +55,7 @@ def _running(scope: Scope, parsed: tree.Tree) -> Job:
     memory_id = memory_ids.memory_id_of(scope.team_id, scope.agent_id)
     job = jobs.new(ordered_id("imp-"), "import", memory_id, scope.team_id, scope.agent_id, "key-x", {})
     assert jobs.claim(job, "created")
-    importing.write(parsed, job)
+    applying.write(parsed, job)
     return job
 
 

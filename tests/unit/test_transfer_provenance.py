@@ -18,7 +18,7 @@ from memory_hub.domain import assets, atomic, conversation
 from memory_hub.domain.errors import Conflict, Invalid
 from memory_hub.domain.principal import Authorize, Principal, already
 from memory_hub.domain.scope import Scope
-from memory_hub.domain.transfer import importing, lines, planning, rollback, tree, writing
+from memory_hub.domain.transfer import applying, lines, planning, rollback, tree, writing
 from memory_hub.storage import citations, jobs, messages, records
 from memory_hub.storage.counters import Where
 
@@ -194,7 +194,7 @@ def test_a_cited_message_erased_while_the_import_writes_fails_it_and_the_undo_le
 
     monkeypatch.setattr(records, "create", erased_meanwhile)
     with pytest.raises(Conflict):
-        importing.write(parsed, job)
+        applying.write(parsed, job)
     monkeypatch.undo()
     where = _where(scope)
     assert [r.content for r in records.of_user(where, "u")] == ["cites both"]  # until the undo
@@ -214,7 +214,7 @@ def test_an_undo_replayed_after_it_deleted_the_messages_still_erases_the_records
         [_line(id=f"atom-{uuid.uuid4().hex[:26]}", content="imported", source_message_ids=[brought])],
     )
     job = _job(scope)
-    *_, written, _ = importing.write(parsed, job)
+    *_, written, _ = applying.write(parsed, job)
     assert (written["l0"], written["l1"]) == (1, 1)
     with pytest.raises(Invalid):  # the import is staged: its messages are not there to cite yet
         atomic.add(scope, "a client's", "fact", "", [], {}, auth, source_message_ids=[brought])

@@ -535,9 +535,7 @@ def test_a_record_reinforced_after_the_cleanup_read_it_is_not_deleted_as_expired
     time.sleep(0.002)  # a later millisecond: the reinforcement's updated_at is not the read one
     _add_record(scope, "Likes tea")  # reinforced meanwhile
     events = lambda chunk: []  # noqa: E731
-    removed, _ = records.delete(
-        where, read, events, at_version={kept_id, gone_id}, skip_changed=True, unreinforced=True
-    )
+    removed, _ = records.expire(where, read, events)
     assert [r.id for r in removed] == [gone_id]
     assert records.get(where, scope.user_id, kept_id) is not None
     # without the updated_at check (a delete by id at the version a person saw) it would have gone

@@ -177,9 +177,7 @@ def _retention(report: Report, asset: Asset, now: int) -> None:
     removed_l0, recorded_l0 = messages.delete(where, old_l0, events("L0"))
     # a record edited or reinforced since it was read is younger than thought: its version and
     # updated_at checks keep it
-    removed_l1, recorded_l1 = records.delete(
-        where, old_l1, events("L1"), at_version={r.id for r in old_l1}, skip_changed=True, unreinforced=True
-    )
+    removed_l1, recorded_l1 = records.expire(where, old_l1, events("L1"))
     meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
     for user_id, gone in _by_user(removed_l0).items():  # expiry drops the ids from records citing them
         provenance.expired(where, user_id, [m.id for m in gone])

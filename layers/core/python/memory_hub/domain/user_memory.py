@@ -51,8 +51,8 @@ def delete(
         # too, the audit of a layer that had nothing, the user's counters and re-index marks, and
         # the vectors and exports.
         (removed_l0, events_l0), (removed_l1, events_l1) = parallel(
-            lambda: messages.delete(where, found_l0, events("L0"), indexed=False, until=until),
-            lambda: records.delete(where, found_l1, events("L1"), indexed=False, until=until),
+            lambda: messages.delete_unindexed(where, found_l0, events("L0"), until=until),
+            lambda: records.delete_unindexed(where, found_l1, events("L1"), until=until),
         )
         # a record updated meanwhile was indexed again: those postings go too
         postings.erase_of((r.pk, r.id) for r in removed_l1 if int(r.version) != versions.get(r.id))

@@ -192,7 +192,6 @@ def delete(
     events: Callable[[list[views.Message]], list[views.AuditEvent]],
     *,
     beside: Callable[[list[views.Message]], object] | None = None,
-    indexed: bool = True,
     until: Deadline | None = None,
     staged: str | None = None,
     running: frozenset[str] = frozenset(),
@@ -201,12 +200,38 @@ def delete(
     their postings (and ``beside`` with the messages removed, at the same time, when there are
     any); returns the messages removed and the audit events recorded. Each delete requires the
     message to exist, so two racing deletes never count one message twice (the loser retries
-    without it). ``indexed=False``: the caller erased their postings first. Past ``until`` it stops
-    after the last whole transaction (with the postings of what it removed): Unfinished.
-    ``staged``: the running import whose own messages these are, undoing them (its notes on the
-    counters go down with them, so counts read the same throughout the undo). ``running``: the
-    imports running into the memory — an erasure reaching messages one of them staged takes their
-    share off its notes too, so counts stay right while it runs."""
+    without it). Past ``until`` it stops after the last whole transaction (with the postings of
+    what it removed): Unfinished. ``staged``: the running import whose own messages these are,
+    undoing them (its notes on the counters go down with them, so counts read the same throughout
+    the undo). ``running``: the imports running into the memory — an erasure reaching messages one
+    of them staged takes their share off its notes too, so counts stay right while it runs."""
+    return _delete(where, doomed, events, beside=beside, indexed=True, until=until, staged=staged, running=running)
+
+
+def delete_unindexed(
+    where: Where,
+    doomed: list[views.Message],
+    events: Callable[[list[views.Message]], list[views.AuditEvent]],
+    *,
+    until: Deadline | None = None,
+) -> tuple[list[views.Message], list[views.AuditEvent]]:
+    """``delete`` of messages whose postings the caller erased first (a user's whole partition:
+    ``postings.erase_in``), so none is looked up again."""
+    return _delete(where, doomed, events, beside=None, indexed=False, until=until, staged=None, running=frozenset())
+
+
+def _delete(
+    where: Where,
+    doomed: list[views.Message],
+    events: Callable[[list[views.Message]], list[views.AuditEvent]],
+    *,
+    beside: Callable[[list[views.Message]], object] | None,
+    indexed: bool,
+    until: Deadline | None,
+    staged: str | None,
+    running: frozenset[str],
+) -> tuple[list[views.Message], list[views.AuditEvent]]:
+    """``delete`` and ``delete_unindexed`` (``indexed``: their postings are still there to erase)."""
     removed: list[views.Message] = []
     recorded: list[views.AuditEvent] = []
     pending = list(doomed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter as Tally
 from collections.abc import Callable, Iterator, Set
+from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
@@ -304,31 +305,80 @@ class VersionConflict(Exception):
         self.conflicts = conflicts
 
 
+@dataclass(frozen=True)
+class _Held:
+    """Which records go only as they were read: those in ``ids`` only at the version read (a
+    person confirmed that text); with ``young`` also only at the ``updated_at`` read (a reinforcing
+    add moves it, not the version). A changed one raises VersionConflict, or with ``leave_changed``
+    is left alone."""
+
+    ids: Set[str] = frozenset()
+    young: bool = False
+    leave_changed: bool = False
+
+
 def delete(
     where: Where,
     doomed: list[views.Record],
     events: Callable[[list[views.Record]], list[views.AuditEvent]],
     *,
     at_version: Set[str] = frozenset(),
-    skip_changed: bool = False,
-    unreinforced: bool = False,
     beside: Callable[[list[views.Record]], object] | None = None,
-    indexed: bool = True,
     until: Deadline | None = None,
     staged: str | None = None,
     running: frozenset[str] = frozenset(),
 ) -> tuple[list[views.Record], list[views.AuditEvent]]:
     """Delete records with their guards, counters and audit events, then their postings (and
     ``beside`` with the records removed, at the same time, when there are any); returns the records
-    removed. A record in ``at_version`` goes only at the version read: one edited
-    meanwhile raises VersionConflict (the person confirmed another text), or is left alone with
-    ``skip_changed``; with ``unreinforced`` also only at the ``updated_at`` read (a reinforcing add
-    moves it, not the version: the retention cleanup must not take a record made young again).
-    A record already gone is skipped. ``indexed=False``: the caller erased their postings first.
-    Past ``until`` it stops after the last whole transaction (finishing what it removed): Unfinished.
+    removed. A record in ``at_version`` goes only at the version read: one edited meanwhile raises
+    VersionConflict (the person confirmed another text). A record already gone is skipped. Past
+    ``until`` it stops after the last whole transaction (finishing what it removed): Unfinished.
     ``staged``: a running import undoing its own records, ``running``: the imports running (as
     ``messages.delete``). A record whose natural key another record took over (a client's add
     while the record was staged) goes without its guard, which is the other record's."""
+    held = _Held(at_version)
+    return _delete(
+        where, doomed, events, held, beside=beside, indexed=True, until=until, staged=staged, running=running
+    )
+
+
+def delete_unindexed(
+    where: Where,
+    doomed: list[views.Record],
+    events: Callable[[list[views.Record]], list[views.AuditEvent]],
+    *,
+    until: Deadline | None = None,
+) -> tuple[list[views.Record], list[views.AuditEvent]]:
+    """``delete`` of records whose postings the caller erased first (a user's whole partition:
+    ``postings.erase_in``), so none is looked up again."""
+    return _delete(
+        where, doomed, events, _Held(), beside=None, indexed=False, until=until, staged=None, running=frozenset()
+    )
+
+
+def expire(
+    where: Where, doomed: list[views.Record], events: Callable[[list[views.Record]], list[views.AuditEvent]]
+) -> tuple[list[views.Record], list[views.AuditEvent]]:
+    """The retention cleanup's delete: each record goes only as it was read — one edited or
+    reinforced since (made young again) is left alone."""
+    held = _Held({r.id for r in doomed}, young=True, leave_changed=True)
+    return _delete(where, doomed, events, held, beside=None, indexed=True, until=None, staged=None, running=frozenset())
+
+
+def _delete(
+    where: Where,
+    doomed: list[views.Record],
+    events: Callable[[list[views.Record]], list[views.AuditEvent]],
+    held: _Held,
+    *,
+    beside: Callable[[list[views.Record]], object] | None,
+    indexed: bool,
+    until: Deadline | None,
+    staged: str | None,
+    running: frozenset[str],
+) -> tuple[list[views.Record], list[views.AuditEvent]]:
+    """``delete``, ``delete_unindexed`` and ``expire`` (``indexed``: their postings are still
+    there to erase)."""
     removed: list[views.Record] = []
     recorded: list[views.AuditEvent] = []
     pending = list(doomed)
@@ -343,9 +393,9 @@ def delete(
         transaction = Transaction()
         for record in part:
             condition = Record.pk.exists()
-            if record.id in at_version:
+            if record.id in held.ids:
                 condition = condition & (Record.version == int(record.version))
-                if unreinforced:
+                if held.young:
                     condition = condition & (Record.updated_at == int(record.updated_at))
             transaction.delete(f"record:{record.id}", record, condition=condition)
             if record.id not in unguarded:
@@ -368,7 +418,7 @@ def delete(
             if not any(name.startswith(("record:", "guard:")) for name in exc.failed):
                 raise
             unguarded |= _guards_lost(part, exc.failed)
-            pending = _refreshed(part, pending, at_version, skip_changed, unreinforced)
+            pending = _refreshed(part, pending, held)
             continue
         removed += part
         recorded += chunk_events
@@ -412,28 +462,21 @@ def _guards_lost(part: list[views.Record], failed: list[str]) -> set[str]:
     return lost
 
 
-def _refreshed(
-    part: list[views.Record],
-    pending: list[views.Record],
-    at_version: Set[str],
-    skip_changed: bool,
-    unreinforced: bool = False,
-) -> list[views.Record]:
+def _refreshed(part: list[views.Record], pending: list[views.Record], held: _Held) -> list[views.Record]:
     """Re-read a chunk that lost a race: drop what vanished, take what changed at its new state
-    (or stop at a version conflict; with ``unreinforced``, a record reinforced meanwhile is changed
-    too)."""
+    (or stop at a version conflict, as ``held`` says)."""
     now = {(r.pk, r.sk): r for r in Record.batch_get([(r.pk, r.sk) for r in part], consistent_read=True)}
     conflicts, keep = [], []
     for record in part:
         current = now.get((record.pk, record.sk))
         if current is None:
             continue
-        moved = unreinforced and int(current.updated_at) != int(record.updated_at)
-        if record.id in at_version and (int(current.version) != int(record.version) or moved):
+        moved = held.young and int(current.updated_at) != int(record.updated_at)
+        if record.id in held.ids and (int(current.version) != int(record.version) or moved):
             conflicts.append({"id": record.id, "expected": int(record.version), "actual": int(current.version)})
             continue
         keep.append(current)
-    if conflicts and not skip_changed:
+    if conflicts and not held.leave_changed:
         raise VersionConflict(conflicts)
     return keep + pending[len(part) :]
 
