@@ -10,10 +10,13 @@ import json
 from typing import Any
 
 import pytest
+from memory_hub.domain.rules import TEAM_PATTERN
 from memory_hub.edge import error_docs
+from memory_hub.edge.pipeline import CHECK_ORDER, ISOLATION_HEADERS
 from memory_hub.edge.public import SPEC_FILE
 from memory_hub.edge.routes import PUBLIC_GET, ROUTES
 from memory_hub_tools.openapi import REFERENCE_FILE, generate, reference
+from memory_hub_tools.template_file import ROOT
 
 SCHEMAS = "#/components/schemas/"
 
@@ -109,7 +112,7 @@ def test_every_post_documents_its_data_and_its_error_envelopes(spec: dict[str, A
         assert {"x-tdai-team-id", "x-tdai-agent-id", "x-tdai-user-id"} <= headers
         body = _resolve(spec, operation["requestBody"]["content"]["application/json"]["schema"])
         team = next(o for o in body["properties"]["team_id"]["anyOf"] if o.get("type") == "string")
-        assert team["pattern"] == "^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$"
+        assert team["pattern"] == TEAM_PATTERN
         user = next(o for o in body["properties"]["user_id"]["anyOf"] if o.get("type") == "string")
         assert (user["minLength"], user["maxLength"]) == (1, 256)
 
@@ -165,3 +168,26 @@ def test_each_answer_is_the_type_its_handler_returns(spec: dict[str, Any]) -> No
         assert success["properties"]["data"] == {"$ref": SCHEMAS + name}
         model = getattr(results, name, None) or getattr(results_admin, name)
         assert set(spec["components"]["schemas"][name]["properties"]) == set(model.model_fields)
+
+
+def test_the_documents_render_the_rules_the_pipeline_states(spec: dict[str, Any]) -> None:
+    """The order of the checks, the isolation headers and the team pattern are stated once (the
+    pipeline's ``CHECK_ORDER`` and ``ISOLATION_HEADERS``, ``domain.rules.TEAM_PATTERN``): the
+    generators render them and write none of them again, and docs/RULES.md points at API.md."""
+    description = spec["info"]["description"]
+    assert " → ".join(f"{status} ({what})" for status, what in CHECK_ORDER) in description
+    reference_text = REFERENCE_FILE.read_text(encoding="utf-8")
+    order = next(line for line in reference_text.splitlines() if "the first failing check answers" in line)
+    positions = [order.find(f"{what} (") for _, what in CHECK_ORDER]
+    assert -1 not in positions and positions == sorted(positions), order
+    for name, header in ISOLATION_HEADERS.items():
+        assert f"| `{name}` | `{header}` |" in reference_text
+    generators = ROOT / "infra" / "tools" / "memory_hub_tools" / "openapi"
+    for source in sorted(generators.glob("*.py")):
+        code = source.read_text(encoding="utf-8")
+        assert TEAM_PATTERN not in code and "A-Za-z0-9" not in code, source.name
+        assert not any(header in code for header in ISOLATION_HEADERS.values()), source.name
+        assert "memory_id ambiguous" not in code, source.name
+    rules = (ROOT / "docs" / "RULES.md").read_text(encoding="utf-8")
+    assert "API.md#conventions" in rules and "CHECK_ORDER" in rules
+    assert not any(f"{what} {status}" in rules for status, what in CHECK_ORDER)

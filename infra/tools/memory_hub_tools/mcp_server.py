@@ -50,10 +50,12 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from memory_hub.domain.fields import BACKGROUND_CHARS, MAX_TAGS, MESSAGE_CHARS, PAGE_LIMIT
 from memory_hub.domain.results import (
+    FormationRun,
     FormationStatus,
     MessageHit,
     MessageItem,
     MessagesDeleted,
+    RecordAdded,
     RecordHit,
     RecordItem,
     RecordsDeleted,
@@ -64,11 +66,16 @@ from .client import ApiError, MemoryHubClient, MemoryHubError
 
 # The API's field names the tools show under another (the person's word for a record's background).
 SHOWN_AS = {"background": "context"}
+# What a delete's receipt adds to the answer model's own fields (records_deleted: 0 where the model
+# has none: erasing a record erases no other).
+RECEIPT_EXTRA = ("records_deleted", "message")
 
 
 def _names(model: type[BaseModel], *more: str) -> str:
-    """``{a, b, …}``: the fields a tool returns of an answer model, as it names them."""
-    return "{" + ", ".join([*(SHOWN_AS.get(name, name) for name in model.model_fields), *more]) + "}"
+    """``{a, b, …}``: the fields a tool returns of an answer model, as it names them, then ``more``
+    (those the tool adds, each once)."""
+    names = [*(SHOWN_AS.get(name, name) for name in model.model_fields), *more]
+    return "{" + ", ".join(dict.fromkeys(names)) + "}"
 
 
 PROTOCOL = (
@@ -113,8 +120,9 @@ ADD_DESCRIPTION = (
     "If a record with the exact "
     "same content, type and context already exists, no second record is made: that one is reinforced "
     "and returned with created=false. `source_message_ids`: the ids of the user's messages (msg-…) it was "
-    "drawn from, if any (erasing one of them erases the record). Returns {id, version, created, "
-    "reinforced_count}. It never edits or deletes a record; it does not write raw conversation messages (L0)."
+    "drawn from, if any (erasing one of them erases the record). Returns "
+    f"{_names(RecordAdded, 'message')}. It never edits or deletes a record; it does not write raw conversation "
+    "messages (L0)."
 )
 
 FORMATION_STATUS_DESCRIPTION = (
@@ -127,7 +135,7 @@ FORMATION_STATUS_DESCRIPTION = (
 FORM_NOW_DESCRIPTION = (
     "Ask the service to form memory from this user's unformed messages now (it otherwise waits for a batch or "
     "an idle conversation); a paused formation resumes. backfill: also messages added while formation was off, "
-    "or imported. Returns {state, pending_messages}; records appear once the run is done (formation_status "
+    f"or imported. Returns {_names(FormationRun, 'message')}; records appear once the run is done (formation_status "
     "says when: state idle, pending_messages 0). It never deletes anything; with formation off it is refused "
     "and nothing runs."
 )
@@ -139,7 +147,9 @@ DELETE_DESCRIPTION = (
     "person that exact record and they confirmed its deletion. Never delete by content: this tool takes "
     "no content. If the record was edited since it was shown, the API answers 409, nothing is deleted, "
     "and the current record is returned: show it to the person again and ask for confirmation before "
-    "retrying with the new version. Returns the receipt {deleted_ids, not_found_ids, audit_ids}. " + PROTOCOL
+    "retrying with the new version. Returns the receipt: for a record (atom-…) "
+    f"{_names(RecordsDeleted, *RECEIPT_EXTRA)}; for a message (msg-…) {_names(MessagesDeleted, *RECEIPT_EXTRA)} "
+    "(records_deleted: the records drawn from the message, erased with it). " + PROTOCOL
 )
 
 
@@ -194,8 +204,10 @@ def _l0(message: MessageItem | MessageHit) -> dict[str, Any]:
 
 
 def _receipt(record_id: str, data: MessagesDeleted | RecordsDeleted) -> dict[str, Any]:
-    """A delete's receipt, and what it means in words."""
-    records = getattr(data, "records_deleted", 0)
+    """A delete's receipt: every field of the answer model (``_shown``), ``records_deleted`` (0 for a
+    record), and what it means in words."""
+    receipt = _shown(data)
+    records = receipt.setdefault("records_deleted", 0)
     if record_id not in data.deleted_ids:
         message = (
             f"{record_id} was not found (already deleted, or not in this team/agent/user scope). Nothing was deleted."
@@ -207,14 +219,7 @@ def _receipt(record_id: str, data: MessagesDeleted | RecordsDeleted) -> dict[str
         )
     else:
         message = f"Deleted {record_id}. Nothing else was deleted."
-    return {
-        "deleted_ids": data.deleted_ids,
-        "not_found_ids": data.not_found_ids,
-        "records_deleted": records,
-        "files_deleted": data.files_deleted,
-        "audit_ids": data.audit_ids,
-        "message": message,
-    }
+    return {**receipt, "message": message}
 
 
 class Tools:

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from ..template_file import ROOT
-from .spec import IDEMPOTENCY_KEY, ISOLATION_HEADERS, SCHEMAS, TAGS, document
+from .spec import IDEMPOTENCY_KEY, SCHEMAS, TAGS, document
 
 REFERENCE_FILE = ROOT / "docs" / "API.md"
 
@@ -55,11 +55,7 @@ still running, `false` on every other 409, and may be absent elsewhere. Every an
 request id in the `x-request-id` header too. A path the API does not have answers 404, and another \
 method on a known path 405, both as error envelopes.
 
-When several things are wrong, the first failing check answers, in this order: service id and key \
-(401), path (404) and method (405), role (403), size (413), encoding (415), JSON object (400), \
-missing isolation fields (422), their format (400), team outside the key (403), other fields \
-(400), a named memory outside the key (403), not found (404), a memory_id several pairs spell (409 \
-`memory_id ambiguous`), `Idempotency-Key` (422, 409), other conflicts (409).
+When several things are wrong, the first failing check answers, in this order: CHECKS.
 
 **Isolation.** The data-plane routes (`/v3/conversation/*`, `/v3/atomic/*`, `/v3/scenario/*`, \
 `/v3/core/*`) act inside one scope. Each isolation field comes from the body or, when the body has \
@@ -67,11 +63,7 @@ none, from its header:
 
 | field | header | rule |
 |---|---|---|
-| `team_id` | `x-tdai-team-id` | required; `^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$` |
-| `agent_id` | `x-tdai-agent-id` | required; same pattern as `team_id` |
-| `user_id` | `x-tdai-user-id` | required; 1–256 chars, no control characters |
-| `session_id` | `x-tdai-session-id` | optional; 1–256 chars, no control characters |
-| `task_id` | `x-tdai-task-id` | optional; 1–256 chars, no control characters |
+ISOLATION_ROWS
 
 A missing or blank required field is a 422 naming the missing ones (`missing isolation fields: \
 team_id, agent_id`); a malformed one is a 400. L0 and L1 are scoped by team, agent and user (and \
@@ -93,6 +85,32 @@ file path ends in `.md`. Nothing is percent-decoded. A `path_prefix` is a plain 
 or timed out), in the envelope's shape with `retryable: true`; every route can get these, so the \
 route sections below do not repeat them.
 """
+
+
+def _conventions() -> str:
+    """The conventions, with what the pipeline enforces read from it: the order of the checks
+    (``CHECK_ORDER``), the isolation fields and their headers, the nesting limit, and the id rules
+    (``domain.rules``)."""
+    from memory_hub.domain.rules import MAX_ID_CHARS, TEAM_PATTERN
+    from memory_hub.edge import pipeline
+
+    rows = []
+    pattern = None
+    for name, header in pipeline.ISOLATION_HEADERS.items():
+        need = "optional" if name in pipeline.OPTIONAL_IDS else "required"
+        if name in pipeline.FREE_IDS:
+            rule = f"1–{MAX_ID_CHARS} chars, no control characters"
+        elif pattern is None:
+            pattern, rule = name, f"`{TEAM_PATTERN}`"
+        else:
+            rule = f"same pattern as `{pattern}`"
+        rows.append(f"| `{name}` | `{header}` | {need}; {_cell(rule)} |")
+    checks = ", ".join(f"{what} ({status.replace('/', ', ')})" for status, what in pipeline.CHECK_ORDER)
+    return (
+        _CONVENTIONS.replace("DEPTH", str(pipeline.MAX_JSON_DEPTH))
+        .replace("CHECKS", checks)
+        .replace("ISOLATION_ROWS", "\n".join(rows))
+    )
 
 
 def _anchor(title: str) -> str:
@@ -238,6 +256,8 @@ class _Reference:
         return lines
 
     def operation(self, path: str, method: str, op: dict[str, Any]) -> list[str]:
+        from memory_hub.edge.pipeline import ISOLATION_HEADERS
+
         title = f"{method.upper()} {path}"
         lines = [f"### `{title}`", "", f"{op.get('summary', '')}.", ""]
         if method == "get":
@@ -296,8 +316,6 @@ class _Reference:
         return [*lines, ""]
 
     def render(self) -> str:
-        from memory_hub.edge import pipeline
-
         ops = [
             (path, method, op)
             for path, item in self.spec["paths"].items()
@@ -317,7 +335,7 @@ class _Reference:
             "document the service serves at `GET /openapi.json` (browsable at `GET /docs`), so the two always",
             "agree.",
             "",
-            _CONVENTIONS.replace("DEPTH", str(pipeline.MAX_JSON_DEPTH)),
+            _conventions(),
             "### Error statuses",
             "",
             "| status | when |",

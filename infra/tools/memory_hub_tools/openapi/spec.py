@@ -63,7 +63,7 @@ def _apps() -> list[Any]:
     return apps
 
 
-DESCRIPTION = """\
+_DESCRIPTION = """\
 Memory Hub: long-term memory for AI agents — L0 conversation messages, L1 atomic records, L2 \
 scenario files, L3 persona — wire-compatible with the TencentDB Agent Memory v3 data plane.
 
@@ -80,15 +80,11 @@ or `{"code": <HTTP status>, "message": "…", "request_id": "req-…", "data"?: 
 with that status. A 400 names each bad field as `<field>: <problem>` (dotted path, zero-based \
 indices; `(root)` for a rule across fields), joined by `; `. The request id is also sent as the \
 `x-request-id` header. An unknown path answers 404 and another method on a known path 405, both \
-with the error envelope. Checks run in this order, the first failing one answering: 401 → \
-404/405 → role 403 → 413 → 415 → 400 (JSON) → 422 (isolation) → 400 (isolation format) → team \
-403 → 400 (fields) → 403 (named memory) → 404 → 409 (memory_id ambiguous) → 422/409 \
-(Idempotency-Key) → 409.
+with the error envelope. Checks run in this order, the first failing one answering: @CHECKS@.
 
-**Isolation.** `team_id`, `agent_id`, `user_id`, `session_id`, `task_id` come from the body, else \
-from the headers `x-tdai-team-id`, `x-tdai-agent-id`, `x-tdai-user-id`, `x-tdai-session-id`, \
-`x-tdai-task-id`. Every `/v3/conversation/*`, `/v3/atomic/*`, `/v3/scenario/*` and `/v3/core/*` \
-route requires non-blank `team_id`, `agent_id` and `user_id` (else 422 naming the missing ones).
+**Isolation.** @FIELDS@ come from the body, else from the headers @HEADERS@. Every \
+`/v3/conversation/*`, `/v3/atomic/*`, `/v3/scenario/*` and `/v3/core/*` route requires non-blank \
+@REQUIRED@ (else 422 naming the missing ones).
 
 **Times** are RFC 3339 in requests and `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC) in answers. \
 **Pagination:** `next_token` is opaque, present only when more results exist, and valid only with \
@@ -106,14 +102,27 @@ TAGS = {
     "public": "Pages and documents served without auth and without the envelope.",
 }
 
-ISOLATION_HEADERS = {
-    "team_id": "x-tdai-team-id",
-    "agent_id": "x-tdai-agent-id",
-    "user_id": "x-tdai-user-id",
-    "session_id": "x-tdai-session-id",
-    "task_id": "x-tdai-task-id",
-}
 IDEMPOTENCY_KEY = "Idempotency-Key"
+
+
+def _code(names: Any, last: str = ", ") -> str:
+    """``names`` as inline code, comma-separated (``last`` before the last one)."""
+    quoted = [f"`{name}`" for name in names]
+    return last.join([", ".join(quoted[:-1]), quoted[-1]]) if len(quoted) > 1 else "".join(quoted)
+
+
+def description() -> str:
+    """The document's description: the order of the checks and the isolation fields and headers come
+    from the pipeline that enforces them (``memory_hub.edge.pipeline``)."""
+    from memory_hub.edge.pipeline import CHECK_ORDER, ISOLATION_HEADERS, OPTIONAL_IDS
+
+    required = [name for name in ISOLATION_HEADERS if name not in OPTIONAL_IDS]
+    return (
+        _DESCRIPTION.replace("@CHECKS@", " → ".join(f"{status} ({what})" for status, what in CHECK_ORDER))
+        .replace("@FIELDS@", _code(ISOLATION_HEADERS))
+        .replace("@HEADERS@", _code(ISOLATION_HEADERS.values()))
+        .replace("@REQUIRED@", _code(required, last=" and "))
+    )
 
 
 def _request_id_header() -> dict[str, Any]:
@@ -128,11 +137,13 @@ def _request_id_header() -> dict[str, Any]:
 
 def _isolation_parameters(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The x-tdai-* headers, each with the schema of its body field (the body wins when it has one)."""
+    from memory_hub.edge.pipeline import ISOLATION_HEADERS, OPTIONAL_IDS
+
     parameters = []
     for name, header in ISOLATION_HEADERS.items():
         field = body["properties"][name]
         schema = next((s for s in field.get("anyOf", [field]) if s.get("type") == "string"), field)
-        required = "required (body or header)" if name in ("team_id", "agent_id", "user_id") else "optional"
+        required = "optional" if name in OPTIONAL_IDS else "required (body or header)"
         parameters.append(
             {
                 "name": header,
@@ -257,7 +268,9 @@ def _public_paths() -> dict[str, Any]:
 
 
 def _describe_operation(path: str, operation: dict[str, Any], body: dict[str, Any] | None) -> None:
+    from memory_hub.domain.rules import MAX_ID_CHARS, TEAM_PATTERN
     from memory_hub.edge.error_docs import ALIASES, IDEMPOTENT
+    from memory_hub.edge.pipeline import FREE_IDS, ISOLATION_HEADERS, OPTIONAL_IDS
     from memory_hub.edge.routes import ROUTES
 
     route = ROUTES[path]
@@ -268,11 +281,13 @@ def _describe_operation(path: str, operation: dict[str, Any], body: dict[str, An
             parameter["description"] = "must be `DeleteUserMemory` (else 400)"
     if route.isolated:
         assert body is not None, path
+        required = [name for name in ISOLATION_HEADERS if name not in OPTIONAL_IDS]
+        patterned = [f"`{name}`" for name in ISOLATION_HEADERS if name not in FREE_IDS]
+        free = [f"`{name}`" for name in ISOLATION_HEADERS if name in FREE_IDS]
         lines.append(
-            "Isolated: `team_id`, `agent_id` and `user_id` are required, from the body or the `x-tdai-*` "
-            "headers (422 names the missing ones); `team_id`/`agent_id` match "
-            "`^[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,63}$`, `user_id`/`session_id`/`task_id` are 1-256 "
-            "characters without control characters (400 otherwise)."
+            f"Isolated: {_code(required, last=' and ')} are required, from the body or the `x-tdai-*` "
+            f"headers (422 names the missing ones); {'/'.join(patterned)} match `{TEAM_PATTERN}`, "
+            f"{'/'.join(free)} are 1-{MAX_ID_CHARS} characters without control characters (400 otherwise)."
         )
         parameters += _isolation_parameters(body)
     if path in IDEMPOTENT:
@@ -366,7 +381,7 @@ def document() -> dict[str, Any]:
     paths.update(_public_paths())
     spec = {
         "openapi": "3.1.0",
-        "info": {"title": "Memory Hub", "version": "3", "description": DESCRIPTION},
+        "info": {"title": "Memory Hub", "version": "3", "description": description()},
         "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
         "paths": dict(sorted(paths.items())),
         "components": {
