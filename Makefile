@@ -11,7 +11,7 @@ LAMBDA_PORT ?= 3001
 AWS_PORT ?= 3002
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: run test test-fast test-unit test-contract test-deployed test-api lint bench build deploy lock clean
+.PHONY: run test test-fast test-unit test-contract test-deployed test-api lint bench docs-perf build deploy lock clean
 
 # Every package comes from the lock files, hashes checked: nothing floats.
 $(VENV)/.installed: requirements/dev.txt requirements/runtime.txt requirements/model.txt pyproject.toml
@@ -67,8 +67,11 @@ lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cf
 	$(VENV)/bin/lint-imports --no-cache --no-logo  # the import contract: pyproject.toml [tool.importlinter]
 	$(VENV)/bin/cfn-lint template.yaml
 
-bench: $(VENV)/.installed  ## latency, AWS calls and round trips per route over the local stack (ARGS=--quick)
+bench: $(VENV)/.installed  ## latency, AWS calls and round trips per route over the local stack (ARGS=--quick); writes its tables into docs/performance.md
 	$(PY) -m memory_hub_bench $(ARGS)
+
+docs-perf: $(VENV)/.installed  ## render docs/performance.md's generated tables from the bench's record, running nothing (ARGS="--from bench-results.json")
+	$(PY) -m memory_hub_bench --render-docs $(ARGS)
 
 # aws-sam-cli pins its own boto3/click: it lives in a venv of its own, apart from $(VENV).
 SAM := SAM_CLI_TELEMETRY=0 $(TOOLS)/bin/sam

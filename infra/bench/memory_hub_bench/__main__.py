@@ -35,13 +35,16 @@ minutes, durability aside: it starts three stacks, about a minute more; memory a
 messages instead of 6,000; durability with 30 writes of each kind instead of 200; recall on 2
 LoCoMo conversations and 2 LongMemEval users, its 10x pass on 60 questions; formation on 2
 LoCoMo conversations).
-Results also go to ``bench-results.json``. Nothing here is a test: it measures and reports."""
+Results also go to ``bench-results.json`` (this run's), and the sections a run ran to the record
+``memory_hub_bench/performance.json`` and their generated sections in docs/performance.md (``docs``;
+``--no-docs`` leaves both as they are). ``--render-docs`` runs nothing: it renders
+docs/performance.md's generated sections again from the record (``--from FILE``: after taking the
+sections a saved bench-results.json holds into it). Nothing here is a test: it measures and reports."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -51,16 +54,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from . import coldstart, cost, durability, formation, measure, memory, recall
+from . import coldstart, cost, docs, durability, formation, measure, memory, recall
 from .cases import FileMaker, Scope, cases
 from .client import Hooks, Operator, Target
 
 RESULTS = Path("bench-results.json")
 BENCH_KEY = "mhk_000000000000_bench-bootstrap-admin-key-0123456789"
-
-
-def _fmt(value: float, digits: int = 1) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
 def _say(text: str = "") -> None:
@@ -156,7 +155,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="recall: send this search mode (repeatable; default: none, the server's default)",
     )
     _formation_flags(parser)
+    _docs_flags(parser)
     args = parser.parse_args(argv)
+    if args.source is not None and not args.render_docs:
+        parser.error("--from goes with --render-docs")
     if args.recall_only:
         args.skip = [name for name in SECTIONS if name != "recall"]
     if args.formation_only:
@@ -192,8 +194,58 @@ def _formation_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _docs_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-docs",
+        action="store_true",
+        help="leave the record (memory_hub_bench/performance.json) and docs/performance.md as they are "
+        "(bench-results.json is still written)",
+    )
+    parser.add_argument(
+        "--render-docs",
+        action="store_true",
+        help="run nothing: render docs/performance.md's generated sections again from the record",
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        metavar="FILE",
+        help="with --render-docs: first take the sections a saved run's results (a bench-results.json) hold "
+        "into the record",
+    )
+
+
+def render_docs(source: Path | None, only: list[str] | None = None) -> int:
+    """Merge ``source`` (a bench-results.json) into the record, if given, and render the doc."""
+    record = docs.load_record()
+    if source is not None:
+        taken = docs.merge(record, json.loads(source.read_text(encoding="utf-8")))
+        if not taken:
+            _progress(f"{source}: no section of the bench in it")
+            return 1
+        docs.save_record(record)
+        only = taken if only is None else only
+        _progress(f"record: {', '.join(taken)} from {source}")
+    try:
+        left_out = docs.render(record, only)
+    except docs.MarkerError as error:
+        _progress(f"{docs.DOC}: {error}")
+        return 1
+    rendered = [name for name in (only if only is not None else record["sections"]) if name not in left_out]
+    _progress(f"{docs.DOC.relative_to(docs.ROOT)}: rendered {', '.join(rendered) or 'nothing'}")
+    if left_out:
+        _progress(
+            f"  no <!-- bench:NAME:begin --> … <!-- bench:NAME:end --> markers for {', '.join(left_out)}: "
+            "add a pair where those tables belong, then make docs-perf"
+        )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.render_docs:
+        return render_docs(args.source)
     from memory_hub_local.stack import Stack
 
     key = os.environ.setdefault("MEMORY_HUB_BOOTSTRAP_ADMIN_KEY", BENCH_KEY)
@@ -202,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "embeddings": args.embeddings,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "argv": docs.shown_argv(sys.argv[1:] if argv is None else argv),
     }
     with open(os.devnull, "wb") as quiet:
         stack = Stack.with_hooks(quiet, args.embeddings)
@@ -217,12 +270,22 @@ def main(argv: list[str] | None = None) -> int:
             for name, section in SECTION_RUNNERS.items():
                 if name not in args.skip:
                     section(run)
+                    docs.show(name, results, _say)
         finally:
             stack.stop()
     results["seconds"] = round(time.perf_counter() - began, 1)
-    RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    RESULTS.write_text(docs.dumps(results))
     _say(f"\n({results['seconds']} s; results also in {RESULTS})")
-    return 0
+    if args.no_docs:
+        return 0
+    record = docs.load_record()
+    ran = docs.merge(record, docs.as_saved(results))
+    docs.save_record(record)
+    return render_docs(None, ran)
+
+
+# Each section measures and keeps its results in run.results; main prints its tables from them
+# (docs.SECTIONS: the same renderer writes them into docs/performance.md).
 
 
 def routes_section(run: Run) -> None:
@@ -233,18 +296,6 @@ def routes_section(run: Run) -> None:
     workload.seed()
     rows = [measure.route(case, run.ours, run.n, run.hooks, run.log) for case in workload.cases]
     run.results["routes"] = [asdict(r) | {"overhead": r.overhead} for r in rows]
-    _say("### Per route (local stack)\n")
-    _say(
-        "| route | p50 ms | AWS calls | sequential round trips | emulated AWS ms | p50 ÷ AWS | items read "
-        "| CPU ms: function / emulated AWS | calls |"
-    )
-    _say("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for r in rows:
-        _say(
-            f"| `{r.route}` | {_fmt(r.p50_ms)} | {_fmt(r.calls, 0)} | {_fmt(r.round_trips, 0)} | "
-            f"{_fmt(r.floor_ms)} | {_fmt(r.overhead)} | {_fmt(r.items_read, 0)} | "
-            f"{_fmt(r.function_cpu_ms)} / {_fmt(r.aws_cpu_ms)} | {r.operations} |"
-        )
 
 
 def sizes_section(run: Run) -> None:
@@ -252,11 +303,6 @@ def sizes_section(run: Run) -> None:
     _progress(f"memory size: {small} vs {large} messages (items read: vs {read_large})")
     rows = measure.sizes(run.ours, run.log, small, large, read_large, run.n, _progress)
     run.results["sizes"] = [asdict(r) | {"ratio": r.ratio} for r in rows]
-    _say("\n### Memory size (local stack)\n")
-    _say("| measure | small | large | large ÷ small |")
-    _say("|---|---:|---:|---:|")
-    for r in rows:
-        _say(f"| {r.what} | {_fmt(r.small)} | {_fmt(r.large)} | {_fmt(r.ratio, 2)} |")
 
 
 def throughput_section(run: Run) -> None:
@@ -272,11 +318,6 @@ def throughput_section(run: Run) -> None:
             measure.pairs_per_second(target, 8, run.seconds, pair),
         )
     run.results["throughput"] = {name: {"1": one, "8": eight} for name, (one, eight) in table.items()}
-    _say("\n### Throughput: scenario write+read pairs per second\n")
-    _say("| endpoint | 1 client | 8 clients | 8 ÷ 1 |")
-    _say("|---|---:|---:|---:|")
-    for name, (one, eight) in table.items():
-        _say(f"| {name} | {_fmt(one)} | {_fmt(eight)} | {_fmt(eight / one if one else math.nan, 2)} |")
 
 
 def compare_section(run: Run) -> None:
@@ -292,30 +333,19 @@ def compare_section(run: Run) -> None:
         cases(run.theirs, ours=False, make_files=maker, files_too=files_too),
         run.n,
     )
-    run.results["compare"] = [asdict(r) | {"ratio": r.ratio} for r in rows]
-    _say(
-        f"\n### Side by side with {run.theirs.url} (p50 ms, alternating requests; "
-        f"ours: Embeddings {run.args.embeddings})\n"
-    )
-    _say("| route | Memory Hub | other | ratio |")
-    _say("|---|---:|---:|---:|")
-    for r in rows:
-        _say(f"| `{r.route}` | {_fmt(r.ours_ms)} | {_fmt(r.theirs_ms)} | {_fmt(r.ratio, 2)} |")
+    run.results["compare"] = {
+        "url": run.theirs.url,
+        "embeddings": run.args.embeddings,
+        "rows": [asdict(r) | {"ratio": r.ratio} for r in rows],
+    }
 
 
 def cold_section(run: Run) -> None:
     runs = 3 if run.args.quick else 7
     _progress(f"cold start: {runs} runs per function, interleaved with import boto3")
     rows = coldstart.cold_starts(runs)
-    layer = coldstart.layer_size()
     run.results["cold_start"] = [asdict(r) | {"ratio": r.ratio} for r in rows]
-    run.results["layer"] = layer
-    _say("\n### Cold start: importing the handler vs `import boto3` (fresh interpreter, median)\n")
-    _say("| function | import ms | import boto3 ms | ratio |")
-    _say("|---|---:|---:|---:|")
-    for r in rows:
-        _say(f"| {r.function} | {_fmt(r.import_ms, 0)} | {_fmt(r.boto3_ms, 0)} | {_fmt(r.ratio, 2)} |")
-    _say(f"\nLayer: {layer}")
+    run.results["layer"] = coldstart.layer_size()
 
 
 def memory_section(run: Run) -> None:
@@ -332,65 +362,30 @@ def memory_section(run: Run) -> None:
         "mib_per_1000": round(growth.per_thousand(), 1),
         "pss_mib_per_1000": round(growth.per_thousand_pss(), 1),
     }
-    _say("\n### Resident memory (local stack, RSS MiB)\n")
-    _say(
-        f"| process kind | processes | at start | after {growth.warmed.messages} messages | "
-        f"after {growth.end.messages} | MiB per 1,000 messages after the first {growth.warmed.messages} |"
-    )
-    _say("|---|---:|---:|---:|---:|---:|")
-    for kind in memory.KINDS:
-        _say(
-            f"| {kind} | {growth.end.processes[kind]} | {_fmt(growth.start.mib[kind], 0)} | "
-            f"{_fmt(growth.warmed.mib[kind], 0)} | {_fmt(growth.end.mib[kind], 0)} | "
-            f"{_fmt(growth.per_thousand(kind))} |"
-        )
-    _say(
-        f"| whole stack | {sum(growth.end.processes.values())} | {_fmt(growth.start.total, 0)} | "
-        f"{_fmt(growth.warmed.total, 0)} | {_fmt(growth.end.total, 0)} | {_fmt(growth.per_thousand())} |"
-    )
-    _say(
-        f"| whole stack, proportional set (PSS: a page shared by n processes counts 1/n in each) | "
-        f"{sum(growth.end.processes.values())} | {_fmt(growth.start.total_pss, 0)} | "
-        f"{_fmt(growth.warmed.total_pss, 0)} | {_fmt(growth.end.total_pss, 0)} | "
-        f"{_fmt(growth.per_thousand_pss())} |"
-    )
-    _say(
-        f"\nThe first {growth.warmed.messages} messages are each process's first use of its routes "
-        f"(imports, the embedding model's buffers): {_fmt(growth.first_use(), 0)} MiB once. "
-        f"The gateway's process (it runs the bench too, so not in the sum): {_fmt(growth.start.gateway_mib, 0)} → "
-        f"{_fmt(growth.end.gateway_mib, 0)} MiB (PSS {_fmt(growth.end.gateway_pss_mib, 0)}); "
-        f"loading took {growth.seconds:.0f} s."
-    )
 
 
 def durability_section(run: Run) -> None:
     n = 30 if run.args.quick else 200
     _progress(f"durability: a stack of its own, {n} + {n} acknowledged writes, SIGKILL, restart (twice)")
-    found = durability.measure(n, _progress)
-    run.results["durability"] = found.result()
-    _say("\n### Durability: acknowledged writes after a SIGKILL of the whole stack (as `make run` starts it)\n")
-    for line in durability.table(found.rounds):
-        _say(line)
-    if found.leftovers:
-        _say(f"\nProcesses of the stacks still alive at the end: {found.leftovers}")
+    run.results["durability"] = durability.measure(n, _progress).result()
 
 
 def recall_section(run: Run) -> None:
     config = recall.settings(run.args.quick, run.args.mode)
     _progress("recall: public data with labelled evidence, over HTTP")
-    run.results["recall"] = recall.run(run.ours, run.log, run.theirs, config, _say, _progress)
+    run.results["recall"] = recall.run(run.ours, run.log, run.theirs, config, _progress)
 
 
 def formation_section(run: Run) -> None:
     config = formation.settings(run.args.quick, run.args.embeddings, run.ours.key, run.args)
     _progress(f"formation: a stack of its own, LoCoMo formed by {config.model_label}")
-    run.results["formation"] = formation.run(config, _say, _progress)
+    run.results["formation"] = formation.run(config, _progress)
 
 
 def cost_section(run: Run) -> None:
     _progress(f"cost: every route, {run.n} requests each (and {run.n} with every AWS call delayed), at list prices")
     rows, stored = cost.measure_routes(cases(run.ours, ours=True), run.ours, run.n, run.hooks, run.log, _progress)
-    run.results["cost"] = cost.report(rows, stored, _say)
+    run.results["cost"] = cost.report(rows, stored)
 
 
 def _pair_with_files(make_files: FileMaker) -> Callable[[Target, Scope, int], None]:
@@ -415,6 +410,7 @@ SECTION_RUNNERS: dict[str, Callable[[Run], None]] = {
     "cost": cost_section,
 }
 SECTIONS = list(SECTION_RUNNERS)
+assert list(docs.SECTIONS) == SECTIONS, "docs.SECTIONS renders every section, in the order they run"
 
 if __name__ == "__main__":
     sys.exit(main())

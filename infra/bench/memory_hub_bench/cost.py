@@ -275,54 +275,67 @@ def _fmt(value: float, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
-def _calls(row: RouteCost) -> str:
-    return ", ".join(f"{service} {count:g}" for service, count in sorted(row.calls.items(), key=lambda kv: -kv[1]))
+def _calls(calls: dict[str, float]) -> str:
+    return ", ".join(f"{service} {count:g}" for service, count in sorted(calls.items(), key=lambda kv: -kv[1]))
 
 
-def _where(row: RouteCost, index_vectors: int) -> str:
+def _largest(row: RouteCost, index_vectors: int) -> list[tuple[str, float]]:
+    """The three services a request spends most on (USD a request), the largest first."""
     spent = sorted(row.dollars(index_vectors).items(), key=lambda kv: -kv[1])
-    return ", ".join(f"{name} {usd * 1e6:,.1f}" for name, usd in spent[:3] if usd > 0)
+    return [(name, usd) for name, usd in spent[:3] if usd > 0]
 
 
-def report(rows: list[RouteCost], stored: float, say: Callable[[str], None]) -> dict[str, Any]:
-    """Print the cost tables (Markdown) and hand back what they show."""
-    say(f"\n### Cost at list prices (us-east-1, on-demand; prices of {prices.CHECKED}: memory_hub_bench/prices.py)\n")
+def report(rows: list[RouteCost], stored: float) -> dict[str, Any]:
+    """The section's results: every route's use and its price, the month and the peers (``render``
+    prints them; what it shows is all here, so a record renders the same after prices.py changes)."""
+    by_route = {row.route: row for row in rows}
+    bill = month(by_route[ONE_MESSAGE_ADD], by_route["/v3/conversation/search"], stored)
+    return {
+        "routes": [row.__dict__ | {"billed_ms": row.billed_ms,
+                                   "usd_per_million": sum(row.dollars(SMALL_INDEX).values()) * 1e6,
+                                   "usd_per_million_6m_vectors": sum(row.dollars(LARGE_INDEX).values()) * 1e6,
+                                   "largest": _largest(row, SMALL_INDEX)}
+                   for row in rows],
+        "month": bill.__dict__ | {"total": bill.total},
+        "workload": {"users": USERS, "adds": ADDS, "searches": SEARCHES, "months_kept": MONTHS_KEPT,
+                     "turns_held": LARGE_INDEX, "vector_bytes": VECTOR_BYTES},
+        "peers": peers(),
+        "prices_checked": prices.CHECKED,
+        "unverified": [p.per for p in _all_prices() if not p.verified],
+    }  # fmt: skip
+
+
+def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
+    """The cost tables (Markdown) from the section's results (``report``'s)."""
+    checked = result["prices_checked"]
+    say(f"\n### Cost at list prices (us-east-1, on-demand; prices of {checked}: memory_hub_bench/prices.py)\n")
     say(
         "| route | AWS calls a request | DynamoDB RRU / WRU | S3 PUT / GET | S3 Vectors put / query | "
         "Bedrock tokens | Lambda requests / billed ms | $ per 1M | $ per 1M, 6M-vector index | largest, $ per 1M |"
     )
     say("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for row in rows:
-        small, large = sum(row.dollars(SMALL_INDEX).values()), sum(row.dollars(LARGE_INDEX).values())
+    for r in result["routes"]:
+        largest = ", ".join(f"{name} {usd * 1e6:,.1f}" for name, usd in r["largest"])
         say(
-            f"| `{row.route}` | {_calls(row)} | {_fmt(row.rru)} / {_fmt(row.wru)} | {_fmt(row.s3_put)} / "
-            f"{_fmt(row.s3_get)} | {_fmt(row.vector_puts)} / {_fmt(row.vector_queries)} | {_fmt(row.tokens, 0)} | "
-            f"{_fmt(row.lambda_requests)} / {row.billed_ms} | {_fmt(small * 1e6)} | {_fmt(large * 1e6)} | "
-            f"{_where(row, SMALL_INDEX)} |"
+            f"| `{r['route']}` | {_calls(r['calls'])} | {_fmt(r['rru'])} / {_fmt(r['wru'])} | {_fmt(r['s3_put'])} / "
+            f"{_fmt(r['s3_get'])} | {_fmt(r['vector_puts'])} / {_fmt(r['vector_queries'])} | {_fmt(r['tokens'], 0)} | "
+            f"{_fmt(r['lambda_requests'])} / {r['billed_ms']} | {_fmt(r['usd_per_million'])} | "
+            f"{_fmt(r['usd_per_million_6m_vectors'])} | {largest} |"
         )
-    by_route = {row.route: row for row in rows}
-    bill = month(by_route[ONE_MESSAGE_ADD], by_route["/v3/conversation/search"], stored)
+    bill, w = result["month"], result["workload"]
     say(
-        f"\n**A month** of {USERS:,} users each adding {ADDS} one-message turns and searching {SEARCHES} times, "
-        f"kept {MONTHS_KEPT} months (steady state: {LARGE_INDEX:,} turns held, one memory, one vector index): "
-        f"requests ${bill.requests_usd:,.0f}, storage ${bill.storage_usd:,.0f} "
-        f"(DynamoDB {bill.bytes_per_message:,.0f} bytes a stored turn, measured; vectors {VECTOR_BYTES:,} bytes), "
-        f"**${bill.total:,.0f} a month**.\n"
+        f"\n**A month** of {w['users']:,} users each adding {w['adds']} one-message turns and searching "
+        f"{w['searches']} times, kept {w['months_kept']} months (steady state: {w['turns_held']:,} turns held, one "
+        f"memory, one vector index): requests ${bill['requests_usd']:,.0f}, storage ${bill['storage_usd']:,.0f} "
+        f"(DynamoDB {bill['bytes_per_message']:,.0f} bytes a stored turn, measured; vectors {w['vector_bytes']:,} "
+        f"bytes), **${bill['total']:,.0f} a month**.\n"
     )
     say("| the same workload on | $ a month | prices used |")
     say("|---|---:|---|")
-    say(f"| Memory Hub (this table) | ${bill.total:,.0f} | the rows above |")
-    for peer, usd, basis in peers():
+    say(f"| Memory Hub (this table) | ${bill['total']:,.0f} | the rows above |")
+    for peer, usd, basis in result["peers"]:
         say(f"| {peer} | {usd} | {basis} |")
-    unverified = [p.per for p in _all_prices() if not p.verified]
-    say(f"\nPrices not confirmed on {prices.CHECKED} (shown as last published): {'; '.join(unverified)}.")
-    return {
-        "routes": [row.__dict__ | {"usd_per_million": sum(row.dollars(SMALL_INDEX).values()) * 1e6,
-                                   "usd_per_million_6m_vectors": sum(row.dollars(LARGE_INDEX).values()) * 1e6}
-                   for row in rows],
-        "month": bill.__dict__ | {"total": bill.total},
-        "prices_checked": prices.CHECKED,
-    }  # fmt: skip
+    say(f"\nPrices not confirmed on {checked} (shown as last published): {'; '.join(result['unverified'])}.")
 
 
 def _all_prices() -> list[prices.Price]:

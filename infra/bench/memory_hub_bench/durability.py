@@ -156,28 +156,47 @@ class Round:
 
 
 def table(rounds: list[Round]) -> list[str]:
-    """The section's Markdown: what was kept, then how each kill and restart went."""
-    lines = [
+    """The section's Markdown for these rounds (as ``lines`` writes their results)."""
+    return lines([r.result() for r in rounds])
+
+
+def lines(rounds: list[dict[str, Any]]) -> list[str]:
+    """The section's Markdown from its rounds' results: what was kept, then how each kill and
+    restart went."""
+    out = [
         "| round | writes | acknowledged | present after restart | lost | the state holds | applied twice |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in rounds:
-        for t in r.tallies:
-            twice = "–" if t.applied_twice is None else str(t.applied_twice)
-            lines.append(f"| {r.name} | {t.what} | {t.acknowledged} | {t.present} | {t.lost} | {t.held} | {twice} |")
-    lines += [
+        for t in r["writes"]:
+            twice = "–" if t["applied_twice"] is None else str(t["applied_twice"])
+            out.append(
+                f"| {r['round']} | {t['what']} | {t['acknowledged']} | {t['present']} | {t['lost']} | {t['held']} "
+                f"| {twice} |"
+            )
+    out += [
         "",
         "| round | SIGKILL after the last answer ms | journal on disk KiB (segments) | snapshot KiB | "
         "changes replayed | restart to banner s | restart to first 200 s |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rounds:
-        lines.append(
-            f"| {r.name} | {r.kill_ms:.2f} | {r.disk.journal_bytes / 1024:.0f} ({r.disk.segments}) | "
-            f"{r.disk.snapshot_bytes / 1024:.1f} | {r.replayed} | {r.banner_s:.1f} | {r.serving_s:.1f} |"
+        out.append(
+            f"| {r['round']} | {r['kill_ms_after_last_answer']:.2f} | {r['journal_bytes'] / 1024:.0f} "
+            f"({r['journal_segments']}) | {r['snapshot_bytes'] / 1024:.1f} | {r['replayed_changes']} | "
+            f"{r['restart_banner_s']:.1f} | {r['restart_first_answer_s']:.1f} |"
         )
-    lines += [f"\n{r.name}: {r.compaction}." for r in rounds if r.compaction]
-    return lines
+    out += [f"\n{r['round']}: {r['compaction_at_kill']}." for r in rounds if r["compaction_at_kill"]]
+    return out
+
+
+def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
+    """The section's tables from its results (``Durability.result``'s)."""
+    say("\n### Durability: acknowledged writes after a SIGKILL of the whole stack (as `make run` starts it)\n")
+    for line in lines(result["rounds"]):
+        say(line)
+    if result.get("leftovers"):
+        say(f"\nProcesses of the stacks still alive at the end: {result['leftovers']}")
 
 
 def banner(output: str) -> dict[str, str] | None:
@@ -449,6 +468,7 @@ class Durability:
             "rounds": [r.result() for r in self.rounds],
             "lost": sum(r.lost for r in self.rounds),
             "leftover_processes": len(self.leftovers),
+            "leftovers": self.leftovers,
         }
 
 

@@ -42,7 +42,6 @@ from . import formation_meter, formation_score, prices
 from .cases import Scope
 from .client import Target
 from .datasets import Corpus, load_locomo
-from .formation_print import print_section
 from .formation_watch import FULL, IDLE, Stored, Watcher, records, settle, store
 from .recall import Endpoint, percentile
 
@@ -316,7 +315,8 @@ def facts(done: Pass) -> tuple[list[formation_score.Fact], list[formation_score.
 # ---------------------------------------------------------------- the section
 
 
-def run(config: Settings, say: Callable[[str], None], progress: Callable[[str], None]) -> dict[str, Any]:
+def run(config: Settings, progress: Callable[[str], None]) -> dict[str, Any]:
+    """The section's results (``formation_print.render`` prints them)."""
     began = time.perf_counter()
     every = load_locomo()
     corpora = every.corpora[: config.conversations]
@@ -336,9 +336,9 @@ def run(config: Settings, say: Callable[[str], None], progress: Callable[[str], 
         "output_per_1k_tokens_usd": PRICE_OUTPUT_PER_1K_TOKENS,
         "source": PRICE_SOURCE,
     }
-    print_section(passes, scores, price, config.url is None, say)
     return {
         "conversations": len(corpora),
+        "scripted": config.url is None,
         "passes": passes,
         "score": scores,
         "price": price,

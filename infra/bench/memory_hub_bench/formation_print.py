@@ -1,4 +1,5 @@
-"""The formation section's tables (Markdown, as the bench's other sections print theirs)."""
+"""The formation section's tables, as Markdown, from its results (what bench-results.json keeps):
+the bench prints them, and renders them into docs/performance.md (``docs``)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,11 @@ def _rows(p: dict[str, Any], priced: str) -> list[tuple[str, str]]:
     if p["paused_users"] or p["last_errors"] or not p["settled"]:
         rows.append(("paused users; errors; settled", f"{p['paused_users']}; {p['last_errors'][:3]}; {p['settled']}"))
     return rows
+
+
+def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
+    """The section's tables from its results (``formation.run``'s)."""
+    print_section(result["passes"], result["score"], result["price"], result["scripted"], say)
 
 
 def print_section(passes: list[dict[str, Any]], score: dict[str, Any], price: dict[str, Any], scripted: bool,

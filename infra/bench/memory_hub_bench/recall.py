@@ -41,7 +41,6 @@ from .cases import Scope
 from .client import BenchError, Target
 from .datasets import Corpus, Dataset, Record, Turn, load_locomo, load_longmemeval
 from .measure import CallLog
-from .recall_print import print_tables
 
 KS = (1, 5, 10)
 MAX_SOURCES = 100  # what atomic/add takes
@@ -136,6 +135,8 @@ class Tally:
             "items_read_p50": percentile(self.reads, 0.5),
             "items_read_p95": percentile(self.reads, 0.95),
             "hit@10_by_kind": {k: round(h / n, 4) for k, (n, h) in sorted(self.kinds.items()) if n},
+            "hits": {str(k): self.hits[k] for k in KS},  # the counts the tables' rates are printed from
+            "kinds": {k: [n, h] for k, (n, h) in sorted(self.kinds.items()) if n},
         }
 
 
@@ -400,9 +401,9 @@ def run(
     log: CallLog | None,
     theirs: Target | None,
     config: Settings,
-    say: Callable[[str], None],
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
+    """The section's results (``recall_print.render`` prints them)."""
     began = time.perf_counter()
     every = load_locomo()
     locomo = Dataset("LoCoMo", every.corpora[: config.locomo_conversations])
@@ -436,7 +437,6 @@ def run(
         if endpoint.retries:
             endpoint.note(f"{endpoint.target.name}: {endpoint.retries} requests answered 429/5xx and were sent again")
     notes = [n for e in endpoints for n in e.notes]
-    print_tables(summary, tallies, size_rows, notes, config, say)
     return {
         "datasets": summary,
         "rows": [t.row() for t in tallies],

@@ -1,4 +1,5 @@
-"""The recall section's tables (printed as Markdown, as docs/recall.md shows them)."""
+"""The recall section's tables, as Markdown, from its results (what bench-results.json keeps): the
+bench prints them, and renders them into docs/performance.md (``docs``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # recall imports this module for its tables
-    from .recall import Settings, Tally
+    from .recall import Tally
 
 
 def fmt(value: float, digits: int = 1) -> str:
@@ -18,33 +19,52 @@ def pct(value: float) -> str:
     return "–" if math.isnan(value) else f"{100 * value:.1f}%"
 
 
-def print_kinds(tallies: list[Tally], say: Callable[[str], None]) -> None:
+Say = Callable[[str], None]
+
+
+def print_kinds(tallies: list[Tally], say: Say) -> None:
+    """hit@10 per question kind of these tallies (as ``kinds`` prints their rows)."""
+    kinds([t.row() for t in tallies], say)
+
+
+def kinds(rows: list[dict[str, Any]], say: Say) -> None:
     """hit@10 per question kind (LoCoMo's categories, LongMemEval's question types): a column per
-    system, level and mode of the data set."""
+    system, level and mode of the data set (and the questions of each kind, when the results kept
+    them: older runs did not)."""
     for dataset in ("LoCoMo", "LongMemEval"):
-        shown = [t for t in tallies if t.dataset == dataset and t.kinds]
+        shown = [r for r in rows if r["dataset"] == dataset and r.get("hit@10_by_kind")]
         if not shown:
             continue
-        kinds = sorted({k for t in shown for k in t.kinds})
+        names = sorted({k for r in shown for k in r["hit@10_by_kind"]})
+        counted = all("kinds" in r for r in shown)
         say(f"\n### {dataset}: hit@10 by question kind\n")
-        say("| kind | questions | " + " | ".join(f"{t.system}, {t.level}, {t.mode}" for t in shown) + " |")
-        say("|---|---:|" + "---:|" * len(shown))
-        for kind in kinds:
-            asked = max(t.kinds.get(kind, [0, 0])[0] for t in shown)
-            rates = [t.kinds[kind][1] / t.kinds[kind][0] if t.kinds.get(kind, [0])[0] else math.nan for t in shown]
-            say(f"| {kind} | {asked} | " + " | ".join(pct(r) for r in rates) + " |")
+        columns = " | ".join(f"{r['system']}, {r['level']}, {r['mode']}" for r in shown)
+        say(f"| kind | questions | {columns} |" if counted else f"| kind | {columns} |")
+        say(("|---|---:|" if counted else "|---|") + "---:|" * len(shown))
+        for kind in names:
+            asked = f" {max(r['kinds'].get(kind, [0, 0])[0] for r in shown)} |" if counted else ""
+            rates = [_kind_rate(r, kind) for r in shown]
+            say(f"| {kind} |{asked} " + " | ".join(pct(rate) for rate in rates) + " |")
 
 
-def print_tables(
-    summary: dict[str, dict[str, int]],
-    tallies: list[Tally],
-    size_rows: list[dict[str, Any]],
-    notes: list[str],
-    config: Settings,
-    say: Callable[[str], None],
-) -> None:
+def _rate(row: dict[str, Any], k: int) -> float:
+    """hit@k of a row: from its counts (its rate is rounded), or its rate in results kept before them."""
+    if "hits" not in row:
+        return float(row[f"hit@{k}"])
+    return row["hits"][str(k)] / row["questions"] if row["questions"] else math.nan
+
+
+def _kind_rate(row: dict[str, Any], kind: str) -> float:
+    if "kinds" not in row:
+        return float(row["hit@10_by_kind"].get(kind, math.nan))
+    asked, hits = row["kinds"].get(kind, [0, 0])
+    return hits / asked if asked else math.nan
+
+
+def render(result: dict[str, Any], say: Say) -> None:
+    """The section's tables from its results (``recall.run``'s, as bench-results.json keeps them)."""
     say("\n### Recall on public data (hit@k: an evidence turn among the first k results, limit 10)\n")
-    for name, s in summary.items():
+    for name, s in result["datasets"].items():
         say(
             f"- {name}: {s['corpora']} memories (users), {s['turns']} turns, {s['records']} L1 records, "
             f"{s['questions']} questions with evidence ({s['skipped_without_evidence']} without: skipped)"
@@ -56,20 +76,20 @@ def print_tables(
     )
     say("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
     order = {"LoCoMo": 0, "LongMemEval": 1}
-    for t in sorted(tallies, key=lambda t: (order.get(t.dataset, 9), t.level, t.system.startswith("reference"))):
-        row = t.row()
-        mode = "–" if t.system.startswith("reference") else f"{t.mode} → {t.mode_used or 'not reported'}"
+    rows = result["rows"]
+    for r in sorted(rows, key=lambda r: (order.get(r["dataset"], 9), r["level"], r["system"].startswith("reference"))):
+        mode = "–" if r["system"].startswith("reference") else f"{r['mode']} → {r['mode_used'] or 'not reported'}"
         say(
-            f"| {t.dataset} | {t.level} | {t.system} | {mode} | {t.questions} | {pct(t.rate(1))} | {pct(t.rate(5))} | "
-            f"{pct(t.rate(10))} | {fmt(row['p50_ms'])} | {fmt(row['p95_ms'])} | "
-            f"{fmt(row['items_read_p50'], 0)} / {fmt(row['items_read_p95'], 0)} |"
+            f"| {r['dataset']} | {r['level']} | {r['system']} | {mode} | {r['questions']} | {pct(_rate(r, 1))} | "
+            f"{pct(_rate(r, 5))} | {pct(_rate(r, 10))} | {fmt(r['p50_ms'])} | {fmt(r['p95_ms'])} | "
+            f"{fmt(r['items_read_p50'], 0)} / {fmt(r['items_read_p95'], 0)} |"
         )
-    print_kinds(tallies, say)
-    if size_rows:
+    kinds(rows, say)
+    if result["size"]:
         say("\n### Recall at 1x and 10x memory (LoCoMo, the same questions; 10x: other conversations, renamed)\n")
         say("| system | level | mode | measure | 1x | 10x | 10x ÷ 1x |")
         say("|---|---|---|---|---:|---:|---:|")
-        for r in size_rows:
+        for r in result["size"]:
             one, ten = r["1x"], r["10x"]
             size = f"{r['items_1x']} → {r['items_10x']} items, {r['questions']} questions"
             label = f"| {r['system']} | {r['level']} ({size}) | {r['mode']} |"
@@ -85,5 +105,5 @@ def print_tables(
                     continue
                 ratio = b / a if a and not math.isnan(a) else math.nan
                 say(f"{label} {measure} | {fmt(a, digits)} | {fmt(b, digits)} | {fmt(ratio, 2)} |")
-    for note in notes:
+    for note in result["notes"]:
         say(f"\nNote: {note}")
