@@ -3,16 +3,19 @@ account, and the test hooks of the emulated AWS side (pause a call, inject a fau
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,7 +203,10 @@ class Scope:
 
     @property
     def prefix(self) -> str:
-        return f"profiles/{self.team_id}:{self.agent_id}/{self.memory_id}/"
+        """The memory's folder in the bucket, as the runtime names it (``memory_hub.storage.bucket``)."""
+        from memory_hub.storage import bucket
+
+        return bucket.prefix(self.team_id, self.agent_id)
 
 
 def make_scope() -> Scope:
@@ -232,17 +238,185 @@ def aws_client(service: str) -> Any:
 
 
 def s3_keys(prefix: str) -> list[str]:
+    """The keys of the bucket's live objects under ``prefix``, in key order."""
     found = []
     for page in aws_client("s3").get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
         found += [o["Key"] for o in page.get("Contents", [])]
     return found
 
 
-def scan(table: str) -> list[dict[str, Any]]:
+def s3_body(key: str) -> bytes:
+    """The body of the bucket's live object ``key``."""
+    return bytes(aws_client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read())
+
+
+def memory_files(scope: Scope, folder: str = "") -> list[str]:
+    """The keys of the scope's memory's files, or of those in one of its folders: a name of
+    ``memory_hub.storage.bucket`` (``EXPORTS``, ``IMPORTS``, ``PERSONA_BACKUPS``, ``SCENES``, …)."""
+    return s3_keys(scope.prefix + folder)
+
+
+def scan(table: str, where: str | None = None, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every item of ``table`` (strongly consistent), or those matching the filter expression
+    ``where`` (its ``values``: the expression's attribute values)."""
+    kept = {"FilterExpression": where, "ExpressionAttributeValues": values} if where else {}
     items = []
-    for page in aws_client("dynamodb").get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+    for page in aws_client("dynamodb").get_paginator("scan").paginate(TableName=table, ConsistentRead=True, **kept):
         items += page.get("Items", [])
     return items
+
+
+def partition(table: str, pk: str, sk_prefix: str | None = None) -> list[dict[str, Any]]:
+    """Every item of one partition of ``table`` (strongly consistent), or those whose sort key
+    starts with ``sk_prefix``; keys as the runtime spells them (``memory_hub.storage.layout``)."""
+    condition, values = "pk = :pk", {":pk": {"S": pk}}
+    if sk_prefix is not None:
+        condition, values = condition + " AND begins_with(sk, :sk)", {**values, ":sk": {"S": sk_prefix}}
+    pages = (
+        aws_client("dynamodb")
+        .get_paginator("query")
+        .paginate(
+            TableName=table, KeyConditionExpression=condition, ExpressionAttributeValues=values, ConsistentRead=True
+        )
+    )
+    return [item for page in pages for item in page.get("Items", [])]
+
+
+def pair_assets(memory_id: str) -> list[dict[str, Any]]:
+    """The asset items of the pairs under ``memory_id`` (an asset of the earlier design aside)."""
+    from memory_hub.storage.assets import PAIR_PREFIX
+
+    return partition(TABLES["assets"], memory_id, PAIR_PREFIX)
+
+
+def epoch_of(scope: Scope) -> int:
+    """The content epoch of the scope's pair's asset."""
+    from memory_hub.storage.assets import pair_sk
+
+    [asset] = [a for a in pair_assets(scope.memory_id) if a["sk"]["S"] == pair_sk(scope.team_id, scope.agent_id)]
+    return int(asset["epoch"]["N"])
+
+
+# ---------------------------------------------------------------- what storage holds: the erasure scan
+# Erasure is a promise about storage, which the API cannot show: the API tier reads it here, every
+# table of the account, every version of every object of every bucket (unpacked when it is an
+# archive) and every vector of every vector bucket, with every key as the runtime spells it.
+
+STORES = ("tables", "files", "vectors")
+
+
+def stored_vectors() -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
+    """Every vector of every vector bucket: key -> [(bucket, index, metadata)]."""
+    client = aws_client("s3vectors")
+    found: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+    for bucket in client.list_vector_buckets()["vectorBuckets"]:
+        name = bucket["vectorBucketName"]
+        for page in client.get_paginator("list_indexes").paginate(vectorBucketName=name):
+            for index in page["indexes"]:
+                for vpage in client.get_paginator("list_vectors").paginate(
+                    vectorBucketName=name, indexName=index["indexName"], returnMetadata=True
+                ):
+                    for v in vpage["vectors"]:
+                        found.setdefault(v["key"], []).append((name, index["indexName"], v.get("metadata", {})))
+    return found
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in ``value`` (an item, metadata) as it is stored, not escaped as JSON would:
+    mapping keys and values, list members, numbers as text, binary values read as bodies are."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield str(key)
+            yield from _strings(inner)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for inner in value:
+            yield from _strings(inner)
+    elif isinstance(value, bytes | bytearray):
+        yield _readable(bytes(value))
+    elif value is not None:
+        yield str(value)
+
+
+def _readable(body: bytes) -> str:
+    """An object's body as text: gzip unpacked, and a tar archive (an export, an import's upload)
+    as its members' names and contents; what is neither is read as it is."""
+    if body[:2] == b"\x1f\x8b":
+        try:
+            body = gzip.decompress(body)
+        except (OSError, EOFError):
+            pass
+    try:
+        with tarfile.open(fileobj=io.BytesIO(body)) as archive:
+            parts = []
+            for member in archive.getmembers():
+                parts.append(member.name)
+                extracted = archive.extractfile(member) if member.isfile() else None
+                if extracted is not None:
+                    parts.append(_readable(extracted.read()))
+            return "\n".join(parts)
+    except (tarfile.TarError, OSError, EOFError):
+        return body.decode("utf-8", "replace")
+
+
+def _stored_files(under: str) -> list[str]:
+    client, parts = aws_client("s3"), []
+    for bucket in [b["Name"] for b in client.list_buckets().get("Buckets", [])]:
+        for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=under):
+            parts += [marker["Key"] for marker in page.get("DeleteMarkers", [])]
+            for version in page.get("Versions", []):
+                extra = {"VersionId": version["VersionId"]} if version.get("VersionId") not in (None, "null") else {}
+                stored = client.get_object(Bucket=bucket, Key=version["Key"], **extra)
+                parts += [version["Key"], _readable(stored["Body"].read()), *_strings(stored.get("Metadata", {}))]
+    return parts
+
+
+def _every_table() -> list[str]:
+    return [
+        name for page in aws_client("dynamodb").get_paginator("list_tables").paginate() for name in page["TableNames"]
+    ]
+
+
+def stored_text(stores: Iterable[str] = STORES, *, tables: Iterable[str] | None = None, under: str = "") -> str:
+    """What storage holds, as one text of every stored string (one a line, unescaped). ``stores``
+    among :data:`STORES`: ``tables``, the items of ``tables`` (table names; None: every table of
+    the account); ``files``, every version of every object under ``under`` in every bucket (its key,
+    its body — unpacked when an archive — and its metadata) and the keys of delete markers;
+    ``vectors``, every vector's key, bucket, index and metadata."""
+    stores = set(stores)
+    assert stores <= set(STORES), stores
+    parts = []
+    if "tables" in stores:
+        for table in _every_table() if tables is None else tables:
+            parts += _strings(scan(table))
+    if "files" in stores:
+        parts += _stored_files(under)
+    if "vectors" in stores:
+        parts += _strings(stored_vectors())
+    return "\n".join(parts)
+
+
+def term_digests(texts: Iterable[str]) -> list[str]:
+    """The digests under which the search index stores the terms of ``texts``."""
+    from memory_hub.domain.search import tokenize
+    from memory_hub.storage.layout import term_digest
+
+    return sorted({term_digest(token) for text in texts for token in tokenize(text)})
+
+
+def traces_of(
+    markers: Iterable[str],
+    stores: Iterable[str] = STORES,
+    *,
+    terms: bool = True,
+    tables: Iterable[str] | None = None,
+    under: str = "",
+) -> list[str]:
+    """The markers still found in storage (:func:`stored_text`'s, with the same choices) and, with
+    ``terms``, the digests of their terms the search index keys its postings by; sorted. ``[]``:
+    nothing of them is left."""
+    markers = list(markers)
+    text = stored_text(stores, tables=tables, under=under)
+    return sorted({s for s in [*markers, *(term_digests(markers) if terms else [])] if s in text})
 
 
 # The operator credentials of each stack this process started (its AWS endpoint → key, secret,

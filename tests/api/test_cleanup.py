@@ -25,9 +25,23 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import BUCKET, TABLES, Scope, aws_client, eventually, make_scope, ok, own_stack, s3_keys, scan
+from helpers import (
+    BUCKET,
+    TABLES,
+    Scope,
+    aws_client,
+    epoch_of,
+    eventually,
+    make_scope,
+    memory_files,
+    ok,
+    own_stack,
+    partition,
+    scan,
+)
+from memory_hub.storage import bucket
 from memory_hub.storage.assets import LEGACY_SK, PAIR_PREFIX
-from memory_hub.storage.layout import CLEANUP_PK, PURGE_PK, counter_pk, item_pk
+from memory_hub.storage.layout import CLEANUP_PK, PURGE_PK, counter_pk, item_pk, scene_scope
 from memory_hub.storage.leases import CURSOR_SK, LEASE_SK
 from test_transfer import CONVERSATIONS, MESSAGE, jsonl, tarball
 
@@ -144,24 +158,8 @@ def deleted_by_events(api, scope: Scope) -> Counter:
     return totals
 
 
-def keys_under(prefix: str) -> list[str]:
-    return sorted(s3_keys(prefix))
-
-
 def put_object(key: str, body: bytes, **metadata: str) -> None:
     aws_client("s3").put_object(Bucket=BUCKET, Key=key, Body=body, Metadata=metadata)
-
-
-def asset_row(memory_id: str) -> dict[str, Any]:
-    """The one pair's asset under ``memory_id`` (keys spelled by the runtime's storage modules: the
-    cleanup is a storage job, and these tests seed and read what it works on)."""
-    (item,) = aws_client("dynamodb").query(
-        TableName=TABLES["assets"],
-        ConsistentRead=True,
-        KeyConditionExpression="pk = :m AND begins_with(sk, :a)",
-        ExpressionAttributeValues={":m": {"S": memory_id}, ":a": {"S": PAIR_PREFIX}},
-    )["Items"]
-    return item
 
 
 def asset_total() -> int:
@@ -172,27 +170,9 @@ def asset_total() -> int:
     )
 
 
-def partition(pk: str) -> list[dict[str, Any]]:
-    """Every ItemsTable item of one partition (strongly consistent)."""
-    client, items, start = aws_client("dynamodb"), [], None
-    while True:
-        more = {"ExclusiveStartKey": start} if start else {}
-        page = client.query(
-            TableName=TABLES["items"],
-            KeyConditionExpression="pk = :pk",
-            ConsistentRead=True,
-            ExpressionAttributeValues={":pk": {"S": pk}},
-            **more,
-        )
-        items += page.get("Items", [])
-        start = page.get("LastEvaluatedKey")
-        if not start:
-            return items
-
-
 def lease_items() -> dict[str, dict[str, Any]]:
     """The cleanup's lease and cursor items, by sort key."""
-    return {row["sk"]["S"]: row for row in partition(CLEANUP_PK)}
+    return {row["sk"]["S"]: row for row in partition(TABLES["items"], CLEANUP_PK)}
 
 
 def hold_lease(owner: str, until_ms: int) -> None:
@@ -208,7 +188,7 @@ def drop_lease() -> None:
 
 
 def purge_records(scope: Scope) -> list[dict[str, Any]]:
-    return [row for row in partition(PURGE_PK) if row["memory_id"]["S"] == scope.memory_id]
+    return [row for row in partition(TABLES["items"], PURGE_PK) if row["memory_id"]["S"] == scope.memory_id]
 
 
 def two_users_70_old_5_new(api, scope: Scope) -> tuple[Scope, set[str], set[str]]:
@@ -366,8 +346,8 @@ def test_l1_keeps_the_newest_20_by_updated_at(api, scope):
 def test_persona_backups_beyond_3_are_pruned(api, scope):
     for n in range(3):
         ok(api.post("/v3/core/write", scope.body(content=f"persona {n}")))
-    backups = scope.prefix + ".backup/persona/"
-    assert len(keys_under(backups)) == 2
+    backups = scope.prefix + bucket.PERSONA_BACKUPS
+    assert len(memory_files(scope, bucket.PERSONA_BACKUPS)) == 2
     for version in (10, 11, 12, 13):
         put_object(
             f"{backups}persona_20240101_00000{version % 10}_{version}.md",
@@ -375,10 +355,10 @@ def test_persona_backups_beyond_3_are_pruned(api, scope):
             epoch="1",
             version=str(version),
         )
-    assert len(keys_under(backups)) == 6
+    assert len(memory_files(scope, bucket.PERSONA_BACKUPS)) == 6
     report = cleanup(api)
     assert report["done"] is True and report["backups_deleted"] >= 3
-    assert [k.rsplit("_", 1)[1] for k in keys_under(backups)] == ["11.md", "12.md", "13.md"]
+    assert [k.rsplit("_", 1)[1] for k in memory_files(scope, bucket.PERSONA_BACKUPS)] == ["11.md", "12.md", "13.md"]
     assert ok(api.post("/v3/core/read", scope.body()))["content"] == "persona 2"
 
 
@@ -388,21 +368,21 @@ def test_a_pending_purge_is_finished(api, function_env):
     pending = make_scope()
     add_new(api, pending, 3)
     ok(api.post("/v3/scenario/write", pending.body(path="a.md", content="old")))
-    old_epoch = int(asset_row(pending.memory_id)["epoch"]["N"])
+    old_epoch = epoch_of(pending)
     # no time for the purge, and the asynchronous continuation cannot be started
     function_env("ClearFunction", MEMORY_HUB_CLEAR_BUDGET_S="0", AWS_ENDPOINT_URL_LAMBDA="http://127.0.0.1:9")
     item = ok(api.post("/v3/chat-memory/clear", {"memory_ids": [pending.memory_id]}))["items"][0]
     assert item["cleared"] is True and item["purge_pending"] is True
     assert [int(r["epoch"]["N"]) for r in purge_records(pending)] == [old_epoch]
     old_messages = item_pk("L0", pending.team_id, pending.agent_id, old_epoch, pending.user_id)
-    assert len([r for r in partition(old_messages) if r["sk"]["S"].startswith("msg-")]) == 3  # still stored
+    assert len([r for r in partition(TABLES["items"], old_messages) if r["sk"]["S"].startswith("msg-")]) == 3  # kept
 
     report = cleanup(api)
     assert report["done"] is True and report["purges_completed"] >= 1
     assert purge_records(pending) == []
-    assert keys_under(pending.prefix) == []
-    assert partition(old_messages) == []
-    assert partition(counter_pk(pending.team_id, pending.agent_id, old_epoch)) == []
+    assert memory_files(pending) == []
+    assert partition(TABLES["items"], old_messages) == []
+    assert partition(TABLES["items"], counter_pk(pending.team_id, pending.agent_id, old_epoch)) == []
     done = [e for e in audit_events(api, pending, "clear") if e["target"] == "purge_complete"]
     assert len(done) == 1 and done[0]["layer"] == "asset"
     assert done[0]["count"] >= 3  # the messages it erased
@@ -425,17 +405,17 @@ def test_an_object_left_under_a_retired_epoch_is_removed(api):
     raced = make_scope()
     add_new(api, raced, 3)
     ok(api.post("/v3/scenario/write", raced.body(path="a.md", content="old")))
-    old_epoch = int(asset_row(raced.memory_id)["epoch"]["N"])
+    old_epoch = epoch_of(raced)
     assert ok(api.post("/v3/chat-memory/clear", {"memory_ids": [raced.memory_id]}))["all_cleared"] is True
     assert purge_records(raced) == []
-    straggler = raced.prefix + "scene_blocks/straggler.md"
+    straggler = raced.prefix + bucket.SCENES + "straggler.md"
     put_object(straggler, b"racing write", epoch=str(old_epoch))
     assert ok(api.post("/v3/scenario/read", raced.body(path="straggler.md")))["content"] is None
     ok(api.post("/v3/scenario/write", raced.body(path="new.md", content="after the clear")))
 
     report = cleanup(api)
     assert report["done"] is True and report["orphans_deleted"] >= 1
-    assert keys_under(raced.prefix) == [raced.prefix + "scene_blocks/new.md"]
+    assert memory_files(raced) == [raced.prefix + bucket.SCENES + "new.md"]
     assert ok(api.post("/v3/scenario/read", raced.body(path="new.md")))["content"].endswith("after the clear")
 
 
@@ -558,15 +538,15 @@ def test_a_run_out_of_time_saves_a_cursor_and_the_next_one_resumes(api, hooks):
 
 def test_exports_older_than_a_day_are_removed(api, scope):
     ok(api.post("/v3/scenario/write", scope.body(path="keep.md", content="kept")))
-    export = scope.prefix + ".exports/export-1.jsonl"
-    upload = scope.prefix + ".imports/upload-1.jsonl"
+    export = scope.prefix + bucket.EXPORTS + "export-1.jsonl"
+    upload = scope.prefix + bucket.IMPORTS + "upload-1.jsonl"
     put_object(export, b"{}\n")
     put_object(upload, b"{}\n")
     assert cleanup(api)["done"] is True  # less than a day old: kept
-    assert keys_under(scope.prefix + ".exports/") == [export]
+    assert memory_files(scope, bucket.EXPORTS) == [export]
     report = cleanup(api, now=now_ms() + 2 * DAY_MS)
     assert report["done"] is True and report["exports_deleted"] >= 2
-    assert keys_under(scope.prefix + ".exports/") == [] and keys_under(scope.prefix + ".imports/") == []
+    assert memory_files(scope, bucket.EXPORTS) == [] and memory_files(scope, bucket.IMPORTS) == []
     assert ok(api.post("/v3/scenario/read", scope.body(path="keep.md")))["content"].endswith("kept")
 
 
@@ -579,7 +559,7 @@ def test_scene_tombstones_older_than_a_day_are_dropped(api, scope):
         return {
             row["path"]["S"]: row
             for row in scan(TABLES["scenes"])
-            if row["scope"]["S"] == f"{scope.team_id}:{scope.agent_id}"
+            if row["scope"]["S"] == scene_scope(scope.team_id, scope.agent_id)
         }
 
     assert entries()["gone.md"]["removed"]["BOOL"] is True
@@ -629,9 +609,9 @@ def test_uploads_never_ingested_are_deleted_even_without_a_memory(api):
         ).status_code
         == 200
     )
-    assert s3_keys(target.prefix + ".imports/")
+    assert memory_files(target, bucket.IMPORTS)
     two_days = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2 * 86_400))
     report = api.invoke("CleanupFunction", {"now": two_days})
     assert report["done"] is True, report
-    assert s3_keys(target.prefix + ".imports/") == []
+    assert memory_files(target, bucket.IMPORTS) == []
     assert ok(api.post("/v3/memory/import/status", {"import_id": created["import_id"]}))["state"] == "failed"

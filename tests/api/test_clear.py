@@ -22,7 +22,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from helpers import BUCKET, TABLES, Api, Scope, aws_client, eventually, make_scope, ok, own_stack, s3_keys, scan
+from helpers import (
+    BUCKET,
+    TABLES,
+    Api,
+    Scope,
+    aws_client,
+    epoch_of,
+    eventually,
+    make_scope,
+    memory_files,
+    ok,
+    own_stack,
+    partition,
+    scan,
+    term_digests,
+    traces_of,
+)
+from memory_hub.storage import bucket
+from memory_hub.storage.layout import PURGE_PK, memory_part, purge_sk, scene_scope
 
 CLEAR = "/v3/chat-memory/clear"
 # The cleanup that finishes purges walks every memory, and the marker checks read tables whole:
@@ -136,30 +154,15 @@ def wait_for_purge_complete(api, scope, timeout_s=60.0):
 
 
 # ---- what is stored, seen directly in the emulated account ------------------------------------------
-# Erasure is a promise about storage, which the API cannot show: these read it, with every key
-# spelled by the runtime's own layout module (memory_hub.storage.layout), never restated here. The
-# shape of the keys themselves is the unit tier's (tests/unit/test_use_cases.py).
-
-
-def epoch_of(memory_id):
-    """The content epoch of the one pair's asset under ``memory_id``."""
-    from memory_hub.storage.assets import PAIR_PREFIX
-
-    items = aws_client("dynamodb").query(
-        TableName=TABLES["assets"],
-        ConsistentRead=True,
-        KeyConditionExpression="pk = :m AND begins_with(sk, :a)",
-        ExpressionAttributeValues={":m": {"S": memory_id}, ":a": {"S": PAIR_PREFIX}},
-    )["Items"]
-    (item,) = items
-    return int(item["epoch"]["N"])
+# Erasure is a promise about storage, which the API cannot show: these read it through the shared
+# erasure scan (helpers.traces_of) and storage readers, with every key spelled by the runtime's own
+# modules (memory_hub.storage.layout, .bucket), never restated here. The shape of the keys
+# themselves is the unit tier's (tests/unit/test_use_cases.py).
 
 
 def rows_of_epoch(scope, epoch):
     """Items (messages, records, guards, postings, counters) of the scope's partitions of ``epoch``,
     and its scene-index entries of that epoch (live ones and tombstones)."""
-    from memory_hub.storage.layout import PURGE_PK, memory_part, scene_scope
-
     part = memory_part(scope.team_id, scope.agent_id, epoch)
     items = [r for r in scan(TABLES["items"]) if r["pk"]["S"] != PURGE_PK and part in r["pk"]["S"]]
     scenes = [
@@ -172,53 +175,17 @@ def rows_of_epoch(scope, epoch):
 
 def purge_records(scope):
     """The records of the scope's unfinished purges, whatever their epoch."""
-    from memory_hub.storage.layout import PURGE_PK
-
-    found = aws_client("dynamodb").query(
-        TableName=TABLES["items"],
-        ConsistentRead=True,
-        KeyConditionExpression="pk = :p",
-        ExpressionAttributeValues={":p": {"S": PURGE_PK}},
-    )
     mine = (scope.team_id, scope.agent_id)
-    return [r for r in found["Items"] if (r.get("team_id", {}).get("S"), r.get("agent_id", {}).get("S")) == mine]
+    return [
+        r
+        for r in partition(TABLES["items"], PURGE_PK)
+        if (r.get("team_id", {}).get("S"), r.get("agent_id", {}).get("S")) == mine
+    ]
 
 
 def purge_epochs(scope):
     """The epochs whose purge is unfinished."""
     return sorted(int(r["epoch"]["N"]) for r in purge_records(scope))
-
-
-def all_stored_text():
-    """Everything the bucket (every version, key and metadata) and every table hold, as text."""
-    client = aws_client("s3")
-    parts = []
-    for page in client.get_paginator("list_object_versions").paginate(Bucket=BUCKET):
-        for marker in page.get("DeleteMarkers", []):
-            parts.append(marker["Key"])
-        for version in page.get("Versions", []):
-            parts.append(version["Key"])
-            extra = {"VersionId": version["VersionId"]} if version.get("VersionId") not in (None, "null") else {}
-            obj = client.get_object(Bucket=BUCKET, Key=version["Key"], **extra)
-            parts.append(obj["Body"].read().decode("utf-8", "replace"))
-            parts.append(json.dumps(obj.get("Metadata", {})))
-    for table in TABLES.values():
-        parts.append(json.dumps(scan(table)))
-    return "\n".join(parts)
-
-
-def term_digests(texts):
-    """The digests under which the search index stores the terms of ``texts``."""
-    from memory_hub.domain.search import tokenize
-    from memory_hub.storage.layout import term_digest
-
-    return sorted({term_digest(token) for text in texts for token in tokenize(text)})
-
-
-def traces_of(markers):
-    """The markers — and the index digests of their terms — still found anywhere in storage."""
-    text = all_stored_text()
-    return sorted(s for s in [*markers, *term_digests(markers)] if s in text)
 
 
 def seed_with_markers(api, scope, idempotency_key=None):
@@ -253,8 +220,10 @@ def seed_with_markers(api, scope, idempotency_key=None):
     write_scene(api, scope, "notes/a.md", f"# marker\n{m['scene']}\n", summary=m["summary"])
     for n in (1, 2, 3):  # two overwrites: two persona backups
         write_persona(api, scope, f"persona {m[f'persona{n}']}")
-    aws_client("s3").put_object(Bucket=BUCKET, Key=scope.prefix + ".metadata/state.json", Body=m["metadata"].encode())
-    assert len(s3_keys(scope.prefix + ".backup/persona/")) == 2
+    aws_client("s3").put_object(
+        Bucket=BUCKET, Key=scope.prefix + bucket.METADATA + "state.json", Body=m["metadata"].encode()
+    )
+    assert len(memory_files(scope, bucket.PERSONA_BACKUPS)) == 2
     # the scan does see them before the clear: every marker, and the indexed ones as postings
     indexed = term_digests([m["l0"], m["l1content"], m["l1background"]])
     found = traces_of(m.values())
@@ -442,8 +411,8 @@ def test_clear_erases_every_layer_with_per_layer_counts_in_request_order(api, sc
         write_scene(api, scope, path, f"scene {path}", summary="s")
     for n in range(3):
         write_persona(api, scope, f"persona v{n + 1}")
-    assert len(s3_keys(scope.prefix)) == 6  # 3 scenes, persona, 2 backups
-    old_epoch = epoch_of(scope.memory_id)
+    assert len(memory_files(scope)) == 6  # 3 scenes, persona, 2 backups
+    old_epoch = epoch_of(scope)
     assert rows_of_epoch(scope, old_epoch)
     # every layer holds something, the search index included (what the clear must then erase)
     before = visible_everything(api, scope)
@@ -489,7 +458,7 @@ def test_clear_erases_every_layer_with_per_layer_counts_in_request_order(api, sc
     assert get_asset(api, scope.memory_id)["counts"] == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     assert read_scene(api, scope, "x.md")["content"] is None
     # and nothing stored: objects, items, guards, postings, counters, scene entries, purge record
-    assert s3_keys(scope.prefix) == []
+    assert memory_files(scope) == []
     assert rows_of_epoch(scope, old_epoch) == []
     assert purge_records(scope) == []
     assert l0_total(api, untouched) == 1
@@ -510,7 +479,7 @@ def test_the_clear_takes_effect_in_one_transaction_before_anything_is_erased(api
     add_record(api, scope, "a record")
     write_scene(api, scope, "s.md", "scene")
     write_persona(api, scope, "persona")
-    old_epoch = epoch_of(scope.memory_id)
+    old_epoch = epoch_of(scope)
     since = hooks.last_seq()
     item = clear(api, scope.memory_id)["items"][0]
     assert item["cleared"] is True and "purge_pending" not in item
@@ -529,7 +498,7 @@ def test_the_clear_takes_effect_in_one_transaction_before_anything_is_erased(api
     ]
     assert writes_before == []  # nothing is written, let alone erased, before the bump
     assert [c for c in calls[bumps[0] + 1 :] if c["operation"] in ERASING]  # the erasure follows it
-    assert epoch_of(scope.memory_id) > old_epoch
+    assert epoch_of(scope) > old_epoch
 
 
 def test_memory_delete_takes_effect_in_one_transaction_before_anything_is_erased(api, hooks, scope):
@@ -625,19 +594,18 @@ def test_writer_and_reader_keys_may_not_clear(api, scope, role):
 
 def test_clear_removes_every_marker_and_its_index_terms_from_every_store(api, scope):
     markers = seed_with_markers(api, scope, idempotency_key="add-" + uuid.uuid4().hex)
-    old_epoch = epoch_of(scope.memory_id)
+    old_epoch = epoch_of(scope)
     data = clear(api, scope.memory_id, headers={"Idempotency-Key": "clear-" + uuid.uuid4().hex})
     item = data["items"][0]
     assert item["cleared"] is True and "purge_pending" not in item
     assert item["files_deleted"] == 5  # scene, persona, two backups, the .metadata object
     assert item["l3_deleted"] == 1 and item["l2_deleted"] == 1
     assert traces_of(markers) == []  # neither the markers nor the digests of their terms
-    assert s3_keys(scope.prefix) == []
+    assert memory_files(scope) == []
     assert rows_of_epoch(scope, old_epoch) == []
 
-    stored = json.dumps(scan(TABLES["idempotency"]))
-    assert stored != "[]"  # the records of the add and the clear exist ...
-    assert not any(m in stored for m in markers)  # ... and hold no content
+    assert scan(TABLES["idempotency"])  # the records of the add and the clear exist ...
+    assert traces_of(markers, ["tables"], tables=[TABLES["idempotency"]]) == []  # ... and hold no content
 
 
 # ---- Idempotency-Key ------------------------------------------------------------------------------
@@ -698,7 +666,7 @@ def test_writes_before_the_bump_vanish_and_writes_after_it_survive(api, hooks, s
         add_messages(api, scope, ["slipped in before the bump"])
         add_record(api, scope, "record before the bump")
         write_scene(api, scope, "before.md", "scene before the bump")
-        assert l0_total(api, scope) == 2 and len(s3_keys(scope.prefix)) == 3  # nothing erased yet
+        assert l0_total(api, scope) == 2 and len(memory_files(scope)) == 3  # nothing erased yet
         hooks.release(bump)
         assert hooks.wait(after_bump)  # the bump is done; the old epoch is not erased yet
         assert l0_total(api, scope) == 0
@@ -729,9 +697,9 @@ def test_writes_before_the_bump_vanish_and_writes_after_it_survive(api, hooks, s
     assert core["content"] == "new persona" and core["version"] == 1
     assert get_asset(api, scope.memory_id)["counts"] == {"l0": 1, "l1": 1, "l2": 1, "l3": 1}
     # the purge left the new objects alone and took everything else
-    assert sorted(k.removeprefix(scope.prefix) for k in s3_keys(scope.prefix)) == [
-        "persona.md",
-        "scene_blocks/shared.md",
+    assert sorted(k.removeprefix(scope.prefix) for k in memory_files(scope)) == [
+        bucket.PERSONA,
+        bucket.SCENES + "shared.md",
     ]
     # and a later cleanup (orphan sweep included) leaves them alone too
     assert run_cleanup(api)["done"] is True
@@ -746,13 +714,17 @@ def test_writes_that_raced_the_bump_land_in_the_new_epoch(api, hooks, scope):
     add_record(api, scope, "record before")
     write_scene(api, scope, "p.md", "before")
     write_persona(api, scope, "before")
-    stale_epoch = epoch_of(scope.memory_id)
+    stale_epoch = epoch_of(scope)
     pair = f"{scope.team_id}:{scope.agent_id}"
     first_writes = {  # the first call each write makes after reading the asset
         "l0": {"function": "MemoryFunction", "operation": "BatchWriteItem", "body_contains": f"L0#{pair}#"},
         "l1": {"function": "MemoryFunction", "operation": "BatchWriteItem", "body_contains": f"L1#{pair}#"},
-        "l2": {"function": "ScenarioFunction", "operation": "PutObject", "key_contains": scope.prefix + "scene_"},
-        "l3": {"function": "MemoryFunction", "operation": "CopyObject", "key_contains": scope.prefix + ".backup/"},
+        "l2": {"function": "ScenarioFunction", "operation": "PutObject", "key_contains": scope.prefix + bucket.SCENES},
+        "l3": {
+            "function": "MemoryFunction",
+            "operation": "CopyObject",
+            "key_contains": scope.prefix + bucket.PERSONA_BACKUPS,
+        },
     }
     held = {layer: hooks.add(match) for layer, match in first_writes.items()}
     with background(hooks) as pool:
@@ -769,7 +741,7 @@ def test_writes_that_raced_the_bump_land_in_the_new_epoch(api, hooks, scope):
             hooks.release(hook)
         ids, atom, scene, persona = (writes[layer].result() for layer in ("l0", "l1", "l2", "l3"))
     assert item["cleared"] is True and item["l0_deleted"] == 1 and item["l1_deleted"] == 1
-    assert epoch_of(scope.memory_id) != stale_epoch
+    assert epoch_of(scope) != stale_epoch
     assert atom["created"] is True and scene["version"] == 1 and persona["version"] == 1
 
     # acknowledged means visible, in the new epoch, with exact counters
@@ -787,7 +759,11 @@ def test_writes_that_raced_the_bump_land_in_the_new_epoch(api, hooks, scope):
 
 def test_a_persona_backup_made_during_the_purge_does_not_outlive_the_clear(api, hooks, scope):
     write_persona(api, scope, "old persona text")
-    backup = {"function": "MemoryFunction", "operation": "CopyObject", "key_contains": scope.prefix + ".backup/"}
+    backup = {
+        "function": "MemoryFunction",
+        "operation": "CopyObject",
+        "key_contains": scope.prefix + bucket.PERSONA_BACKUPS,
+    }
     purge_delete = {"function": "ClearFunction", "operation": "DeleteObjects"}
     with background(hooks) as pool:
         writer_hook = hooks.add(backup)
@@ -802,12 +778,7 @@ def test_a_persona_backup_made_during_the_purge_does_not_outlive_the_clear(api, 
         item = running.result()["items"][0]
     assert item["cleared"] is True and "purge_pending" not in item
     assert read_persona(api, scope)["content"] == "new persona"
-    left = [
-        k
-        for k in s3_keys(scope.prefix)
-        if "old persona text" in aws_client("s3").get_object(Bucket=BUCKET, Key=k)["Body"].read().decode()
-    ]
-    assert left == []
+    assert traces_of(["old persona text"], ["files"], terms=False, under=scope.prefix) == []
 
 
 def test_the_counts_name_only_files_the_purge_really_deleted(api, hooks, scope):
@@ -819,7 +790,10 @@ def test_the_counts_name_only_files_the_purge_really_deleted(api, hooks, scope):
         write_scene(api, scope, "keep.md", "new")
         write_persona(api, scope, "new")
     item = running.result()["items"][0]
-    assert sorted(k.removeprefix(scope.prefix) for k in s3_keys(scope.prefix)) == ["persona.md", "scene_blocks/keep.md"]
+    assert sorted(k.removeprefix(scope.prefix) for k in memory_files(scope)) == [
+        bucket.PERSONA,
+        bucket.SCENES + "keep.md",
+    ]
     assert item["files_deleted"] == 0
     assert (item["l2_deleted"], item["l3_deleted"], item["profile_deleted"]) == (0, 0, 0), item
 
@@ -858,13 +832,13 @@ def test_two_racing_clears_both_answer_cleared(api, hooks, scope):
     assert inner["cleared"] is True and inner["l0_deleted"] == 3 and inner["l2_deleted"] == 1
     assert outer["cleared"] is True and outer["l0_deleted"] == 0, outer
     assert visible_everything(api, scope) == EMPTY and purge_records(scope) == []
-    assert s3_keys(scope.prefix) == []
+    assert memory_files(scope) == []
 
 
 def test_a_write_that_raced_a_memory_delete_makes_a_new_asset(api, hooks, scope):
     add_messages(api, scope, ["before"])
     stale = get_asset(api, scope.memory_id)
-    stale_epoch = epoch_of(scope.memory_id)
+    stale_epoch = epoch_of(scope)
     writer_held = {
         "function": "MemoryFunction",
         "operation": "BatchWriteItem",
@@ -917,7 +891,7 @@ def test_a_failure_before_the_bump_leaves_the_memory_untouched(api, hooks, scope
 def test_a_failure_in_the_purge_is_finished_by_the_cleanup(api, hooks, scope, hold_continuations):
     continuations = hold_continuations()
     markers = seed_with_markers(api, scope)
-    old_epoch = epoch_of(scope.memory_id)
+    old_epoch = epoch_of(scope)
     item_deletes = {
         "function": "ClearFunction",
         "operation": "BatchWriteItem",
@@ -989,7 +963,7 @@ def test_a_failure_after_the_bump_still_answers_cleared(api, hooks, scope, hold_
     add_messages(api, scope, ["a", "b"])
     write_scene(api, scope, "s.md", "scene")
     before = get_asset(api, scope.memory_id)
-    old_epoch = epoch_of(scope.memory_id)
+    old_epoch = epoch_of(scope)
     with hooks.failing(STEPS_AFTER_THE_BUMP[step](scope)) as fault:
         data = ok(api.post(CLEAR, {"memory_ids": [scope.memory_id]}))
         assert hooks.state(fault)["hits"] >= 1
@@ -1002,7 +976,7 @@ def test_a_failure_after_the_bump_still_answers_cleared(api, hooks, scope, hold_
     # whatever the failure left behind, the cleanup finishes without a trace
     assert run_cleanup(api)["done"] is True
     assert purge_records(scope) == [] and rows_of_epoch(scope, old_epoch) == []
-    assert s3_keys(scope.prefix) == []
+    assert memory_files(scope) == []
     assert len(purge_complete_events(api, scope)) == 1
 
 
@@ -1013,7 +987,7 @@ def test_purge_pending_is_finished_by_the_continuation(api, scope, hold_continua
     continuations = hold_continuations(out_of_time=True)  # as if the memory were too large to finish
     markers = seed_with_markers(api, scope)
     add_messages(api, scope, [f"bulk {n}" for n in range(100)])
-    old_epoch = epoch_of(scope.memory_id)
+    old_epoch = epoch_of(scope)
     item = clear(api, scope.memory_id)["items"][0]
     assert item["cleared"] is True and item["purge_pending"] is True
     assert visible_everything(api, scope) == EMPTY
@@ -1043,13 +1017,13 @@ def test_purge_pending_is_finished_by_the_continuation(api, scope, hold_continua
 
 def test_purge_pending_is_finished_by_a_real_asynchronous_invocation(api, scope, function_env):
     markers = seed_with_markers(api, scope)
-    old_epoch = epoch_of(scope.memory_id)
+    old_epoch = epoch_of(scope)
     function_env("ClearFunction", MEMORY_HUB_CLEAR_BUDGET_S="0")
     item = clear(api, scope.memory_id)["items"][0]
     assert item["cleared"] is True and item["purge_pending"] is True
     wait_for_purge_complete(api, scope)  # ClearFunction invoked itself (InvocationType=Event)
     assert purge_records(scope) == [] and rows_of_epoch(scope, old_epoch) == []
-    assert s3_keys(scope.prefix) == [] and traces_of(markers) == []
+    assert memory_files(scope) == [] and traces_of(markers) == []
 
 
 def test_a_continuation_for_the_current_epoch_erases_nothing(api, scope):
@@ -1060,8 +1034,8 @@ def test_a_continuation_for_the_current_epoch_erases_nothing(api, scope):
     write_scene(api, scope, "kept.md", "kept")
     write_persona(api, scope, "kept persona")
     visible = visible_everything(api, scope)
-    keys = sorted(s3_keys(scope.prefix))
-    epoch = epoch_of(scope.memory_id)
+    keys = sorted(memory_files(scope))
+    epoch = epoch_of(scope)
     event = {"memory_hub_purge": {"team_id": scope.team_id, "agent_id": scope.agent_id, "epoch": epoch}}
 
     assert api.invoke("ClearFunction", event)["done"] is True  # no such pending purge
@@ -1071,8 +1045,8 @@ def test_a_continuation_for_the_current_epoch_erases_nothing(api, scope):
 
     # even a purge record naming the current epoch is refused
     record = {
-        "pk": {"S": "PURGE"},
-        "sk": {"S": f"{scope.team_id}:{scope.agent_id}#{epoch}"},
+        "pk": {"S": PURGE_PK},
+        "sk": {"S": purge_sk(scope.team_id, scope.agent_id, epoch)},
         "memory_id": {"S": scope.memory_id},
         "team_id": {"S": scope.team_id},
         "agent_id": {"S": scope.agent_id},
@@ -1088,7 +1062,7 @@ def test_a_continuation_for_the_current_epoch_erases_nothing(api, scope):
         client.delete_item(TableName=TABLES["items"], Key={"pk": record["pk"], "sk": record["sk"]})
 
     assert visible_everything(api, scope) == visible
-    assert sorted(s3_keys(scope.prefix)) == keys and epoch_of(scope.memory_id) == epoch
+    assert sorted(memory_files(scope)) == keys and epoch_of(scope) == epoch
     assert purge_complete_events(api, scope) == []
 
 
@@ -1097,7 +1071,7 @@ def test_the_continuation_never_deletes_a_file_rewritten_after_the_answer(api, h
     write_scene(api, scope, "keep.md", "old")
     with hooks.failing(FIRST_PURGE_CALL):  # the request erases nothing: all of it is handed on
         item = clear(api, scope.memory_id)["items"][0]
-    assert item["purge_pending"] is True and len(s3_keys(scope.prefix)) == 1
+    assert item["purge_pending"] is True and len(memory_files(scope)) == 1
     event = continuation_of(continuations, scope)
 
     # the continuation lists the old file; it is rewritten before the continuation's delete
@@ -1121,9 +1095,9 @@ def test_bulk_deletes_stay_within_the_aws_request_limits(api, hooks, scope):
     add_messages(api, scope, [f"m{n}" for n in range(60)])
     for n in range(5):
         add_record(api, scope, f"record {n}")
-    epoch = epoch_of(scope.memory_id)
+    epoch = epoch_of(scope)
     items = len(rows_of_epoch(scope, epoch))
-    base = scope.prefix + "scene_blocks/bulk/"
+    base = scope.prefix + bucket.SCENES + "bulk/"
     client = aws_client("s3")
     with ThreadPoolExecutor(max_workers=16) as pool:
         list(
@@ -1148,7 +1122,7 @@ def test_bulk_deletes_stay_within_the_aws_request_limits(api, hooks, scope):
     batches = [c for c in calls if c["operation"] == "BatchWriteItem" and "ItemsTable" in c["tables"]]
     assert all(c["status"] == 200 for c in batches)  # a batch over 25 would have been refused (400)
     assert len(batches) >= math.ceil(items / 25), (len(batches), items)
-    assert s3_keys(scope.prefix) == [] and rows_of_epoch(scope, epoch) == []
+    assert memory_files(scope) == [] and rows_of_epoch(scope, epoch) == []
 
 
 # ---- memory delete --------------------------------------------------------------------------------
@@ -1156,7 +1130,7 @@ def test_bulk_deletes_stay_within_the_aws_request_limits(api, hooks, scope):
 
 def test_memory_delete_erases_everything_then_the_asset(api, scope):
     markers = seed_with_markers(api, scope)
-    old_epoch = epoch_of(scope.memory_id)
+    old_epoch = epoch_of(scope)
     created = get_asset(api, scope.memory_id)["created_at"]
     answer = ok(api.post("/v3/memory/delete", {"memory_id": scope.memory_id}))
     assert answer["deleted"] is True and answer["memory_id"] == scope.memory_id
@@ -1179,7 +1153,7 @@ def test_memory_delete_erases_everything_then_the_asset(api, scope):
     assert api.post(CLEAR, {"memory_ids": [scope.memory_id]}).status == 404
     assert visible_everything(api, scope) == EMPTY
     assert traces_of(markers) == []
-    assert s3_keys(scope.prefix) == [] and purge_records(scope) == []
+    assert memory_files(scope) == [] and purge_records(scope) == []
     assert rows_of_epoch(scope, old_epoch) == []
     assert [r for r in scan(TABLES["assets"]) if scope.memory_id in json.dumps(r)] == []  # listing gone too
 

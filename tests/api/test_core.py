@@ -6,10 +6,10 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
-import boto3
 import pytest
+from helpers import memory_files, s3_body
+from memory_hub.storage import bucket
 
-BUCKET = "memory-hub-local"
 BACKUP_NAME = re.compile(r"^persona_(\d{8}_\d{6})_(\d+)\.md$")
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
@@ -32,24 +32,16 @@ def count(api, scope):
     return answer.data["total"]
 
 
-def memory_prefix(scope):
-    return f"profiles/{scope.team_id}:{scope.agent_id}/{scope.memory_id}/"
-
-
-def objects(prefix):
-    s3 = boto3.client("s3", region_name="us-east-1")
-    found = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            found[obj["Key"]] = s3.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
-    return found
+def objects(scope, under=""):
+    """The memory's files (or those under ``under``, a name of memory_hub.storage.bucket): key -> body."""
+    return {key: s3_body(key) for key in memory_files(scope, under)}
 
 
 def backups(scope):
     """{version: (stamp, content)} of the persona backups, checking every name."""
-    prefix = memory_prefix(scope) + ".backup/persona/"
+    prefix = scope.prefix + bucket.PERSONA_BACKUPS
     result = {}
-    for key, body in objects(prefix).items():
+    for key, body in objects(scope, bucket.PERSONA_BACKUPS).items():
         match = BACKUP_NAME.match(key[len(prefix) :])
         assert match, key
         result[int(match.group(2))] = (match.group(1), body.decode("utf-8"))
@@ -89,8 +81,8 @@ def test_created_at_stays_while_updated_at_moves(api, scope):
 def test_persona_is_stored_exactly_as_written(api, scope, content):
     write(api, scope, content)
     assert read(api, scope)["content"] == content
-    stored = objects(memory_prefix(scope) + "persona.md")
-    assert stored == {memory_prefix(scope) + "persona.md": content.encode("utf-8")}
+    stored = objects(scope, bucket.PERSONA)
+    assert stored == {scope.prefix + bucket.PERSONA: content.encode("utf-8")}
 
 
 def test_empty_persona_is_allowed_and_counts(api, scope):
@@ -108,7 +100,7 @@ def test_missing_persona_reads_as_all_null(api, scope):
     assert (got["content"], got["version"], got["created_at"], got["updated_at"]) == (None, None, None, None)
     assert (got["team_id"], got["agent_id"]) == (scope.team_id, scope.agent_id)
     assert count(api, scope) == 0
-    assert objects(memory_prefix(scope)) == {}
+    assert objects(scope) == {}
 
 
 def test_content_bounds(api, scope):
@@ -131,7 +123,7 @@ def test_five_writes_keep_the_three_newest_backups(api, scope):
         taken = datetime.strptime(stamp, "%Y%m%d_%H%M%S").replace(tzinfo=UTC)
         assert abs(now - taken) < timedelta(minutes=5)
     assert read(api, scope)["content"] == contents[-1]
-    everything = objects(memory_prefix(scope))
+    everything = objects(scope)
     assert len(everything) == 4  # persona.md + 3 backups, nothing else
 
 

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import pytest
-from helpers import TABLES, Scope, aws_client, eventually, make_scope, ok, own_stack
+from helpers import Scope, epoch_of, eventually, make_scope, ok, own_stack
 from memory_hub_local import scripted_llm
 
 BATCH = 5
@@ -71,16 +71,6 @@ def requests_about(ids: set[str]) -> list[dict[str, Any]]:
 
 def _saves() -> list[dict[str, Any]]:
     return [r for r in MODEL.requests() if any(t["function"]["name"] == "save_memories" for t in r.get("tools", []))]
-
-
-def epoch_of(scope: Scope) -> int:
-    items = aws_client("dynamodb").query(
-        TableName=TABLES["assets"],
-        KeyConditionExpression="pk = :m",
-        ExpressionAttributeValues={":m": {"S": scope.memory_id}},
-        ConsistentRead=True,
-    )["Items"]
-    return int(next(i for i in items if i["sk"]["S"].startswith("A#"))["epoch"]["N"])
 
 
 def queued(api, scope: Scope, kind: str, session: str = "s1") -> dict[str, Any]:

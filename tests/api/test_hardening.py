@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import pytest
-from helpers import ADMIN_KEY, SERVICE_ID, Scope, make_scope, ok
+from helpers import ADMIN_KEY, SERVICE_ID, Scope, epoch_of, make_scope, ok
 
 
 def write(api, scope, path, content, **fields):
@@ -242,8 +242,7 @@ def test_a_single_id_longer_than_any_issued_is_an_unknown_one(api, scope):
 def test_a_purge_event_naming_the_current_epoch_erases_nothing(api, scope):
     ok(write(api, scope, "live.md", "stays"))
     ok(api.post("/v3/conversation/add", scope.body(session_id="s", messages=[{"role": "user", "content": "stays"}])))
-    asset = next(i for i in __import__("helpers").scan("AssetsTable") if i["pk"]["S"] == scope.memory_id)
-    epoch = int(asset["epoch"]["N"])
+    epoch = epoch_of(scope)
     answer = api.invoke(
         "ClearFunction",
         {

@@ -8,15 +8,13 @@ import operator
 import re
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import unquote
 
-import boto3
 import pytest
-from helpers import TABLES, make_scope
+from helpers import BUCKET, aws_client, make_scope, memory_files, pair_assets, s3_keys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_hub.storage import bucket
 
-BUCKET = "memory-hub-local"
 START, END = "-----META-START-----\n", "\n-----META-END-----\n"
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
@@ -63,19 +61,14 @@ def strip_meta(content):
     return content
 
 
-def s3():
-    return boto3.client("s3", region_name="us-east-1")
-
-
-def keys_under(prefix):
-    keys = []
-    for page in s3().get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix, EncodingType="url"):
-        keys += [unquote(o["Key"]) for o in page.get("Contents", [])]
-    return keys
-
-
 def scene_prefix(scope):
-    return f"profiles/{scope.team_id}:{scope.agent_id}/{scope.memory_id}/scene_blocks/"
+    return scope.prefix + bucket.SCENES
+
+
+def team_files(scope):
+    """Every key in the bucket under the scope's team, whatever the agent: the memory's folder as
+    the runtime names it, cut after the team id."""
+    return s3_keys(scope.prefix[: scope.prefix.index(scope.team_id) + len(scope.team_id)])
 
 
 # --- versions, created, summary --------------------------------------------------------------------
@@ -191,13 +184,13 @@ def test_meta_stripping_edge_cases(api, scope, content, kept):
 def test_other_meta_keys_in_the_stored_file_are_kept_in_order(api, scope):
     write(api, scope, "o.md", "v1", summary="sum")
     key = scene_prefix(scope) + "o.md"
-    head = s3().head_object(Bucket=BUCKET, Key=key)
+    head = aws_client("s3").head_object(Bucket=BUCKET, Key=key)
     # the file as another memory-tdai tool might leave it: extra keys after ours
     doctored = (
         START + "version: 1\ncreated_at: 2026-01-02T03:04:05.006Z\nupdated_at: 2026-01-02T03:04:05.006Z\n"
         "heat: 3\nsummary: sum\ncustom: a: b" + END + "\nv1"
     )
-    s3().put_object(Bucket=BUCKET, Key=key, Body=doctored.encode(), Metadata=head["Metadata"])
+    aws_client("s3").put_object(Bucket=BUCKET, Key=key, Body=doctored.encode(), Metadata=head["Metadata"])
     write(api, scope, "o.md", START + "heat: 999\nown: x" + END + "\nv2")
     got = read(api, scope, "o.md")
     assert got["version"] == 2 and got["created_at"] == "2026-01-02T03:04:05.006Z"
@@ -231,11 +224,8 @@ def test_expected_version_on_a_missing_file_writes_nothing(api, scope):
     conflict = api.post("/v3/scenario/write", scope.body(path="y.md", content="c", expected_version=3))
     assert conflict.status == 409 and conflict.body["data"] == {"current_version": 0}
     assert read(api, scope, "y.md")["content"] is None
-    assert keys_under(f"profiles/{scope.team_id}:") == []
-    table = boto3.client("dynamodb", region_name="us-east-1")
-    key = {"pk": {"S": scope.memory_id}, "sk": {"S": f"A#{scope.team_id}:{scope.agent_id}"}}
-    item = table.get_item(TableName=TABLES["assets"], Key=key)
-    assert "Item" not in item, "a refused write must not create the memory asset"
+    assert team_files(scope) == []
+    assert pair_assets(scope.memory_id) == [], "a refused write must not create the memory asset"
 
 
 @pytest.mark.parametrize("value", [-1, "1", 1.0, True])
@@ -390,7 +380,7 @@ def test_rm_of_a_file(api, scope):
     assert isinstance(answer.data["audit_ids"], list) and len(answer.data["audit_ids"]) == 1
     assert read(api, scope, "r/a.md")["content"] is None
     assert [e["path"] for e in ls(api, scope)["entries"]] == ["r/b.md"]
-    assert keys_under(scene_prefix(scope)) == [scene_prefix(scope) + "r/b.md"]
+    assert memory_files(scope, bucket.SCENES) == [scene_prefix(scope) + "r/b.md"]
 
 
 def test_rm_of_a_folder_removes_everything_under_it(api, scope):
@@ -400,7 +390,7 @@ def test_rm_of_a_folder_removes_everything_under_it(api, scope):
     assert answer.data["deleted"] == 2 and answer.data["success"] is True
     assert [e["path"] for e in ls(api, scope)["entries"]] == ["a.md", "ab.md", "b/a/x.md"]
     assert api.post("/v3/scenario/count", scope.body()).data["count"] == 3
-    assert sorted(keys_under(scene_prefix(scope))) == sorted(
+    assert sorted(memory_files(scope, bucket.SCENES)) == sorted(
         scene_prefix(scope) + p for p in ["a.md", "ab.md", "b/a/x.md"]
     )
 
@@ -417,7 +407,7 @@ def test_rm_of_nothing_deletes_zero(api, scope):
 
 def test_rm_never_creates_the_memory(api, scope):
     api.post("/v3/scenario/rm", scope.body(path="x/"))
-    assert keys_under(f"profiles/{scope.team_id}:") == []
+    assert team_files(scope) == []
     assert write(api, scope, "x/a.md")["created"] is True
 
 
@@ -442,7 +432,7 @@ def test_rm_of_a_file_whose_path_xml_cannot_carry(api, scope):
     answer = api.post("/v3/scenario/rm", scope.body(path="x/"))
     assert answer.status == 200, answer.body
     assert answer.data["deleted"] == 2
-    assert keys_under(scene_prefix(scope)) == []
+    assert memory_files(scope, bucket.SCENES) == []
 
 
 # --- path rules ---------------------------------------------------------------------------------------
@@ -503,7 +493,7 @@ def test_good_file_paths_are_stored_literally(api, scope, path):
     assert len(path.encode()) <= 512
     write(api, scope, path, "literal")
     assert read(api, scope, path)["content"].endswith("\n\nliteral")
-    assert keys_under(scene_prefix(scope)) == [scene_prefix(scope) + path]
+    assert memory_files(scope, bucket.SCENES) == [scene_prefix(scope) + path]
     assert [e["path"] for e in ls(api, scope)["entries"]] == [path]
 
 
@@ -571,7 +561,7 @@ def test_two_pairs_that_spell_one_memory_id_keep_their_own_files(api):
     assert api.post("/v3/scenario/count", second.body()).data["count"] == 0
     assert api.post("/v3/scenario/rm", second.body(path="f.md")).data["deleted"] == 0
     assert api.post("/v3/core/read", second.body()).data["content"] is None
-    assert keys_under(f"profiles/{base}:b-c/") == []
+    assert memory_files(second) == []
     # the second pair writes its own (neither pair blocks the other)
     assert write(api, second, "f.md", "second pair")["version"] == 1
     assert api.post("/v3/core/write", second.body(content="persona")).status == 200
@@ -657,7 +647,7 @@ def contract_allows(path: str) -> bool:
 
 
 def _all_keys():
-    return set(keys_under(""))
+    return set(s3_keys(""))
 
 
 def test_paths_are_rejected_or_land_exactly_under_scene_blocks(api, stack):
@@ -669,7 +659,7 @@ def test_paths_are_rejected_or_land_exactly_under_scene_blocks(api, stack):
     def check(path):
         scope = make_scope()
         answer = api.post("/v3/scenario/write", scope.body(path=path, content="p"))
-        mine = keys_under(f"profiles/{scope.team_id}")
+        mine = team_files(scope)
         if not contract_allows(path):
             assert answer.status == 400 and answer.message.startswith("path: "), (path, answer.body)
             assert mine == []

@@ -26,9 +26,10 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import ADMIN_KEY, BUCKET, SERVICE_ID, Api, Scope, aws_client, eventually, make_scope, ok, s3_keys
+from helpers import ADMIN_KEY, SERVICE_ID, Api, Scope, eventually, make_scope, memory_files, ok, traces_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_hub.storage import bucket
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -199,7 +200,7 @@ def audit(api: Api, memory_id: str, action: str) -> list[dict[str, Any]]:
 def assert_nothing_kept(api: Api, target: Scope, users: list[str]) -> None:
     """A failed import into a pair that had no memory leaves none."""
     assert api.post("/v3/memory/get", {"memory_id": target.memory_id}).status == 404
-    assert s3_keys(target.prefix) == []
+    assert memory_files(target) == []
     for user in users:
         body = {"team_id": target.team_id, "agent_id": target.agent_id, "user_id": user}
         assert ok(api.post("/v3/conversation/count", body))["total"] == 0
@@ -356,7 +357,7 @@ def test_a_second_import_of_the_same_tree_changes_nothing(api, seeded, exported)
     target = make_scope()
     assert import_tree(api, target, raw)["state"] == "done"
     before, counts_before = seeded.snapshot(api, target), memory_counts(api, target.memory_id)
-    keys_before = sorted(s3_keys(target.prefix))
+    keys_before = memory_files(target)
 
     second = import_tree(api, target, raw)
     assert second["state"] == "done", second
@@ -364,7 +365,7 @@ def test_a_second_import_of_the_same_tree_changes_nothing(api, seeded, exported)
     assert second["skipped"] == seeded.counts
     assert seeded.snapshot(api, target) == before  # versions, reinforced_count, times unchanged
     assert memory_counts(api, target.memory_id) == counts_before
-    assert sorted(s3_keys(target.prefix)) == keys_before
+    assert memory_files(target) == keys_before
     records = {i["id"]: i for u in before["users"].values() for i in u["l1"]}
     assert sorted((r["version"], r["reinforced_count"]) for r in records.values()) == [(1, 1), (1, 1), (1, 2), (2, 1)]
 
@@ -522,10 +523,10 @@ def test_a_persons_export_holds_only_their_lines_and_the_shared_files_on_request
     for name, data in shared_files.items():
         assert b"bravomarker" not in data and seeded.user_b.encode() not in data, name
 
-    keys = s3_keys(s.prefix + ".exports/")
+    keys = memory_files(s, bucket.EXPORTS)
     for exp in (answer, shared):
         [key] = [k for k in keys if exp["export_id"] in k]
-        assert key.startswith(s.prefix + ".exports/")
+        assert key.startswith(s.prefix + bucket.EXPORTS)
         assert seeded.user_a not in key and seeded.user_a not in requests.utils.unquote(exp["url"])
 
 
@@ -574,25 +575,20 @@ def test_every_erasure_erases_the_memorys_exports(api, erase):
     ok(api.post("/v3/scenario/write", s.body(path="a.md", content="scene")))
     ok(api.post("/v3/core/write", s.body(content="persona")))
     jobs = [export(api, s.memory_id)[0], export(api, s.memory_id, user_id=s.user_id)[0]]
-    assert len(s3_keys(s.prefix + ".exports/")) == 2
-    objects_before = len(s3_keys(s.prefix))
+    assert len(memory_files(s, bucket.EXPORTS)) == 2
+    objects_before = len(memory_files(s))
+    exported = ["a fact to erase", "erase me"]  # the erasure scan reads into the stored archives
+    assert traces_of(exported, ["files"], terms=False, under=s.prefix + bucket.EXPORTS) == exported
 
     answer = erase(api, s, {"message": added["accepted_ids"][0], "record": record["id"]})
 
-    assert s3_keys(s.prefix + ".exports/") == []
+    assert memory_files(s, bucket.EXPORTS) == []
+    assert traces_of(exported, ["files"], terms=False, under=s.prefix + bucket.EXPORTS) == []
     for job in jobs:
         status = ok(api.post("/v3/memory/export/status", {"export_id": job["export_id"]}))
         assert status["state"] == "erased" and "url" not in status, status
     if erase is _erase_clear:
         assert answer["files_deleted"] == objects_before  # the two exports are counted
-
-
-def _stored_exports(s: Scope) -> dict[str, dict[str, bytes]]:
-    """Every export archive left under the memory's prefix, unpacked."""
-    return {
-        key: untar(aws_client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read())
-        for key in s3_keys(s.prefix + ".exports/")
-    }
 
 
 RACING_ERASURES = [
@@ -613,7 +609,7 @@ def test_an_erasure_during_an_export_leaves_no_export_holding_the_erased_content
     )["accepted_ids"]
     other = Scope(s.team_id, s.agent_id, s.user_id + "-other")
     ok(api.post("/v3/conversation/add", other.body(session_id="s1", messages=[{"role": "user", "content": "kept"}])))
-    store = {"function": "TransferFunction", "operation": "PutObject", "key_contains": s.prefix + ".exports/"}
+    store = {"function": "TransferFunction", "operation": "PutObject", "key_contains": s.prefix + bucket.EXPORTS}
     pool = ThreadPoolExecutor(1)
     try:
         with hooks.paused(store) as hook:
@@ -632,9 +628,7 @@ def test_an_erasure_during_an_export_leaves_no_export_holding_the_erased_content
         hooks.clear()
         pool.shutdown(wait=True)
     assert answer.status == 200, answer.body
-    for key, files in _stored_exports(s).items():
-        for name, data in files.items():
-            assert b"secretmarker" not in data, (key, name)
+    assert traces_of(["secretmarker"], ["files"], terms=False, under=s.prefix + bucket.EXPORTS) == []
     status = ok(api.post("/v3/memory/export/status", {"export_id": answer.data["export_id"]}))
     if status["state"] == "done":
         assert all(b"secretmarker" not in data for data in download(status["url"]).values())
@@ -655,7 +649,7 @@ def test_the_upload_is_deleted_when_the_ingest_ends(api, outcome):
         data = b"this is not a tar.gz archive"
     answer = import_tree(api, target, data)
     assert answer["state"] == outcome.split("-")[0], answer
-    assert s3_keys(target.prefix + ".imports/") == []
+    assert memory_files(target, bucket.IMPORTS) == []
     assert ok(api.post("/v3/memory/import/status", {"import_id": answer["import_id"]}))["state"] == answer["state"]
 
 
@@ -814,8 +808,8 @@ def test_a_tencentdb_tree_imports_one_pair_and_maps_its_fields(api):
     ]
     assert "heat: 7" in block  # TencentDB's value is kept
     assert view["l3"]["content"] == "I am Acme's travel agent.\n"
-    stored = {k.removeprefix(target.prefix) for k in s3_keys(target.prefix)}
-    assert {"scene_blocks/work/projects.md", "persona.md"} <= stored
+    stored = {k.removeprefix(target.prefix) for k in memory_files(target)}
+    assert {bucket.SCENES + "work/projects.md", bucket.PERSONA} <= stored
     assert not [
         k for k in stored if "vectors" in k or "manifest" in k or "checkpoint" in k or "old.md" in k or "other.md" in k
     ]
@@ -932,7 +926,7 @@ def test_every_malformed_line_is_reported_and_an_existing_memory_is_unchanged(ap
     ok(api.post("/v3/atomic/add", target.body(user_id="u", content="a record there before")))
     ok(api.post("/v3/scenario/write", target.body(path="before.md", content="x")))
     before = snapshot(api, target, ["u"])
-    keys_before = sorted(s3_keys(target.prefix))
+    keys_before = memory_files(target)
     conversations = [
         _bad(MESSAGE),
         "not json",
@@ -961,7 +955,7 @@ def test_every_malformed_line_is_reported_and_an_existing_memory_is_unchanged(ap
     }, failed["problems"]
     assert all(re.fullmatch(r"[^:]+:\d+: .+", p) for p in failed["problems"])
     assert snapshot(api, target, ["u"]) == before
-    assert sorted(s3_keys(target.prefix)) == keys_before
+    assert memory_files(target) == keys_before
 
 
 def test_two_messages_with_one_id_both_arrive(api):
@@ -1201,7 +1195,7 @@ def test_a_large_import_is_queued_then_done(api):
     assert done["state"] == "done", (done, seen)
     assert done["counts"] == {"l0": 100, "l1": 0, "l2": 0, "l3": 0}
     assert ok(api.post("/v3/conversation/count", target.body(user_id="u")))["total"] == 100
-    assert s3_keys(target.prefix + ".imports/") == []
+    assert memory_files(target, bucket.IMPORTS) == []
 
 
 # ---- round trips of arbitrary text ---------------------------------------------------------------------
@@ -1296,7 +1290,7 @@ def test_cli_export_refuses_a_non_empty_out_directory(api, cli, tmp_path):
     refused = cli("export", "--memory-id", s.memory_id, "--out", str(tmp_path))
     assert refused.returncode != 0 and refused.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["something.txt"]
-    assert s3_keys(s.prefix + ".exports/") == []  # refused before asking the service for anything
+    assert memory_files(s, bucket.EXPORTS) == []  # refused before asking the service for anything
 
 
 @pytest.mark.parametrize(
@@ -1372,7 +1366,7 @@ def test_a_small_upload_of_many_lines_is_ingested_asynchronously(api):
     assert started["state"] in ("queued", "running"), started
     done, _ = settle(api, "/v3/memory/import/status", "import_id", started)
     assert done["state"] == "done" and done["counts"]["l0"] == 2500, done
-    assert s3_keys(target.prefix + ".imports/") == []
+    assert memory_files(target, bucket.IMPORTS) == []
 
 
 def test_an_export_right_after_an_erasure_succeeds(api):
@@ -1401,7 +1395,7 @@ def test_an_import_over_live_files_moves_their_versions_on_and_backs_the_persona
     assert read["version"] == 4 and read["content"].endswith("from the tree"), read
     persona = ok(api.post("/v3/core/read", target.body()))
     assert persona["version"] == 4 and persona["content"] == "persona from the tree"
-    backups = s3_keys(target.prefix + ".backup/persona/")
+    backups = memory_files(target, bucket.PERSONA_BACKUPS)
     assert len(backups) == 3 and any(k.endswith("_3.md") for k in backups), backups  # the live v3 kept
     written = ok(api.post("/v3/scenario/write", target.body(path="p.md", content="next")))
     assert written["version"] == 5  # never a version issued twice
@@ -1460,6 +1454,6 @@ def test_scenario_rm_erases_the_memorys_exports(api):
     s = make_scope()
     ok(api.post("/v3/scenario/write", s.body(path="secret.md", content="secretmarker")))
     export(api, s.memory_id)
-    assert s3_keys(s.prefix + ".exports/")
+    assert memory_files(s, bucket.EXPORTS)
     ok(api.post("/v3/scenario/rm", s.body(path="secret.md")))
-    assert s3_keys(s.prefix + ".exports/") == []
+    assert memory_files(s, bucket.EXPORTS) == []

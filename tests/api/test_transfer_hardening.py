@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import Api, eventually, make_scope, ok, own_stack, s3_keys
+from helpers import Api, eventually, make_scope, memory_files, ok, own_stack
+from memory_hub.storage import bucket
 from test_transfer import (
     CONVERSATIONS,
     MESSAGE,
@@ -38,6 +39,11 @@ ROOT = Path(__file__).resolve().parents[2]
 META = "-----META-START-----\n{}\n-----META-END-----\n\nbody"
 # The cleanup that undoes killed imports walks every memory: a stack of this module's own.
 stack, api, hooks = own_stack()
+
+
+def outside_imports(scope) -> list[str]:
+    """The keys of the memory's files but its imports' uploads and working files, sorted."""
+    return sorted(k for k in memory_files(scope) if not k.startswith(scope.prefix + bucket.IMPORTS))
 
 
 def _raw(line: str) -> str:
@@ -136,7 +142,7 @@ def test_a_tree_archived_with_tar_dot_keeps_metadata_and_backups(api, tmp_path):
     assert done["state"] == "done", done
     persona = ok(api.post("/v3/core/read", target.body()))
     assert persona["content"] == "persona three" and persona["version"] == 3, persona
-    assert len(s3_keys(target.prefix + ".backup/persona/")) == 2
+    assert len(memory_files(target, bucket.PERSONA_BACKUPS)) == 2
 
 
 def _tar(members: list[tarfile.TarInfo], data: dict[str, bytes] | None = None) -> bytes:
@@ -239,10 +245,10 @@ def test_a_used_upload_cannot_start_again_and_a_later_put_is_swept(api):
     assert again.status_code == 200  # S3 cannot revoke a presigned URL before it expires
     answer = api.post("/v3/memory/import/start", {"import_id": created["import_id"]})
     assert answer.status == 409, answer.body
-    assert s3_keys(target.prefix + ".imports/")
+    assert memory_files(target, bucket.IMPORTS)
     report = api.invoke("CleanupFunction", {})
     assert report["done"] is True, report
-    assert s3_keys(target.prefix + ".imports/") == []
+    assert memory_files(target, bucket.IMPORTS) == []
     again = api.invoke("CleanupFunction", {})  # nothing is left to sweep, so nothing is counted
     assert again["done"] is True and again["exports_deleted"] == 0, again
 
@@ -284,7 +290,7 @@ def test_a_failure_midway_takes_back_everything_the_import_wrote(api, hooks):
     target = make_scope()
     _seed(api, target)
     before = snapshot(api, target, ["u"])
-    keys_before = sorted(k for k in s3_keys(target.prefix) if "/.imports/" not in k)
+    keys_before = outside_imports(target)
     fail = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/persona-"}
     with hooks.failing(fail, code="AccessDenied", status=403):
         failed = import_tree(api, target, _big_tree(300))
@@ -295,10 +301,11 @@ def test_a_failure_midway_takes_back_everything_the_import_wrote(api, hooks):
     assert {f: v["content"] for f, v in after["l2_files"].items()} == {
         "there.md": before["l2_files"]["there.md"]["content"]
     }
-    assert sorted(k for k in s3_keys(target.prefix) if "/.imports/" not in k and "/.backup/" not in k) == sorted(
-        k for k in keys_before if "/.backup/" not in k
-    )
-    assert s3_keys(target.prefix + ".imports/") == []
+    backups = target.prefix + bucket.PERSONA_BACKUPS
+    assert [k for k in outside_imports(target) if not k.startswith(backups)] == [
+        k for k in keys_before if not k.startswith(backups)
+    ]
+    assert memory_files(target, bucket.IMPORTS) == []
     done = import_tree(api, target, _big_tree(300))
     assert done["state"] == "done" and done["counts"]["l0"] == 300, done
     reinforced = [
@@ -381,7 +388,7 @@ def test_an_import_killed_midway_leaves_nothing_after_the_cleanup_and_a_retry_su
     assert after["users"] == before["users"]
     assert after["l3"]["content"] == "live persona"
     assert after["l2_files"] == before["l2_files"]  # content and META version, as before the import
-    assert s3_keys(target.prefix + ".imports/") == []
+    assert memory_files(target, bucket.IMPORTS) == []
     status = ok(api.post("/v3/memory/import/status", {"import_id": created["import_id"]}))
     assert status["state"] == "failed", status
     retry = begin_import(api, target.team_id, target.agent_id, tarball(tree))
@@ -413,7 +420,7 @@ def test_a_killed_import_into_a_new_memory_leaves_no_memory(api, hooks):
     # TransferFunction, whose role may: it finds the journal and deletes that memory whole.
     got = api.post("/v3/memory/get", {"memory_id": target.memory_id})
     assert got.status == 404, got.body
-    assert [k for k in s3_keys(target.prefix) if "/.imports/" not in k] == []
-    assert s3_keys(target.prefix + ".imports/") == []
+    assert outside_imports(target) == []
+    assert memory_files(target, bucket.IMPORTS) == []
     assert ok(api.post("/v3/scenario/count", target.body()))["total"] == 0
     assert ok(api.post("/v3/core/read", target.body()))["content"] is None

@@ -15,7 +15,9 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from helpers import TABLES, Api, Scope, aws_client, make_scope, ok
+from helpers import TABLES, Api, Scope, make_scope, ok, scan
+from memory_hub.storage.citations import LAYER
+from memory_hub.storage.layout import CITATIONS, pair
 from test_transfer import (
     CONVERSATIONS,
     ISSUED,
@@ -74,18 +76,11 @@ def delete_messages(api: Api, scope: Scope, ids: list[str], user: str = "u") -> 
 
 
 def citation_entries(scope: Scope) -> list[str]:
-    """The sort keys of every citation entry (``c␟<message>␟<record>``) in the pair's partitions."""
-    pages = (
-        aws_client("dynamodb")
-        .get_paginator("scan")
-        .paginate(
-            TableName=TABLES["items"],
-            ConsistentRead=True,
-            FilterExpression="begins_with(pk, :pk) AND begins_with(sk, :sk)",
-            ExpressionAttributeValues={":pk": {"S": f"L1#{scope.team_id}:{scope.agent_id}#"}, ":sk": {"S": "c\x1f"}},
-        )
-    )
-    return [item["sk"]["S"] for page in pages for item in page.get("Items", [])]
+    """The sort keys of every citation entry (``c␟<message>␟<record>``) in the pair's L1 partitions,
+    whatever their epoch and user (keys as ``memory_hub.storage.layout`` spells them)."""
+    l1 = f"{LAYER}#{pair(scope.team_id, scope.agent_id)}#"  # every L1 item_pk of the pair starts so
+    where = "begins_with(pk, :pk) AND begins_with(sk, :sk)"
+    return [item["sk"]["S"] for item in scan(TABLES["items"], where, {":pk": {"S": l1}, ":sk": {"S": CITATIONS}})]
 
 
 # ---- export, and the round trip ---------------------------------------------------------------------

@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from helpers import TABLES, Scope, make_scope, own_stack, scan
+from helpers import TABLES, Scope, make_scope, own_stack, traces_of
 
 ROUTE = "/v3/user-memory/delete"
 ALIAS = "/v2/memory"
@@ -17,8 +17,8 @@ REQUEST_ID = re.compile(r"^req-[0-9a-f]{16}$")
 ANSWER_FIELDS = {"memory_id", "user_id", "l0_deleted", "l1_deleted", "audit_ids"}
 ONE_ITEM_FIELDS = {"deleted_count", "deleted_ids", "not_found_ids", "audit_ids"}
 
-# Erasure is checked by reading the items and audit tables whole: a stack of this module's own
-# keeps them small.
+# Erasure is checked by reading storage whole (helpers.traces_of): a stack of this module's own
+# keeps it small.
 stack, api, hooks = own_stack()
 
 
@@ -73,14 +73,6 @@ def audit_events(api, memory_id, action="user_memory_delete"):
     return ok(api.post("/v3/audit/query", {"memory_id": memory_id, "action": action, "limit": 100}))["events"]
 
 
-def stored_items_text():
-    return json.dumps(scan(TABLES["items"]), ensure_ascii=False)
-
-
-def stored_audit_text():
-    return json.dumps(scan(TABLES["audit"]), ensure_ascii=False)
-
-
 @pytest.fixture
 def two_users(api, scope):
     """One memory with users A (scope) and B, both with L0 and L1, and the agent's L2 and L3."""
@@ -124,9 +116,9 @@ def test_erasing_one_user_leaves_the_other_and_the_agent_intact(api, two_users):
     assert counts(api, a.memory_id) == {"l0": 2, "l1": 1, "l2": 1, "l3": 1}
 
     # erased from storage, guards included: the same record is new again
-    stored = stored_items_text()
-    assert not any(i in stored for i in seeded["a_msgs"] + seeded["a_atoms"])
-    assert all(i in stored for i in seeded["b_msgs"] + seeded["b_atoms"])
+    assert traces_of(seeded["a_msgs"] + seeded["a_atoms"], terms=False) == []
+    kept = seeded["b_msgs"] + seeded["b_atoms"]
+    assert traces_of(kept, ["tables"], terms=False, tables=[TABLES["items"]]) == sorted(kept)
     assert add_record(api, a, "a likes tea")["created"] is True
 
     # again: nothing left, zero counts
@@ -162,8 +154,7 @@ def test_one_message_or_record_by_id(api, two_users):
     assert count_l0(api, b) == 2 and count_l1(api, b) == 1
     assert ok(api.post("/v3/scenario/count", a.body()))["total"] == 1
     assert ok(api.post("/v3/core/count", a.body()))["total"] == 1
-    stored = stored_items_text()
-    assert msg not in stored and atom not in stored
+    assert traces_of([msg, atom], terms=False) == []
 
 
 def test_an_id_naming_a_guard_or_counter_removes_nothing(api, scope):
@@ -285,7 +276,7 @@ def test_audit_names_a_hash_of_the_user_never_the_user(api, scope):
     assert [events[i]["count"] for i in one["audit_ids"]] == [1]
     everything = json.dumps(audit_events(api, scope.memory_id, None), ensure_ascii=False)
     assert user.user_id not in everything and "jane@example.com" not in everything
-    assert "jane@example.com" not in stored_audit_text()
+    assert traces_of(["jane@example.com"], ["tables"], terms=False, tables=[TABLES["audit"]]) == []
 
 
 # ---- the DeleteUserMemory alias -------------------------------------------------------------------
