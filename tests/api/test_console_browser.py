@@ -19,6 +19,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -396,6 +397,35 @@ def test_the_consoles_field_rules_are_the_apis(console, driver, scope):
     assert "user-rule" in console.by_id("user").get_attribute("aria-describedby")
     assert console.by_id("memory-id").text == Scope(scope.team_id, scope.agent_id, scope.user_id).memory_id
     console.assert_clean()
+
+
+def test_a_late_count_answer_never_overwrites_a_newer_one(console, driver, api, scope):
+    """The page applies the tab's stored scope as it loads; a person who applies another scope at
+    once sees that one's counts, however late the first scope's answers come back."""
+    add_record(api, scope, "a record of the first user")
+    console.open()
+    assert console.counts()["l1"] == "1"
+    other = make_scope()
+    # From now on, answers about the first user reach the page 2 s late.
+    driver.execute_script(
+        "const real = window.fetch, user = arguments[0];"
+        "window.fetch = async (url, init) => {"
+        "  const answer = await real(url, init);"
+        "  if (init && typeof init.body === 'string' && init.body.includes(user))"
+        "    await new Promise((done) => setTimeout(done, 2000));"
+        "  return answer;"
+        "};",
+        scope.user_id,
+    )
+    console.click("counts-refresh")  # the first user's counts, answered late
+    for field, value in (("team", other.team_id), ("agent", other.agent_id), ("user", other.user_id)):
+        console.type(field, value)
+    console.click("setup-apply")
+    console.wait_status(r"^Ready: ", "ok")
+    zeros = {"l0": "0", "l1": "0", "l2": "0", "l3": "0"}
+    assert console.counts() == zeros
+    time.sleep(3)  # the late answers have come back meanwhile
+    assert console.counts() == zeros
 
 
 def test_key_and_scope_are_set_and_kept_only_in_session_storage(console, driver, api, scope):
