@@ -11,8 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
-from helpers import eventually, make_scope, ok
-from test_vectors import all_vectors
+from helpers import eventually, make_scope, ok, stored_vectors
 
 WORD = "narwhal"
 MESSAGE = {"sessionId": "s", "userId": "u", "role": "user", "timestamp": 1767607200000}
@@ -57,16 +56,16 @@ def test_a_running_import_is_neither_found_by_meaning_nor_embedded_until_it_comm
         with ThreadPoolExecutor(1) as pool:
             started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": created["import_id"]})
             assert hooks.wait(hook, timeout=120)
-            vectors = len(all_vectors())
+            vectors = len(stored_vectors())
             for route in ("conversation", "atomic"):
                 for mode in ("hybrid", "semantic", "keyword"):
                     assert _found(api, target, route, mode) == 0, (route, mode)
             report = api.invoke("CleanupFunction", {})
             assert report["done"] is True, report
-            assert len(all_vectors()) == vectors  # the backfill left the staged items alone
+            assert len(stored_vectors()) == vectors  # the backfill left the staged items alone
             hooks.release(hook)
             assert ok(started.result(timeout=120))["state"] == "done"
     found = lambda: _found(api, target, "conversation", "semantic") >= 5  # noqa: E731
     eventually(found, "not found by meaning after the commit", 60)
     assert _found(api, target, "atomic", "hybrid") == 5
-    assert len(all_vectors()) >= vectors + 45
+    assert len(stored_vectors()) >= vectors + 45
