@@ -428,6 +428,25 @@ def test_a_late_count_answer_never_overwrites_a_newer_one(console, driver, api, 
     assert console.counts() == zeros
 
 
+def test_a_refresh_while_the_scope_is_applied_does_not_stop_the_set_up(console, driver, api, scope):
+    """A newer refresh of the counts takes over the display; the set-up that started the older one
+    still finishes (the formation setting, the current tab, the Ready line)."""
+    add_record(api, scope, "a record to count")
+    console.open()
+    driver.execute_script(  # every count answer now reaches the page 1 s late
+        "const real = window.fetch;"
+        "window.fetch = async (url, init) => {"
+        "  const answer = await real(url, init);"
+        "  if (String(url).includes('/count')) await new Promise((done) => setTimeout(done, 1000));"
+        "  return answer;"
+        "};"
+    )
+    console.click("setup-apply")
+    console.click("counts-refresh")  # while the set-up waits for its counts
+    console.wait_status(r"^Ready: ", "ok")
+    console.wait(lambda: console.counts() == {"l0": "0", "l1": "1", "l2": "0", "l3": "0"})
+
+
 def test_key_and_scope_are_set_and_kept_only_in_session_storage(console, driver, api, scope):
     add_record(api, scope, "a first record")
     console.open()

@@ -52,7 +52,7 @@ def model() -> str:
 
 def text_of(item: Message | Record) -> str:
     """The text that is embedded: L0 ``content``; L1 ``background`` and ``content``."""
-    if isinstance(item, Record):
+    if records.is_record(item):
         background = item.background or ""
         return f"{background}\n{item.content}" if background else item.content
     return item.content
@@ -73,7 +73,7 @@ class Piece:
 
 
 def piece(item: Message | Record) -> Piece:
-    if isinstance(item, Record):
+    if records.is_record(item):
         return Piece(
             item.id, L1, item.user_id, item.session_id, item.task_id, item.type, int(item.updated_at), text_of(item)
         )

@@ -53,6 +53,11 @@ def backup_key(team_id: str, agent_id: str, stamp: str, version: int) -> str:
     return f"{backup_prefix(team_id, agent_id)}persona_{stamp}_{version}.md"
 
 
+def backup_named(team_id: str, agent_id: str, name: str) -> str:
+    """A persona backup by the file name an export gave it (``persona_<stamp>_<version>.md``)."""
+    return backup_prefix(team_id, agent_id) + name
+
+
 def export_prefix(team_id: str, agent_id: str) -> str:
     return prefix(team_id, agent_id) + EXPORTS
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
+from typing_extensions import TypeIs  # typing's own from Python 3.13
 
 from . import assets, citations, counters, layout, messages, postings, views
 from .concurrency import Deadline, parallel
@@ -291,6 +292,11 @@ def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, views.Reco
     """The records among ``ids``, but those of imports still running (``where.staged``)."""
     pk = where.item_pk(LAYER, user_id)
     return {r.id: r for r in messages.shown(where, Record.batch_get([(pk, i) for i in ids], consistent_read=True))}
+
+
+def is_record(item: object) -> TypeIs[views.Record]:
+    """Whether an item storage handed out is an L1 record (not an L0 message)."""
+    return isinstance(item, Record)
 
 
 def of_user(where: Where, user_id: str) -> list[views.Record]:

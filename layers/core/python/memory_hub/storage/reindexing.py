@@ -26,7 +26,7 @@ def _marker_key(where: Where, layer: str, user_id: str) -> tuple[str, str]:
 
 def position(where: Where, layer: str, user_id: str) -> str | None:
     """Where the partition's re-index stands: ``DONE``, the id of the last item re-indexed, or
-    None when it has not begun."""
+    None when it has not begun (or its marker is not one this format writes: it begins again)."""
     pk, sk = _marker_key(where, layer, user_id)
     found = list(Posting.batch_get([(pk, sk)], consistent_read=True, attributes_to_get=["pk", "sk", "lsi3"]))
     if not found:

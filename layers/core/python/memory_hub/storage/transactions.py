@@ -23,6 +23,7 @@ from pynamodb.exceptions import TransactWriteError
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
+from . import views
 from .errors import Cancelled
 from .models import OneClient, own
 from .retry import attempts
@@ -36,14 +37,15 @@ _CANCELLED = "TransactionCanceledException"
 
 
 class Transaction:
+    """An action's item is one of ``models``' items, or the domain's read-only view of one
+    (``views``: the same object, handed back)."""
+
     def __init__(self) -> None:
         # PynamoDB serializes each action when it is added (as before: a later change to an item
         # is not sent); the TransactWrite is sent when its ``with`` block ends, once per attempt.
         self._write = TransactWrite(connection=OneClient())
         self._names: dict[str, list[tuple[int, str]]] = {kind: [] for kind in REQUEST_ORDER}
         self._count = 0
-
-    # An action's item is one of ``models``' items, or the domain's read-only view of one (``items``).
 
     def __len__(self) -> int:
         return self._count
@@ -60,17 +62,17 @@ class Transaction:
         self._names[kind].append((self._count, name))
         self._count += 1
 
-    def put(self, name: str, item: object, condition: Any = None) -> None:
+    def put(self, name: str, item: Model | views.Item, condition: Any = None) -> None:
         self._room_for_one()
         self._write.save(own(Model, item), condition=condition)
         self._named("Put", name)
 
-    def update(self, name: str, item: object, actions: list[Any], condition: Any = None) -> None:
+    def update(self, name: str, item: Model | views.Item, actions: list[Any], condition: Any = None) -> None:
         self._room_for_one()
         self._write.update(own(Model, item), actions, condition=condition)
         self._named("Update", name)
 
-    def delete(self, name: str, item: object, condition: Any = None) -> None:
+    def delete(self, name: str, item: Model | views.Item, condition: Any = None) -> None:
         self._room_for_one()
         self._write.delete(own(Model, item), condition=condition)
         self._named("Delete", name)

@@ -13,7 +13,7 @@ of behaviour.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 
 class Asset(Protocol):
@@ -55,7 +55,7 @@ class Asset(Protocol):
     @property
     def team_id(self) -> str: ...
     @property
-    def updated_at(self) -> str: ...
+    def updated_at(self) -> str: ...  # as created_at
     @property
     def visibility(self) -> str: ...
 
@@ -82,7 +82,7 @@ class SceneEntry(Protocol):
     @property
     def summary(self) -> str | None: ...
     @property
-    def updated_at(self) -> str: ...
+    def updated_at(self) -> str: ...  # as created_at
     @property
     def version(self) -> float: ...
 
@@ -174,7 +174,6 @@ class Message(Protocol):
     def user_id(self) -> str: ...
 
 
-@runtime_checkable  # told from a Message by ``isinstance`` (their fields differ)
 class Record(Protocol):
     """An L1 record of one user, with the messages it was formed from (``sources``)."""
 
@@ -343,3 +342,9 @@ class Job(Protocol):
     def team_id(self) -> str: ...
     @property
     def updated_at(self) -> float: ...
+
+
+# Any item storage hands out (what a transaction may be given back).
+Item = (
+    Asset | SceneEntry | ApiKey | AuditEvent | Message | Record | Posting | FormationState | Unformed | FormedFile | Job
+)

@@ -99,7 +99,7 @@ def _land(key: str, write: Any) -> int:
 
 
 def _backup(scope: Scope, asset: Asset, name: str, text: str) -> None:
-    key = bucket.backup_prefix(scope.team_id, scope.agent_id) + name
+    key = bucket.backup_named(scope.team_id, scope.agent_id, name)
     try:
         blobs.put(key, text, {"epoch": str(int(asset.epoch))}, if_match=None)
     except PreconditionFailed:
