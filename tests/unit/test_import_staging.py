@@ -6,15 +6,15 @@ by the cleanup's recovery without its items ever showing. Plus the counters' ari
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from in_process import fresh_scope, jsonl, writer
 from memory_hub.clock import now_ms, ordered_id
 from memory_hub.domain import assets, atomic, conversation
-from memory_hub.domain.principal import Authorize, Principal, already
+from memory_hub.domain.principal import Authorize
 from memory_hub.domain.scope import Scope
 from memory_hub.domain.transfer import applying, exporting, staging, tree
 from memory_hub.storage import counters, jobs, messages, records
@@ -22,19 +22,6 @@ from memory_hub.storage.models import Counter, Job
 
 IMPORTED = 30
 REINFORCED = "the user likes green tea"
-
-
-def _fresh() -> Scope:
-    suffix = uuid.uuid4().hex[:10]
-    return Scope(f"team{suffix}", f"agent{suffix}", "u", "s")
-
-
-def _writer(scope: Scope) -> Authorize:
-    return already(Principal(f"key-writer-{scope.team_id}", "writer", (scope.team_id,)))
-
-
-def _jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(row) + "\n" for row in rows).encode()
 
 
 def _tree() -> tree.Tree:
@@ -55,8 +42,8 @@ def _tree() -> tree.Tree:
     folded = {"id": f"atom-{uuid.uuid4().hex[:26]}", "content": REINFORCED, "userId": "u"}
     created = {"createdAt": "2026-01-05T10:00:00.000Z", "type": "episodic"}
     files = {
-        "conversations/2026-01-05.jsonl": _jsonl(lines),
-        "records/2026-01-05.jsonl": _jsonl([{**record, **created}, {**folded, **created}]),
+        "conversations/2026-01-05.jsonl": jsonl(lines),
+        "records/2026-01-05.jsonl": jsonl([{**record, **created}, {**folded, **created}]),
     }
     return tree.read(files, tree.Selection())
 
@@ -84,8 +71,8 @@ def _seen(scope: Scope, auth: Authorize) -> dict[str, Any]:
 
 
 def _memory_with_a_running_import() -> tuple[Scope, Authorize, Job, dict[str, Any]]:
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     conversation.add(scope, [{"role": "user", "content": "hello there"}], auth)
     atomic.add(scope, REINFORCED, "episodic", "", [], {}, auth)
     before = _seen(scope, auth)

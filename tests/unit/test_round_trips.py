@@ -8,12 +8,12 @@ exports; a user's erasure deletes their messages beside their records."""
 from __future__ import annotations
 
 import threading
-import uuid
 
 import pytest
+from in_process import fresh_scope, writer
 from memory_hub.domain import assets, atomic, clear, conversation, erasure, scenario, user_memory
 from memory_hub.domain.errors import Forbidden, NotFound
-from memory_hub.domain.principal import Authorize, Principal, already
+from memory_hub.domain.principal import Principal
 from memory_hub.domain.scope import Scope
 from memory_hub.storage import messages, postings, records
 
@@ -21,20 +21,15 @@ REQUEST = "req-unit-round-trips-0001"
 
 
 def _fresh() -> Scope:
-    suffix = uuid.uuid4().hex[:10]
-    return Scope(f"team{suffix}", f"agent{suffix}", "u1", "s1")
-
-
-def _writer(scope: Scope) -> Authorize:
-    return already(Principal(f"key-writer-{scope.team_id}", "writer", (scope.team_id,)))
+    return fresh_scope("u1", "s1")
 
 
 def _add(scope: Scope, *contents: str) -> None:
-    conversation.add(scope, [{"role": "user", "content": text} for text in contents], _writer(scope))
+    conversation.add(scope, [{"role": "user", "content": text} for text in contents], writer(scope))
 
 
 def _contents(scope: Scope) -> list[str]:
-    return sorted(m.content for m in conversation.query(scope, 50, 0, None, None, _writer(scope)).messages)
+    return sorted(m.content for m in conversation.query(scope, 50, 0, None, None, writer(scope)).messages)
 
 
 def _side_by_side(monkeypatch, first: tuple[object, str], then: tuple[object, str]) -> threading.Event:
@@ -62,22 +57,22 @@ def test_a_warm_read_does_not_wait_for_the_asset(aws, monkeypatch):
     _add(scope, "one", "two")
     assert _contents(scope) == ["one", "two"]  # this environment has now seen the pair's epoch
     _side_by_side(monkeypatch, (messages, "count"), (assets, "of_scope"))
-    assert conversation.count(scope, None, None, _writer(scope)).total == 2
+    assert conversation.count(scope, None, None, writer(scope)).total == 2
 
 
 def test_after_a_clear_a_read_sees_only_the_new_epoch_while_the_old_one_is_still_stored(aws):
     scope = _fresh()
     _add(scope, "before the clear")
-    atomic.add(scope, "an old fact", "fact", "", [], {}, _writer(scope))
+    atomic.add(scope, "an old fact", "fact", "", [], {}, writer(scope))
     assert _contents(scope) == ["before the clear"]
-    assert atomic.count(scope, None, None, None, _writer(scope)).total == 1
+    assert atomic.count(scope, None, None, None, writer(scope)).total == 1
     admin = Principal("key-admin", "admin", (scope.team_id,))
     checked = clear.checked(admin, clear.named(clear.memory_ids([scope.memory_id]), None))
     (item,) = clear.clear(admin, checked, REQUEST, lambda: 0).items  # no time to purge: the old epoch stays
     assert item.cleared is True and item.purge_pending is True
     _add(scope, "after the clear")
 
-    auth = _writer(scope)
+    auth = writer(scope)
     assert _contents(scope) == ["after the clear"]
     assert conversation.count(scope, None, None, auth).total == 1
     assert conversation.search(scope, "before", 10, None, None, auth).messages == []
@@ -88,7 +83,7 @@ def test_after_a_clear_a_read_sees_only_the_new_epoch_while_the_old_one_is_still
 
 def test_after_a_clear_deletes_updates_and_listings_act_on_the_new_epoch_only(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     old_message = conversation.add(scope, [{"role": "user", "content": "old"}], auth).accepted_ids[0]
     old_record = atomic.add(scope, "an old fact", "fact", "", [], {}, auth).id
     scenario.write(scope, "notes/old.md", "old file", None, None, auth, REQUEST)
@@ -122,7 +117,7 @@ def test_a_guessed_epoch_never_answers_for_another_pair(aws):
     assets._remember((mine.team_id, mine.agent_id), assets.where_of(other))
     assert _contents(mine) == ["mine"]
     assets._remember((mine.team_id, mine.agent_id), assets.where_of(other))
-    assert [m.content for m in conversation.search(mine, "theirs mine", 10, None, None, _writer(mine)).messages] == [
+    assert [m.content for m in conversation.search(mine, "theirs mine", 10, None, None, writer(mine)).messages] == [
         "mine"
     ]
 
@@ -140,7 +135,7 @@ def test_a_guessed_read_that_fails_is_made_again(aws, monkeypatch):
         return real_count(*args, **kwargs)
 
     monkeypatch.setattr(messages, "count", count)
-    assert conversation.count(scope, None, None, _writer(scope)).total == 1
+    assert conversation.count(scope, None, None, writer(scope)).total == 1
     assert failures == [1]
 
 
@@ -160,7 +155,7 @@ def test_nothing_is_answered_to_a_caller_the_key_check_refuses(aws):
 
 def test_a_pair_without_memory_reads_nothing_and_is_not_remembered(aws):
     scope = _fresh()
-    assert conversation.query(scope, 10, 0, None, None, _writer(scope)).wire() == {"messages": [], "total": 0}
+    assert conversation.query(scope, 10, 0, None, None, writer(scope)).wire() == {"messages": [], "total": 0}
     assert (scope.team_id, scope.agent_id) not in assets._seen
 
 
@@ -177,7 +172,7 @@ def test_it_remembers_a_bounded_number_of_pairs(aws, monkeypatch):
 
 def test_a_delete_erases_postings_vectors_and_exports_at_the_same_time(aws, monkeypatch):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     message = conversation.add(scope, [{"role": "user", "content": "forget me"}], auth).accepted_ids[0]
     record = atomic.add(scope, "forget this fact", "fact", "", [], {}, auth).id
     forgetting = _side_by_side(monkeypatch, (erasure, "forget_erased"), (postings, "erase_of"))
@@ -190,7 +185,7 @@ def test_a_delete_erases_postings_vectors_and_exports_at_the_same_time(aws, monk
 
 def test_erasing_a_user_erases_their_messages_and_records_side_by_side(aws, monkeypatch):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     conversation.add(scope, [{"role": "user", "content": "a message"}], auth)
     atomic.add(scope, "a record", "fact", "", [], {}, auth)
     _side_by_side(monkeypatch, (records, "delete"), (messages, "delete"))
@@ -234,7 +229,7 @@ def test_a_users_erasure_cut_short_leaves_items_a_retry_finishes_never_bare_inde
     that a retry finds and erases, never postings of messages already gone (nothing would find them
     again: a retry answered 0 and they stayed)."""
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     for day in range(0, 120, 40):  # more messages than one transaction deletes
         _add(scope, *[f"walked the dog along the river, day {i}" for i in range(day, day + 40)])
     atomic.add(scope, "Has a dog", "fact", "", [], {}, auth)

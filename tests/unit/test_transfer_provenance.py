@@ -7,16 +7,15 @@ cite them)."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from in_process import fresh_scope, jsonl, writer
 from memory_hub.clock import ordered_id
 from memory_hub.domain import assets, atomic, conversation
 from memory_hub.domain.errors import Conflict, Invalid
-from memory_hub.domain.principal import Authorize, Principal, already
 from memory_hub.domain.scope import Scope
 from memory_hub.domain.transfer import applying, lines, planning, rollback, tree, writing
 from memory_hub.storage import citations, jobs, messages, records
@@ -143,19 +142,6 @@ def test_a_record_line_writes_the_records_sources_once_and_formed():
 # ---- in process, over moto ---------------------------------------------------------------------------
 
 
-def _fresh() -> Scope:
-    suffix = uuid.uuid4().hex[:10]
-    return Scope(f"team{suffix}", f"agent{suffix}", "u", "s")
-
-
-def _writer(scope: Scope) -> Authorize:
-    return already(Principal(f"key-writer-{scope.team_id}", "writer", (scope.team_id,)))
-
-
-def _jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(row) + "\n" for row in rows).encode()
-
-
 def _message_line(message_id: str, content: str) -> dict[str, Any]:
     return {"id": message_id, "sessionId": "s", "userId": "u", "role": "user", "content": content, "timestamp": 1}
 
@@ -170,13 +156,13 @@ def _where(scope: Scope) -> Where:
 
 
 def _tree(messages_: list[dict[str, Any]], records_: list[dict[str, Any]]) -> tree.Tree:
-    files = {"conversations/2026-01-05.jsonl": _jsonl(messages_), "records/2026-01-05.jsonl": _jsonl(records_)}
+    files = {"conversations/2026-01-05.jsonl": jsonl(messages_), "records/2026-01-05.jsonl": jsonl(records_)}
     return tree.read(files, tree.Selection())
 
 
 def test_a_cited_message_erased_while_the_import_writes_fails_it_and_the_undo_leaves_nothing(aws, monkeypatch):
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     [there] = conversation.add(scope, [{"role": "user", "content": "there before"}], auth).accepted_ids
     brought = f"msg-{uuid.uuid4().hex[:26]}"
     parsed = _tree(
@@ -205,8 +191,8 @@ def test_a_cited_message_erased_while_the_import_writes_fails_it_and_the_undo_le
 
 
 def test_an_undo_replayed_after_it_deleted_the_messages_still_erases_the_records_citing_them(aws):
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     conversation.add(scope, [{"role": "user", "content": "the memory was there"}], auth)
     brought = f"msg-{uuid.uuid4().hex[:26]}"
     parsed = _tree(

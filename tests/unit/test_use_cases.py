@@ -12,9 +12,10 @@ import uuid
 from typing import Any
 
 import pytest
+from in_process import fresh_scope, writer
 from memory_hub.domain import assets, atomic, clear, conversation, persona, scenario
 from memory_hub.domain.errors import Conflict, Invalid
-from memory_hub.domain.principal import Authorize, Principal, already
+from memory_hub.domain.principal import Principal
 from memory_hub.domain.scope import Scope
 from memory_hub.settings import get_settings
 from memory_hub.storage import aws as storage_aws
@@ -24,12 +25,7 @@ REQUEST = "req-unit-use-cases-0001"
 
 
 def _fresh(user_id: str = "u1", session_id: str | None = None) -> Scope:
-    suffix = uuid.uuid4().hex[:10]
-    return Scope(f"team{suffix}", f"agent{suffix}", user_id, session_id)
-
-
-def _writer(scope: Scope) -> Authorize:
-    return already(Principal(f"key-writer-{scope.team_id}", "writer", (scope.team_id,)))
+    return fresh_scope(user_id, session_id)
 
 
 def _in_session(scope: Scope, session_id: str | None) -> Scope:
@@ -38,24 +34,24 @@ def _in_session(scope: Scope, session_id: str | None) -> Scope:
 
 def _add_messages(scope: Scope, *contents: str) -> list[str]:
     batch = [{"role": "user", "content": text} for text in contents]
-    answer = conversation.add(scope, batch, _writer(scope))
+    answer = conversation.add(scope, batch, writer(scope))
     assert answer.total_count == len(contents) and answer.accepted_versions == ["v1"] * len(contents)
     return answer.accepted_ids
 
 
 def _add_record(scope: Scope, content: str, type_: str = "fact", background: str = "") -> dict[str, Any]:
-    return atomic.add(scope, content, type_, background, ["t"], {"k": "v"}, _writer(scope))
+    return atomic.add(scope, content, type_, background, ["t"], {"k": "v"}, writer(scope))
 
 
 def _search(scope: Scope, text: str) -> list[str]:
-    answer = conversation.search(scope, text, 10, None, None, _writer(scope))
+    answer = conversation.search(scope, text, 10, None, None, writer(scope))
     assert answer.mode_used == "keyword"  # meaning is off in the unit tier
     return [m.content for m in answer.messages]
 
 
 def _every_layer(scope: Scope) -> dict[str, int]:
     """What each use case counts for the scope (its session unset: every session)."""
-    auth = _writer(scope)
+    auth = writer(scope)
     return {
         "l0": conversation.count(scope, None, None, auth).total,
         "l1": atomic.count(scope, None, None, None, auth).total,
@@ -69,7 +65,7 @@ def _every_layer(scope: Scope) -> dict[str, int]:
 
 def test_scenario_write_versions_read_ls_rm_and_count(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     assert assets.of_scope(scope) is None  # the first write creates the asset
 
     first = scenario.write(scope, "notes/b.md", "first body", "about b", None, auth, REQUEST)
@@ -113,7 +109,7 @@ def test_scenario_write_versions_read_ls_rm_and_count(aws):
 
 def test_scenario_write_at_a_stale_version_is_a_conflict_naming_the_current_one(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     for body in ("one", "two", "three"):
         scenario.write(scope, "plan.md", body, None, None, auth, REQUEST)
     with pytest.raises(Conflict) as caught:
@@ -125,7 +121,7 @@ def test_scenario_write_at_a_stale_version_is_a_conflict_naming_the_current_one(
     # a file that does not exist is at version 0, in a memory that does not exist too
     nowhere = _fresh()
     with pytest.raises(Conflict) as missing:
-        scenario.write(nowhere, "plan.md", "x", None, 1, _writer(nowhere), REQUEST)
+        scenario.write(nowhere, "plan.md", "x", None, 1, writer(nowhere), REQUEST)
     assert missing.value.data == {"current_version": 0}
     assert assets.of_scope(nowhere) is None  # refused before creating the asset
     with pytest.raises(Conflict) as absent:
@@ -136,7 +132,7 @@ def test_scenario_write_at_a_stale_version_is_a_conflict_naming_the_current_one(
 
 def test_scenario_rm_of_a_folder_removes_what_is_under_it_only(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     for path in ("keep.md", "old/x.md", "old/y.md", "older.md"):
         scenario.write(scope, path, path, None, None, auth, REQUEST)
     assert scenario.rm(scope, "old/", auth, REQUEST).deleted == 2
@@ -149,7 +145,7 @@ def test_scenario_rm_of_a_folder_removes_what_is_under_it_only(aws):
 
 def test_persona_write_read_count_and_a_backup_of_the_replaced_version(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     assert persona.read(scope, auth).content is None
     assert persona.count(scope, auth).total == 0
 
@@ -174,7 +170,7 @@ def test_persona_write_read_count_and_a_backup_of_the_replaced_version(aws):
 
 def test_persona_keeps_only_the_three_newest_backups(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     for n in range(1, 7):
         assert persona.write(scope, f"version {n}", auth, REQUEST).version == n
     kept = sorted(blobs.keys_under(bucket.backup_prefix(scope.team_id, scope.agent_id)))
@@ -187,7 +183,7 @@ def test_persona_keeps_only_the_three_newest_backups(aws):
 
 def test_conversation_add_query_newest_first_by_session_and_count(aws):
     scope = _fresh(session_id="s1")
-    auth = _writer(scope)
+    auth = writer(scope)
     with pytest.raises(Invalid):
         conversation.add(_in_session(scope, None), [{"role": "user", "content": "x"}], auth)
     first = _add_messages(scope, "hello there", "how are you")
@@ -226,7 +222,7 @@ def test_conversation_search_by_words_stems_and_ignores_stop_words(aws):
     assert _search(everyone, "bicycle") == []
     assert _search(_in_session(scope, "s2"), "milk") == ["We ran out of milk"]
     assert _search(scope, "milk") == []  # the session narrows the search
-    found = conversation.search(everyone, "oil", 10, None, None, _writer(scope)).messages
+    found = conversation.search(everyone, "oil", 10, None, None, writer(scope)).messages
     assert found[0].score > 0 and found[0].session_id == "s1"
     # by words alone the best scores what the best item by words scores in hybrid: one scale for every mode
     assert found[0].score == pytest.approx((2 / 61) / 1.5, abs=1e-6)
@@ -234,7 +230,7 @@ def test_conversation_search_by_words_stems_and_ignores_stop_words(aws):
 
 def test_conversation_delete_by_id_removes_exactly_those_ids(aws):
     scope = _fresh(session_id="s1")
-    auth = _writer(scope)
+    auth = writer(scope)
     ids = _add_messages(scope, "one", "two", "three", "four")
     unknown = "msg-" + "0" * 26
     answer = conversation.delete(scope, [ids[1], ids[3], unknown], None, auth, REQUEST)
@@ -254,7 +250,7 @@ def test_conversation_delete_by_id_removes_exactly_those_ids(aws):
 
 def test_conversation_delete_by_session_removes_that_session_only(aws):
     scope = _fresh(session_id="s1")
-    auth = _writer(scope)
+    auth = writer(scope)
     _add_messages(scope, "one", "two")
     kept = _add_messages(_in_session(scope, "s2"), "three")
     answer = conversation.delete(scope, None, ["s1"], auth, REQUEST)
@@ -268,7 +264,7 @@ def test_conversation_delete_by_session_removes_that_session_only(aws):
 
 def test_atomic_add_then_the_same_content_reinforces_the_same_record(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     first = _add_record(scope, "Prefers aisle seats", background="travel")
     assert first.version == 1 and first.created is True and first.reinforced_count == 1
     assert first.id.startswith("atom-")
@@ -295,7 +291,7 @@ def test_atomic_add_then_the_same_content_reinforces_the_same_record(aws):
 
 def test_atomic_update_checks_the_version_and_reindexes(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     atom_id = _add_record(scope, "Lives in Paris").id
     updated = atomic.update(scope, atom_id, {"content": "Lives in Berlin"}, 1, auth, REQUEST)
     assert updated.id == atom_id and updated.version == "v2"
@@ -318,7 +314,7 @@ def test_atomic_update_checks_the_version_and_reindexes(aws):
 
 def test_atomic_delete_by_ids(aws):
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     ids = [_add_record(scope, f"fact number {n}").id for n in range(3)]
     with pytest.raises(Conflict) as caught:
         atomic.delete(scope, [ids[0]], {ids[0]: 5}, auth, REQUEST)
@@ -340,7 +336,7 @@ def test_atomic_delete_by_ids(aws):
 
 
 def _fill_every_layer(scope: Scope) -> None:
-    auth = _writer(scope)
+    auth = writer(scope)
     _add_messages(scope, "remember the milk", "and the eggs")
     _add_record(scope, "Allergic to peanuts")
     scenario.write(scope, "notes/shopping.md", "milk, eggs", None, None, auth, REQUEST)
@@ -351,7 +347,7 @@ def _fill_every_layer(scope: Scope) -> None:
 def test_clear_empties_every_layer_and_keeps_the_asset(aws):
     scope = _fresh(session_id="s1")
     everyone = _in_session(scope, None)
-    auth = _writer(scope)
+    auth = writer(scope)
     _fill_every_layer(scope)
     before = assets.of_scope(scope)
     assert before is not None
@@ -431,7 +427,7 @@ def test_clear_leaves_nothing_of_the_old_epoch_in_storage(aws):
 
 
 def _sees_nothing(scope: Scope) -> None:
-    auth = _writer(scope)
+    auth = writer(scope)
     assert _every_layer(scope) == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     assert conversation.query(scope, 10, 0, None, None, auth).wire() == {"messages": [], "total": 0}
     assert conversation.search(scope, "milk", 10, None, None, auth).messages == []
@@ -444,8 +440,8 @@ def _sees_nothing(scope: Scope) -> None:
 
 def _owner_unchanged(scope: Scope) -> None:
     assert _every_layer(scope) == {"l0": 2, "l1": 1, "l2": 1, "l3": 1}
-    assert scenario.read(scope, "notes/shopping.md", _writer(scope)).content.endswith("\nmilk, eggs")
-    assert persona.read(scope, _writer(scope)).content == "second persona"
+    assert scenario.read(scope, "notes/shopping.md", writer(scope)).content.endswith("\nmilk, eggs")
+    assert persona.read(scope, writer(scope)).content == "second persona"
 
 
 def test_another_team_and_agent_see_none_of_a_pairs_items(aws):
@@ -460,7 +456,7 @@ def test_another_team_and_agent_see_none_of_a_pairs_items(aws):
 
     # the other pair writes the same paths and ids of its own: neither sees the other's
     stranger = Scope(f"other{owner.team_id}", f"other{owner.agent_id}", owner.user_id, "s1")
-    auth = _writer(stranger)
+    auth = writer(stranger)
     scenario.write(stranger, "notes/shopping.md", "nails", None, None, auth, REQUEST)
     persona.write(stranger, "stranger persona", auth, REQUEST)
     assert _add_record(stranger, "Allergic to peanuts").created is True  # no reinforcing across pairs
@@ -478,7 +474,7 @@ def test_two_pairs_that_spell_the_same_memory_id_are_two_memories(aws):
     _sees_nothing(twin)
     assert assets.of_scope(twin) is None  # reads never create an asset
 
-    scenario.write(twin, "notes/shopping.md", "twin's list", None, None, _writer(twin), REQUEST)
+    scenario.write(twin, "notes/shopping.md", "twin's list", None, None, writer(twin), REQUEST)
     twin_asset, owner_asset = assets.of_scope(twin), assets.of_scope(owner)
     assert twin_asset is not None and owner_asset is not None
     assert (twin_asset.team_id, owner_asset.team_id) == (twin.team_id, owner.team_id)
@@ -490,7 +486,7 @@ def test_two_pairs_that_spell_the_same_memory_id_are_two_memories(aws):
     assert [(a.team_id, a.agent_id) for a in checked] == [(owner.team_id, "c")]
     assert clear.clear(admin, checked, REQUEST, lambda: 60_000).all_cleared is True
     assert _every_layer(owner) == {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
-    assert scenario.read(twin, "notes/shopping.md", _writer(twin)).content.endswith("\ntwin's list")
+    assert scenario.read(twin, "notes/shopping.md", writer(twin)).content.endswith("\ntwin's list")
 
 
 def test_imported_lines_folded_into_a_record_are_remembered_taken_back_and_forgotten_with_its_key(aws):
@@ -498,7 +494,7 @@ def test_imported_lines_folded_into_a_record_are_remembered_taken_back_and_forgo
     from memory_hub.storage import records
 
     scope = _fresh()
-    auth = _writer(scope)
+    auth = writer(scope)
     atom_id = _add_record(scope, "Likes tea").id
     where = assets.where_of(assets.of_scope(scope))
     held = records.get(where, scope.user_id, atom_id)
