@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from memory_hub_tools.client import memory_id_for
 from memory_hub_tools.transport import Transport
 
@@ -625,3 +626,32 @@ def local_stack(embeddings: str, **options: Any) -> Iterator[Any]:
             os.environ[name] = value
     boto3.DEFAULT_SESSION = None
     log.close()
+
+
+# ---------------------------------------------------------------- imports (memory-tdai trees)
+
+
+def tarball(files: dict[str, bytes | str]) -> bytes:
+    """A .tar.gz holding ``files`` (path → content)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as archive:
+        for path, data in sorted(files.items()):
+            data = data.encode("utf-8") if isinstance(data, str) else data
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return raw.getvalue()
+
+
+def jsonl(lines: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+
+
+def upload_import(api: Api, team_id: str, agent_id: str, data: bytes, **fields: Any) -> str:
+    """Create an import and upload ``data`` to its presigned URL; its id (not started)."""
+    created = ok(api.post("/v3/memory/import", {"team_id": team_id, "agent_id": agent_id, **fields}))
+    assert created["state"] == "created" and created["method"] == "PUT", created
+    assert created["headers"] == {"Content-Type": "application/gzip"}
+    uploaded = requests.put(created["upload_url"], data=data, headers=created["headers"], timeout=60)
+    assert uploaded.status_code == 200, uploaded.text
+    return str(created["import_id"])

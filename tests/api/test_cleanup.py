@@ -32,18 +32,20 @@ from helpers import (
     aws_client,
     epoch_of,
     eventually,
+    jsonl,
     make_scope,
     memory_files,
     ok,
     own_stack,
     partition,
     scan,
+    tarball,
 )
 from memory_hub.storage import bucket
 from memory_hub.storage.assets import LEGACY_SK, PAIR_PREFIX
 from memory_hub.storage.layout import CLEANUP_PK, PURGE_PK, counter_pk, item_pk, scene_scope
 from memory_hub.storage.leases import CURSOR_SK, LEASE_SK
-from test_transfer import CONVERSATIONS, MESSAGE, jsonl, tarball
+from test_transfer import CONVERSATIONS, MESSAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY_MS = 86_400_000

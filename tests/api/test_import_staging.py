@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from helpers import Api, eventually, make_scope, ok, own_stack
+from helpers import Api, eventually, jsonl, make_scope, ok, own_stack, tarball, upload_import
 from test_durability import Running, start
-from test_transfer import CONVERSATIONS, MESSAGE, RECORD, RECORDS, begin_import, export, jsonl, tarball
+from test_transfer import CONVERSATIONS, MESSAGE, RECORD, RECORDS, begin_import, export
 from test_transfer_hardening import _transfer_processes, _wait_until_gone
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,12 +80,11 @@ def test_a_running_import_shows_nothing_and_its_commit_shows_all_of_it(api, hook
     # held at its scene file: every message and record is written, the commit is next
     held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
     with hooks.paused(held) as hook:
-        created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
-        requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
+        import_id = upload_import(api, target.team_id, target.agent_id, tarball(files))
         with ThreadPoolExecutor(1) as pool:
-            started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": created["import_id"]})
+            started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": import_id})
             assert hooks.wait(hook, timeout=120)
-            assert ok(api.post("/v3/memory/import/status", {"import_id": created["import_id"]}))["state"] == "running"
+            assert ok(api.post("/v3/memory/import/status", {"import_id": import_id}))["state"] == "running"
             assert seen(api, target) == before
             assert _exported(api, target) == exported_before
             hooks.release(hook)
@@ -125,10 +124,9 @@ def test_an_imports_files_and_persona_show_only_once_it_commits(api, hooks):
     files = {**_tree(20), "scene_blocks/live.md": f"{WORD} over the live scene", "persona.md": f"{WORD} persona"}
     commit = {"function": "TransferFunction", "operation": "TransactWriteItems", "body_contains": "DELETE"}
     with hooks.paused(commit) as hook:
-        created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
-        requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
+        import_id = upload_import(api, target.team_id, target.agent_id, tarball(files))
         with ThreadPoolExecutor(1) as pool:
-            started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": created["import_id"]})
+            started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": import_id})
             assert hooks.wait(hook, timeout=120), "the import never reached its commit"
             assert _files(api, target) == before
             hooks.release(hook)
@@ -163,19 +161,18 @@ def test_polls_during_a_4000_message_import_see_nothing_of_it_until_it_is_done(a
 
 def _kill_midway(api: Api, hooks: Any, target: Any) -> str:
     """An import killed (SIGKILL of its process) once its messages and records are written."""
-    created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
     files = {**_tree(600), "notes/noise.txt": os.urandom(600_000).hex()}  # asynchronous
-    requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
+    import_id = upload_import(api, target.team_id, target.agent_id, tarball(files))
     held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
     with hooks.paused(held) as hook:
-        ok(api.post("/v3/memory/import/start", {"import_id": created["import_id"]}))
+        ok(api.post("/v3/memory/import/start", {"import_id": import_id}))
         assert hooks.wait(hook, timeout=120)
         victims = _transfer_processes()
         assert victims
         for pid in victims:
             os.kill(pid, signal.SIGKILL)
     _wait_until_gone(victims)
-    return str(created["import_id"])
+    return import_id
 
 
 def test_a_killed_import_is_invisible_at_once_and_the_cleanup_rolls_it_back_without_embedding_it(api, hooks):

@@ -26,7 +26,20 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import ADMIN_KEY, SERVICE_ID, Api, Scope, eventually, make_scope, memory_files, ok, traces_of
+from helpers import (
+    ADMIN_KEY,
+    SERVICE_ID,
+    Api,
+    Scope,
+    eventually,
+    jsonl,
+    make_scope,
+    memory_files,
+    ok,
+    tarball,
+    traces_of,
+    upload_import,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_hub.storage import bucket
@@ -63,25 +76,9 @@ ASYNC_WAIT_S = 300  # a bound for a hang, not a timing: a loaded 2-core machine 
 # ---- trees -------------------------------------------------------------------------------------------
 
 
-def tarball(files: dict[str, bytes | str]) -> bytes:
-    """A .tar.gz holding ``files`` (path → content)."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w:gz") as archive:
-        for path, data in sorted(files.items()):
-            data = data.encode("utf-8") if isinstance(data, str) else data
-            info = tarfile.TarInfo(path)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return raw.getvalue()
-
-
 def untar(data: bytes) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
         return {m.name: archive.extractfile(m).read() for m in archive if m.isfile()}  # type: ignore[union-attr]
-
-
-def jsonl(lines: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
 
 
 def lines_of(files: dict[str, bytes], folder: str) -> list[dict[str, Any]]:
@@ -138,12 +135,8 @@ def download(url: str) -> dict[str, bytes]:
 
 def begin_import(api: Api, team_id: str, agent_id: str, data: bytes, **fields: Any) -> dict[str, Any]:
     """Create an import, upload ``data`` to its presigned URL, start it; the start's answer."""
-    created = ok(api.post("/v3/memory/import", {"team_id": team_id, "agent_id": agent_id, **fields}))
-    assert created["state"] == "created" and created["method"] == "PUT", created
-    assert created["headers"] == {"Content-Type": "application/gzip"}
-    uploaded = requests.put(created["upload_url"], data=data, headers=created["headers"], timeout=60)
-    assert uploaded.status_code == 200, uploaded.text
-    return ok(api.post("/v3/memory/import/start", {"import_id": created["import_id"]}))
+    import_id = upload_import(api, team_id, agent_id, data, **fields)
+    return ok(api.post("/v3/memory/import/start", {"import_id": import_id}))
 
 
 def import_tree(api: Api, target: Scope, files: dict[str, bytes | str] | bytes, **fields: Any) -> dict[str, Any]:

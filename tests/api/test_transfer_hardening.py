@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import requests
-from helpers import Api, eventually, make_scope, memory_files, ok, own_stack
+from helpers import Api, eventually, jsonl, make_scope, memory_files, ok, own_stack, tarball, upload_import
 from memory_hub.storage import bucket
 from test_transfer import (
     CONVERSATIONS,
@@ -29,10 +29,8 @@ from test_transfer import (
     begin_import,
     export,
     import_tree,
-    jsonl,
     settle,
     snapshot,
-    tarball,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -399,11 +397,10 @@ def test_an_import_killed_midway_leaves_nothing_after_the_cleanup_and_a_retry_su
 def test_a_killed_import_into_a_new_memory_leaves_no_memory(api, hooks):
     target = make_scope()
     tree = _big_tree(300, asynchronous=True)
-    created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
-    requests.put(created["upload_url"], data=tarball(tree), headers=created["headers"], timeout=60)
+    import_id = upload_import(api, target.team_id, target.agent_id, tarball(tree))
     scene = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
     with hooks.paused(scene) as hook:
-        ok(api.post("/v3/memory/import/start", {"import_id": created["import_id"]}))
+        ok(api.post("/v3/memory/import/start", {"import_id": import_id}))
         assert hooks.wait(hook, timeout=120)
         victims = _transfer_processes()
         for pid in victims:
@@ -413,7 +410,7 @@ def test_a_killed_import_into_a_new_memory_leaves_no_memory(api, hooks):
     assert api.invoke("CleanupFunction", {"now": an_hour})["done"] is True
     for layer in ("conversation", "atomic"):
         assert ok(api.post(f"/v3/{layer}/count", target.body(user_id="u")))["total"] == 0
-    status = ok(api.post("/v3/memory/import/status", {"import_id": created["import_id"]}))
+    status = ok(api.post("/v3/memory/import/status", {"import_id": import_id}))
     assert status["state"] == "failed", status
     # The cleanup undoes the killed import without deleting the memory it created (its role may not
     # delete assets): it empties it and keeps the journal. The status poll above runs in the

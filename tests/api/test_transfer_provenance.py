@@ -15,7 +15,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from helpers import TABLES, Api, Scope, make_scope, ok, scan
+from helpers import TABLES, Api, Scope, jsonl, make_scope, ok, scan, tarball
 from memory_hub.storage.citations import LAYER
 from memory_hub.storage.layout import CITATIONS, pair
 from test_transfer import (
@@ -24,10 +24,8 @@ from test_transfer import (
     RECORDS,
     export,
     import_tree,
-    jsonl,
     lines_of,
     snapshot,
-    tarball,
     without_summary,
 )
 

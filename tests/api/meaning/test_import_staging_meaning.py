@@ -4,34 +4,14 @@ embedded and found."""
 
 from __future__ import annotations
 
-import io
-import json
-import tarfile
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-import requests
-from helpers import eventually, make_scope, ok, stored_vectors
+from helpers import eventually, jsonl, make_scope, ok, stored_vectors, tarball, upload_import
 
 WORD = "narwhal"
 MESSAGE = {"sessionId": "s", "userId": "u", "role": "user", "timestamp": 1767607200000}
 RECORD = {"userId": "u", "createdAt": "2026-01-05T10:00:00.000Z"}
 CONVERSATIONS, RECORDS = "conversations/2026-01-05.jsonl", "records/2026-01-05.jsonl"
-
-
-def jsonl(lines: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(line) + "\n" for line in lines)
-
-
-def tarball(files: dict[str, str]) -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w:gz") as archive:
-        for path, text in sorted(files.items()):
-            data = text.encode("utf-8")
-            info = tarfile.TarInfo(path)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return raw.getvalue()
 
 
 def _found(api, target, route: str, mode: str) -> int:
@@ -51,10 +31,9 @@ def test_a_running_import_is_neither_found_by_meaning_nor_embedded_until_it_comm
     }
     held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
     with hooks.paused(held) as hook:
-        created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
-        requests.put(created["upload_url"], data=tarball(files), headers=created["headers"], timeout=60)
+        import_id = upload_import(api, target.team_id, target.agent_id, tarball(files))
         with ThreadPoolExecutor(1) as pool:
-            started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": created["import_id"]})
+            started = pool.submit(api.post, "/v3/memory/import/start", {"import_id": import_id})
             assert hooks.wait(hook, timeout=120)
             vectors = len(stored_vectors())
             for route in ("conversation", "atomic"):
