@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 import pytest
+from in_process import fresh_scope, jsonl, writer
 from memory_hub import memory_ids
 from memory_hub.clock import now_ms, ordered_id
 from memory_hub.domain import assets, atomic, conversation, persona, scenario
@@ -18,7 +19,7 @@ from memory_hub.domain.scope import Scope
 from memory_hub.domain.transfer import applying, staging, tree
 from memory_hub.storage import blobs, bucket, jobs, records
 from memory_hub.storage.models import Job
-from test_import_staging import IMPORTED, REINFORCED, _fresh, _jsonl, _tree, _writer
+from test_import_staging import IMPORTED, REINFORCED, _tree
 
 ZEBRA = "a zebra was seen"  # the content of the record the import's tree holds
 
@@ -72,8 +73,8 @@ def _leftovers(scope: Scope) -> list[str]:
 
 
 def test_an_imports_files_and_persona_show_only_once_it_commits(aws):
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     _seed_files(scope, auth)
     before = _files_seen(scope, auth)
     assert before["ls"] == [("live.md", 1)] and before["persona"] == ("the live persona", 1)
@@ -92,8 +93,8 @@ def test_an_imports_files_and_persona_show_only_once_it_commits(aws):
 
 
 def test_an_import_that_stops_before_its_commit_leaves_no_file(aws):
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     _seed_files(scope, auth)
     before = _files_seen(scope, auth)
     job = _running(scope, _files_tree())
@@ -105,8 +106,8 @@ def test_an_import_that_stops_before_its_commit_leaves_no_file(aws):
 
 
 def test_an_import_that_stops_right_after_its_commit_gets_its_files_from_the_recovery(aws):
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     _seed_files(scope, auth)
     job = _running(scope, _files_tree())
     asset = assets.of_pair(scope.team_id, scope.agent_id)
@@ -123,8 +124,8 @@ def test_an_import_that_stops_right_after_its_commit_gets_its_files_from_the_rec
 
 
 def test_a_session_delete_during_an_import_reaches_the_messages_it_staged(aws):
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     conversation.add(scope, [{"role": "user", "content": "hello there"}], auth)
     job = _running(scope, _tree())  # IMPORTED messages, half of them in session s1
     whole = Scope(scope.team_id, scope.agent_id, "u", None)
@@ -145,8 +146,8 @@ def _records(scope: Scope, auth: Authorize) -> list[tuple[str, int, str]]:
 
 
 def test_an_add_of_a_staged_records_content_makes_its_own_record_which_the_import_folds_into(aws):
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     atomic.add(scope, REINFORCED, "episodic", "", [], {}, auth)
     job = _running(scope, _tree())
     added = atomic.add(scope, ZEBRA, "episodic", "", [], {}, auth)
@@ -163,8 +164,8 @@ def test_an_add_of_a_staged_records_content_makes_its_own_record_which_the_impor
 
 
 def test_a_failed_import_leaves_the_clients_record_and_its_natural_key(aws):
-    scope = _fresh()
-    auth = _writer(scope)
+    scope = fresh_scope()
+    auth = writer(scope)
     job = _running(scope, _tree())
     added = atomic.add(scope, ZEBRA, "episodic", "", [], {}, auth)
     job.update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])
@@ -186,5 +187,5 @@ def test_a_jsonl_file_that_is_not_utf8_is_reported_once(name):
 
 def test_a_scene_file_that_is_not_utf8_is_reported_once():
     with pytest.raises(tree.Malformed) as raised:
-        tree.read({"scene_blocks/a.md": b"\xff", "conversations/2026-01-05.jsonl": _jsonl([])}, tree.Selection())
+        tree.read({"scene_blocks/a.md": b"\xff", "conversations/2026-01-05.jsonl": jsonl([])}, tree.Selection())
     assert raised.value.problems == ["scene_blocks/a.md:1: not UTF-8"]
