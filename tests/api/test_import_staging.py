@@ -191,16 +191,9 @@ def test_a_killed_import_is_invisible_at_once_and_the_cleanup_rolls_it_back_with
     assert ok(api.post("/v3/memory/import/status", {"import_id": import_id}))["state"] == "failed"
 
 
-# The two 3,000-message imports below write ~100,000 journal records: left to the default
-# thresholds, the stack would fork a compaction child every 5,000 of them, each loading and saving
-# the whole account again — CPU this 2-core machine lacks while the rest of the tier runs (a request
-# then passes API Gateway's 29 s). Compaction is not what this test is about (test_durability is).
-NO_COMPACTION = {"MEMORY_HUB_COMPACT_RECORDS": "10000000", "MEMORY_HUB_COMPACT_BYTES": str(1 << 40)}
-
-
 def test_an_import_a_crash_of_the_stack_cut_off_is_rolled_back_by_the_next_start(tmp_path):
     data = tmp_path / "state"
-    first = start(data, **NO_COMPACTION)
+    first = start(data)
     team = {"team_id": "staged", "agent_id": "agent"}
     try:
         first.post("/v3/conversation/add", {**team, "user_id": "u", "session_id": "s", "messages": [MESSAGE_BODY]})
@@ -211,7 +204,7 @@ def test_an_import_a_crash_of_the_stack_cut_off_is_rolled_back_by_the_next_start
     finally:
         first.kill()
     began = time.monotonic()
-    second = start(data, **NO_COMPACTION)
+    second = start(data)
     print(f"the restart, the undo of the import it cut off included: {time.monotonic() - began:.1f} s")
     try:
         assert _status(second, import_id) == "failed"  # undone before the stack answered
