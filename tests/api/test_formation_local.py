@@ -195,6 +195,7 @@ class _Queue:
 
     def __init__(self, total: int) -> None:
         self.left = [{"MessageId": str(i), "ReceiptHandle": f"r{i}", "Body": "{}"} for i in range(total)]
+        self.sent = total
         self.deleted: list[str] = []
         self.lock = threading.Lock()
 
@@ -204,8 +205,16 @@ class _Queue:
         return {"Messages": got}
 
     def delete_message_batch(self, Entries: list[dict[str, str]], **_: Any) -> None:  # noqa: N803
+        assert len(Entries) <= 10, "SQS takes at most 10 entries a DeleteMessageBatch"
         with self.lock:
             self.deleted += [e["ReceiptHandle"] for e in Entries]
+
+    def send(self, total: int) -> None:
+        with self.lock:
+            start, self.sent = self.sent, self.sent + total
+            self.left += [
+                {"MessageId": str(i), "ReceiptHandle": f"r{i}", "Body": "{}"} for i in range(start, start + total)
+            ]
 
 
 class _Pool:
@@ -250,12 +259,40 @@ def test_an_event_source_runs_up_to_its_maximum_concurrency_at_once(concurrency,
     assert max(pool.batches) == batch and sum(pool.batches) == 12
 
 
+def test_a_batching_window_gathers_messages_sent_while_it_is_open_into_one_invocation():
+    """As Lambda's MaximumBatchingWindowInSeconds: messages that arrive within the window after the
+    first join its batch (past SQS's 10 a receive), up to BatchSize; later ones make the next."""
+    from memory_hub_local import event_sources
+    from memory_hub_local.identity import Credentials
+
+    source = event_sources.Source("F", "https://q", "arn:aws:sqs:us-east-1:123456789012:q", 100, True, 1, 3.0)
+    pool, queue = _Pool(), _Queue(5)
+    poller = event_sources.Poller(source, pool, "http://127.0.0.1:9", REGION, Credentials(bytes(32)))  # type: ignore[arg-type]
+    poller.client = queue
+    poller.start()
+    try:
+        time.sleep(1.0)
+        queue.send(20)  # within the window: the same batch
+        deadline = time.monotonic() + 30
+        while len(queue.deleted) < 25 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        queue.send(3)  # after it closed: a batch of their own
+        while len(queue.deleted) < 28 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        poller.stop()
+    assert pool.batches == [25, 3]
+    assert sorted(queue.deleted) == sorted(f"r{i}" for i in range(28))
+
+
 def test_the_template_s_formation_source_is_batch_1_at_concurrency_10(stack):
     from memory_hub_local import event_sources
 
     found = {s.function: s for s in event_sources.sources(stack.deployment)}
     assert (found["FormationFunction"].batch_size, found["FormationFunction"].concurrency) == (1, 10)
     assert found["FormationFunction"].partial and found["EmbedFunction"].concurrency == 5
+    # VectorWrites Immediate (the default): the embedding queue only carries retries, a 1 s window
+    assert (found["EmbedFunction"].batch_size, found["EmbedFunction"].window_s) == (10, 1.0)
 
 
 # ---------------------------------------------------------------- `make run`'s banner

@@ -260,3 +260,6 @@ def test_settings_read_the_templates_meaning_variables():
     assert on.embeddings is True and on.embedding_dimensions == 512
     assert on.vector_buckets == ("v-0", "v-1")
     assert from_environment({**base, "EMBEDDINGS": "Disabled"}).embeddings is False
+    assert on.vectors_batched is False  # the template's VectorWrites default, Immediate
+    assert from_environment({**base, "VECTOR_WRITES": "Batched"}).vectors_batched is True
+    assert from_environment({**base, "VECTOR_WRITES": "Immediate"}).vectors_batched is False

@@ -93,6 +93,7 @@ class Run:
     hooks: Hooks
     log: measure.CallLog
     results: dict[str, Any]
+    vectors_batched: Callable[[bool], None] | None = None  # VectorWrites Batched on or off (our stack)
 
     @property
     def n(self) -> int:
@@ -267,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
                 Target("compare", args.compare, args.compare_key, args.compare_service_id) if args.compare else None
             )
             run = Run(args, Target("memory-hub", stack.api_url, key), theirs, hooks, measure.CallLog(hooks), results)
+            pool, batched = stack.pool, {"MemoryFunction": {"VECTOR_WRITES": "Batched"}}
+            run.vectors_batched = lambda on: pool.restart(batched if on else {})
             for name, section in SECTION_RUNNERS.items():
                 if name not in args.skip:
                     section(run)
@@ -384,8 +387,10 @@ def formation_section(run: Run) -> None:
 
 def cost_section(run: Run) -> None:
     _progress(f"cost: every route, {run.n} requests each (and {run.n} with every AWS call delayed), at list prices")
-    rows, stored = cost.measure_routes(cases(run.ours, ours=True), run.ours, run.n, run.hooks, run.log, _progress)
-    run.results["cost"] = cost.report(rows, stored)
+    rows, stored, seen = cost.measure_routes(
+        cases(run.ours, ours=True), run.ours, run.n, run.hooks, run.log, _progress, run.vectors_batched
+    )
+    run.results["cost"] = cost.report(rows, stored, seen)
 
 
 def _pair_with_files(make_files: FileMaker) -> Callable[[Target, Scope, int], None]:

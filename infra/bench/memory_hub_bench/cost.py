@@ -42,6 +42,9 @@ GB, TB = 1024**3, 1024**4
 USERS, ADDS, SEARCHES, MONTHS_KEPT = 10_000, 50, 20, 12
 LARGE_INDEX = USERS * ADDS * MONTHS_KEPT  # 6 million vectors
 ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
+BATCHED_ADD = "/v3/conversation/add (1 message, 200 B), VectorWrites Batched"
+BATCH_WINDOW_S = 60  # the template's VectorBatchSeconds default
+BATCH_SEQUENTIAL_CALLS = 3  # a batch's consumer: read the items, embed them (in parallel), put the vectors
 S3_PUT_CLASS = {"PutObject", "CopyObject", "PostObject", "ListObjectsV2", "ListObjects", "CreateMultipartUpload"}
 S3_FREE = {"DeleteObject", "DeleteObjects"}
 
@@ -169,6 +172,62 @@ def one_message_add(target: Target) -> Case:
     )
 
 
+def workload_batch() -> float:
+    """Adds one batch of the embedding queue gathers at the month's rate, all in one memory: adds a
+    second × the batching window (≈ 11.6 with the defaults)."""
+    return USERS * ADDS / (30 * 86_400) * BATCH_WINDOW_S
+
+
+def batched_add(
+    target: Target, n: int, hooks: Hooks, log: measure.CallLog, vectors_batched: Callable[[bool], None]
+) -> tuple[RouteCost, float]:
+    """A one-message add with ``VectorWrites: Batched``: the request's own calls (measured: the
+    write and one SendMessage), and its share of the queue consumer's (measured over every add it
+    embedded: a model call and a read per item; then priced per batch of ``workload_batch()`` adds:
+    one PutVectors, one Lambda request of ``BATCH_SEQUENTIAL_CALLS`` round trips, a receive and a
+    delete per 10 messages). Returns the row and the adds per PutVectors seen here."""
+    vectors_batched(True)
+    try:
+        since = hooks.last_seq()
+        row = route_cost(one_message_add(target), target, n, hooks, log)
+        consumer = _drained(hooks, since)
+    finally:
+        vectors_batched(False)
+    adds = 2 * n + 3  # the case's first add, two warm-up adds, n timed, n delayed
+    per_item = RouteCost("consumer")
+    _tally(per_item, [[c for c in consumer if c["service"] in ("dynamodb", "bedrock")]], 0.0)
+    b = workload_batch()
+    row.route = BATCHED_ADD
+    row.rru += per_item.rru / adds
+    row.embed_calls = per_item.embed_calls / adds
+    row.tokens = row.embed_calls * 200 / CHARS_PER_TOKEN
+    row.calls["bedrock"] = row.embed_calls
+    row.calls["s3vectors"] = 1 / b
+    row.vector_puts = 1 / b
+    row.lambda_requests = 1 + 1 / b  # the API call, and a share of the consumer's invocation
+    row.queued = 1 + 2 * math.ceil(b / 10) / b  # SQS requests: the send, a share of receives and deletes
+    row.round_trips += BATCH_SEQUENTIAL_CALLS / b
+    puts = sum(1 for c in consumer if c["operation"] == "PutVectors" and c["status"] == 200)
+    return row, adds / max(puts, 1)
+
+
+def _drained(hooks: Hooks, since: int, quiet_s: float = 4.0, timeout_s: float = 120.0) -> list[dict[str, Any]]:
+    """The embedding consumer's calls since ``since`` once it has put vectors and gone quiet."""
+    import time
+
+    began, last, seen = time.monotonic(), time.monotonic(), -1
+    while time.monotonic() - began < timeout_s:
+        consumer = [
+            c for c in hooks.calls(since) if c.get("function") == "EmbedFunction" and c["operation"] != "ReceiveMessage"
+        ]
+        if len(consumer) != seen:
+            seen, last = len(consumer), time.monotonic()
+        elif any(c["operation"] == "PutVectors" for c in consumer) and time.monotonic() - last > quiet_s:
+            return consumer
+        time.sleep(0.5)
+    raise TimeoutError("the embedding queue was not drained")
+
+
 def dynamodb_client(hooks: Hooks) -> Any:
     """A DynamoDB client on the emulated account, as its operator (whose calls the call log leaves out)."""
     import botocore.session
@@ -195,9 +254,16 @@ def dynamodb_bytes(client: Any) -> int:
 
 
 def measure_routes(
-    workload: Workload, target: Target, n: int, hooks: Hooks, log: measure.CallLog, progress: Callable[[str], None]
-) -> tuple[list[RouteCost], float]:
-    """Every route's use, and the DynamoDB bytes a one-message add leaves stored."""
+    workload: Workload,
+    target: Target,
+    n: int,
+    hooks: Hooks,
+    log: measure.CallLog,
+    progress: Callable[[str], None],
+    vectors_batched: Callable[[bool], None] | None = None,
+) -> tuple[list[RouteCost], float, float | None]:
+    """Every route's use, the DynamoDB bytes a one-message add leaves stored and (given the switch
+    of ``VectorWrites``) the adds per PutVectors the batched add saw here."""
     workload.seed()
     rows = []
     for case in workload.cases:
@@ -211,7 +277,12 @@ def measure_routes(
     stored = (dynamodb_bytes(client) - before) / (2 * n + 2)  # two warm-up adds, n timed, n delayed
     row.route = ONE_MESSAGE_ADD
     rows.append(row)
-    return rows, stored
+    seen = None
+    if vectors_batched is not None:
+        progress(f"  cost: {BATCHED_ADD}")
+        batched, seen = batched_add(target, n, hooks, log, vectors_batched)
+        rows.append(batched)
+    return rows, stored, seen
 
 
 # ---------------------------------------------------------------- the month
@@ -285,11 +356,13 @@ def _largest(row: RouteCost, index_vectors: int) -> list[tuple[str, float]]:
     return [(name, usd) for name, usd in spent[:3] if usd > 0]
 
 
-def report(rows: list[RouteCost], stored: float) -> dict[str, Any]:
+def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = None) -> dict[str, Any]:
     """The section's results: every route's use and its price, the month and the peers (``render``
     prints them; what it shows is all here, so a record renders the same after prices.py changes)."""
     by_route = {row.route: row for row in rows}
     bill = month(by_route[ONE_MESSAGE_ADD], by_route["/v3/conversation/search"], stored)
+    batched = by_route.get(BATCHED_ADD)
+    batched_bill = month(batched, by_route["/v3/conversation/search"], stored) if batched is not None else None
     return {
         "routes": [row.__dict__ | {"billed_ms": row.billed_ms,
                                    "usd_per_million": sum(row.dollars(SMALL_INDEX).values()) * 1e6,
@@ -297,6 +370,9 @@ def report(rows: list[RouteCost], stored: float) -> dict[str, Any]:
                                    "largest": _largest(row, SMALL_INDEX)}
                    for row in rows],
         "month": bill.__dict__ | {"total": bill.total},
+        "month_batched": None if batched_bill is None else batched_bill.__dict__ | {
+            "total": batched_bill.total, "adds_per_batch": workload_batch(), "window_s": BATCH_WINDOW_S,
+            "adds_per_put_here": adds_per_put},
         "workload": {"users": USERS, "adds": ADDS, "searches": SEARCHES, "months_kept": MONTHS_KEPT,
                      "turns_held": LARGE_INDEX, "vector_bytes": VECTOR_BYTES},
         "peers": peers(),
@@ -330,6 +406,13 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
         f"(DynamoDB {bill['bytes_per_message']:,.0f} bytes a stored turn, measured; vectors {w['vector_bytes']:,} "
         f"bytes), **${bill['total']:,.0f} a month**.\n"
     )
+    batched = result.get("month_batched")
+    if batched:
+        say(
+            f"With `VectorWrites: Batched` (the last row: its vectors put {batched['adds_per_batch']:.1f} adds to a "
+            f"PutVectors, the month's rate in one memory over the {batched['window_s']} s window; "
+            f"{batched['adds_per_put_here']:.1f} here, at the bench's pace): **${batched['total']:,.0f} a month**.\n"
+        )
     say("| the same workload on | $ a month | prices used |")
     say("|---|---:|---|")
     say(f"| Memory Hub (this table) | ${bill['total']:,.0f} | the rows above |")

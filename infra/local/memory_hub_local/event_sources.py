@@ -3,7 +3,9 @@ event in ``template.yaml``, a poller receives up to ``BatchSize`` messages (with
 own credentials, so its IAM policy must allow ``sqs:ReceiveMessage``/``DeleteMessage``), invokes
 the function with Lambda's SQS event, and deletes the messages it handled — all of them, or, with
 ``ReportBatchItemFailures``, all but the ``batchItemFailures`` it answered. A failed invocation
-deletes nothing: the messages come back after the queue's visibility timeout.
+deletes nothing: the messages come back after the queue's visibility timeout. With
+``MaximumBatchingWindowInSeconds``, a batch gathers (10 messages a receive, SQS's limit) until it
+holds ``BatchSize`` messages or the window has passed since its first one, as Lambda's does.
 
 Up to ``ScalingConfig.MaximumConcurrency`` invocations of a source run at once (each batch on a
 thread of its own, received while fewer than that many run); a source without it runs one at a
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +41,7 @@ class Source:
     batch_size: int
     partial: bool  # ReportBatchItemFailures
     concurrency: int = 1  # ScalingConfig.MaximumConcurrency (Lambda: 2 to 1,000), else one at a time
+    window_s: float = 0.0  # MaximumBatchingWindowInSeconds
 
 
 def sources(deployment: Deployment) -> list[Source]:
@@ -55,9 +59,10 @@ def sources(deployment: Deployment) -> list[Source]:
                     logical_id,
                     str(deployment.value({"Ref": queue})),
                     str(deployment.value({"Fn::GetAtt": [queue, "Arn"]})),
-                    int(props.get("BatchSize", 10)),
+                    int(deployment.value(props.get("BatchSize", 10))),
                     "ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
                     int((props.get("ScalingConfig") or {}).get("MaximumConcurrency") or 1),
+                    float(deployment.value(props.get("MaximumBatchingWindowInSeconds", 0))),
                 )
             )
     return found
@@ -131,10 +136,25 @@ class Poller:
         return len(got)
 
     def receive(self) -> list[dict[str, Any]]:
-        """One receive of up to ``BatchSize`` messages (at most 10, SQS's limit)."""
+        """One batch: what one receive brings (up to 10 messages, SQS's limit) — or, with a batching
+        window, receives until ``BatchSize`` messages came or the window has passed since the first."""
+        got = self._receive(self.source.batch_size)
+        if not got or self.source.window_s <= 0:
+            return got
+        closes = time.monotonic() + self.source.window_s
+        while len(got) < self.source.batch_size and not self.stopping.is_set():
+            more = self._receive(self.source.batch_size - len(got))
+            got += more
+            if time.monotonic() >= closes:
+                break
+            if not more:
+                self.stopping.wait(min(IDLE_S, max(0.0, closes - time.monotonic())))
+        return got
+
+    def _receive(self, most: int) -> list[dict[str, Any]]:
         got: list[dict[str, Any]] = self.client.receive_message(
             QueueUrl=self.source.queue_url,
-            MaxNumberOfMessages=min(10, self.source.batch_size),
+            MaxNumberOfMessages=min(10, most),
             WaitTimeSeconds=WAIT_S,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
@@ -167,10 +187,12 @@ class Poller:
         if self.source.partial and isinstance(outcome.result, dict):
             failed = {str(f.get("itemIdentifier")) for f in outcome.result.get("batchItemFailures") or []}
         done = [m for m in got if m["MessageId"] not in failed]
-        if done:
+        for start in range(0, len(done), 10):  # DeleteMessageBatch takes 10 entries
             self.client.delete_message_batch(
                 QueueUrl=self.source.queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done[start : start + 10])
+                ],
             )
 
 

@@ -69,6 +69,7 @@ class Stack:
         llm_key: str | None = None,
         formation_batch: int | None = None,
         formation_idle_s: int | None = None,
+        vectors_batched_s: int | None = None,
     ) -> Stack:
         """A stack for the tests and the bench: free ports, nothing on disk, the emulated AWS side's
         test hooks on, and the template's ``Embeddings`` parameter as given. With ``llm_url`` (an
@@ -76,12 +77,14 @@ class Stack:
         template's ``Formation`` Enabled, Converse relayed there as ``llm_model`` — and
         ``formation_batch``/``formation_idle_s`` set ``FormationBatch``/``FormationIdleSeconds``;
         without it formation is off and no language model is configured, whatever this process's
-        environment says."""
+        environment says. ``vectors_batched_s``: ``VectorWrites`` Batched with that window."""
         parameters = {"Embeddings": embeddings, "Formation": "Enabled" if llm_url else "Disabled"}
         if formation_batch is not None:
             parameters["FormationBatch"] = str(formation_batch)
         if formation_idle_s is not None:
             parameters["FormationIdleSeconds"] = str(formation_idle_s)
+        if vectors_batched_s is not None:
+            parameters |= {"VectorWrites": "Batched", "VectorBatchSeconds": str(vectors_batched_s)}
         return cls(
             port=0,
             lambda_port=0,
@@ -237,6 +240,8 @@ PARAMETERS_FROM_ENVIRONMENT = {
     "MEMORY_HUB_SERVICE_ID": "ServiceId",
     "RETENTION_DAYS": "RetentionDays",
     "MEMORY_HUB_EMBEDDINGS": "Embeddings",
+    "MEMORY_HUB_VECTOR_WRITES": "VectorWrites",
+    "MEMORY_HUB_VECTOR_BATCH_S": "VectorBatchSeconds",
     "MEMORY_HUB_FORMATION_BATCH": "FormationBatch",
     "MEMORY_HUB_FORMATION_IDLE_S": "FormationIdleSeconds",
 }

@@ -11,9 +11,9 @@ less, and cost every cold start.
   ``AWS_DEFAULT_REGION``; the template's ``ASSETS_TABLE`` and friends; ``MEMORY_HUB_*``), so each
   field would need its own ``validation_alias``: the ``ENVIRONMENT`` map below, spelled as field
   arguments instead.
-- Two values are in no format it reads: ``EMBEDDINGS`` is the template's ``Enabled``/``Disabled``
-  and ``VECTOR_BUCKETS`` a comma-separated list of names or ARNs (it reads a tuple as JSON), so
-  they would keep their validators.
+- Three values are in no format it reads: ``EMBEDDINGS`` is the template's ``Enabled``/``Disabled``,
+  ``VECTOR_WRITES`` its ``Immediate``/``Batched`` and ``VECTOR_BUCKETS`` a comma-separated list of
+  names or ARNs (it reads a tuple as JSON), so they would keep their validators.
 - It adds two packages to the layer (pydantic-settings and python-dotenv), and importing it after
   pydantic took about 0.25 s on a busy 2-core machine (its command-line and dotenv sources load
   with it): a price at every cold start for the same result, one pydantic model validated once.
@@ -57,6 +57,9 @@ class Settings(BaseModel):
     vector_buckets: tuple[str, ...] = ()
     embed_queue_url: str | None = None
     embed_budget_s: float = Field(3.0, ge=0, le=20)
+    # True: a write queues its embeddings instead of making them (the queue's consumer puts the
+    # vectors of one memory together, one PutVectors for many writes). False: within the request.
+    vectors_batched: bool = False
     # Formation (the model is called through Bedrock Converse). Off unless the template turns it on.
     formation: bool = False
     formation_model: str = Field("amazon.nova-lite-v1:0", min_length=1)
@@ -89,6 +92,7 @@ ENVIRONMENT = {
     "vector_buckets": "VECTOR_BUCKETS",
     "embed_queue_url": "EMBED_QUEUE_URL",
     "embed_budget_s": "MEMORY_HUB_EMBED_BUDGET_S",
+    "vectors_batched": "VECTOR_WRITES",
     "formation": "FORMATION",
     "formation_model": "FORMATION_MODEL",
     "formation_batch": "FORMATION_BATCH",
@@ -108,6 +112,8 @@ def from_environment(environ: dict[str, str] | os._Environ[str]) -> Settings:
     for switch in ("embeddings", "formation"):  # the template's Enabled|Disabled
         if switch in raw:
             raw[switch] = str(raw[switch]).strip().lower() in ("enabled", "true", "1")
+    if "vectors_batched" in raw:  # the template's VectorWrites: Immediate|Batched
+        raw["vectors_batched"] = str(raw["vectors_batched"]).strip().lower() == "batched"
     if "vector_buckets" in raw:  # comma-separated names
         # names or ARNs (``arn:…:s3vectors:…:bucket/<name>``), comma-separated
         raw["vector_buckets"] = tuple(

@@ -2,10 +2,12 @@
 ``content``), kept as a vector keyed by the item's id in the memory's own vector index.
 
 - Writing never depends on meaning: ``embed_after_write`` embeds within the request's time budget
-  and queues the rest (by id); Bedrock throttling or failing never fails or loses a write — the
-  item is found by words at once, its embedding is retried from the queue and, failing that,
-  backfilled by the scheduled cleanup, oldest first. A 4xx other than throttling is final: logged
-  (without content) and counted, never retried.
+  and queues the rest (by id) — or, with batched vector writes (``VectorWrites: Batched``), queues
+  everything, and the queue's consumer puts the vectors of one memory together (``consume``: one
+  ``PutVectors`` for many writes, each billed at least 128 KB). Bedrock throttling or failing
+  never fails or loses a write — the item is found by words at once, its embedding is retried from
+  the queue and, failing that, backfilled by the scheduled cleanup, oldest first. A 4xx other than
+  throttling is final: logged (without content) and counted, never retried.
 - A vector written after its item was erased is removed again: every writer of vectors reads its
   items back after the put and deletes the vectors of those that are gone.
 - Every erasure removes the vectors of what it erased before it answers (``erase``); a clear or a
@@ -137,7 +139,7 @@ def embed_ahead(items: Sequence[Piece], budget_s: float | None = None) -> Ahead 
     """Start the model calls for items about to be written, so that they run beside the write
     (the items' ids and texts are known before it); ``embed_after_write`` takes the result. None
     when meaning is off. Whoever starts it settles it (``settle``) if the write fails."""
-    if not items or not enabled():
+    if not items or not enabled() or get_settings().vectors_batched:
         return None
     settings = get_settings()
     budget = settings.embed_budget_s if budget_s is None else budget_s
@@ -229,11 +231,14 @@ def embed_after_write(
         settle(ahead)
         return outcome
     budget = get_settings().embed_budget_s if budget_s is None else budget_s
-    try:
-        retry = _embed(where, items, budget, outcome, ahead)
-    except Exception:
-        logger.exception("embedding after a write failed; queued")
-        retry = [i.id for i in items]
+    if get_settings().vectors_batched:
+        retry = [i.id for i in items]  # the queue's consumer embeds them with others of the memory
+    else:
+        try:
+            retry = _embed(where, items, budget, outcome, ahead)
+        except Exception:
+            logger.exception("embedding after a write failed; queued")
+            retry = [i.id for i in items]
     if retry:
         wanted = set(retry)
         for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
@@ -258,11 +263,14 @@ def after_update(where: Where, after: Record | None) -> None:
         erase(where, [after.id])
         return
     outcome = Outcome()
-    try:
-        retry = _embed(where, [piece(after)], get_settings().embed_budget_s, outcome)
-    except Exception:
-        logger.exception("re-embedding an updated record failed")
-        retry = [after.id]
+    if get_settings().vectors_batched:
+        retry = [after.id]  # the old vector goes now, the new one comes from the queue
+    else:
+        try:
+            retry = _embed(where, [piece(after)], get_settings().embed_budget_s, outcome)
+        except Exception:
+            logger.exception("re-embedding an updated record failed")
+            retry = [after.id]
     if outcome.embedded:
         return
     erase(where, [after.id])
@@ -374,9 +382,11 @@ def _places(hits: Sequence[vectors.Match]) -> dict[str, Place]:
 
 def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[[], float]) -> list[str]:
     """Embed the items named by queued messages (``(message id, body)``) within the invocation's
-    remaining time; the message ids to deliver again (a retryable failure, or time ran out). A
-    message of items since erased (or cleared) does nothing."""
+    remaining time, the items of one memory together (one ``PutVectors`` for all of them); the
+    message ids to deliver again (a retryable failure, or time ran out). A message of items since
+    erased (or cleared) does nothing."""
     again: list[str] = []
+    batches: dict[Where, list[tuple[str, str, str, list[str]]]] = {}
     for message_id, body in bodies:
         try:
             where = Where(str(body["team_id"]), str(body["agent_id"]), int(body["epoch"]), str(body["memory_id"]))
@@ -384,20 +394,30 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
         except (KeyError, TypeError, ValueError):
             logger.warning("malformed embedding message dropped", extra={"message_id": message_id})
             continue
-        if not enabled():
-            continue
+        if enabled():
+            batches.setdefault(where, []).append((message_id, layer, user_id, ids))
+    for where, named in batches.items():
         # Items of a cleared epoch are gone (or going): nothing of them is read back below, and a
         # vector put meanwhile is reaped at once or its index dropped by the purge or the cleanup.
         try:
-            live = _live(where, layer, user_id, ids)
-            outcome = Outcome()
-            retry = _embed(where, [piece(live[i]) for i in ids if i in live], remaining_s(), outcome)
+            pieces: list[Piece] = []
+            for (layer, user_id), ids in _wanted(named).items():
+                live = _live(where, layer, user_id, ids)
+                pieces += [piece(live[i]) for i in ids if i in live]
+            retry = set(_embed(where, pieces, remaining_s(), Outcome())) if pieces else set()
         except Exception:
             logger.exception("queued embeddings failed; delivered again")
-            retry = ids
-        if retry:
-            again.append(message_id)
+            retry = {i for _, _, _, ids in named for i in ids}
+        again += [message_id for message_id, _, _, ids in named if retry.intersection(ids)]
     return again
+
+
+def _wanted(named: list[tuple[str, str, str, list[str]]]) -> dict[tuple[str, str], list[str]]:
+    """The ids the messages of one memory name, by (layer, user), each once, in order."""
+    wanted: dict[tuple[str, str], dict[str, None]] = {}
+    for _, layer, user_id, ids in named:
+        wanted.setdefault((layer, user_id), {}).update(dict.fromkeys(ids))
+    return {key: list(ids) for key, ids in wanted.items()}
 
 
 @dataclass
