@@ -126,7 +126,7 @@ def test_filters_narrow_what_is_found(aws):
 
 def _frequency(pk: str, term: str) -> int:
     digest = layout.term_digest(term)
-    return postings.term_page(pk, digest, 1).frequency or 0
+    return postings.frequencies(pk, [digest])[digest]
 
 
 def test_document_frequency_follows_the_postings(aws):
@@ -140,6 +140,28 @@ def test_document_frequency_follows_the_postings(aws):
     assert _frequency(pk, "pie") == 0
     remaining = list(Posting.query(pk, Posting.sk.startswith("p"), consistent_read=True))
     assert {postings.item_of(r) for r in remaining} == {"msg-000002", "msg-000003"}
+
+
+def test_document_frequencies_stay_out_of_the_term_index_and_rows_of_before_leave_it(aws):
+    """A frequency row has no index entry (an update writes one row, not two); one written before,
+    at ``<t>␟2!`` in the by-term index, is never read as a posting and leaves the index at its
+    term's next change."""
+    pk, _ = _index({"msg-000001": "apple pie", "msg-000002": "apple tart"})
+    digest = layout.term_digest("appl")
+
+    def indexed() -> list[str]:
+        return [r.sk for r in Posting.by_term.query(pk, Posting.lsi3.startswith(digest), consistent_read=True)]
+
+    assert sorted(indexed()) == sorted(layout.posting_sk(i, digest) for i in ("msg-000001", "msg-000002"))
+    before = Posting(pk, postings.frequency_sk(digest), lsi3=f"{digest}{layout.SEP}{postings.FORMAT}!")
+    before.document_frequency = 2
+    before.save()
+    assert len(indexed()) == 3
+    page = postings.term_page(pk, digest, 10)
+    assert sorted(postings.item_of(r) for r in page.rows) == ["msg-000001", "msg-000002"] and page.next is None
+    postings.put(postings.build(pk, "msg-000003", {"appl": 1}, 1))
+    assert postings.frequencies(pk, [digest, "absent"]) == {digest: 3, "absent": 0}
+    assert postings.frequency_sk(digest) not in indexed()
 
 
 def test_unknown_terms_and_empty_partitions_find_nothing(aws):

@@ -111,9 +111,10 @@ def ranked(
         return Ranked([], 0)
     first_page = _first_page(want, len(terms), budget)
     lists = [_Term(t, postings.digest(t), page=first_page) for t in terms]
-    (items, tokens), first = parallel(
+    (items, tokens), first, known = parallel(
         stats,
         lambda: for_each(lambda t: postings.term_page(pk, t.digest, first_page), lists, width=postings.READ_WIDTH),
+        lambda: postings.frequencies(pk, [t.digest for t in lists]),
     )
     collection = Stats(items, tokens)
     average = collection.average_length
@@ -129,7 +130,7 @@ def ranked(
         )
 
     for term, result in zip(lists, first, strict=True):
-        frequency = max(result.frequency or 0, len(result.rows))
+        frequency = max(known[term.digest], len(result.rows))
         term.weight = idf(max(collection.items, frequency), frequency)
         take(term, result, first_page)
     lists = [t for t in lists if t.read]

@@ -14,6 +14,7 @@ ItemsTable, one partition per (layer, team + agent, content epoch, user):
     L1#<team>:<agent>#<epoch>#<u>   atom-…                  <time>#<id>      —                   —
     L1#…                            nk␟<natural key>        —                —                   —
     L1#…                            p␟<atom id>␟<t>         —                —                   <t>␟<atom id>
+    L0#… / L1#…                     df␟<t>                  (a term's document frequency: in no index)
     L1#…                            c␟<msg id>␟<atom id>    (provenance: that record cites that message)
     L0#…                            fs / fp / fr␟<run>      (formation: user state, a stored answer, a run done)
     L0#…                            fu␟<s>␟<k>␟<msg id>     (formation: a message to form; <k>: task digest or -)

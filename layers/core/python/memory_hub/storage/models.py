@@ -355,12 +355,13 @@ class PostingsByTerm(LocalSecondaryIndex["Posting"]):  # type: ignore[no-untyped
 class Posting(_Items):
     """One search term of one item: term frequency and the item's length, plus what filters need
     (time and session digest for messages, type for records, task digest for both). A term's
-    document-frequency row (``df␟<term>``) shares the model: it holds only ``document_frequency``.
+    document-frequency row (``df␟<term>``) shares the model: it holds only ``document_frequency``
+    (no ``lsi3``: it stays out of the ``by-term`` index).
 
     Stored under short names (``attr_name``): an item writes one posting per distinct term, so the
     names are paid for in every posting's size (and write units)."""
 
-    lsi3 = UnicodeAttribute()
+    lsi3 = UnicodeAttribute(null=True)
     term_frequency = NumberAttribute(null=True, attr_name="tf")
     item_length = NumberAttribute(null=True, attr_name="dl")  # the item's number of search tokens
     document_frequency = NumberAttribute(null=True, attr_name="n")

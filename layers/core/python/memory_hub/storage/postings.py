@@ -9,11 +9,13 @@ answer. The impact is BM25's term-frequency part computed with a fixed reference
 (``REFERENCE_LENGTH``): the order is static, and the true BM25 part of an unread posting is bounded
 by ``bound(impact, average length)`` (see ``domain.retrieval``).
 
-Beside the postings of a term sits its document frequency (``df␟<term>``, index key ``<term>␟2!``,
-which sorts before every posting of the term): the first page of a term's postings carries it at
-no extra call. It counts the term's postings and changes with them (written and erased by the same
-calls, one plain update per term), so it is exact unless a process dies between the two; the
-re-index (``domain.reindex``) recounts it.
+Beside the postings of a term sits its document frequency (``df␟<term>``, outside the ``by-term``
+index: an update writes the row alone, one write unit, where an index entry would double it). A
+search reads the frequencies of its terms in one ``BatchGetItem`` beside their first pages
+(``frequencies``). It counts the term's postings and changes with them (written and erased by the
+same calls, one plain update per term), so it is exact unless a process dies between the two; the
+re-index (``domain.reindex``) recounts it. Rows written before (index key ``<term>␟2!``) leave the
+index at their next update; a term's pages never read them (they start at the impact digits).
 
 Postings written before impact ordering (index key ``<term>␟<id>``) are not read by searches;
 ``domain.reindex`` replaces them. Terms appear in keys only as digests.
@@ -65,10 +67,6 @@ def _impact_key(value: float) -> str:
 
 def term_key(digest: str, value: float, item_id: str) -> str:
     return f"{digest}{layout.SEP}{FORMAT}{_impact_key(value)}{layout.SEP}{item_id}"
-
-
-def frequency_key(digest: str) -> str:
-    return f"{digest}{layout.SEP}{FORMAT}!"  # '!' sorts before every digit
 
 
 def frequency_sk(digest: str) -> str:
@@ -150,9 +148,8 @@ def _frequencies(rows: Iterable[Any], sign: int) -> None:
 
     def one(change: tuple[tuple[str, str], int]) -> None:
         (pk, digest), n = change
-        Posting(pk, frequency_sk(digest)).update(
-            actions=[Posting.document_frequency.add(n), Posting.lsi3.set(frequency_key(digest))]
-        )
+        # (removing the index key takes a row written before out of the by-term index, once)
+        Posting(pk, frequency_sk(digest)).update(actions=[Posting.document_frequency.add(n), Posting.lsi3.remove()])
 
     for_each(one, changes, width=WRITE_WIDTH)
     if sign < 0:  # a term no item holds any more leaves no trace of itself
@@ -276,27 +273,37 @@ def item_of(row: views.Posting) -> str:
 class Page:
     """One page of a term's postings, best impact first."""
 
-    frequency: int | None  # the term's document frequency (first page only)
     rows: list[Posting]
     next: dict[str, Any] | None  # where the next page starts; None when the term is exhausted
 
 
 def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = None) -> Page:
-    """Up to ``limit`` postings of one term after ``start`` (the first page also carries the term's
-    document frequency, which does not count toward ``limit``)."""
-    first = start is None
+    """Up to ``limit`` postings of one term after ``start``."""
+    prefix = f"{digest}{layout.SEP}{FORMAT}"
     result = Posting.by_term.query(
         pk,
-        Posting.lsi3.startswith(f"{digest}{layout.SEP}{FORMAT}"),
+        Posting.lsi3.between(f"{prefix}0", f"{prefix}:"),  # the impact digits: never a row of before
         consistent_read=True,
-        limit=limit + (1 if first else 0),
+        limit=limit,
         last_evaluated_key=start,
     )
     rows = list(result)
-    frequency = None
-    if first:
-        frequency = int(rows.pop(0).document_frequency or 0) if rows and rows[0].sk == frequency_sk(digest) else 0
-    return Page(frequency, rows, result.last_evaluated_key)
+    return Page(rows, result.last_evaluated_key)
+
+
+def frequencies(pk: str, digests: list[str]) -> dict[str, int]:
+    """The document frequency of each term of one partition (0 for a term no item holds), in one
+    eventually consistent ``BatchGetItem`` a 100 terms: it weighs a term, it finds nothing."""
+    keys = [(pk, frequency_sk(d)) for d in dict.fromkeys(digests)]
+    rows = [
+        row
+        for rows in for_each(
+            lambda chunk: list(Posting.batch_get(chunk, attributes_to_get=["pk", "sk", "n"])), in_batches(keys, 100)
+        )
+        for row in rows
+    ]
+    found = {str(row.sk).split(layout.SEP, 1)[1]: int(row.document_frequency or 0) for row in rows}
+    return {d: found.get(d, 0) for d in digests}
 
 
 def get_many(pk: str, wanted: list[tuple[str, str]]) -> list[views.Posting]:
