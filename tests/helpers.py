@@ -159,9 +159,38 @@ def launch(
             raise AssertionError(f"the stack exited: {''.join(lines)}")
         lines.append(line)
         if line.strip() == "" and any("admin key" in x for x in lines):
+            _drain(process)
             return process, lines
     os.killpg(process.pid, signal.SIGKILL)
     raise AssertionError(f"the stack did not start: {''.join(lines)}")
+
+
+_AFTER_BANNER: dict[int, tuple[threading.Thread, list[str]]] = {}
+
+
+def _drain(process: subprocess.Popen[str]) -> None:
+    """Read what the stack prints after its banner as it prints it, kept for ``output_after``. The
+    pipe holds 64 KiB: unread, a stack that logs more (a long import's lines) blocks in its next
+    write — a request then hangs until its client gives up."""
+    assert process.stdout is not None
+    stream, kept = process.stdout, []
+
+    def read() -> None:
+        for line in stream:
+            kept.append(line)
+
+    reader = threading.Thread(target=read, daemon=True, name=f"stack-{process.pid}-output")
+    reader.start()
+    _AFTER_BANNER[process.pid] = (reader, kept)
+
+
+def output_after(process: subprocess.Popen[str], timeout: float) -> str:
+    """Wait up to ``timeout`` seconds for a stack ``launch`` started to exit (``TimeoutExpired``
+    if it does not); everything it printed after its banner."""
+    process.wait(timeout=timeout)
+    reader, kept = _AFTER_BANNER.pop(process.pid)
+    reader.join(timeout)  # the pipe closes when the last process holding it is gone
+    return "".join(kept)
 
 
 def die_with_parent() -> Callable[[], None] | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers import eventually, launch
+from helpers import eventually, launch, output_after
 from memory_hub_local.aws import journal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,12 +44,12 @@ class Running:
         """SIGKILL to the whole process group: the stack, the emulated AWS side, the functions and
         any compaction child die at once, as in a crash."""
         os.killpg(self.process.pid, signal.SIGKILL)
-        out, _ = self.process.communicate(timeout=60)
+        out = output_after(self.process, 60)
         return out
 
     def stop(self) -> str:
         os.killpg(self.process.pid, signal.SIGTERM)
-        out, _ = self.process.communicate(timeout=120)
+        out = output_after(self.process, 120)
         return out
 
     def vectors(self) -> set[tuple[str, str, str]]:

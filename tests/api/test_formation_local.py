@@ -26,7 +26,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
-from helpers import Control, Hooks, denied_calls, launch, local_stack
+from helpers import Control, Hooks, denied_calls, launch, local_stack, output_after
 from memory_hub_local.scripted_llm import SAVE_MEMORIES, ScriptedServer, serve, stop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -310,7 +310,7 @@ def local(*extra: str) -> list[str]:
 
 def stopped(process: subprocess.Popen[str]) -> str:
     os.killpg(process.pid, signal.SIGTERM)
-    out, _ = process.communicate(timeout=120)
+    out = output_after(process, 120)
     return out
 
 

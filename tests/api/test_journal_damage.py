@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers import launch
+from helpers import launch, output_after
 from memory_hub_local.aws import journal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ class Running:
 
     def end(self, how: int) -> str:
         os.killpg(self.process.pid, how)
-        out, _ = self.process.communicate(timeout=120)
+        out = output_after(self.process, 120)
         return "".join(self.lines) + out
 
 

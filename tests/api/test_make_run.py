@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers import eventually, launch
+from helpers import eventually, launch, output_after
 
 ROOT = Path(__file__).resolve().parents[2]
 START_S = 120
@@ -41,7 +41,7 @@ class Running:
         """SIGTERM to the process group, as a terminal's Ctrl-C or a service manager sends it. The
         output ends when the stack itself has exited (it holds the pipe until then)."""
         os.killpg(self.process.pid, signal.SIGTERM)
-        out, _ = self.process.communicate(timeout=120)
+        out = output_after(self.process, 120)
         # `make` dies by the signal it passed on (-15); the stack itself exits cleanly after saving.
         assert self.process.returncode in (0, -signal.SIGTERM), out
         assert "Traceback" not in out, out
