@@ -263,3 +263,41 @@ def test_settings_read_the_templates_meaning_variables():
     assert on.vectors_batched is False  # the template's VectorWrites default, Immediate
     assert from_environment({**base, "VECTOR_WRITES": "Batched"}).vectors_batched is True
     assert from_environment({**base, "VECTOR_WRITES": "Immediate"}).vectors_batched is False
+
+
+def test_a_queue_batch_is_embedded_a_memory_at_a_time_in_chunks_and_a_chunk_not_begun_comes_again(monkeypatch):
+    """Messages of one memory are embedded together, up to one PutVectors (500 ids) a chunk; with
+    too little time left a chunk is not begun and its messages are delivered again; a chunk's
+    retryable ids bring back the messages that named them; a malformed message is dropped."""
+    monkeypatch.setattr(meaning, "enabled", lambda: True)
+    seen: list[tuple[str, list[str]]] = []
+
+    def chunk(where, named, remaining_s):
+        seen.append((where.team_id, [m[0] for m in named]))
+        return {"t1-0"} if len(seen) == 1 else set()
+
+    monkeypatch.setattr(meaning, "_consume_chunk", chunk)
+
+    def body(team: str, n: int, start: int = 0) -> dict:
+        ids = [f"{team}-{i}" for i in range(start, start + n)]
+        return {
+            "team_id": team,
+            "agent_id": "a",
+            "epoch": 1,
+            "memory_id": "m",
+            "layer": "L0",
+            "user_id": "u",
+            "ids": ids,
+        }
+
+    bodies = [
+        ("m1", body("t1", 300)),
+        ("m2", body("t2", 1)),
+        ("m3", body("t1", 300, 300)),
+        ("m4", body("t1", 100, 600)),
+        ("bad", {"ids": "not a message"}),
+    ]
+    left = iter([60.0, 60.0, 1.0])  # the time left as each chunk is about to begin
+    again = meaning.consume(bodies, lambda: next(left))
+    assert seen == [("t1", ["m1"]), ("t1", ["m3", "m4"])]
+    assert again == ["m1", "m2"]

@@ -380,13 +380,20 @@ def _places(hits: Sequence[vectors.Match]) -> dict[str, Place]:
 # --- the queue's consumer and the cleanup's backfill ---------------------------------------------
 
 
+Named = tuple[str, str, str, list[str]]
+"""One queued message: its id, the layer, the user and the item ids it names."""
+
+CONSUME_CHUNK = vectors.PUT_BATCH  # ids embedded together at most (one PutVectors)
+CONSUME_MIN_S = 5.0  # a chunk is not begun with less time than this left: its messages come again
+
+
 def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[[], float]) -> list[str]:
     """Embed the items named by queued messages (``(message id, body)``) within the invocation's
-    remaining time, the items of one memory together (one ``PutVectors`` for all of them); the
-    message ids to deliver again (a retryable failure, or time ran out). A message of items since
-    erased (or cleared) does nothing."""
+    remaining time, the items of one memory together (one ``PutVectors`` for up to CONSUME_CHUNK
+    of them); the message ids to deliver again (a retryable failure, or time ran out — a chunk not
+    begun is not begun twice). A message of items since erased (or cleared) does nothing."""
     again: list[str] = []
-    batches: dict[Where, list[tuple[str, str, str, list[str]]]] = {}
+    batches: dict[Where, list[Named]] = {}
     for message_id, body in bodies:
         try:
             where = Where(str(body["team_id"]), str(body["agent_id"]), int(body["epoch"]), str(body["memory_id"]))
@@ -397,22 +404,45 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
         if enabled():
             batches.setdefault(where, []).append((message_id, layer, user_id, ids))
     for where, named in batches.items():
-        # Items of a cleared epoch are gone (or going): nothing of them is read back below, and a
-        # vector put meanwhile is reaped at once or its index dropped by the purge or the cleanup.
-        try:
-            pieces: list[Piece] = []
-            for (layer, user_id), ids in _wanted(named).items():
-                live = _live(where, layer, user_id, ids)
-                pieces += [piece(live[i]) for i in ids if i in live]
-            retry = set(_embed(where, pieces, remaining_s(), Outcome())) if pieces else set()
-        except Exception:
-            logger.exception("queued embeddings failed; delivered again")
-            retry = {i for _, _, _, ids in named for i in ids}
-        again += [message_id for message_id, _, _, ids in named if retry.intersection(ids)]
+        for chunk in _chunks(named):
+            if remaining_s() < CONSUME_MIN_S:
+                again += [message_id for message_id, _, _, _ in chunk]
+                continue
+            retry = _consume_chunk(where, chunk, remaining_s)
+            again += [message_id for message_id, _, _, ids in chunk if retry.intersection(ids)]
     return again
 
 
-def _wanted(named: list[tuple[str, str, str, list[str]]]) -> dict[tuple[str, str], list[str]]:
+def _chunks(named: list[Named]) -> list[list[Named]]:
+    """Messages of one memory in order, gathered while they name CONSUME_CHUNK ids at most (a
+    message naming more is a chunk of its own)."""
+    chunks: list[list[Named]] = []
+    size = 0
+    for message in named:
+        if not chunks or size + len(message[3]) > CONSUME_CHUNK:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(message)
+        size += len(message[3])
+    return chunks
+
+
+def _consume_chunk(where: Where, chunk: list[Named], remaining_s: Callable[[], float]) -> set[str]:
+    """Embed one chunk's live items: the ids to try again."""
+    # Items of a cleared epoch are gone (or going): nothing of them is read back below, and a
+    # vector put meanwhile is reaped at once or its index dropped by the purge or the cleanup.
+    try:
+        pieces: list[Piece] = []
+        for (layer, user_id), ids in _wanted(chunk).items():
+            live = _live(where, layer, user_id, ids)
+            pieces += [piece(live[i]) for i in ids if i in live]
+        return set(_embed(where, pieces, remaining_s(), Outcome())) if pieces else set()
+    except Exception:
+        logger.exception("queued embeddings failed; delivered again")
+        return {i for _, _, _, ids in chunk for i in ids}
+
+
+def _wanted(named: list[Named]) -> dict[tuple[str, str], list[str]]:
     """The ids the messages of one memory name, by (layer, user), each once, in order."""
     wanted: dict[tuple[str, str], dict[str, None]] = {}
     for _, layer, user_id, ids in named:
