@@ -391,8 +391,8 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
     """Embed the items named by queued messages (``(message id, body)``) within the invocation's
     remaining time, the items of one memory together (one ``PutVectors`` for up to CONSUME_CHUNK
     of them); the message ids to deliver again (a retryable failure, or time ran out: a chunk is
-    begun only with CONSUME_MIN_S left, so few are cut off halfway). A message of items since erased (or
-    cleared) does nothing."""
+    begun only with CONSUME_MIN_S left, so few are cut off halfway). A message of items since
+    erased (or cleared) does nothing."""
     again: list[str] = []
     batches: dict[Where, list[Named]] = {}
     for message_id, body in bodies:
