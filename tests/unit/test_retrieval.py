@@ -138,6 +138,8 @@ def test_document_frequency_follows_the_postings(aws):
     postings.erase_items(pk, ["msg-000001"])
     assert _frequency(pk, "appl") == 1
     assert _frequency(pk, "pie") == 0
+    counters = {r.sk for r in Posting.query(pk, Posting.sk.startswith("df"), consistent_read=True)}
+    assert counters == {postings.frequency_sk(layout.term_digest(t)) for t in ("appl", "tart", "cherri")}
     remaining = list(Posting.query(pk, Posting.sk.startswith("p"), consistent_read=True))
     assert {postings.item_of(r) for r in remaining} == {"msg-000002", "msg-000003"}
 

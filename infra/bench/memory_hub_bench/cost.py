@@ -42,7 +42,8 @@ GB, TB = 1024**3, 1024**4
 USERS, ADDS, SEARCHES, MONTHS_KEPT = 10_000, 50, 20, 12
 LARGE_INDEX = USERS * ADDS * MONTHS_KEPT  # 6 million vectors
 ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
-BATCHED_ADD = "/v3/conversation/add (1 message, 200 B), VectorWrites Batched"
+BATCHED = ", VectorWrites Batched"
+BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
 BATCH_WINDOW_S = 60  # the template's VectorBatchSeconds default
 BATCH_SEQUENTIAL_CALLS = 3  # a batch's consumer: read the items, embed them (in parallel), put the vectors
 S3_PUT_CLASS = {"PutObject", "CopyObject", "PostObject", "ListObjectsV2", "ListObjects", "CreateMultipartUpload"}
@@ -179,29 +180,37 @@ def workload_batch() -> float:
 
 
 def batched_add(
-    target: Target, n: int, hooks: Hooks, log: measure.CallLog, vectors_batched: Callable[[bool], None]
+    case: Case,
+    label: str,
+    target: Target,
+    n: int,
+    hooks: Hooks,
+    log: measure.CallLog,
+    vectors_batched: Callable[[bool], None],
 ) -> tuple[RouteCost, float]:
-    """A one-message add with ``VectorWrites: Batched``: the request's own calls (measured: the
-    write and one SendMessage), and its share of the queue consumer's (measured over every add it
-    embedded: a model call and a read per item; then priced per batch of ``workload_batch()`` adds:
-    one PutVectors, one Lambda request of ``BATCH_SEQUENTIAL_CALLS`` round trips, a receive and a
-    delete per 10 messages). Returns the row and the adds per PutVectors seen here."""
+    """An add (``case``: one new item a request) with ``VectorWrites: Batched``: the request's own
+    calls (measured: the write and one SendMessage), and its share of the queue consumer's
+    (measured over every add it embedded: a model call and a read per item; then priced per batch
+    of ``workload_batch()`` adds: one PutVectors, one Lambda request of ``BATCH_SEQUENTIAL_CALLS``
+    round trips, a receive and a delete per 10 messages). Returns the row (its tokens: the texts the
+    requests sent, as for the other rows) and the adds per PutVectors seen here."""
     vectors_batched(True)
     try:
         log.take()
         since = log.seq
-        row = route_cost(one_message_add(target), target, n, hooks, _Requests(log))  # the consumer apart
+        row = route_cost(case, target, n, hooks, _Requests(log))  # the consumer apart
         consumer = _drained(hooks, since)
     finally:
         vectors_batched(False)
-    adds = 2 * n + 3  # the case's first add, two warm-up adds, n timed, n delayed
+    adds = 2 * n + 2  # two warm-up adds, n timed, n delayed
     per_item = RouteCost("consumer")
     _tally(per_item, [[c for c in consumer if c["service"] in ("dynamodb", "bedrock")]], 0.0)
     b = workload_batch()
-    row.route = BATCHED_ADD
+    chars = float(_texts(case.body(0)))  # what each request sent to be embedded
+    row.route = label + BATCHED
     row.rru += per_item.rru / adds
     row.embed_calls = per_item.embed_calls / adds
-    row.tokens = row.embed_calls * 200 / CHARS_PER_TOKEN
+    row.tokens = row.embed_calls * chars / CHARS_PER_TOKEN
     row.calls["bedrock"] = row.embed_calls
     row.calls["s3vectors"] = 1 / b
     row.vector_puts = 1 / b
@@ -290,9 +299,12 @@ def measure_routes(
     rows.append(row)
     seen = None
     if vectors_batched is not None:
-        progress(f"  cost: {BATCHED_ADD}")
-        batched, seen = batched_add(target, n, hooks, log, vectors_batched)
-        rows.append(batched)
+        adds = [(single, ONE_MESSAGE_ADD)] + [(c, c.route) for c in workload.cases if c.route == "/v3/atomic/add"]
+        for case, label in adds:
+            progress(f"  cost: {label}{BATCHED}")
+            batched, adds_per_put = batched_add(case, label, target, n, hooks, log, vectors_batched)
+            seen = adds_per_put if seen is None else seen
+            rows.append(batched)
     return rows, stored, seen
 
 
@@ -420,7 +432,8 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
     batched = result.get("month_batched")
     if batched:
         say(
-            f"With `VectorWrites: Batched` (the last row: its vectors put {batched['adds_per_batch']:.1f} adds to a "
+            f"With `VectorWrites: Batched` (its one-message add's row: vectors put {batched['adds_per_batch']:.1f} "
+            "adds to a "
             f"PutVectors, the month's rate in one memory over the {batched['window_s']} s window; "
             f"{batched['adds_per_put_here']:.1f} here, at the bench's pace): **${batched['total']:,.0f} a month**.\n"
         )

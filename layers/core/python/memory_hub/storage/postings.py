@@ -148,16 +148,18 @@ def _frequencies(rows: Iterable[Any], sign: int) -> None:
 
     def one(change: tuple[tuple[str, str], int]) -> None:
         (pk, digest), n = change
+        row = Posting(pk, frequency_sk(digest))
         # (removing the index key takes a row written before out of the by-term index, once)
-        Posting(pk, frequency_sk(digest)).update(actions=[Posting.document_frequency.add(n), Posting.lsi3.remove()])
+        row.update(actions=[Posting.document_frequency.add(n), Posting.lsi3.remove()])
+        if n < 0 and int(row.document_frequency or 0) <= 0:  # the update answers the new count
+            _drop_if_unused(pk, digest)  # a term no item holds any more leaves no trace of itself
 
     for_each(one, changes, width=WRITE_WIDTH)
-    if sign < 0:  # a term no item holds any more leaves no trace of itself
-        for_each(_drop_if_unused, [key for key, n in changes if n < 0], width=READ_WIDTH)
 
 
-def _drop_if_unused(key: tuple[str, str]) -> None:
-    pk, digest = key
+def _drop_if_unused(pk: str, digest: str) -> None:
+    """Delete a term's counter at zero — only then: a delete whose condition fails is billed all
+    the same. The condition keeps a count that an add raised meanwhile."""
     try:
         Posting(pk, frequency_sk(digest)).delete(condition=Posting.document_frequency <= 0)
     except DeleteError as exc:
