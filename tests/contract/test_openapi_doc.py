@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from memory_hub.domain.rules import TEAM_PATTERN
 from memory_hub.edge import error_docs
-from memory_hub.edge.pipeline import CHECK_ORDER, ISOLATION_HEADERS
+from memory_hub.edge.conventions import CHECK_ORDER, ISOLATION_HEADERS
 from memory_hub.edge.public import SPEC_FILE
 from memory_hub.edge.routes import PUBLIC_GET, ROUTES
 from memory_hub_tools.openapi import REFERENCE_FILE, generate, reference

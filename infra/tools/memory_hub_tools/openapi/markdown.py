@@ -92,22 +92,22 @@ def _conventions() -> str:
     (``CHECK_ORDER``), the isolation fields and their headers, the nesting limit, and the id rules
     (``domain.rules``)."""
     from memory_hub.domain.rules import MAX_ID_CHARS, TEAM_PATTERN
-    from memory_hub.edge import pipeline
+    from memory_hub.edge import conventions
 
     rows = []
     pattern = None
-    for name, header in pipeline.ISOLATION_HEADERS.items():
-        need = "optional" if name in pipeline.OPTIONAL_IDS else "required"
-        if name in pipeline.FREE_IDS:
+    for name, header in conventions.ISOLATION_HEADERS.items():
+        need = "optional" if name in conventions.OPTIONAL_IDS else "required"
+        if name in conventions.FREE_IDS:
             rule = f"1–{MAX_ID_CHARS} chars, no control characters"
         elif pattern is None:
             pattern, rule = name, f"`{TEAM_PATTERN}`"
         else:
             rule = f"same pattern as `{pattern}`"
         rows.append(f"| `{name}` | `{header}` | {need}; {_cell(rule)} |")
-    checks = ", ".join(f"{what} ({status.replace('/', ', ')})" for status, what in pipeline.CHECK_ORDER)
+    checks = ", ".join(f"{what} ({status.replace('/', ', ')})" for status, what in conventions.CHECK_ORDER)
     return (
-        _CONVENTIONS.replace("DEPTH", str(pipeline.MAX_JSON_DEPTH))
+        _CONVENTIONS.replace("DEPTH", str(conventions.MAX_JSON_DEPTH))
         .replace("CHECKS", checks)
         .replace("ISOLATION_ROWS", "\n".join(rows))
     )
@@ -256,7 +256,7 @@ class _Reference:
         return lines
 
     def operation(self, path: str, method: str, op: dict[str, Any]) -> list[str]:
-        from memory_hub.edge.pipeline import ISOLATION_HEADERS
+        from memory_hub.edge.conventions import ISOLATION_HEADERS
 
         title = f"{method.upper()} {path}"
         lines = [f"### `{title}`", "", f"{op.get('summary', '')}.", ""]

@@ -113,8 +113,8 @@ def _code(names: Any, last: str = ", ") -> str:
 
 def description() -> str:
     """The document's description: the order of the checks and the isolation fields and headers come
-    from the pipeline that enforces them (``memory_hub.edge.pipeline``)."""
-    from memory_hub.edge.pipeline import CHECK_ORDER, ISOLATION_HEADERS, OPTIONAL_IDS
+    from the pipeline that enforces them (``memory_hub.edge.conventions``)."""
+    from memory_hub.edge.conventions import CHECK_ORDER, ISOLATION_HEADERS, OPTIONAL_IDS
 
     required = [name for name in ISOLATION_HEADERS if name not in OPTIONAL_IDS]
     return (
@@ -137,7 +137,7 @@ def _request_id_header() -> dict[str, Any]:
 
 def _isolation_parameters(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The x-tdai-* headers, each with the schema of its body field (the body wins when it has one)."""
-    from memory_hub.edge.pipeline import ISOLATION_HEADERS, OPTIONAL_IDS
+    from memory_hub.edge.conventions import ISOLATION_HEADERS, OPTIONAL_IDS
 
     parameters = []
     for name, header in ISOLATION_HEADERS.items():
@@ -269,8 +269,8 @@ def _public_paths() -> dict[str, Any]:
 
 def _describe_operation(path: str, operation: dict[str, Any], body: dict[str, Any] | None) -> None:
     from memory_hub.domain.rules import MAX_ID_CHARS, TEAM_PATTERN
+    from memory_hub.edge.conventions import FREE_IDS, ISOLATION_HEADERS, OPTIONAL_IDS
     from memory_hub.edge.error_docs import ALIASES, IDEMPOTENT
-    from memory_hub.edge.pipeline import FREE_IDS, ISOLATION_HEADERS, OPTIONAL_IDS
     from memory_hub.edge.routes import ROUTES
 
     route = ROUTES[path]

@@ -5,8 +5,8 @@ the cleaned event to the function's Powertools resolver. The key lookup starts f
 the background while the body is checked and the route makes its first reads; every answer — error
 or success — waits for it, so a bad key always wins with 401.
 
-The order of the checks is ``CHECK_ORDER`` below, stated once: the OpenAPI document and docs/API.md
-render it from there.
+The order of the checks is ``conventions.CHECK_ORDER``, stated once: the OpenAPI document and
+docs/API.md render it from there.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ..domain.scope import Scope
 from ..observability import count_request, logger, start_usage, stop_usage
 from ..settings import MAX_BODY_BYTES
 from . import auth
+from .conventions import FREE_IDS, ISOLATION_HEADERS, MAX_JSON_DEPTH, OPTIONAL_IDS
 from .errors import (
     BadRequest,
     MethodNotAllowed,
@@ -43,42 +44,6 @@ from .errors import (
 from .routes import ROUTES, Route, is_public
 
 INVALID_JSON = "Invalid JSON body"
-# The contract's checks, (status, what is checked), in the order they answer: when several fail,
-# the first one here answers. ``_handle`` runs them up to the isolation format, and ``fail`` lets no
-# error answer before the key's (nor, but for 404/405, before the role's and, once the scope is known,
-# the team's); the route runs the rest: its fields, the memories it names (domain.assets), its
-# Idempotency-Key, its conflicts.
-CHECK_ORDER: tuple[tuple[str, str], ...] = (
-    ("401", "service id and key"),
-    ("404", "path"),
-    ("405", "method"),
-    ("403", "role"),
-    ("413", "size"),
-    ("415", "encoding"),
-    ("400", "JSON object"),
-    ("422", "missing isolation fields"),
-    ("400", "isolation format"),
-    ("403", "team outside the key"),
-    ("400", "other fields"),
-    ("403", "a named memory outside the key"),
-    ("404", "not found"),
-    ("409", "`memory_id ambiguous`"),
-    ("422/409", "`Idempotency-Key`"),
-    ("409", "other conflicts"),
-)
-ISOLATION_HEADERS = {
-    "team_id": "x-tdai-team-id",
-    "agent_id": "x-tdai-agent-id",
-    "user_id": "x-tdai-user-id",
-    "session_id": "x-tdai-session-id",
-    "task_id": "x-tdai-task-id",
-}
-# Optional ids: blank (in the body or a header) means none, on every route — TencentDB's SDKs send "" for them.
-OPTIONAL_IDS = ("session_id", "task_id")
-FREE_IDS = ("user_id", *OPTIONAL_IDS)
-# Deeper bodies would exhaust the recursion of the parser and of every walk over the body (a 500);
-# no route's schema nests more than a few levels.
-MAX_JSON_DEPTH = 100
 
 
 @dataclass
