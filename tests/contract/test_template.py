@@ -708,6 +708,18 @@ def test_meaning_parameters_buckets_and_queue(template):
     assert env["VECTOR_BUCKETS"]["Fn::Join"][1] == [{"Fn::GetAtt": [b, "VectorBucketArn"]} for b in VECTOR_BUCKETS]
     queue = template["Resources"]["EmbedQueue"]["Properties"]
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["EmbedDeadLetterQueue", "Arn"]}
-    assert queue["VisibilityTimeout"] >= 6 * template["Resources"]["EmbedFunction"]["Properties"]["Timeout"]
+    longest_window = template["Parameters"]["VectorBatchSeconds"]["MaxValue"]
+    assert (
+        queue["VisibilityTimeout"]
+        >= 6 * template["Resources"]["EmbedFunction"]["Properties"]["Timeout"] + longest_window
+    )
     [event] = template["Resources"]["EmbedFunction"]["Properties"]["Events"].values()
     assert event["Type"] == "SQS" and event["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # VectorWrites: Immediate by default (found by meaning from the next request); Batched gathers
+    # up to 100 writes for VectorBatchSeconds (at most Lambda's 300 s window)
+    assert params["VectorWrites"]["Default"] == "Immediate" and env["VECTOR_WRITES"] == {"Ref": "VectorWrites"}
+    assert params["VectorBatchSeconds"]["MaxValue"] == 300
+    assert event["Properties"]["BatchSize"] == {"Fn::If": ["VectorsBatched", 100, 10]}
+    assert event["Properties"]["MaximumBatchingWindowInSeconds"] == {
+        "Fn::If": ["VectorsBatched", {"Ref": "VectorBatchSeconds"}, 1]
+    }
