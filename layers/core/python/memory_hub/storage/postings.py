@@ -295,7 +295,7 @@ def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = N
 
 def frequencies(pk: str, digests: list[str]) -> dict[str, int]:
     """The document frequency of each term of one partition (0 for a term no item holds), in one
-    eventually consistent ``BatchGetItem`` a 100 terms: it weighs a term, it finds nothing."""
+    eventually consistent ``BatchGetItem`` per 100 terms: it weighs a term, it finds nothing."""
     keys = [(pk, frequency_sk(d)) for d in dict.fromkeys(digests)]
     rows = [
         row
