@@ -18,7 +18,7 @@ from memory_hub.domain.principal import Authorize
 from memory_hub.domain.scope import Scope
 from memory_hub.domain.transfer import applying, exporting, staging, tree
 from memory_hub.storage import counters, jobs, messages, records
-from memory_hub.storage.models import Counter, Job
+from memory_hub.storage.models import Counter, Job, own
 
 IMPORTED = 30
 REINFORCED = "the user likes green tea"
@@ -107,7 +107,7 @@ def test_nothing_of_a_running_import_shows_and_all_of_it_does_once_it_commits(aw
 def test_a_crashed_import_is_undone_by_the_recovery_and_never_shows(aws):
     scope, auth, job, before = _memory_with_a_running_import()
     assert _seen(scope, auth) == before
-    job.update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])  # no heartbeat since: its process died
+    own(Job, job).update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])  # no heartbeat since: its process died
     assert staging.recover(now_ms()) >= 1
     assert _seen(scope, auth) == before
     asset = assets.of_pair(scope.team_id, scope.agent_id)

@@ -18,7 +18,7 @@ from memory_hub.domain.principal import Authorize
 from memory_hub.domain.scope import Scope
 from memory_hub.domain.transfer import applying, staging, tree
 from memory_hub.storage import blobs, bucket, jobs, records
-from memory_hub.storage.models import Job
+from memory_hub.storage.models import Job, own
 from test_import_staging import IMPORTED, REINFORCED, _tree
 
 ZEBRA = "a zebra was seen"  # the content of the record the import's tree holds
@@ -98,7 +98,7 @@ def test_an_import_that_stops_before_its_commit_leaves_no_file(aws):
     _seed_files(scope, auth)
     before = _files_seen(scope, auth)
     job = _running(scope, _files_tree())
-    job.update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])  # no heartbeat since: its process died
+    own(Job, job).update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])  # no heartbeat since: its process died
     assert staging.recover(now_ms()) >= 1
     assert _files_seen(scope, auth) == before
     assert _leftovers(scope) == []
@@ -168,7 +168,7 @@ def test_a_failed_import_leaves_the_clients_record_and_its_natural_key(aws):
     auth = writer(scope)
     job = _running(scope, _tree())
     added = atomic.add(scope, ZEBRA, "episodic", "", [], {}, auth)
-    job.update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])
+    own(Job, job).update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])
     assert staging.recover(now_ms()) >= 1
     assert [(c, n, i) for c, n, i in _records(scope, auth)] == [(ZEBRA, 1, added.id)]
     again = atomic.add(scope, ZEBRA, "episodic", "", [], {}, auth)

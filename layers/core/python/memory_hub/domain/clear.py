@@ -21,7 +21,6 @@ from typing import Any
 from ..clock import format_ms, now_ms
 from ..observability import logger
 from ..settings import get_settings
-from ..storage import assets as stored
 from ..storage import invoke, purge
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.errors import Busy as StorageBusy
@@ -99,11 +98,11 @@ def _retire(
             wanted.append(NewEvent("memory_delete", "asset", asset.memory_id, 1))
         events = event_items(wanted, context)
         try:
-            stored.retire_epoch(
+            purge.retire(
                 asset,
+                target,
                 new_epoch=None if drop else assets.new_epoch(int(asset.epoch)),
                 stamp=format_ms(stamp_ms),
-                purge_record=purge.record(target),
                 events=events,
             )
             return target, events

@@ -179,7 +179,7 @@ def _take(term: _Term, result: postings.Page, asked: int, note: Callable[[Any], 
     term.rounds += 1
     term.read += len(result.rows)
     for row in result.rows:
-        term.last_impact = postings.impact(int(row.term_frequency), int(row.item_length))
+        term.last_impact = postings.impact(int(row.term_frequency or 0), int(row.item_length or 0))
         note(row)
     term.next = result.next
     term.exhausted = result.next is None or len(result.rows) < asked

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pynamodb.exceptions import DoesNotExist
 
 from . import audit, views
-from .models import ApiKey
+from .models import ApiKey, snapshot
 from .transactions import Transaction
 
 
@@ -14,7 +14,7 @@ def get(key_id: str) -> views.ApiKey | None:
     if not key_id or len(key_id) > 64:
         return None
     try:
-        return ApiKey.get(key_id, consistent_read=True)
+        return _view(ApiKey.get(key_id, consistent_read=True))
     except DoesNotExist:
         return None
 
@@ -51,7 +51,7 @@ def create(
     transaction = Transaction()
     transaction.put("key", key, condition=ApiKey.key_id.does_not_exist())
     _with_events(transaction, events)
-    return key
+    return _view(key)
 
 
 def revoke(key: views.ApiKey, events: list[views.AuditEvent]) -> None:
@@ -62,4 +62,8 @@ def revoke(key: views.ApiKey, events: list[views.AuditEvent]) -> None:
 
 
 def everything() -> list[views.ApiKey]:
-    return list(ApiKey.scan(consistent_read=True))
+    return [_view(key) for key in ApiKey.scan(consistent_read=True)]
+
+
+def _view(key: ApiKey) -> views.ApiKey:
+    return snapshot(views.ApiKey, key)

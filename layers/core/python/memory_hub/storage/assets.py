@@ -23,7 +23,8 @@ stored before keeps working and is keyed by pair from its first use by a write-c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -35,7 +36,7 @@ from ..memory_ids import MAX_MEMORY_ID_CHARS, memory_id_of
 from . import aws, layout, views
 from .concurrency import parallel
 from .errors import Cancelled
-from .models import ASSET_SK, Asset, Job, TeamEntry, own
+from .models import ASSET_SK, Asset, Job, PurgeRecord, TeamEntry, own, snapshot
 from .retry import attempts
 from .transactions import Transaction
 
@@ -66,7 +67,7 @@ def spelling(memory_id: str) -> list[views.Asset]:
     if not memory_id or len(memory_id) > MAX_MEMORY_ID_CHARS:
         return []
     for _ in attempts("asset"):
-        found = [a for a in Asset.query(memory_id, consistent_read=True) if _is_asset(a)]
+        found = [a for a in _views(Asset.query(memory_id, consistent_read=True)) if _is_asset(a)]
         legacy = [a for a in found if a.sk == LEGACY_SK]
         if not legacy or not _may_migrate[0]:
             return _by_pair(found)
@@ -75,9 +76,9 @@ def spelling(memory_id: str) -> list[views.Asset]:
     raise AssertionError("unreachable")
 
 
-def _by_pair(found: list[Asset]) -> list[views.Asset]:
+def _by_pair(found: list[views.Asset]) -> list[views.Asset]:
     """One asset per pair, in (team, agent) order (a pair's own item wins over a legacy copy)."""
-    chosen: dict[tuple[str, str], Asset] = {}
+    chosen: dict[tuple[str, str], views.Asset] = {}
     for asset in sorted(found, key=lambda a: a.sk != LEGACY_SK):
         chosen.setdefault((asset.team_id, asset.agent_id), asset)
     return [chosen[p] for p in sorted(chosen)]
@@ -130,8 +131,9 @@ def _fields(asset: Asset, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     return {name: getattr(asset, name) for name in asset.get_attributes() if name not in exclude}
 
 
-def new(**fields: Any) -> Asset:
-    return Asset(fields["memory_id"], pair_sk(fields["team_id"], fields["agent_id"]), **fields)
+def new(**fields: Any) -> views.Asset:
+    """A new asset's view, not stored yet (``create`` stores it)."""
+    return _view(Asset(fields["memory_id"], pair_sk(fields["team_id"], fields["agent_id"]), **fields))
 
 
 def create(asset: views.Asset) -> bool:
@@ -139,7 +141,7 @@ def create(asset: views.Asset) -> bool:
     decides a race between creators)."""
     transaction = Transaction()
     transaction.put("asset", asset, condition=Asset.pk.does_not_exist())
-    transaction.put("team", team_entry(asset))
+    transaction.put("team", _team_entry(asset))
     try:
         transaction.commit()
         return True
@@ -147,7 +149,7 @@ def create(asset: views.Asset) -> bool:
         return False
 
 
-def team_entry(asset: views.Asset) -> TeamEntry:
+def _team_entry(asset: views.Asset) -> TeamEntry:
     return TeamEntry(TEAM_PREFIX + asset.team_id, asset.memory_id)
 
 
@@ -194,7 +196,7 @@ def scan_page(position: dict[str, Any] | None, limit: int) -> tuple[list[views.A
     met here is moved to its pair's key (the scheduled cleanup's walk migrates what no request
     touched); the page holds it as moved."""
     result = Asset.scan(_scan_filter(), last_evaluated_key=position, limit=limit, consistent_read=True)
-    page = [_current(a) if a.sk == LEGACY_SK else a for a in result]
+    page = [_current(a) if a.sk == LEGACY_SK else a for a in _views(result)]
     return [a for a in page if a is not None], result.last_evaluated_key
 
 
@@ -207,7 +209,7 @@ def _current(legacy: views.Asset) -> views.Asset | None:
 
 def everything() -> Iterator[views.Asset]:
     """Every asset (a scan; legacy items as they are stored)."""
-    return iter(Asset.scan(_scan_filter(), consistent_read=True))
+    return (_view(asset) for asset in Asset.scan(_scan_filter(), consistent_read=True))
 
 
 def guard_epoch(
@@ -224,7 +226,12 @@ def guard_epoch(
 
 
 def retire_epoch(
-    asset: views.Asset, *, new_epoch: int | None, stamp: str, purge_record: Any, events: list[views.AuditEvent]
+    asset: views.Asset,
+    *,
+    new_epoch: int | None,
+    stamp: str,
+    purge_record: PurgeRecord,
+    events: list[views.AuditEvent],
 ) -> None:
     """Move the asset to ``new_epoch`` (or delete it and its team listing, with None), note the
     old epoch for purging and record the events — one transaction, the instant a clear (or a
@@ -233,7 +240,7 @@ def retire_epoch(
     still = Asset.epoch == int(asset.epoch)
     if new_epoch is None:
         transaction.delete("asset", asset, condition=still)
-        transaction.delete("team", team_entry(asset))
+        transaction.delete("team", _team_entry(asset))
     else:
         transaction.update(
             "asset",
@@ -275,19 +282,22 @@ def begin_import(asset: views.Asset, import_id: str, epoch: int) -> bool:
     return True
 
 
-def commit_import(asset: views.Asset, job: views.Job, result: dict[str, Any], events: list[views.AuditEvent]) -> None:
+def commit_import(
+    asset: views.Asset, job: views.Job, result: dict[str, Any], events: list[views.AuditEvent]
+) -> views.Job:
     """The one write that makes an import visible: its id (the job's) leaves the running set (only
     if it is there: an undo may have taken it out), its job is ``done`` with ``result`` and its
-    audit event is recorded, together. Cancelled: 'asset' when the id is not running any more."""
-    actions = [Job.state.set("done"), Job.updated_at.set(now_ms()), Job.result.set(result)]
+    audit event is recorded, together; the job's view as it is then. Cancelled: 'asset' when the
+    id is not running any more."""
+    updated = now_ms()
+    actions = [Job.state.set("done"), Job.updated_at.set(updated), Job.result.set(result)]
     transaction = Transaction()
     transaction.update("asset", asset, [Asset.importing.delete({job.sk})], condition=Asset.importing.contains(job.sk))
     transaction.update("job", job, actions)
     for event in events:
         transaction.put("audit", event)
     transaction.commit()
-    done = own(Job, job)
-    done.state, done.result = "done", result
+    return replace(job, state="done", updated_at=updated, result=result)
 
 
 def end_import(team_id: str, agent_id: str, import_id: str) -> None:
@@ -299,3 +309,11 @@ def end_import(team_id: str, agent_id: str, import_id: str) -> None:
     except UpdateError as exc:
         if exc.cause_response_code != "ConditionalCheckFailedException":
             raise
+
+
+def _view(asset: Asset) -> views.Asset:
+    return snapshot(views.Asset, asset)
+
+
+def _views(assets: Iterable[Asset]) -> list[views.Asset]:
+    return [_view(asset) for asset in assets]

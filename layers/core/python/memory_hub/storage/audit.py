@@ -9,7 +9,7 @@ from typing import Any
 
 from ..clock import format_ms, now_ms, ordered_id
 from . import layout, views
-from .models import AuditEvent, own
+from .models import AuditEvent, own, snapshot
 
 ALL_SHARD = "all"
 
@@ -40,7 +40,7 @@ def event_items(events: list[NewEvent], context: EventContext) -> list[views.Aud
     else:
         pk = layout.audit_key_pk(context.team_id)
     return [
-        AuditEvent(
+        _view(
             pk,
             ordered_id("evt-"),
             memory_id=context.memory_id,
@@ -66,9 +66,7 @@ def key_event_copies(first: views.AuditEvent, team_ids: list[str]) -> list[views
         name: getattr(first, name)
         for name in ("memory_id", "action", "layer", "target", "count", "actor", "request_id", "at")
     }
-    return [
-        AuditEvent(layout.audit_key_pk(team), first.event_id, team_id=team, shard=None, **fields) for team in team_ids
-    ]
+    return [_view(layout.audit_key_pk(team), first.event_id, team_id=team, shard=None, **fields) for team in team_ids]
 
 
 def put(events: list[views.AuditEvent]) -> None:
@@ -110,8 +108,9 @@ def _newest(
     after the read) a page of ``FILTERED_PAGE``, so a rare action costs a few calls — with pages of
     ``limit``, a rare action at ``limit`` 1 took one call per event of the account."""
     condition = AuditEvent.event_id < before if before else None
-    return list(
-        query(
+    return [
+        snapshot(views.AuditEvent, event)
+        for event in query(
             key,
             condition,
             filter_condition=_filters(action),
@@ -120,7 +119,7 @@ def _newest(
             page_size=limit if action is None else max(limit, FILTERED_PAGE),
             **more,
         )
-    )
+    ]
 
 
 def of_pair(team_id: str, agent_id: str, before: str | None, action: str | None, limit: int) -> list[views.AuditEvent]:
@@ -141,3 +140,8 @@ def of_team(team_id: str, before: str | None, action: str | None, limit: int) ->
 
 def of_everyone(before: str | None, action: str | None, limit: int) -> list[views.AuditEvent]:
     return _newest(AuditEvent.by_all.query, ALL_SHARD, before, action, limit)
+
+
+def _view(pk: str, event_id: str, **attributes: Any) -> views.AuditEvent:
+    """A new event's view (``put`` or a transaction stores it)."""
+    return snapshot(views.AuditEvent, AuditEvent(pk, event_id, **attributes))

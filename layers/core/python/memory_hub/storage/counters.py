@@ -181,7 +181,7 @@ def users(where: Where) -> list[str]:
     return sorted({c.user_id for c in _all(where) if c.user_id is not None})
 
 
-def user_counters(where: Where, user_id: str) -> list[Counter]:
+def _user_counters(where: Where, user_id: str) -> list[Counter]:
     """The counters of one user (layers and sessions) — erased with the user's memory."""
     marker = layout.digest(user_id)
     return [c for c in _all(where) if marker in c.sk.split(layout.SEP)[1:2]]
@@ -200,7 +200,7 @@ def forget_user(where: Where, user_id: str) -> int:
     """Delete a user's counters once they count nothing (after their memory was erased); a
     counter that a concurrent add moved on stays."""
     dropped = 0
-    for counter in user_counters(where, user_id):
+    for counter in _user_counters(where, user_id):
         try:
             counter.delete(condition=Counter.item_count == 0)
             dropped += 1

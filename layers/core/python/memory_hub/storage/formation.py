@@ -18,7 +18,7 @@ from . import assets, bucket, layout, views
 from .concurrency import for_each, in_batches
 from .counters import Where
 from .errors import Cancelled
-from .models import FormationState, FormedFile, FormedRun, ItemKey, PendingRun, Unformed, own
+from .models import FormationState, FormedFile, FormedRun, ItemKey, PendingRun, Unformed, own, snapshot
 from .transactions import MAX_ACTIONS, Transaction
 
 L0, L1 = "L0", "L1"
@@ -58,7 +58,7 @@ def unformed_rows(
     where: Where, user_id: str, session_id: str, task_id: str | None, message_ids: Iterable[str]
 ) -> list[views.Unformed]:
     pk = _l0(where, user_id)
-    return [Unformed(pk, layout.unformed_sk(session_id, task_id, m)) for m in message_ids]
+    return [views.Unformed(pk, layout.unformed_sk(session_id, task_id, m)) for m in message_ids]
 
 
 def mark(rows: list[views.Unformed]) -> None:
@@ -125,9 +125,10 @@ def count_waiting(where: Where, user_id: str, session_id: str | None = None) -> 
 
 def state(where: Where, user_id: str) -> views.FormationState | None:
     try:
-        return FormationState.get(_l0(where, user_id), layout.FORMATION_STATE, consistent_read=True)
+        found = FormationState.get(_l0(where, user_id), layout.FORMATION_STATE, consistent_read=True)
     except DoesNotExist:
         return None
+    return snapshot(views.FormationState, found)
 
 
 def _ensure_state(where: Where, user_id: str) -> None:
@@ -254,11 +255,12 @@ def release(where: Where, user_id: str, owner: str) -> bool:
 # ---------------------------------------------------------------- a run's stored answer
 
 
-def pending(where: Where, user_id: str) -> PendingRun | None:
+def pending(where: Where, user_id: str) -> views.PendingRun | None:
     try:
-        return PendingRun.get(_l0(where, user_id), layout.PENDING_RUN, consistent_read=True)
+        found = PendingRun.get(_l0(where, user_id), layout.PENDING_RUN, consistent_read=True)
     except DoesNotExist:
         return None
+    return snapshot(views.PendingRun, found)
 
 
 def store_pending(
@@ -353,14 +355,17 @@ def formed_ids(where: Where, user_id: str) -> set[str]:
 
 
 def files(where: Where, user_id: str) -> list[views.FormedFile]:
-    return list(
-        FormedFile.query(_l1(where, user_id), FormedFile.sk.startswith(layout.FORMED_FILES), consistent_read=True)
-    )
+    return [
+        _file_view(item)
+        for item in FormedFile.query(
+            _l1(where, user_id), FormedFile.sk.startswith(layout.FORMED_FILES), consistent_read=True
+        )
+    ]
 
 
 def file(where: Where, user_id: str, file_id: str) -> views.FormedFile | None:
     try:
-        return FormedFile.get(_l1(where, user_id), layout.formed_file_sk(file_id), consistent_read=True)
+        return _file_view(FormedFile.get(_l1(where, user_id), layout.formed_file_sk(file_id), consistent_read=True))
     except DoesNotExist:
         return None
 
@@ -373,7 +378,7 @@ def new_file(where: Where, user_id: str, kind: str, title: str) -> views.FormedF
     """A formed file not stored yet: its id, and its path in the user's formed folder."""
     file_id = layout.digest(f"{user_id}:{now_ms()}:{title}", 26)
     path = f"{bucket.formed_folder(user_id)}{file_id}.md"
-    return FormedFile(_l1(where, user_id), layout.formed_file_sk(file_id), path=path, kind=kind)
+    return _file_view(FormedFile(_l1(where, user_id), layout.formed_file_sk(file_id), path=path, kind=kind))
 
 
 def save_file(where: Where, user_id: str, item: views.FormedFile, added: list[str]) -> None:
@@ -434,3 +439,7 @@ def drop_user(where: Where, user_id: str) -> int:
     ]
     _batch_write(rows, delete=True)
     return len(rows)
+
+
+def _file_view(item: FormedFile) -> views.FormedFile:
+    return snapshot(views.FormedFile, item)

@@ -9,7 +9,7 @@ from pynamodb.exceptions import DoesNotExist, UpdateError
 
 from ..clock import now_ms
 from . import layout, views
-from .models import Job, own
+from .models import Job, own, snapshot
 
 LIFETIME_MS = 2 * 86_400_000
 
@@ -33,29 +33,29 @@ def new(
         expires=(now + LIFETIME_MS) // 1000,
     )
     job.save(condition=Job.sk.does_not_exist())
-    return job
+    return _view(job)
 
 
 def get(job_id: str) -> views.Job | None:
     if not job_id or len(job_id) > 100:
         return None
     try:
-        return Job.get(layout.JOB_PK, job_id, consistent_read=True)
+        return _view(Job.get(layout.JOB_PK, job_id, consistent_read=True))
     except DoesNotExist:
         return None
 
 
-def claim(job: views.Job, state: str) -> bool:
-    """Move a job from ``state`` to running; False when someone else did first (or it moved on)."""
+def claim(job: views.Job, state: str) -> views.Job | None:
+    """Move a job from ``state`` to running: its view as it is then; None when someone else did
+    first (or it moved on)."""
+    stored = own(Job, job)
     try:
-        own(Job, job).update(
-            actions=[Job.state.set("running"), Job.updated_at.set(now_ms())], condition=Job.state == state
-        )
+        stored.update(actions=[Job.state.set("running"), Job.updated_at.set(now_ms())], condition=Job.state == state)
     except UpdateError as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
-            return False
+            return None
         raise
-    return True
+    return _view(stored)
 
 
 def touch(job: views.Job) -> bool:
@@ -70,21 +70,22 @@ def touch(job: views.Job) -> bool:
 
 
 def settle(job: views.Job, state: str, *, result: dict[str, Any] | None = None, error: str | None = None) -> views.Job:
-    """Move a job on (created → queued, running → done | failed)."""
+    """Move a job on (created → queued, running → done | failed): its view as it is now."""
     actions: list[Any] = [Job.state.set(state), Job.updated_at.set(now_ms())]
     if result is not None:
         actions.append(Job.result.set(result))
     if error is not None:
         actions.append(Job.error.set(error))
-    own(Job, job).update(actions=actions)
-    return job
+    stored = own(Job, job)
+    stored.update(actions=actions)  # answers every attribute as it is now
+    return _view(stored)
 
 
 def waiting(kind: str, before_ms: int) -> list[views.Job]:
     """Jobs of ``kind`` created before ``before_ms`` that never started (an import whose upload
     was never ingested)."""
     return [
-        job
+        _view(job)
         for job in Job.query(layout.JOB_PK, consistent_read=True)
         if job.kind == kind and job.state == "created" and int(job.created_at) < before_ms
     ]
@@ -94,7 +95,7 @@ def unfinished(kind: str, before_ms: int) -> list[views.Job]:
     """Jobs of ``kind`` that began and did not end well: failed, or queued/running with no change
     since ``before_ms`` (their process may have died or run out of time: the caller judges)."""
     return [
-        job
+        _view(job)
         for job in Job.query(layout.JOB_PK, consistent_read=True)
         if job.kind == kind
         and (job.state == "failed" or (job.state in ("queued", "running") and int(job.updated_at) < before_ms))
@@ -104,5 +105,11 @@ def unfinished(kind: str, before_ms: int) -> list[views.Job]:
 def started(kind: str) -> list[views.Job]:
     """Jobs of ``kind`` that left ``created`` (an import whose upload URL is used up)."""
     return [
-        job for job in Job.query(layout.JOB_PK, consistent_read=True) if job.kind == kind and job.state != "created"
+        _view(job)
+        for job in Job.query(layout.JOB_PK, consistent_read=True)
+        if job.kind == kind and job.state != "created"
     ]
+
+
+def _view(job: Job) -> views.Job:
+    return snapshot(views.Job, job)

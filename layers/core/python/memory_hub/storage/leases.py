@@ -6,8 +6,8 @@ from typing import Any
 
 from pynamodb.exceptions import DeleteError, DoesNotExist, PutError
 
-from . import layout
-from .models import Lease
+from . import layout, views
+from .models import Lease, snapshot
 
 LEASE_SK, CURSOR_SK = "lease", "cursor"
 
@@ -32,11 +32,12 @@ def release(owner: str) -> None:
             raise
 
 
-def cursor() -> Lease | None:
+def cursor() -> views.Lease | None:
     try:
-        return Lease.get(layout.CLEANUP_PK, CURSOR_SK, consistent_read=True)
+        found = Lease.get(layout.CLEANUP_PK, CURSOR_SK, consistent_read=True)
     except DoesNotExist:
         return None
+    return snapshot(views.Lease, found)
 
 
 def save_cursor(run_started: int, position: Any) -> None:

@@ -5,18 +5,19 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from . import assets, counters, layout, postings, views
 from .concurrency import Deadline, in_batches
 from .counters import Where
 from .errors import Cancelled, Unfinished
-from .models import Message
+from .models import Message, snapshot
 from .transactions import MAX_ACTIONS, Transaction
 
 LAYER = "L0"
 # Writes that ride along with the messages of one add: the epoch check and two counters.
 PER_ADD = MAX_ACTIONS - 3
+Shown = TypeVar("Shown", bound=views.Message | views.Record)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def _filter(where: Where, task_id: str | None) -> Any:
     return condition & hidden
 
 
-def shown(where: Where, found: Iterable[Any]) -> list[Any]:
+def shown(where: Where, found: Iterable[Shown]) -> list[Shown]:
     """``found`` without the items of imports still running (messages or records)."""
     return [item for item in found if item.import_id is None or item.import_id not in where.staged]
 
@@ -136,24 +137,28 @@ def newest(
     pk = where.item_pk(LAYER, user_id)
     if session_id is not None:
         low, high = layout.session_bounds(session_id, start, end)
-        return Message.by_session.query(
+        return _views(
+            Message.by_session.query(
+                pk,
+                Message.lsi2.between(low, high),
+                filter_condition=_filter(where, task_id),
+                scan_index_forward=False,
+                consistent_read=True,
+                limit=limit,
+                page_size=page_size(where, limit),
+            )
+        )
+    condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
+    return _views(
+        Message.by_time.query(
             pk,
-            Message.lsi2.between(low, high),
+            condition,
             filter_condition=_filter(where, task_id),
             scan_index_forward=False,
             consistent_read=True,
             limit=limit,
             page_size=page_size(where, limit),
         )
-    condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
-    return Message.by_time.query(
-        pk,
-        condition,
-        filter_condition=_filter(where, task_id),
-        scan_index_forward=False,
-        consistent_read=True,
-        limit=limit,
-        page_size=page_size(where, limit),
     )
 
 
@@ -179,11 +184,13 @@ def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, views.Mess
     """The messages among ``ids`` (strongly consistent; 100 keys per call), but those of imports
     still running (``where.staged``)."""
     pk = where.item_pk(LAYER, user_id)
-    return {m.id: m for m in shown(where, Message.batch_get([(pk, i) for i in ids], consistent_read=True))}
+    return {m.id: m for m in shown(where, _views(Message.batch_get([(pk, i) for i in ids], consistent_read=True)))}
 
 
 def of_user(where: Where, user_id: str) -> list[views.Message]:
-    return list(Message.query(where.item_pk(LAYER, user_id), Message.sk.startswith("msg-"), consistent_read=True))
+    return list(
+        _views(Message.query(where.item_pk(LAYER, user_id), Message.sk.startswith("msg-"), consistent_read=True))
+    )
 
 
 def delete(
@@ -312,3 +319,8 @@ def _next_chunk(
         if len(part) + len(users) + len(sessions) + len(events(part)) > MAX_ACTIONS:
             return pending[: size - 1]
     return pending[:size]
+
+
+def _views(found: Iterable[Message]) -> Iterator[views.Message]:
+    """The views of messages as they are read (a query's pages are read as they are taken)."""
+    return (snapshot(views.Message, message) for message in found)

@@ -27,7 +27,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondary
 from pynamodb.models import Model
 
 from ..settings import get_settings
-from . import aws
+from . import aws, views
 
 _bind_lock = threading.Lock()
 
@@ -88,11 +88,26 @@ class Bound(Model):
 M = TypeVar("M", bound=Model)
 
 
+V = TypeVar("V")
+
+
+def snapshot(kind: type[V], item: Model) -> V:
+    """The view (``views``) of a stored item: a copy of every attribute as it is now, read from
+    the item's values (an attribute never set is None, as PynamoDB answers it)."""
+    found = item.attribute_values.get
+    return kind(*[found(name) for name in views.names(kind)])
+
+
 def own(kind: type[M], item: object) -> M:
-    """An item this package handed the domain as a read-only view (``views``), taken back to change
-    or erase. Every such view is one of these models, made here: this names it as what it is, at no
-    cost (no copy, no check)."""
-    return cast(M, item)
+    """The stored item behind a view this package handed the domain (``views``), taken back to
+    change or erase: rebuilt from the view's fields, which are all of its model's attributes. An
+    item that is a model already (storage's own) is itself."""
+    if isinstance(item, Model):
+        return cast(M, item)
+    model = VIEWED[type(item)]
+    if not issubclass(model, kind):
+        raise TypeError(f"a {type(item).__name__} view is not a {kind.__name__}")
+    return cast(M, model(**views.values(cast(views.Item, item))))
 
 
 # ---------------------------------------------------------------- AssetsTable
@@ -508,3 +523,21 @@ TABLE_MODELS: dict[str, tuple[type[Bound], ...]] = {
 def attribute_values(item: Any) -> dict[str, Any]:
     """An item's attributes as plain values (for tests and tooling)."""
     return {name: getattr(item, name) for name in item.get_attributes()}
+
+
+# The model each view (``views``) is a copy of: ``own`` rebuilds one from the other.
+VIEWED: dict[type, type[Bound]] = {
+    views.Asset: Asset,
+    views.SceneEntry: SceneEntry,
+    views.ApiKey: ApiKey,
+    views.AuditEvent: AuditEvent,
+    views.Message: Message,
+    views.Record: Record,
+    views.Posting: Posting,
+    views.FormationState: FormationState,
+    views.Unformed: Unformed,
+    views.FormedFile: FormedFile,
+    views.Job: Job,
+    views.PendingRun: PendingRun,
+    views.Lease: Lease,
+}

@@ -33,7 +33,7 @@ from pynamodb.exceptions import DeleteError
 from . import layout, views
 from .concurrency import Deadline, for_each, in_batches, parallel
 from .errors import Unfinished
-from .models import Posting
+from .models import Posting, own, snapshot
 
 WRITE_CHUNK = 100  # postings per batch_write context (PynamoDB sends them 25 at a time)
 READ_WIDTH = 16  # terms or items looked up at once
@@ -113,7 +113,7 @@ def build(
     for term, frequency in counts.items():
         digest = layout.term_digest(term)
         rows.append(
-            Posting(
+            _view(
                 pk,
                 layout.posting_sk(item_id, digest),
                 lsi3=term_key(digest, impact(frequency, length), item_id),
@@ -173,14 +173,14 @@ def put(rows: list[views.Posting]) -> None:
     def one(chunk: list[views.Posting]) -> None:
         with Posting.batch_write() as batch:  # retries unprocessed items itself
             for row in chunk:
-                batch.save(row)
+                batch.save(own(Posting, row))
 
     for_each(one, in_batches(rows, WRITE_CHUNK))
     _frequencies(rows, +1)
 
 
 def of_item(pk: str, item_id: str) -> list[views.Posting]:
-    return list(
+    return _views(
         Posting.query(
             pk,
             Posting.sk.startswith(layout.postings_of(item_id)),
@@ -213,7 +213,7 @@ def delete(rows: list[Any], until: Deadline | None = None) -> int:
 
 def of_partition(pk: str) -> list[views.Posting]:
     """Every posting of one partition (one user's items of a layer), in one paged query."""
-    return list(
+    return _views(
         Posting.query(
             pk,
             Posting.sk.startswith(f"p{layout.SEP}"),
@@ -275,7 +275,7 @@ def item_of(row: views.Posting) -> str:
 class Page:
     """One page of a term's postings, best impact first."""
 
-    rows: list[Posting]
+    rows: list[views.Posting]
     next: dict[str, Any] | None  # where the next page starts; None when the term is exhausted
 
 
@@ -289,7 +289,7 @@ def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = N
         limit=limit,
         last_evaluated_key=start,
     )
-    rows = list(result)
+    rows = _views(result)
     return Page(rows, result.last_evaluated_key)
 
 
@@ -321,4 +321,12 @@ def item_in_key(row: views.Posting) -> str:
 
 
 def _get_batch(keys: list[tuple[str, str]]) -> list[views.Posting]:
-    return list(Posting.batch_get(keys, consistent_read=True))
+    return _views(Posting.batch_get(keys, consistent_read=True))
+
+
+def _view(pk: str, sk: str, **attributes: Any) -> views.Posting:
+    return snapshot(views.Posting, Posting(pk, sk, **attributes))
+
+
+def _views(rows: Iterable[Posting]) -> list[views.Posting]:
+    return [snapshot(views.Posting, row) for row in rows]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import blobs, bucket, counters, layout, scenes, vectors, views
+from . import assets, blobs, bucket, counters, layout, scenes, vectors, views
 from .concurrency import Deadline as Deadline  # re-exported: purges and erasures share it
 from .concurrency import for_each, in_batches
 from .counters import Where
@@ -49,7 +49,16 @@ class Result:
     done: bool = False
 
 
-def record(target: Target) -> PurgeRecord:
+def retire(
+    asset: views.Asset, target: Target, *, new_epoch: int | None, stamp: str, events: list[views.AuditEvent]
+) -> None:
+    """Move the asset on from ``target``'s epoch (or delete it, with ``new_epoch`` None), with the
+    durable note that the epoch still holds data to erase and the events: one transaction
+    (``assets.retire_epoch``). Cancelled ('asset') if the epoch moved since it was read."""
+    assets.retire_epoch(asset, new_epoch=new_epoch, stamp=stamp, purge_record=_record(target), events=events)
+
+
+def _record(target: Target) -> PurgeRecord:
     """The durable note that ``target`` still holds data to erase."""
     return PurgeRecord(
         layout.PURGE_PK,
@@ -83,7 +92,7 @@ def get(team_id: str, agent_id: str, epoch: int) -> Target | None:
 def finish(target: Target, events: list[views.AuditEvent]) -> bool:
     """Drop the purge record and record the events together; False if another run did it first."""
     transaction = Transaction()
-    transaction.delete("purge", record(target), condition=PurgeRecord.pk.exists())
+    transaction.delete("purge", _record(target), condition=PurgeRecord.pk.exists())
     for event in events:
         transaction.put("audit", event)
     try:

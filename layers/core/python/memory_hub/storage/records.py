@@ -8,7 +8,7 @@ natural key make exactly one record."""
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from .concurrency import Deadline, parallel
 from .counters import Where
 from .errors import Cancelled, Unfinished
 from .messages import staged_shares
-from .models import Guard, Record, own
+from .models import Guard, Record, own, snapshot
 from .retry import attempts
 from .transactions import MAX_ACTIONS, Transaction
 
@@ -43,15 +43,16 @@ def cited_after(current: set[str] | None, added: list[str]) -> set[str]:
     return every if len(every) <= MAX_CITED else set(sorted(every)[-MAX_CITED:])
 
 
-def new(where: Where, **fields: Any) -> Record:
+def new(where: Where, **fields: Any) -> views.Record:
+    """A new record's view, not stored yet (``create`` stores it)."""
     pk = where.item_pk(LAYER, fields["user_id"])
     fields.setdefault("index_format", postings.INDEX_FORMAT)
-    return Record(pk, fields["id"], lsi1=layout.time_key(fields["updated_at"], fields["id"]), **fields)
+    return _view(Record(pk, fields["id"], lsi1=layout.time_key(fields["updated_at"], fields["id"]), **fields))
 
 
 def get(where: Where, user_id: str, atom_id: str) -> views.Record | None:
     try:
-        return Record.get(where.item_pk(LAYER, user_id), atom_id, consistent_read=True)
+        return _view(Record.get(where.item_pk(LAYER, user_id), atom_id, consistent_read=True))
     except DoesNotExist:
         return None
 
@@ -87,7 +88,7 @@ def claim_guard(record: views.Record) -> bool:
     return True
 
 
-def index(record: views.Record, counts: Tally[str]) -> list[Any]:
+def index(record: views.Record, counts: Tally[str]) -> list[views.Posting]:
     return postings.build(record.pk, record.id, counts, int(record.terms), type_=record.type, task_id=record.task_id)
 
 
@@ -266,14 +267,16 @@ def newest(
 ) -> Iterator[views.Record]:
     """Newest ``updated_at`` first (ties: larger id first)."""
     condition = Record.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
-    return Record.by_time.query(
-        where.item_pk(LAYER, user_id),
-        condition,
-        filter_condition=_filters(where, type_, task_id),
-        scan_index_forward=False,
-        consistent_read=True,
-        limit=limit,
-        page_size=messages.page_size(where, limit),
+    return _views(
+        Record.by_time.query(
+            where.item_pk(LAYER, user_id),
+            condition,
+            filter_condition=_filters(where, type_, task_id),
+            scan_index_forward=False,
+            consistent_read=True,
+            limit=limit,
+            page_size=messages.page_size(where, limit),
+        )
     )
 
 
@@ -291,16 +294,19 @@ def count(
 def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, views.Record]:
     """The records among ``ids``, but those of imports still running (``where.staged``)."""
     pk = where.item_pk(LAYER, user_id)
-    return {r.id: r for r in messages.shown(where, Record.batch_get([(pk, i) for i in ids], consistent_read=True))}
+    found = _views(Record.batch_get([(pk, i) for i in ids], consistent_read=True))
+    return {r.id: r for r in messages.shown(where, found)}
 
 
 def is_record(item: object) -> TypeIs[views.Record]:
     """Whether an item storage handed out is an L1 record (not an L0 message)."""
-    return isinstance(item, Record)
+    return isinstance(item, views.Record)
 
 
 def of_user(where: Where, user_id: str) -> list[views.Record]:
-    return list(Record.query(where.item_pk(LAYER, user_id), Record.sk.startswith("atom-"), consistent_read=True))
+    return list(
+        _views(Record.query(where.item_pk(LAYER, user_id), Record.sk.startswith("atom-"), consistent_read=True))
+    )
 
 
 class VersionConflict(Exception):
@@ -471,7 +477,7 @@ def _guards_lost(part: list[views.Record], failed: list[str]) -> set[str]:
 def _refreshed(part: list[views.Record], pending: list[views.Record], held: _Held) -> list[views.Record]:
     """Re-read a chunk that lost a race: drop what vanished, take what changed at its new state
     (or stop at a version conflict, as ``held`` says)."""
-    now = {(r.pk, r.sk): r for r in Record.batch_get([(r.pk, r.sk) for r in part], consistent_read=True)}
+    now = {(r.pk, r.sk): r for r in _views(Record.batch_get([(r.pk, r.sk) for r in part], consistent_read=True))}
     conflicts, keep = [], []
     for record in part:
         current = now.get((record.pk, record.sk))
@@ -533,3 +539,12 @@ def drop_sources(where: Where, user_id: str, atom_id: str, message_ids: set[str]
             if exc.cause_response_code != "ConditionalCheckFailedException":
                 raise
     raise AssertionError("unreachable")
+
+
+def _view(record: Record) -> views.Record:
+    return snapshot(views.Record, record)
+
+
+def _views(found: Iterable[Record]) -> Iterator[views.Record]:
+    """The views of records as they are read (a query's pages are read as they are taken)."""
+    return (_view(record) for record in found)

@@ -17,13 +17,13 @@ from pynamodb.exceptions import DoesNotExist
 from . import assets, audit, layout, views
 from .concurrency import for_each, in_batches
 from .errors import Cancelled
-from .models import SceneEntry
+from .models import SceneEntry, snapshot
 from .transactions import MAX_ACTIONS, Transaction
 
 
 def get(team_id: str, agent_id: str, path: str) -> views.SceneEntry | None:
     try:
-        return SceneEntry.get(layout.scene_scope(team_id, agent_id), path, consistent_read=True)
+        return _view(SceneEntry.get(layout.scene_scope(team_id, agent_id), path, consistent_read=True))
     except DoesNotExist:
         return None
 
@@ -121,7 +121,7 @@ def live(team_id: str, agent_id: str, epoch: int, prefix: str, after: str | None
     ):
         if prefix and not entry.path.startswith(prefix):
             break  # past the prefix: nothing later can match
-        found.append(entry)
+        found.append(_view(entry))
         if len(found) >= limit:
             break
     return found
@@ -145,7 +145,7 @@ def retired(
         limit=limit,
         last_evaluated_key=after,
     )
-    page: list[views.SceneEntry] = list(result)
+    page = [_view(entry) for entry in result]
     return page, result.last_evaluated_key
 
 
@@ -168,22 +168,24 @@ def delete_retired(entries: list[views.SceneEntry], epoch: int) -> int:
 
 def under(team_id: str, agent_id: str, folder: str) -> list[views.SceneEntry]:
     """Every entry under a folder path, of any epoch (callers pick the current one)."""
-    return list(
-        SceneEntry.query(
+    return [
+        _view(entry)
+        for entry in SceneEntry.query(
             layout.scene_scope(team_id, agent_id), SceneEntry.path.startswith(folder), consistent_read=True
         )
-    )
+    ]
 
 
 def old_tombstones(team_id: str, agent_id: str, before: str) -> list[views.SceneEntry]:
     """Tombstones of files removed before ``before`` (a time in the response format)."""
-    return list(
-        SceneEntry.query(
+    return [
+        _view(entry)
+        for entry in SceneEntry.query(
             layout.scene_scope(team_id, agent_id),
             filter_condition=(SceneEntry.removed == True) & (SceneEntry.updated_at < before),  # noqa: E712
             consistent_read=True,
         )
-    )
+    ]
 
 
 def drop_tombstones(entries: list[views.SceneEntry]) -> int:
@@ -204,3 +206,7 @@ def drop_tombstones(entries: list[views.SceneEntry]) -> int:
         except Cancelled:
             pass
     return dropped
+
+
+def _view(entry: SceneEntry) -> views.SceneEntry:
+    return snapshot(views.SceneEntry, entry)

@@ -37,8 +37,8 @@ _CANCELLED = "TransactionCanceledException"
 
 
 class Transaction:
-    """An action's item is one of ``models``' items, or the domain's read-only view of one
-    (``views``: the same object, handed back)."""
+    """An action's item is one of ``models``' items, or the domain's view of one (``views``,
+    handed back: the stored item is rebuilt from it, ``models.own``)."""
 
     def __init__(self) -> None:
         # PynamoDB serializes each action when it is added (as before: a later change to an item

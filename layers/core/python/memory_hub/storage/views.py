@@ -1,319 +1,264 @@
-"""What storage hands the domain: each kind of item as a read-only view, typed by its fields.
+"""What storage hands the domain: each kind of item as a frozen dataclass of its fields.
 
 The domain reads items and passes them back to storage to change or erase; it never builds one,
-saves one or writes an update expression (storage does, in ``models``' terms). These protocols are
-all it knows of an item: every field it may read, none of PynamoDB's methods, so the domain's
-strict type check refuses a ``save()``, a ``delete()`` or an attribute written in place. A field
-that is absent on some items is ``| None`` here (PynamoDB's own types say it is always there).
-
-Storage's items satisfy them as they are, with no copy per item read: a search reads a hundred
-items or more, and a copy of each into a dataclass would cost CPU on every request for no change
-of behaviour.
+saves one or writes an update expression (storage does, in ``models``' terms, rebuilding the
+stored item from the view's fields: ``models.own``). A view is a copy taken when storage read the
+item (``models.snapshot``): it never follows a later change, so a storage function that changes
+an item the domain goes on using answers the new view (``jobs.claim``, ``jobs.settle``,
+``assets.commit_import``). A field that is absent on some items is ``| None`` here (PynamoDB's
+own types say it is always there). Each view has every attribute of its model, no more.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass, fields
+from typing import Any
 
 
-class _Keyed(Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class _Keyed:
     """An item of ItemsTable: its partition and sort key (``layout``)."""
 
-    @property
-    def pk(self) -> str: ...
-    @property
-    def sk(self) -> str: ...
+    pk: str
+    sk: str
 
 
-class _UserItem(_Keyed, Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class _UserItem(_Keyed):
     """What an L0 message and an L1 record both hold."""
 
-    @property
-    def content(self) -> str: ...
-    @property
-    def id(self) -> str: ...
-    @property
-    def import_id(self) -> str | None: ...
-    @property
-    def index_format(self) -> float | None: ...
-    @property
-    def lsi1(self) -> str: ...
-    @property
-    def task_id(self) -> str | None: ...
-    @property
-    def terms(self) -> float: ...
-    @property
-    def user_id(self) -> str: ...
+    content: str
+    id: str
+    import_id: str | None
+    index_format: float | None
+    lsi1: str
+    task_id: str | None
+    terms: float
+    user_id: str
 
 
-class Asset(Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class Asset:
     """A memory asset of one (team, agent) pair: ``epoch`` fences clears, ``importing`` names the
     imports running into it."""
 
-    @property
-    def acl(self) -> Any: ...
-    @property
-    def agent_id(self) -> str: ...
-    @property
-    def bindings(self) -> Any: ...
-    @property
-    def created_at(self) -> str: ...
-    @property
-    def epoch(self) -> float: ...
-    @property
-    def formation(self) -> str | None: ...
-    @property
-    def importing(self) -> set[str] | None: ...
-    @property
-    def last_cleared_at(self) -> str | None: ...
-    @property
-    def memory_id(self) -> str: ...
-    @property
-    def moved_to(self) -> str | None: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def owner(self) -> str: ...
-    @property
-    def pk(self) -> str: ...
-    @property
-    def retention_days(self) -> float | None: ...
-    @property
-    def sk(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def team_id(self) -> str: ...
-    @property
-    def updated_at(self) -> str: ...  # as created_at
-    @property
-    def visibility(self) -> str: ...
+    acl: Any
+    agent_id: str
+    bindings: Any
+    created_at: str
+    epoch: float
+    formation: str | None
+    importing: set[str] | None
+    last_cleared_at: str | None
+    memory_id: str
+    moved_to: str | None
+    name: str | None
+    owner: str
+    pk: str
+    retention_days: float | None
+    sk: str
+    status: str
+    team_id: str
+    updated_at: str  # as created_at
+    visibility: str
 
 
-class SceneEntry(Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class SceneEntry:
     """The index entry of one L2 path: its version, size, ETag and the epoch it is valid for."""
 
-    @property
-    def created_at(self) -> str: ...  # written with every version (absent only on old tombstones)
-    @property
-    def epoch(self) -> float: ...
-    @property
-    def etag(self) -> str | None: ...
-    @property
-    def gen(self) -> float: ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def removed(self) -> bool: ...
-    @property
-    def scope(self) -> str: ...
-    @property
-    def size(self) -> float: ...
-    @property
-    def summary(self) -> str | None: ...
-    @property
-    def updated_at(self) -> str: ...  # as created_at
-    @property
-    def version(self) -> float: ...
+    created_at: str  # written with every version (absent only on old tombstones)
+    epoch: float
+    etag: str | None
+    gen: float
+    path: str
+    removed: bool
+    scope: str
+    size: float
+    summary: str | None
+    updated_at: str  # as created_at
+    version: float
 
 
-class ApiKey(Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class ApiKey:
     """An API key: its role, its teams and the SHA-256 of its secret (never the secret)."""
 
-    @property
-    def created_at(self) -> str: ...
-    @property
-    def created_by(self) -> str | None: ...
-    @property
-    def key_hash(self) -> str: ...
-    @property
-    def key_id(self) -> str: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def revoked(self) -> bool: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def team_ids(self) -> list[str]: ...
+    created_at: str
+    created_by: str | None
+    key_hash: str
+    key_id: str
+    name: str | None
+    revoked: bool
+    role: str
+    team_ids: list[str]
 
 
-class AuditEvent(Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class AuditEvent:
     """One audit event: who did what to which layer of which memory, and how many items it touched."""
 
-    @property
-    def action(self) -> str: ...
-    @property
-    def actor(self) -> str: ...
-    @property
-    def agent_id(self) -> str | None: ...
-    @property
-    def at(self) -> str: ...
-    @property
-    def count(self) -> float: ...
-    @property
-    def event_id(self) -> str: ...
-    @property
-    def layer(self) -> str: ...
-    @property
-    def memory_id(self) -> str | None: ...
-    @property
-    def pk(self) -> str: ...
-    @property
-    def request_id(self) -> str | None: ...
-    @property
-    def shard(self) -> str | None: ...
-    @property
-    def target(self) -> str | None: ...
-    @property
-    def team_id(self) -> str: ...
+    action: str
+    actor: str
+    agent_id: str | None
+    at: str
+    count: float
+    event_id: str
+    layer: str
+    memory_id: str | None
+    pk: str
+    request_id: str | None
+    shard: str | None
+    target: str | None
+    team_id: str
 
 
-class Message(_UserItem, Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class Message(_UserItem):
     """An L0 message of one user's conversation."""
 
-    @property
-    def lsi2(self) -> str: ...
-    @property
-    def recorded_at(self) -> float | None: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def session_id(self) -> str: ...
-    @property
-    def timestamp(self) -> float: ...
+    lsi2: str
+    recorded_at: float | None
+    role: str
+    session_id: str
+    timestamp: float
 
 
-class Record(_UserItem, Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class Record(_UserItem):
     """An L1 record of one user, with the messages it was formed from (``sources``)."""
 
-    @property
-    def absorbed(self) -> set[str] | None: ...
-    @property
-    def background(self) -> str: ...
-    @property
-    def cited(self) -> set[str] | None: ...
-    @property
-    def created_at(self) -> float: ...
-    @property
-    def formed(self) -> bool | None: ...
-    @property
-    def meta(self) -> Any: ...
-    @property
-    def natural_key(self) -> str: ...
-    @property
-    def reinforced_count(self) -> float: ...
-    @property
-    def session_id(self) -> str | None: ...
-    @property
-    def sources(self) -> list[str] | None: ...
-    @property
-    def tags(self) -> list[str]: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def updated_at(self) -> float: ...
-    @property
-    def version(self) -> float: ...
+    absorbed: set[str] | None
+    background: str
+    cited: set[str] | None
+    created_at: float
+    formed: bool | None
+    meta: Any
+    natural_key: str
+    reinforced_count: float
+    session_id: str | None
+    sources: list[str] | None
+    tags: list[str]
+    type: str
+    updated_at: float
+    version: float
 
 
-class Posting(_Keyed, Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class Posting(_Keyed):
     """A term's posting of one item in the word index (or the index's progress marker)."""
 
-    @property
-    def document_frequency(self) -> float | None: ...
-    @property
-    def item_length(self) -> float | None: ...
-    @property
-    def lsi3(self) -> str: ...
-    @property
-    def record_type(self) -> str | None: ...
-    @property
-    def session_digest(self) -> str | None: ...
-    @property
-    def task_digest(self) -> str | None: ...
-    @property
-    def term_frequency(self) -> float | None: ...
-    @property
-    def timestamp(self) -> float | None: ...
+    document_frequency: float | None
+    item_length: float | None
+    lsi3: str
+    record_type: str | None
+    session_digest: str | None
+    task_digest: str | None
+    term_frequency: float | None
+    timestamp: float | None
 
 
-class FormationState(_Keyed, Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class FormationState(_Keyed):
     """A user's formation state: the queued run, its lease, failures and what it formed last."""
 
-    @property
-    def dropped(self) -> float | None: ...
-    @property
-    def failures(self) -> float | None: ...
-    @property
-    def files_due(self) -> bool | None: ...
-    @property
-    def last_error(self) -> Any: ...
-    @property
-    def last_formed(self) -> str | None: ...
-    @property
-    def last_run_at(self) -> float | None: ...
-    @property
-    def lease_owner(self) -> str | None: ...
-    @property
-    def lease_until(self) -> float | None: ...
-    @property
-    def paused(self) -> bool | None: ...
-    @property
-    def queued_at(self) -> float | None: ...
-    @property
-    def state(self) -> str | None: ...
+    dropped: float | None
+    failures: float | None
+    files_due: bool | None
+    last_error: Any
+    last_formed: str | None
+    last_run_at: float | None
+    lease_owner: str | None
+    lease_until: float | None
+    paused: bool | None
+    queued_at: float | None
+    state: str | None
 
 
-class Unformed(_Keyed, Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class Unformed(_Keyed):
     """A message waiting to be formed (its key names the session, the task and the message)."""
 
 
-class FormedFile(_Keyed, Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class FormedFile(_Keyed):
     """An L2 file or persona formation wrote, with the records it was formed from."""
 
-    @property
-    def kind(self) -> str: ...
-    @property
-    def path(self) -> str: ...
-    @property
-    def records(self) -> set[str] | None: ...
-    @property
-    def stale(self) -> bool | None: ...
-    @property
-    def updated(self) -> float | None: ...
+    kind: str
+    path: str
+    records: set[str] | None
+    stale: bool | None
+    updated: float | None
 
 
-class Job(_Keyed, Protocol):
+@dataclass(frozen=True, slots=True, eq=False)
+class Job(_Keyed):
     """An export or import job: its state, its spec and its result or error."""
 
-    @property
-    def agent_id(self) -> str: ...
-    @property
-    def created_at(self) -> float: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def expires(self) -> float | None: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def memory_id(self) -> str: ...
-    @property
-    def owner(self) -> str: ...
-    @property
-    def result(self) -> Any: ...
-    @property
-    def spec(self) -> Any: ...
-    @property
-    def state(self) -> str: ...
-    @property
-    def team_id(self) -> str: ...
-    @property
-    def updated_at(self) -> float: ...
+    agent_id: str
+    created_at: float
+    error: str | None
+    expires: float | None
+    kind: str
+    memory_id: str
+    owner: str
+    result: Any
+    spec: Any
+    state: str
+    team_id: str
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PendingRun(_Keyed):
+    """A formation run's validated answer, stored before anything of it is written (a retry replays it)."""
+
+    message_ids: list[str]
+    plan: Any
+    run_id: str
+    session_id: str
+    task_id: str | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Lease(_Keyed):
+    """The cleanup's lease (``owner`` until ``until``) or its cursor (where a run resumes)."""
+
+    owner: str | None
+    phase: str | None
+    position: Any
+    run_started: float | None
+    until: float | None
 
 
 # Any item storage hands out (what a transaction may be given back).
 Item = (
-    Asset | SceneEntry | ApiKey | AuditEvent | Message | Record | Posting | FormationState | Unformed | FormedFile | Job
+    Asset
+    | SceneEntry
+    | ApiKey
+    | AuditEvent
+    | Message
+    | Record
+    | Posting
+    | FormationState
+    | Unformed
+    | FormedFile
+    | Job
+    | PendingRun
+    | Lease
 )
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def names(kind: type) -> tuple[str, ...]:
+    """The fields of a view class, in declaration order (the stored item's attributes, every one)."""
+    known = _NAMES.get(kind)
+    if known is None:
+        known = _NAMES[kind] = tuple(field.name for field in fields(kind))
+    return known
+
+
+def values(view: Item) -> dict[str, Any]:
+    """A view's fields by name (what storage rebuilds the stored item from)."""
+    return {name: getattr(view, name) for name in names(type(view))}

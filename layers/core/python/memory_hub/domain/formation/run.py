@@ -33,7 +33,7 @@ from ...storage.concurrency import parallel
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
 from ...storage.language_model import THROTTLED, ModelError, converse
-from ...storage.views import Asset, FormationState, Message
+from ...storage.views import Asset, FormationState, Message, PendingRun
 from .. import assets, atomic, formed
 from ..principal import Principal, already
 from ..scope import Scope
@@ -303,7 +303,7 @@ def _plan(checked: interface.Checked, offered: dict[int, tuple[str, int]]) -> li
     return plan
 
 
-def _replay(run: Run, held: Any) -> None:
+def _replay(run: Run, held: PendingRun) -> None:
     """Apply a stored answer (again) and commit it: the messages it holds are formed."""
     scope = Scope(run.asset.team_id, run.asset.agent_id, run.user_id, held.session_id, held.task_id)
     context = run.context()

@@ -23,10 +23,12 @@ def run_job(event: dict[str, Any]) -> dict[str, Any]:
     """An asynchronous continuation: run the named job if it is still queued. Lambda may deliver an
     event twice; only the invocation that moves the job from queued to running does the work."""
     job = jobs.get(str(event.get(JOB_EVENT_KEY, "")))
-    if job is None or job.kind not in RUNNERS or not jobs.claim(job, "queued"):
+    claimed = jobs.claim(job, "queued") if job is not None and job.kind in RUNNERS else None
+    if claimed is None:
         return {"ran": False}
-    RUNNERS[job.kind](job)
-    return {"ran": True, "state": job.state}
+    RUNNERS[claimed.kind](claimed)
+    after = jobs.get(claimed.sk)  # the runner settled it
+    return {"ran": True, "state": after.state if after is not None else "unknown"}
 
 
 __all__ = ["JOB_EVENT_KEY", "run_job"]

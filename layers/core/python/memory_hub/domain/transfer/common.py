@@ -29,9 +29,11 @@ def job_of(principal: Principal, job_id: str, kind: str) -> Job:
     return job
 
 
-def continue_later(job: Job) -> None:
-    jobs.settle(job, "queued")
+def continue_later(job: Job) -> Job:
+    """Hand the job on to an asynchronous run of this function: its view, queued."""
+    queued = jobs.settle(job, "queued")
     invoke.this_function_later({JOB_EVENT_KEY: job.sk})
+    return queued
 
 
 def stalled(job: Job, now: int) -> bool:

@@ -44,10 +44,10 @@ def start(principal: Principal, name: assets.Named, user_id: str | None, shared:
     if shared or user_id is None:  # a file weighs up to 1 MB: count each as many items
         size += FILE_WEIGHT * scenes.count(asset.team_id, asset.agent_id, int(asset.epoch), "")
     if size > SYNC_ITEMS:
-        continue_later(job)
-        return ExportJob.model_validate(describe(job))
-    if jobs.claim(job, "created"):
-        run(job)
+        return ExportJob.model_validate(describe(continue_later(job)))
+    claimed = jobs.claim(job, "created")
+    if claimed is not None:
+        run(claimed)
     return status(principal, job.sk)
 
 

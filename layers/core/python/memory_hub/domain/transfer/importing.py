@@ -71,15 +71,14 @@ def begin(principal: Principal, import_id: str) -> ImportJobState:
         raise Invalid("import_id: nothing was uploaded to its upload_url yet")
     if upload.size > MAX_UPLOAD_BYTES:
         blobs.delete(_upload_key(job))
-        jobs.settle(job, "failed", error=f"the upload is larger than {MAX_UPLOAD_BYTES // 2**20} MiB")
-        return ImportJobState.model_validate(describe(job))
+        failed = jobs.settle(job, "failed", error=f"the upload is larger than {MAX_UPLOAD_BYTES // 2**20} MiB")
+        return ImportJobState.model_validate(describe(failed))
     if upload.size > SYNC_BYTES:
-        continue_later(job)
-        return ImportJobState.model_validate(describe(job))
-    ran_here = jobs.claim(job, "created")
-    if ran_here:
-        run(job, within_request=True)
-    return status(principal, import_id, ran_here=ran_here)
+        return ImportJobState.model_validate(describe(continue_later(job)))
+    claimed = jobs.claim(job, "created")
+    if claimed is not None:
+        run(claimed, within_request=True)
+    return status(principal, import_id, ran_here=claimed is not None)
 
 
 def status(principal: Principal, import_id: str, *, ran_here: bool = False) -> ImportJobState:
@@ -89,7 +88,7 @@ def status(principal: Principal, import_id: str, *, ran_here: bool = False) -> I
     job = job_of(principal, import_id, "import")
     stopped = stalled(job, now_ms())
     if (job.state == "failed" or stopped) and undo(job) and stopped:
-        jobs.settle(job, "failed", error=STOPPED)
+        job = jobs.settle(job, "failed", error=STOPPED)
     # The ingest commits the job before it finishes and removes its journal and upload (a crash in
     # between must not read as "nothing kept"): once a poll is told it ended, neither is there.
     if not ran_here and job.state == "done":

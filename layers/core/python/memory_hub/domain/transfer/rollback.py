@@ -122,9 +122,7 @@ def _drop(asset: Asset, job: Job) -> None:
         asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp, job.owner, job.spec.get("request_id")
     )
     try:
-        stored_assets.retire_epoch(
-            asset, new_epoch=None, stamp=format_ms(stamp), purge_record=purge.record(target), events=[]
-        )
+        purge.retire(asset, target, new_epoch=None, stamp=format_ms(stamp), events=[])
     except Cancelled:
         return  # a clear or a delete moved it on: what the import wrote is being erased already
     if purge.run(target, purge.Deadline.after(UNDO_BUDGET_S)).done:
