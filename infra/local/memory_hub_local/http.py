@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -44,6 +45,14 @@ class Server(ThreadingHTTPServer):
         connection, address = super().get_request()
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return connection, address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A peer that hung up (a keep-alive connection closed as its process stopped, a caller
+        killed mid-request) is no fault of the server's: nothing is printed. Anything else is
+        printed as socketserver prints it."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class Handler(BaseHTTPRequestHandler):
