@@ -19,7 +19,7 @@ _CONVENTIONS = """\
 ## Conventions
 
 **Calling.** Every route below but the public pages is `POST` with a JSON object as its body (at \
-most 1 MiB, also after gzip decoding; send `Content-Encoding: gzip` to compress it) and these \
+most BODY_MIB MiB, also after gzip decoding; send `Content-Encoding: gzip` to compress it) and these \
 headers:
 
 | header | value |
@@ -45,7 +45,7 @@ wrong, `data` may add details (a 409 tells the current version or the conflicts)
 says whether trying again can help:
 
 ```json
-{"code": 400, "message": "limit: must be at most 100", "request_id": "req-…"}
+{"code": 400, "message": "limit: must be at most PAGE_LIMIT", "request_id": "req-…"}
 ```
 
 A 400 lists each bad field as `<field>: <problem>`, separated by `; `; a field inside a list is \
@@ -75,7 +75,7 @@ fraction digits); answers always use `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC. Time fil
 inclusive. **Pagination:** `next_token` is opaque, present only when more results exist, and \
 valid only with the same filters (`limit` may change); a bad one is a 400.
 
-**Paths** (L2 `path`, `path_prefix`) are relative and `/`-separated, at most 512 UTF-8 bytes, \
+**Paths** (L2 `path`, `path_prefix`) are relative and `/`-separated, at most PATH_BYTES UTF-8 bytes, \
 with no control character, no backslash, no leading `/`, no empty segment (one trailing `/` is \
 allowed on a `path_prefix` and on an `rm` folder path), and no segment that starts with `.`; a \
 file path ends in `.md`. Nothing is percent-decoded. A `path_prefix` is a plain string prefix \
@@ -89,10 +89,12 @@ route sections below do not repeat them.
 
 def _conventions() -> str:
     """The conventions, with what the pipeline enforces read from it: the order of the checks
-    (``CHECK_ORDER``), the isolation fields and their headers, the nesting limit, and the id rules
-    (``domain.rules``)."""
-    from memory_hub.domain.rules import MAX_ID_CHARS, TEAM_PATTERN
+    (``CHECK_ORDER``), the isolation fields and their headers, the nesting limit, the body's size,
+    the page limit, and the id and path rules (``domain.rules``)."""
+    from memory_hub.domain.fields import PAGE_LIMIT
+    from memory_hub.domain.rules import MAX_ID_CHARS, MAX_PATH_BYTES, TEAM_PATTERN
     from memory_hub.edge import conventions
+    from memory_hub.settings import MAX_BODY_BYTES
 
     rows = []
     pattern = None
@@ -108,6 +110,9 @@ def _conventions() -> str:
     checks = ", ".join(f"{what} ({status.replace('/', ', ')})" for status, what in conventions.CHECK_ORDER)
     return (
         _CONVENTIONS.replace("DEPTH", str(conventions.MAX_JSON_DEPTH))
+        .replace("BODY_MIB", f"{MAX_BODY_BYTES / 2**20:g}")
+        .replace("PAGE_LIMIT", str(PAGE_LIMIT))
+        .replace("PATH_BYTES", str(MAX_PATH_BYTES))
         .replace("CHECKS", checks)
         .replace("ISOLATION_ROWS", "\n".join(rows))
     )
