@@ -94,7 +94,7 @@ def _run(report: Report, deadline: purge.Deadline, now_override: int | None) -> 
             if deadline.passed():
                 return leases.save_cursor(started, position)
             _one(report, asset, started, deadline)
-            position = {"pk": {"S": asset.pk}, "sk": {"S": asset.sk}}  # resume after the last finished asset
+            position = stored_assets.position_after(asset)  # resume after the last finished asset
         if not following:
             break
         position = following

@@ -200,6 +200,11 @@ def scan_page(position: dict[str, Any] | None, limit: int) -> tuple[list[views.A
     return [a for a in page if a is not None], result.last_evaluated_key
 
 
+def position_after(asset: views.Asset) -> dict[str, Any]:
+    """Where ``scan_page`` resumes to read the assets after this one (a scan's exclusive start key)."""
+    return {"pk": {"S": asset.pk}, "sk": {"S": asset.sk}}
+
+
 def _current(legacy: views.Asset) -> views.Asset | None:
     if not _may_migrate[0]:
         return legacy
