@@ -1,8 +1,8 @@
 """The runtime package's import contract: import-linter's contracts in pyproject.toml
 ([tool.importlinter], run by ``make lint`` as ``lint-imports``) — layers import only downward, only
 storage speaks to AWS, the edge reaches storage through three seams, no cycles; and the tools
-reach neither storage nor the local stack. Checked on the real tree, and each contract shown to
-catch its kind of breach, planted in a copy of the tree."""
+reach neither storage nor the local stack, whose own modules import in no cycle either. Checked on
+the real tree, and each contract shown to catch its kind of breach, planted in a copy of the tree."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "layers" / "core" / "python" / "memory_hub"
 FUNCTIONS = ROOT / "functions"
 TOOLS = ROOT / "infra" / "tools" / "memory_hub_tools"
+LOCAL = ROOT / "infra" / "local" / "memory_hub_local"
 CONFIG = ROOT / "pyproject.toml"
 CONTRACTS = {c["id"]: c["name"] for c in tomllib.loads(CONFIG.read_text())["tool"]["importlinter"]["contracts"]}
 
@@ -44,11 +45,13 @@ def _lint(*python_path: Path, cwd: Path) -> tuple[int, dict[str, bool]]:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A copy of memory_hub, functions and the tools, first on the path of the lint-imports it runs."""
+    """A copy of memory_hub, functions, the tools and the local stack, first on the path of the
+    lint-imports it runs."""
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(PACKAGE, tmp_path / "memory_hub", ignore=ignore)
     shutil.copytree(FUNCTIONS, tmp_path / "functions", ignore=ignore)
     shutil.copytree(TOOLS, tmp_path / "memory_hub_tools", ignore=ignore)
+    shutil.copytree(LOCAL, tmp_path / "memory_hub_local", ignore=ignore)
     return tmp_path
 
 
@@ -120,6 +123,13 @@ PLANTED: dict[str, tuple[dict[str, str], set[str]]] = {
             "memory_hub/domain/planted_b.py": "def f():\n    from . import planted_a\n\n    return planted_a\n",
         },
         {"no-cycles"},
+    ),
+    "two emulator modules import each other": (
+        {
+            "memory_hub_local/aws/planted_a.py": "from . import planted_b\n",
+            "memory_hub_local/aws/planted_b.py": "def f():\n    from . import planted_a\n\n    return planted_a\n",
+        },
+        {"local-no-cycles"},
     ),
 }
 
