@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,19 +251,28 @@ _CLIENTS: dict[tuple[str, ...], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def aws_client(service: str) -> Any:
-    """A client of the stack the environment points at now. One is made per service and stack (its
-    endpoint and credentials in the environment) and kept: making a client reads botocore's JSON
-    models again in a fresh session (~0.1 s of CPU), which the API tier's table walks and polls
-    once paid thousands of times. boto3's default session would keep the first stack's credentials."""
+def aws_client(service: str, environment: Mapping[str, str] | None = None) -> Any:
+    """A client of the stack the environment points at now (or of the stack whose AWS environment
+    is given). One is made per service and stack (its endpoint and credentials) and kept: making a
+    client reads botocore's JSON models again in a fresh session (~0.1 s of CPU), which the API
+    tier's table walks and polls once paid thousands of times. boto3's default session would keep
+    the first stack's credentials."""
     import boto3
 
-    aws = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
-    key = (service, *(f"{k}={v}" for k, v in aws))
+    source = os.environ if environment is None else environment
+    aws = dict(sorted((k, v) for k, v in source.items() if k.startswith("AWS_")))
+    key = (service, *(f"{k}={v}" for k, v in aws.items()))
+    given: dict[str, Any] = {}
+    if environment is not None:  # else botocore reads the same names from the environment
+        given = {
+            "endpoint_url": aws.get("AWS_ENDPOINT_URL"),
+            "aws_access_key_id": aws.get("AWS_ACCESS_KEY_ID"),
+            "aws_secret_access_key": aws.get("AWS_SECRET_ACCESS_KEY"),
+        }
     with _CLIENTS_LOCK:
         if key not in _CLIENTS:
-            region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
-            _CLIENTS[key] = boto3.session.Session().client(service, region_name=region)
+            region = aws.get("AWS_DEFAULT_REGION", "us-east-1")
+            _CLIENTS[key] = boto3.session.Session().client(service, region_name=region, **given)
         return _CLIENTS[key]
 
 
@@ -335,9 +344,10 @@ def epoch_of(scope: Scope) -> int:
 STORES = ("tables", "files", "vectors")
 
 
-def stored_vectors() -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
-    """Every vector of every vector bucket: key -> [(bucket, index, metadata)]."""
-    client = aws_client("s3vectors")
+def stored_vectors(environment: Mapping[str, str] | None = None) -> dict[str, list[tuple[str, str, dict[str, Any]]]]:
+    """Every vector of every vector bucket: key -> [(bucket, index, metadata)] (of the stack whose
+    AWS environment is given, else of the one the environment points at)."""
+    client = aws_client("s3vectors", environment)
     found: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
     for bucket in client.list_vector_buckets()["vectorBuckets"]:
         name = bucket["vectorBucketName"]

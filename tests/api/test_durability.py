@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers import eventually, launch, output_after
+from helpers import eventually, launch, output_after, stored_vectors
 from memory_hub_local.aws import journal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,22 +54,7 @@ class Running:
 
     def vectors(self) -> set[tuple[str, str, str]]:
         """Every vector the emulated S3 Vectors holds (bucket, index, key), through its endpoint."""
-        import boto3
-
-        client = boto3.client(
-            "s3vectors",
-            endpoint_url=self.aws["AWS_ENDPOINT_URL"],
-            region_name=self.aws["AWS_DEFAULT_REGION"],
-            aws_access_key_id=self.aws["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=self.aws["AWS_SECRET_ACCESS_KEY"],
-        )
-        found = set()
-        for bucket in client.list_vector_buckets()["vectorBuckets"]:
-            name = bucket["vectorBucketName"]
-            for index in client.list_indexes(vectorBucketName=name)["indexes"]:
-                listed = client.list_vectors(vectorBucketName=name, indexName=index["indexName"], maxResults=1000)
-                found |= {(name, index["indexName"], v["key"]) for v in listed["vectors"]}
-        return found
+        return {(bucket, index, key) for key, held in stored_vectors(self.aws).items() for bucket, index, _ in held}
 
 
 def ports() -> tuple[int, int, int]:
