@@ -533,25 +533,36 @@ def _erase_clear(api, s, ids):
 
 
 def _erase_message(api, s, ids):
-    assert ok(api.post("/v3/conversation/delete", s.body(message_ids=[ids["message"]])))["deleted_count"] == 1
+    answer = ok(api.post("/v3/conversation/delete", s.body(message_ids=[ids["message"]])))
+    assert answer["deleted_count"] == 1
+    return answer
 
 
 def _erase_record(api, s, ids):
-    assert ok(api.post("/v3/atomic/delete", s.body(ids=[ids["record"]])))["deleted_count"] == 1
+    answer = ok(api.post("/v3/atomic/delete", s.body(ids=[ids["record"]])))
+    assert answer["deleted_count"] == 1
+    return answer
 
 
 def _erase_user(api, s, ids):
-    ok(api.post("/v3/user-memory/delete", {"memory_id": s.memory_id, "user_id": s.user_id}))
+    return ok(api.post("/v3/user-memory/delete", {"memory_id": s.memory_id, "user_id": s.user_id}))
+
+
+def _erase_user_item(api, s, ids):
+    body = {"memory_id": s.memory_id, "user_id": s.user_id, "content_ids": [ids["message"]]}
+    answer = ok(api.post("/v3/user-memory/delete", body))
+    assert answer["deleted_count"] == 1
+    return answer
 
 
 def _erase_memory(api, s, ids):
-    ok(api.post("/v3/memory/delete", {"memory_id": s.memory_id}))
+    return ok(api.post("/v3/memory/delete", {"memory_id": s.memory_id}))
 
 
 @pytest.mark.parametrize(
     "erase",
-    [_erase_clear, _erase_message, _erase_record, _erase_user, _erase_memory],
-    ids=["clear", "conversation-delete", "atomic-delete", "user-memory-delete", "memory-delete"],
+    [_erase_clear, _erase_message, _erase_record, _erase_user, _erase_user_item, _erase_memory],
+    ids=["clear", "conversation-delete", "atomic-delete", "user-memory-delete", "user-item-delete", "memory-delete"],
 )
 def test_every_erasure_erases_the_memorys_exports(api, erase):
     s = make_scope()
@@ -580,8 +591,10 @@ def test_every_erasure_erases_the_memorys_exports(api, erase):
     for job in jobs:
         status = ok(api.post("/v3/memory/export/status", {"export_id": job["export_id"]}))
         assert status["state"] == "erased" and "url" not in status, status
-    if erase is _erase_clear:
+    if erase in (_erase_clear, _erase_memory):
         assert answer["files_deleted"] == objects_before  # the two exports are counted
+    else:  # no formed file here: what an erasure by id counts in files_deleted is the two exports
+        assert answer["files_deleted"] == 2, answer
 
 
 RACING_ERASURES = [

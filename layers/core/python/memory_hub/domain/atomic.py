@@ -462,14 +462,10 @@ def delete(
 
     # version-checked records first, so that (up to a transaction's worth) they go all or nothing
     doomed = sorted((in_scope[i] for i in wanted if i in in_scope), key=lambda r: r.id not in expected)
+    forgetting = erasure.Forgetting(asset, where)
     try:
         removed, recorded = records.delete(
-            where,
-            doomed,
-            events,
-            at_version=set(expected),
-            beside=lambda erased: erasure.forget_erased(asset, where, [r.id for r in erased]),
-            until=erasure.budget(),
+            where, doomed, events, at_version=set(expected), beside=forgetting, until=erasure.budget()
         )
     except Unfinished as cut:  # the formed files of what it erased go before the 503
         erasure.files_of_records(asset, where, cut.removed, context)
@@ -484,6 +480,6 @@ def delete(
         deleted_count=len(gone),
         deleted_ids=[i for i in wanted if i in gone],
         not_found_ids=[i for i in wanted if i not in gone],
-        files_deleted=files.files_deleted,
+        files_deleted=files.files_deleted + forgetting.exports,
         audit_ids=[e.event_id for e in recorded + files.events],
     )

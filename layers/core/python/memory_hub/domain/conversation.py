@@ -279,14 +279,10 @@ def delete(
         wanted += [NewEvent("delete", LAYER, s, n) for s in sessions if (n := sum(1 for i in members[s] if i in ids))]
         return event_items(wanted, context)
 
+    forgetting = erasure.Forgetting(asset, where)
     try:
         removed, recorded = messages.delete(
-            where,
-            list(doomed.values()),
-            events,
-            beside=lambda erased: erasure.forget_erased(asset, where, [m.id for m in erased]),
-            until=erasure.budget(),
-            running=where.staged,
+            where, list(doomed.values()), events, beside=forgetting, until=erasure.budget(), running=where.staged
         )
     except Unfinished as cut:  # what it erased takes its records along before the 503
         erasure.cascade(asset, where, scope.user_id, cut.removed, context)
@@ -301,6 +297,6 @@ def delete(
         deleted_session_ids=deleted_sessions,
         not_found_ids=[m for m in named if m not in gone] + [s for s in sessions if s not in deleted_sessions],
         records_deleted=len(followed.records),
-        files_deleted=followed.files_deleted,
+        files_deleted=followed.files_deleted + forgetting.exports,
         audit_ids=list(dict.fromkeys(e.event_id for e in recorded + followed.events)),
     )

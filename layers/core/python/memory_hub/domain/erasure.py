@@ -9,7 +9,7 @@ formed file drawn from such a record is removed too (``formed``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..settings import get_settings
@@ -31,10 +31,23 @@ def budget() -> Deadline:
     return Deadline.after(get_settings().erase_budget_s)
 
 
-def forget_erased(asset: Asset, where: Where, ids: list[str]) -> None:
+def forget_erased(asset: Asset, where: Where, ids: list[str]) -> int:
     """Both before the request answers and at once (one round trip less): the erased items'
-    vectors and every export of the memory (an export may hold what was deleted)."""
-    parallel(lambda: meaning.erase(where, ids), lambda: forget_exports(asset))
+    vectors and every export of the memory (an export may hold what was deleted). How many
+    exports it erased (an answer's ``files_deleted`` counts them)."""
+    _, exports = parallel(lambda: meaning.erase(where, ids), lambda: forget_exports(asset))
+    return int(exports)
+
+
+class Forgetting:
+    """What an erasure by id does beside its items as they go (storage's ``beside``):
+    ``forget_erased``, counting the exports it erased in ``exports``."""
+
+    def __init__(self, asset: Asset, where: Where) -> None:
+        self.asset, self.where, self.exports = asset, where, 0
+
+    def __call__(self, erased: Sequence[Message | Record]) -> None:
+        self.exports += forget_erased(self.asset, self.where, [item.id for item in erased])
 
 
 @dataclass
@@ -43,7 +56,7 @@ class Cascade:
     those records, and the audit events of both."""
 
     records: list[Record] = field(default_factory=list)
-    files_deleted: int = 0
+    files_deleted: int = 0  # formed files, and the memory's exports when these records took them
     events: list[AuditEvent] = field(default_factory=list)
 
 
@@ -79,15 +92,10 @@ def erase_records(asset: Asset, where: Where, doomed: list[Record], context: Eve
     drawn from them."""
     if not doomed:
         return Cascade()
-    removed, recorded = records.delete(
-        where,
-        doomed,
-        record_events(context),
-        beside=lambda erased: forget_erased(asset, where, [r.id for r in erased]),
-        running=where.staged,
-    )
+    forgetting = Forgetting(asset, where)
+    removed, recorded = records.delete(where, doomed, record_events(context), beside=forgetting, running=where.staged)
     files, file_events = formed.after_records_erased(asset, where, removed, context)
-    return Cascade(removed, files, recorded + file_events)
+    return Cascade(removed, files + forgetting.exports, recorded + file_events)
 
 
 def files_of_records(asset: Asset, where: Where, removed: list[Record], context: EventContext) -> Cascade:

@@ -259,7 +259,10 @@ class MessagesDeleted(Answer):
         description="distinct L1 records erased because they cited an erased message "
         "(a record never outlives its sources)"
     )
-    files_deleted: int = Field(description="formed files removed because a record they came from was erased")
+    files_deleted: int = Field(
+        description="formed files removed because a record they came from was erased, and the memory's exports"
+        " erased with what was deleted"
+    )
     audit_ids: AuditIds
 
 
@@ -319,7 +322,10 @@ class RecordsDeleted(Answer):
     deleted_count: int
     deleted_ids: list[str] = Field(description="in request order (after trimming and de-duplication)")
     not_found_ids: list[str] = Field(description="unknown, already gone, or outside the scope")
-    files_deleted: int = Field(description="formed files removed because they came from an erased record")
+    files_deleted: int = Field(
+        description="formed files removed because they came from an erased record, and the memory's exports"
+        " erased with what was deleted"
+    )
     audit_ids: AuditIds
 
 

@@ -88,7 +88,9 @@ class UserMemoryErased(Answer):
     user_id: str
     l0_deleted: int
     l1_deleted: int
-    files_deleted: int = Field(description="the user's formed files removed (their formed/<digest>/ folder)")
+    files_deleted: int = Field(
+        description="the user's formed files removed (their formed/<digest>/ folder), and the memory's exports"
+    )
     audit_ids: AuditIds
 
 
@@ -101,7 +103,10 @@ class UserItemDeleted(Answer):
     deleted_ids: list[str]
     not_found_ids: list[str] = Field(description="the id, when it named nothing of this user in this memory")
     records_deleted: int = Field(description="records erased because they cited the erased message")
-    files_deleted: int = Field(description="formed files removed because a record they came from was erased")
+    files_deleted: int = Field(
+        description="formed files removed because a record they came from was erased, and the memory's exports"
+        " erased with what was deleted"
+    )
     audit_ids: AuditIds
 
 

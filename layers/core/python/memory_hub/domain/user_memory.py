@@ -56,7 +56,7 @@ def delete(
         )
         # a record updated meanwhile was indexed again: those postings go too
         postings.erase_of((r.pk, r.id) for r in removed_l1 if int(r.version) != versions.get(r.id))
-        empty, (files, file_events), *_ = parallel(
+        empty, (files, file_events), _, _, _, exports = parallel(
             lambda: _nothing_deleted(removed_l0, removed_l1, target, context),
             lambda: formed.drop_user(asset, where, user_id, context),
             lambda: citations.drop_user(where, user_id),
@@ -70,15 +70,13 @@ def delete(
             user_id=user_id,
             l0_deleted=len(removed_l0),
             l1_deleted=len(removed_l1),
-            files_deleted=files,
+            files_deleted=files + exports,
             audit_ids=[e.event_id for e in recorded],
         )
     removed: list[Any] = []
     recorded = []
     followed = erasure.Cascade()
-
-    def forget(erased: list[Any]) -> None:
-        erasure.forget_erased(asset, where, [item.id for item in erased])
+    forget = erasure.Forgetting(asset, where)
 
     if ISSUED_ID.fullmatch(content_id) and content_id.startswith("msg-"):
         found_messages = messages.get_many(where, user_id, [content_id])
@@ -95,7 +93,7 @@ def delete(
         deleted_ids=[item.id for item in removed],
         not_found_ids=[] if removed else [content_id],
         records_deleted=len(followed.records),
-        files_deleted=followed.files_deleted,
+        files_deleted=followed.files_deleted + forget.exports,
         audit_ids=[e.event_id for e in recorded + followed.events],
     )
 
