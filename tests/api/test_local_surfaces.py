@@ -336,7 +336,7 @@ def test_the_invoke_api_refuses_a_payload_over_6_mb_as_lambda_does(stack):
         ({"Host": "rebound.example"}, b"{}"),
         ({"Origin": "http://evil.example"}, b"{}"),
         ({"Origin": "null"}, b"{}"),
-        ({"Content-Type": "text/plain"}, b'{"path": "/health"}'),
+        ({"Content-Type": "text/plain", "Origin": "http://evil.example"}, b'{"path": "/health"}'),
         ({"Content-Type": "application/x-www-form-urlencoded"}, b"a=b"),
         ({"Content-Type": "multipart/form-data; boundary=x"}, b"--x--"),
         ({}, b"not json"),
@@ -347,6 +347,15 @@ def test_the_invoke_api_refuses_what_a_web_page_can_send(stack, headers, body):
     answer = invoke(stack, body, **headers)
     assert answer.status_code == 403
     assert answer.headers["Content-Type"] == "application/json" and answer.json()["message"]
+
+
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain", None])
+def test_the_invoke_api_takes_a_json_body_whatever_its_content_type(stack, content_type):
+    """As `sam local start-lambda` does (``curl -d '{}'`` sends a form's type): the body is JSON,
+    no Origin came with it (a browser sends one with every cross-origin POST)."""
+    headers = {"Content-Type": content_type} if content_type else {}
+    answer = invoke(stack, b"{}", **headers)
+    assert answer.status_code == 200, answer.text
 
 
 # ---------------------------------------------------------------- API Gateway

@@ -189,7 +189,6 @@ class ApiHandler(http.Handler):
 
 
 # The content types a browser sends cross-origin without a preflight (a form's): never a local program's.
-_FORM_TYPES = frozenset({"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"})
 _INVOKE = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/")
 INVOCATION_TYPES = ("Event", "RequestResponse", "DryRun")  # X-Amz-Invocation-Type, as Lambda spells them
@@ -242,12 +241,9 @@ class InvokeHandler(http.Handler):
         host = self.headers.get("Host")
         if not loopback_host(host):
             return f"Host {host!r} is not served here: only a loopback address or localhost"
-        if self.headers.get("Origin") is not None:
+        if self.headers.get("Origin") is not None:  # a browser sends it with every cross-origin POST
             return "a request with an Origin header (from a web page) is not served here"
-        content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-        if content_type in _FORM_TYPES:  # what a web page may post anywhere without asking first
-            return f"Content-Type {content_type!r}: the payload must be JSON"
-        return None
+        return None  # the body must then be JSON, whatever its Content-Type says (``_checked``)
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         foreign = self._foreign()
