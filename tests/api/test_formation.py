@@ -173,6 +173,17 @@ def test_an_answer_cut_off_by_the_output_limit_splits_the_batch(api, scope):
     assert {i for r in records(api, scope) for i in r["source_message_ids"]} == set(ids)
 
 
+def test_a_full_batch_cut_off_is_split_by_the_same_run(api, scope):
+    """A batch run as soon as it is full (not by its idle timer) is split too, and its run forms
+    both halves: none is left to the idle timer, which would ask for the whole batch again."""
+    MODEL.script({"finish_reason": "length", "tool_input": {"memories": []}})
+    ids = add(api, scope, [f"long chapter {i}" for i in range(BATCH)])
+    settled(api, scope)
+    sizes = [len([m for m in b["messages"] if not m["context"]]) for b in requests_about(set(ids))]
+    assert sizes == [BATCH, BATCH // 2, BATCH - BATCH // 2], sizes
+    assert {i for r in records(api, scope) for i in r["source_message_ids"]} == set(ids)
+
+
 def test_a_failing_model_pauses_loses_nothing_and_run_resumes(api, scope):
     MODEL.script(*[{"status": 500, "body": {"error": {"message": "down"}}}] * 3)
     ids = add(api, scope, [f"keep me {i}" for i in range(3)])
@@ -267,6 +278,20 @@ def test_formation_off_for_the_asset_marks_nothing_and_backfill_forms_it_later(a
     assert ok(api.post("/v3/formation/run", scope.body(backfill=True)))["state"] == "queued"
     settled(api, scope)
     assert {i for r in records(api, scope) for i in r["source_message_ids"]} == set(before + after)
+    # everything is formed now: a backfill finds nothing, so it answers idle and asks no model
+    asked = len(_saves())
+    assert ok(api.post("/v3/formation/run", scope.body(backfill=True))) == {"state": "idle", "pending_messages": 0}
+    assert status(api, scope)["state"] == "idle" and len(_saves()) == asked
+
+
+def test_a_backfill_for_a_user_with_no_message_answers_idle(api, scope):
+    add(api, scope, ["the memory exists"])  # another user's message: the asset is there
+    settled(api, scope)  # (formed by its idle timer: no model call of it comes later)
+    nobody = Scope(scope.team_id, scope.agent_id, "nobody")
+    asked = len(_saves())
+    answer = ok(api.post("/v3/formation/run", nobody.body(backfill=True)))
+    assert answer == {"state": "idle", "pending_messages": 0}
+    assert status(api, nobody)["state"] == "idle" and len(_saves()) == asked
 
 
 def test_roles_and_a_client_write_to_a_formed_record(api, scope):

@@ -179,15 +179,25 @@ def _due(run: Run, session_id: str, task_id: str | None, waiting: list[str]) -> 
 
 
 def _form_batches(run: Run, session_id: str, task_id: str | None) -> None:
-    size = get_settings().formation_batch
+    """Form the due batches of one (session, task), oldest first. A batch whose answer was cut off
+    is split in two and both halves are formed in this run (``owed``: the rest of a split batch,
+    due whatever its size)."""
+    full = get_settings().formation_batch
+    size, owed = full, list[str]()
     while True:
         if run.remaining_s() < ROOM_S:  # not enough time for another model call: go on later
             formation_queue.send(run.request.body(kind="run", session_id=session_id, task_id=task_id))
             raise Stop
         waiting = stored.waiting(run.where, run.user_id, session_id, task_id, size)
-        if not waiting or not _due(run, session_id, task_id, waiting):
+        if not waiting or not (waiting[0] in owed or _due(run, session_id, task_id, waiting)):
             return
-        size = _form(run, session_id, task_id, waiting) or get_settings().formation_batch
+        smaller = _form(run, session_id, task_id, waiting)
+        if smaller is not None:  # cut off: the batch is owed whole, a smaller part first
+            owed = owed or waiting
+            size = smaller
+            continue
+        owed = [i for i in owed if i not in waiting]
+        size = len(owed) if owed else full
 
 
 def _form(run: Run, session_id: str, task_id: str | None, ids: list[str]) -> int | None:

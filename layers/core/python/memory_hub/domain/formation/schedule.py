@@ -130,12 +130,20 @@ def run(scope: Scope, backfill: bool, authorize: Authorize) -> FormationRun:
     current = _state_of(item, waiting, now)
     if current in ("queued", "running"):  # a run is coming or going on: nothing changes
         return FormationRun(state=current, pending_messages=pending)
-    if current == "idle" and pending == 0 and not backfill:
-        return FormationRun(state="idle", pending_messages=0)
+    if current == "idle" and pending == 0 and not (backfill and _never_formed(where, scope)):
+        return FormationRun(state="idle", pending_messages=0)  # nothing to form: no run, no model call
     stored.queue(where, scope.user_id, now)
     kind = "backfill" if backfill else "run"
     formation_queue.send(formed.run_request(where, scope.user_id, scope.session_id, scope.task_id, kind))
     return FormationRun(state="queued", pending_messages=pending)
+
+
+def _never_formed(where: Where, scope: Scope) -> bool:
+    """Whether a backfill would find anything: a message of the user (of the session and task when
+    named) that no run formed. Read newest first, a page at a time, up to the first such message."""
+    done = stored.formed_ids(where, scope.user_id)
+    found = messages.newest(where, scope.user_id, scope.session_id, scope.task_id, None, None, None)
+    return any(message.id not in done for message in found)
 
 
 def error_of(kind: str, at: int) -> dict[str, str]:
