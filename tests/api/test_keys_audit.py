@@ -133,6 +133,8 @@ def test_revoke_is_idempotent_and_unknown_ids_are_404(api, scope):
         ({}, "role"),
         ({"role": "reader", "team_ids": []}, "team_ids"),
         ({"role": "reader", "team_ids": ["bad team"]}, "team_ids.0"),
+        ({"role": "reader", "team_ids": ["*", "team1"]}, "team_ids"),  # all teams stands alone
+        ({"role": "reader", "team_ids": ["team1", "*"]}, "team_ids"),
         ({"role": "reader", "team_ids": "*"}, "team_ids"),
         ({"role": "reader", "name": ""}, "name"),
         ({"role": "reader", "name": "a\nb"}, "name"),
@@ -160,10 +162,27 @@ def test_team_admin_creates_keys_only_within_its_teams(api, team_admin):
     admin, _, mine, also, foreign = team_admin
     assert ok(admin.post("/v3/admin/keys/create", {"role": "writer", "team_ids": [mine.team_id]}))
     assert ok(admin.post("/v3/admin/keys/create", {"role": "admin", "team_ids": [also.team_id, mine.team_id]}))
-    for team_ids in (["*"], [foreign.team_id], [mine.team_id, foreign.team_id], [mine.team_id, "*"], None):
+    for team_ids in (["*"], [foreign.team_id], [mine.team_id, foreign.team_id], None):
         body = {"role": "reader"} if team_ids is None else {"role": "reader", "team_ids": team_ids}
         answer = admin.post("/v3/admin/keys/create", body)
         assert answer.status == 403 and answer.body["code"] == 403, (team_ids, answer.body)
+
+
+@pytest.mark.parametrize(
+    "route,body",
+    [
+        ("/v3/memory/create", {"agent_id": "agent", "name": 5}),
+        ("/v3/memory/list", {"limit": "x"}),
+        ("/v3/memory/import", {"agent_id": "agent", "from_team": 5}),
+    ],
+)
+def test_a_team_the_body_names_outside_the_keys_teams_is_403_before_its_fields(api, team_admin, route, body):
+    """The order of checks: team outside the key's scope (403) before field validation (400)."""
+    admin, _, mine, _, foreign = team_admin
+    outside = admin.post(route, {**body, "team_id": foreign.team_id})
+    assert outside.status == 403 and outside.message == "team_id: outside this key's teams", outside.body
+    inside = admin.post(route, {**body, "team_id": mine.team_id})
+    assert inside.status == 400, inside.body  # the same bad field, within its teams
 
 
 def test_team_admin_sees_and_revokes_only_keys_within_its_teams(api, team_admin):

@@ -57,6 +57,7 @@ class Request:
     headers: dict[str, str]
     principal_future: Future[Principal] | None = None
     scope: Scope | None = None
+    named_team: str | None = None  # the team a route that names one acts on (``Route.names_team``)
     body: dict[str, Any] = field(default_factory=dict)
     _authorized: Principal | None = None
 
@@ -73,6 +74,8 @@ class Request:
                 raise Forbidden(f"role {principal.role} may not call this route (needs {self.route.role})")
             if self.scope is not None:
                 principal.require_team(self.scope.team_id)
+            if self.named_team is not None:
+                principal.require_team(self.named_team)
             self._authorized = principal
         return self._authorized
 
@@ -365,6 +368,9 @@ def _handle(
     if request.route.isolated:
         request.scope = resolve_isolation(body, request.headers)
         body = without_blank_ids(body)
+    if request.route.names_team:  # a well-formed team is checked against the key before the fields
+        team = body.get("team_id")
+        request.named_team = team if isinstance(team, str) and not team_or_agent_problem(team) else None
     request.body = body
     bad_numbers = overflows(body)
     if bad_numbers:

@@ -14,6 +14,7 @@ class Route:
     function: str
     isolated: bool = False  # needs team_id/agent_id/user_id (body or x-tdai-* headers)
     nullable: tuple[str, ...] = ()  # top-level keys whose null is meaningful (elsewhere null = absent)
+    names_team: bool = False  # its body's team_id is the team it acts on: held to the key before the fields
 
 
 def _isolated(role: str, function: str) -> Route:
@@ -37,7 +38,8 @@ ROUTES: dict[str, Route] = {
     "/v2/memory": Route("admin", "DeleteFunction", nullable=("memoryContentId",)),
     "/v3/chat-memory/clear": Route("admin", "ClearFunction"),
     "/v3/memory/delete": Route("admin", "ClearFunction"),
-    **{f"/v3/memory/{op}": Route("admin", "AdminFunction") for op in ("create", "get", "list")},
+    **{f"/v3/memory/{op}": Route("admin", "AdminFunction", names_team=True) for op in ("create", "list")},
+    "/v3/memory/get": Route("admin", "AdminFunction"),
     "/v3/memory/update": Route("admin", "AdminFunction", nullable=("retention_days",)),
     **{f"/v3/admin/keys/{op}": Route("admin", "AdminFunction") for op in ("create", "list", "revoke")},
     "/v3/audit/query": Route("admin", "AdminFunction"),
@@ -46,11 +48,11 @@ ROUTES: dict[str, Route] = {
         for path in (
             "/v3/memory/export",
             "/v3/memory/export/status",
-            "/v3/memory/import",
             "/v3/memory/import/start",
             "/v3/memory/import/status",
         )
     },
+    "/v3/memory/import": Route("admin", "TransferFunction", names_team=True),
 }
 
 # Served without auth and without the envelope; the console's assets live under /console/.

@@ -178,6 +178,13 @@ class KeyCreate(Strict):
     )
     name: Annotated[str, Field(min_length=1, max_length=256), NoControl, NoControlDoc] | None = None
 
+    @field_validator("team_ids")
+    @classmethod
+    def _all_alone(cls, team_ids: list[str]) -> list[str]:
+        if ALL_TEAMS in team_ids and len(team_ids) > 1:
+            raise ValueError('["*"] (all teams) stands alone, never beside team ids')
+        return team_ids
+
 
 class KeyList(Strict):
     pass
