@@ -390,6 +390,29 @@ def test_update_fields_reset_and_audit(api, scope):
     assert "second" not in str(events) and "user:ann" not in str(events)
 
 
+def _longest(char: str) -> dict[str, list[dict[str, object]]]:
+    """An ACL and bindings at every limit at once, in ``char`` (an emoji is 4 UTF-8 bytes)."""
+    return {
+        "acl": [{"principal": f"{i:03}" + char * 253, "permissions": ["read", "write", "admin"]} for i in range(100)],
+        "bindings": [
+            {"agent_id": f"{i:03}" + "b" * 61, "injection_mode": char * 64, "priority": -1_000_000} for i in range(100)
+        ],
+    }
+
+
+def test_the_longest_acl_and_bindings_are_stored_and_replaced(api, scope):
+    """Every limit at once, in characters of 3 and 4 UTF-8 bytes: each write is stored (never a 500
+    for an item over DynamoDB's 400 KB) and read back exactly, replacing the last."""
+    pair = {"team_id": scope.team_id, "agent_id": scope.agent_id}
+    created = ok(api.post("/v3/memory/create", {**pair, "name": "😀" * 256, **_longest("😀")}))
+    assert created["acl"] == _longest("😀")["acl"] and created["bindings"] == _longest("😀")["bindings"]
+    for char in ("字", "😀", "é"):
+        updated = api.post("/v3/memory/update", {"memory_id": scope.memory_id, **_longest(char)})
+        assert updated.status == 200, updated.body
+        got = ok(api.post("/v3/memory/get", {"memory_id": scope.memory_id}))
+        assert (got["acl"], got["bindings"]) == (_longest(char)["acl"], _longest(char)["bindings"])
+
+
 def test_update_validation(api, scope):
     ok(create(api, scope, name="kept"))
     for fields, field in (

@@ -10,6 +10,7 @@ Several models share ItemsTable (see ``layout``): each declares only the attribu
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -110,6 +111,23 @@ def own(kind: type[M], item: object) -> M:
     return cast(M, model(**views.values(cast(views.Item, item))))
 
 
+class Json(JSONAttribute):
+    """JSON stored as UTF-8 text: ``é`` one character, not the six of ``\\u00e9`` (PynamoDB's own
+    escapes every non-ASCII character, up to 12 bytes for an emoji: an asset's longest ACL and
+    bindings, within their limits, outgrew DynamoDB's 400 KB item). A string that cannot be UTF-8
+    (a lone surrogate from a JSON escape) is stored escaped, as before; both read back the same."""
+
+    def serialize(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        text = json.dumps(value, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(value)
+        return text
+
+
 # ---------------------------------------------------------------- AssetsTable
 
 ASSET_SK = "asset"
@@ -132,8 +150,8 @@ class Asset(Bound):
     owner = UnicodeAttribute()
     name = UnicodeAttribute(null=True)
     visibility = UnicodeAttribute(default="private")
-    acl = JSONAttribute(default=list)
-    bindings = JSONAttribute(default=list)
+    acl = Json(default=list)
+    bindings = Json(default=list)
     status = UnicodeAttribute(default="active")
     retention_days = NumberAttribute(null=True)
     formation = UnicodeAttribute(null=True)  # off | records | all; absent: records
@@ -327,7 +345,7 @@ class Record(_Items):
     type = UnicodeAttribute()
     background = UnicodeAttribute(default="")
     tags: ListAttribute[str] = ListAttribute(of=UnicodeAttribute, default=list)  # type: ignore[arg-type]  # as team_ids
-    meta = JSONAttribute(default=dict)
+    meta = Json(default=dict)
     version = NumberAttribute()
     reinforced_count = NumberAttribute()
     created_at = NumberAttribute()
@@ -411,7 +429,7 @@ class FormationState(_Items):
     lease_until = NumberAttribute(null=True)
     failures = NumberAttribute(null=True)
     paused = BooleanAttribute(null=True)
-    last_error = JSONAttribute(null=True)  # {at, kind, message}: a fixed message per kind
+    last_error = Json(null=True)  # {at, kind, message}: a fixed message per kind
     last_run_at = NumberAttribute(null=True)
     last_formed = UnicodeAttribute(null=True)  # the newest message id a run formed
     dropped = NumberAttribute(null=True)  # model entries refused since the last clear
@@ -432,7 +450,7 @@ class PendingRun(_Items):
     message_ids: ListAttribute[str] = ListAttribute(of=UnicodeAttribute)  # type: ignore[arg-type]  # as team_ids
     session_id = UnicodeAttribute()
     task_id = UnicodeAttribute(null=True)
-    plan = JSONAttribute()  # the entries to apply, each with the ids chosen for it
+    plan = Json()  # the entries to apply, each with the ids chosen for it
 
 
 class FormedRun(_Items):
@@ -473,7 +491,7 @@ class Lease(_Items):
     owner = UnicodeAttribute(null=True)
     until = NumberAttribute(null=True)
     run_started = NumberAttribute(null=True)
-    position = JSONAttribute(null=True)
+    position = Json(null=True)
     phase = UnicodeAttribute(null=True)
 
 
@@ -486,8 +504,8 @@ class Job(_Items):
     team_id = UnicodeAttribute()
     agent_id = UnicodeAttribute()
     owner = UnicodeAttribute()
-    spec = JSONAttribute(default=dict)
-    result = JSONAttribute(null=True)
+    spec = Json(default=dict)
+    result = Json(null=True)
     error = UnicodeAttribute(null=True)
     created_at = NumberAttribute()
     updated_at = NumberAttribute()
