@@ -97,6 +97,33 @@ def test_patched_moto_refuses_it_as_dynamodb_does_and_keeps_the_item_unchanged()
     }
 
 
+REPLACED_VALUE = """
+    big, half = "x" * 300_000, "y" * 150_000
+    ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": "a"}, "v": {"S": big}, "w": {"S": "z" * 10_000}})
+    smaller = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "a"}},
+        UpdateExpression="SET v = :v", ExpressionAttributeValues={":v": {"S": half}}))
+    stored = len(ddb.get_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "a"}})["Item"]["v"]["S"])
+    grown = outcome(lambda: ddb.update_item(TableName="t", Key={"pk": {"S": "p"}, "sk": {"S": "a"}},
+        UpdateExpression="SET w = :w", ExpressionAttributeValues={":w": {"S": "z" * 300_000}}))
+    print(json.dumps({"smaller": smaller, "stored": stored, "grown": grown}))
+"""
+
+
+def test_moto_alone_refuses_an_update_that_makes_an_item_smaller():
+    """The item is 310 KB before and 160 KB after: DynamoDB takes it (its limit is on the item as
+    written), moto counts the replaced 300 KB too."""
+    assert json.loads(alone(REPLACED_VALUE))["smaller"] == "ValidationException"
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "packed"])
+def test_patched_moto_checks_the_item_as_it_is_after_the_update(packed):
+    assert run(True, REPLACED_VALUE, packed=packed) == {
+        "smaller": "accepted",
+        "stored": 150_000,
+        "grown": "ValidationException",  # 150 KB + 300 KB: over the limit whatever is counted
+    }
+
+
 SORTED_QUERY = """
     for i in range(300):
         ddb.put_item(TableName="t", Item={"pk": {"S": "p"}, "sk": {"S": f"{i:05d}"}, "lsi": {"S": f"{299 - i:05d}"}})

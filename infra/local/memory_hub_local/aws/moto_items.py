@@ -150,3 +150,28 @@ def pack_touched(changed: bool) -> None:
                 item._packed = None
                 continue
         item._attrs = None
+
+
+def replaced_sizes() -> None:
+    """DynamoDB refuses an item over 400 KB as it is after the write. moto's ``LimitedSizeDict``
+    adds a value's size to the item's size *with the value it replaces still in it*, so an update
+    that rewrites a 300 KB attribute with 150 KB of a 310 KB item is refused (``Item size to
+    update has exceeded the maximum allowed size``) where DynamoDB takes it. Here the replaced
+    value no longer counts; moto's own limit (405,000 bytes) is kept."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
+    from moto.dynamodb.models.utilities import bytesize
+
+    if not once(LimitedSizeDict, "_memory_hub_replaced_sizes"):
+        return
+
+    def size_of(value: Any) -> int:
+        return int(value.size()) if type(value) is DynamoType else bytesize(str(value))
+
+    def set_item(self: Any, key: str, value: Any) -> None:
+        kept = sum(bytesize(name) + size_of(held) for name, held in self.items() if name != key)
+        if kept + bytesize(key) + size_of(value) > 405_000:
+            raise ItemSizeTooLarge
+        dict.__setitem__(self, key, value)
+
+    LimitedSizeDict.__setitem__ = set_item  # type: ignore[method-assign]

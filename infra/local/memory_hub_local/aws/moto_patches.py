@@ -23,6 +23,8 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
   parsed once, and moto's UpdateExpression validation without its per-node overheads.
 - ``packed_items`` (in ``moto_items``): an item at rest is one packed string instead of an object
   per attribute value, unpacked while a request uses it (the local stack's AWS side only).
+- ``replaced_sizes`` (in ``moto_items``): an item's size is checked as it is after a write (moto
+  counts the value an update replaces as well, refusing updates DynamoDB takes).
 - ``action_lookup``: to find the method of a request's action, moto lists every function of its
   response class (``inspect.getmembers``: DynamoDB's has 76) on every request; here the one name is looked up.
 """
@@ -74,6 +76,7 @@ def install() -> None:
 
     moto_expressions.install()
     moto_items.install()
+    moto_items.replaced_sizes()
     s3vectors.install()
     moto_capacity.install()  # last: it wraps moto's handler and Table.query as the others left them
 
