@@ -125,6 +125,29 @@ def test_a_record_written_while_its_source_is_erased_never_remains(api, hooks, s
     assert records(api, scope) == {}
 
 
+def test_a_record_written_while_its_users_erasure_runs_never_outlives_its_source(api, hooks, scope):
+    """A user's whole erasure is held after it has read the user's items, before it erases any;
+    meanwhile an add cites one of the messages, and its own look at its sources finds the message
+    there. Once the erasure goes on, that record goes with the message, counted in l1_deleted."""
+    import threading
+
+    (m1,) = add_messages(api, scope, ["erased with its user"])
+    answers = {}
+    body = {"memory_id": scope.memory_id, "user_id": scope.user_id}
+    match = {"function": "DeleteFunction", "operation": "BatchWriteItem"}
+    with hooks.paused(match) as hook:
+        eraser = threading.Thread(target=lambda: answers.setdefault("erase", api.post("/v3/user-memory/delete", body)))
+        eraser.start()
+        assert hooks.wait(hook)  # the user's items are read; nothing is erased yet
+        added = ok(add_record(api, scope, "cites the message", source_message_ids=[m1]))
+        assert added["created"] is True
+        hooks.release(hook)
+        eraser.join(60)
+    erased = ok(answers["erase"])
+    assert (erased["l0_deleted"], erased["l1_deleted"]) == (1, 1), erased
+    assert records(api, scope) == {}
+
+
 def test_retention_expiry_drops_the_id_and_keeps_the_record(api, scope):
     """Expiry is not an erasure request: the message goes, its id leaves the records citing it."""
     old = "2020-01-01T00:00:00Z"

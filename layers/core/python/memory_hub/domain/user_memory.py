@@ -13,7 +13,7 @@ from ..storage import citations, counters, messages, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
-from ..storage.views import AuditEvent
+from ..storage.views import Asset, AuditEvent
 from . import assets, erasure, formed, reindex
 from .audit import user_target
 from .principal import Principal
@@ -64,13 +64,14 @@ def delete(
             lambda: reindex.forget(where, user_id),
             lambda: erasure.forget_erased(asset, where, [item.id for item in removed_l0 + removed_l1]),
         )
-        recorded = events_l0 + events_l1 + empty + file_events
+        late = _written_meanwhile(asset, where, user_id, removed_l0, context)
+        recorded = events_l0 + events_l1 + empty + file_events + late.events
         return UserMemoryErased(
             memory_id=memory_id,
             user_id=user_id,
             l0_deleted=len(removed_l0),
-            l1_deleted=len(removed_l1),
-            files_deleted=files + exports,
+            l1_deleted=len(removed_l1) + len(late.records),
+            files_deleted=files + exports + late.files_deleted,
             audit_ids=[e.event_id for e in recorded],
         )
     removed: list[Any] = []
@@ -96,6 +97,22 @@ def delete(
         files_deleted=followed.files_deleted + forget.exports,
         audit_ids=[e.event_id for e in recorded + followed.events],
     )
+
+
+def _written_meanwhile(
+    asset: Asset, where: Where, user_id: str, erased: list[Any], context: EventContext
+) -> erasure.Cascade:
+    """A record written while this erasure ran, citing a message it erased, goes too: it was not
+    among the records read at the start, and its own look at its sources (after its write) may have
+    come before the messages went. Read once the messages are gone, so a record written later
+    finds its sources gone itself."""
+    erased_ids = {m.id for m in erased}
+    if not erased_ids:
+        return erasure.Cascade()
+    stragglers = [
+        r for r in records.of_user(where, user_id) if erased_ids & (set(r.sources or ()) | set(r.cited or ()))
+    ]
+    return erasure.erase_records(asset, where, stragglers, context)
 
 
 def _nothing_deleted(
