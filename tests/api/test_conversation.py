@@ -129,6 +129,22 @@ def test_session_id_from_body_or_header(api, scope):
     assert count(api, scope) == 2
 
 
+@pytest.mark.parametrize("session", [None, " "], ids=["missing", "blank"])
+def test_a_missing_session_is_named_beside_the_other_bad_fields(api, scope, session):
+    body = scope.body(messages=[{"role": "user", "content": ""}], session_id=session)
+    answer = api.post("/v3/conversation/add", body)
+    assert answer.status == 400
+    assert answer.message == (
+        "session_id: is required (body or x-tdai-session-id header); messages.0.content: must not be empty"
+    ), answer.body
+    with_header = api.post("/v3/conversation/add", body, headers={"x-tdai-session-id": "s1"})
+    assert with_header.status == 400
+    if session is None:  # the header gives the session; a blank one in the body never falls back to it
+        assert with_header.message == "messages.0.content: must not be empty"
+    else:
+        assert with_header.message == answer.message
+
+
 @pytest.mark.parametrize(
     "message, field",
     [

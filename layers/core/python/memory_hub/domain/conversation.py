@@ -18,7 +18,7 @@ from .errors import Invalid
 from .formation import schedule
 from .principal import Authorize
 from .results import Added, MessageHit, MessageHits, MessageItem, Messages, MessagesDeleted, Mode, Role, Total
-from .rules import MAX_ID_CHARS, clean_ids
+from .rules import MAX_ID_CHARS, SESSION_REQUIRED, clean_ids
 from .scope import Scope
 from .search import term_counts
 
@@ -44,7 +44,7 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> Adde
     raw = assets.of_scope(scope)
     principal = authorize()
     if not scope.session_id:
-        raise Invalid("session_id: is required (body or x-tdai-session-id header)")
+        raise Invalid(SESSION_REQUIRED)
     start = now_ms()
     new = [
         messages.NewMessage(

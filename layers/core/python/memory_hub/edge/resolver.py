@@ -19,6 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from ..domain.fields import said
 from ..domain.results import Answer
+from ..domain.rules import SESSION_REQUIRED, SESSION_ROUTES
 from . import pipeline
 from .errors import BadRequest, RouteNotFound
 
@@ -86,13 +87,22 @@ def _as_response(proxy: dict[str, Any]) -> Response[str]:
     )
 
 
+def _missing_session(request: pipeline.Request) -> list[str]:
+    """A route that needs a session and got none names it beside the fields' problems (alone, the
+    route itself says so)."""
+    if request.path in SESSION_ROUTES and request.scope is not None and request.scope.session_id is None:
+        return [SESSION_REQUIRED]
+    return []
+
+
 def make_app() -> Resolver:
     app = Resolver()
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]  # Powertools: unannotated
     def _invalid(exc: RequestValidationError) -> Response[str]:
-        error = BadRequest(validation_message(list(exc.errors())))
-        return _as_response(pipeline.fail(pipeline.current(), error))
+        request = pipeline.current()
+        error = BadRequest("; ".join([*_missing_session(request), validation_message(list(exc.errors()))]))
+        return _as_response(pipeline.fail(request, error))
 
     @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools: unannotated
     def _error(exc: Exception) -> Response[str]:
