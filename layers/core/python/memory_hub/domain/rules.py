@@ -12,9 +12,8 @@ TEAM_AGENT_PATTERN = re.compile(TEAM_PATTERN[1:-1], re.ASCII)
 TEAM_AGENT_RULE = f"must match {TEAM_PATTERN}"
 MAX_ID_CHARS = 256
 MAX_PATH_BYTES = 512
-# conversation/add needs a session (from the body or the header): what a request without one is told
+# What a request is told that needs a session (conversation/add) and has none in the body or header
 SESSION_REQUIRED = "session_id: is required (body or x-tdai-session-id header)"
-SESSION_ROUTES = ("/v3/conversation/add",)
 
 # Unicode's White_Space property (what "blank" means): not Python's str.isspace, which also counts the
 # control characters U+001C-U+001F (those are control characters here, never blanks).

@@ -8,8 +8,8 @@ from __future__ import annotations
 # The contract's checks, (status, what is checked), in the order they answer: when several fail,
 # the first one here answers. ``pipeline._handle`` runs them up to the isolation format, and
 # ``pipeline.fail`` lets no error answer before the key's (nor, but for 404/405, before the role's
-# and, once the scope is known, the team's); the route runs the rest: its fields, the memories it
-# names (domain.assets), its Idempotency-Key, its conflicts.
+# and, once the scope or the team a body names is known, the team's); the route runs the rest: its
+# fields, the memories it names (domain.assets), its Idempotency-Key, its conflicts.
 CHECK_ORDER: tuple[tuple[str, str], ...] = (
     ("401", "service id and key"),
     ("404", "path"),

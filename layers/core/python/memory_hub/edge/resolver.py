@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from ..domain.fields import said
 from ..domain.results import Answer
-from ..domain.rules import SESSION_REQUIRED, SESSION_ROUTES
+from ..domain.rules import SESSION_REQUIRED
 from . import pipeline
 from .errors import BadRequest, RouteNotFound
 
@@ -90,7 +90,8 @@ def _as_response(proxy: dict[str, Any]) -> Response[str]:
 def _missing_session(request: pipeline.Request) -> list[str]:
     """A route that needs a session and got none names it beside the fields' problems (alone, the
     route itself says so)."""
-    if request.path in SESSION_ROUTES and request.scope is not None and request.scope.session_id is None:
+    needs = request.route is not None and request.route.needs_session
+    if needs and request.scope is not None and request.scope.session_id is None:
         return [SESSION_REQUIRED]
     return []
 

@@ -15,6 +15,7 @@ class Route:
     isolated: bool = False  # needs team_id/agent_id/user_id (body or x-tdai-* headers)
     nullable: tuple[str, ...] = ()  # top-level keys whose null is meaningful (elsewhere null = absent)
     names_team: bool = False  # its body's team_id is the team it acts on: held to the key before the fields
+    needs_session: bool = False  # a session (body or header) is required: named beside the fields' problems
 
 
 def _isolated(role: str, function: str) -> Route:
@@ -27,7 +28,7 @@ ROUTES: dict[str, Route] = {
     **{f"/v3/core/{op}": _isolated("reader", "MemoryFunction") for op in ("read", "count")},
     "/v3/core/write": _isolated("writer", "MemoryFunction"),
     **{f"/v3/conversation/{op}": _isolated("reader", "MemoryFunction") for op in ("query", "search", "count")},
-    "/v3/conversation/add": _isolated("writer", "MemoryFunction"),
+    "/v3/conversation/add": Route("writer", "MemoryFunction", isolated=True, needs_session=True),
     **{f"/v3/atomic/{op}": _isolated("reader", "MemoryFunction") for op in ("query", "search", "count")},
     **{f"/v3/atomic/{op}": _isolated("writer", "MemoryFunction") for op in ("add", "update")},
     "/v3/formation/status": _isolated("reader", "MemoryFunction"),
