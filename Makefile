@@ -57,7 +57,7 @@ test-deployed: $(VENV)/.installed  ## the functions as Lambda runs them: plain m
 # 7 min 29 s with three). API_WORKERS=0: one process.
 API_WORKERS ?= 3
 test-api: $(VENV)/.installed  ## the wire and the races, over the local stack as make run starts it
-	$(PY) -m pytest tests/api -rs -n $(API_WORKERS) --dist loadfile --durations=15  # -rs: which tests were skipped and why (no Chromium); the 15 slowest
+	$(PY) -m pytest tests/api -rfEs -n $(API_WORKERS) --dist loadfile --durations=15  # -rfEs: which tests failed, erred or were skipped and why (no Chromium), named at the end where a cut log keeps them; the 15 slowest
 
 lint: $(VENV)/.installed  ## ruff (lint + format), mypy, the import contract, cfn-lint
 	$(VENV)/bin/ruff check .
