@@ -437,7 +437,7 @@ def stored_text(stores: Iterable[str] = STORES, *, tables: Iterable[str] | None 
 
 def term_digests(texts: Iterable[str]) -> list[str]:
     """The digests under which the search index stores the terms of ``texts``."""
-    from memory_hub.domain.search import tokenize
+    from memory_hub.analysis import tokenize
     from memory_hub.storage.layout import term_digest
 
     return sorted({term_digest(token) for text in texts for token in tokenize(text)})

@@ -4,10 +4,11 @@ found again after the re-index, which is idempotent and resumable."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 
+from memory_hub.analysis import query_terms, term_counts, words
 from memory_hub.domain import reindex, retrieval
-from memory_hub.domain.search import query_terms, words
-from memory_hub.storage import counters, layout, postings
+from memory_hub.storage import counters, layout, messages, postings
 from memory_hub.storage.counters import Where
 from memory_hub.storage.models import Message, Posting
 from memory_hub.storage.transactions import Transaction
@@ -48,7 +49,11 @@ def _old_message(where: Where, user: str, item_id: str, text: str) -> None:
 def _found(where: Where, user: str, query: str) -> list[str]:
     stats = counters.of_user(where, "L0", user)
     pk = where.item_pk("L0", user)
-    return [i for i, _ in retrieval.ranked(pk, query_terms(query), 5, postings.Filters(), lambda: stats).order]
+
+    def counts(ids: list[str]) -> dict[str, Counter[str]]:
+        return {i: term_counts(m.content) for i, m in messages.get_many(where, user, ids).items()}
+
+    return [i for i, _ in retrieval.ranked(pk, query_terms(query), 5, postings.Filters(), lambda: stats, counts).order]
 
 
 def test_an_item_indexed_the_old_way_is_found_after_the_reindex(aws):
@@ -63,11 +68,13 @@ def test_an_item_indexed_the_old_way_is_found_after_the_reindex(aws):
     assert _found(where, "u1", "changing oil") == ["msg-000000000000000000000000a2"]
     # lengths follow the analysis (stop words no longer count), and the item says it is current
     item = Message.get(where.item_pk("L0", "u1"), "msg-000000000000000000000000a1", consistent_read=True)
-    assert int(item.terms) == 5 and int(item.index_format) == postings.INDEX_FORMAT
+    assert int(item.terms) == 5 and int(item.index_format) == postings.MESSAGE_FORMAT
     assert counters.of_user(where, "L0", "u1") == (2, 5 + 4)  # car need oil chang
-    # no posting of the old format is left
-    rows = list(Posting.query(where.item_pk("L0", "u1"), Posting.sk.startswith("p"), consistent_read=True))
-    assert rows and all(r.lsi3.split(layout.SEP)[1].startswith(postings.FORMAT) for r in rows)
+    # no posting of the old format is left: a message's are keyed by term now, none by item
+    pk = where.item_pk("L0", "u1")
+    assert list(Posting.query(pk, Posting.sk.startswith("p"), consistent_read=True)) == []
+    rows = list(Posting.query(pk, Posting.sk.startswith("t"), consistent_read=True))
+    assert len(rows) == 5 + 4 and all(r.lsi3 is None for r in rows)
 
     again = reindex.memory(where, lambda: False)
     assert again.items == 0  # done: the marker says so
@@ -89,3 +96,63 @@ def test_a_reindex_out_of_time_goes_on_where_it_stopped(aws, monkeypatch):
     digest = layout.term_digest("appl")
     # each item counted once, however often the re-index ran
     assert postings.frequencies(where.item_pk("L0", "u1"), [digest]) == {digest: 5}
+
+
+def _format2_message(where: Where, user: str, item_id: str, text: str) -> None:
+    """A message as the code before term-keyed postings stored it: impact-ordered postings keyed by
+    item (``p␟<id>␟<term>``) with a ``by-term`` index entry each, counted in the frequencies."""
+    pk = where.item_pk("L0", user)
+    counts = term_counts(text)
+    length = sum(counts.values())
+    Message(
+        pk,
+        item_id,
+        id=item_id,
+        lsi1=layout.time_key(1, item_id),
+        lsi2=layout.session_key("s", 1, item_id),
+        user_id=user,
+        session_id="s",
+        role="user",
+        content=text,
+        timestamp=1,
+        recorded_at=1,
+        terms=length,
+        index_format=2,
+    ).save()
+    for term, frequency in counts.items():
+        digest = layout.term_digest(term)
+        value = postings.impact(frequency, length)
+        Posting(
+            pk,
+            layout.posting_sk(item_id, digest),
+            lsi3=postings.term_key(digest, value, item_id),
+            term_frequency=frequency,
+            item_length=length,
+            timestamp=1,
+            session_digest=layout.digest("s"),
+        ).save()
+        Posting(pk, postings.frequency_sk(digest)).update(actions=[Posting.document_frequency.add(1)])
+    transaction = Transaction()
+    counters.change(transaction, where, "L0", user, 1, length)
+    transaction.commit()
+
+
+def test_messages_indexed_by_item_are_rewritten_keyed_by_term_and_counted_once(aws):
+    where = Where(f"t{uuid.uuid4().hex[:8]}", "agent", 1, "m")
+    pk = where.item_pk("L0", "u1")
+    ids = [f"msg-0000000000000000000000{n:04d}" for n in range(3)]
+    for n, item_id in enumerate(ids):
+        _format2_message(where, "u1", item_id, f"apples and pears, basket {n}")
+    digests = [layout.term_digest(t) for t in ("appl", "pear", "basket")]
+    assert postings.frequencies(pk, digests) == dict.fromkeys(digests, 3)
+    assert _found(where, "u1", "apples") == []  # by item: not read by a search of today
+
+    assert reindex.memory(where, lambda: False).items == 3
+    assert sorted(_found(where, "u1", "apples")) == sorted(ids)
+    assert list(Posting.query(pk, Posting.sk.startswith("p"), consistent_read=True)) == []
+    assert postings.frequencies(pk, digests) == dict.fromkeys(digests, 3)  # uncounted, counted again
+    # and each message's postings are found from its text when it goes: nothing left, no count
+    gone = list(messages.get_many(where, "u1", ids).values())
+    messages.delete(where, gone, lambda part: [])
+    assert list(Posting.query(pk, Posting.sk.startswith("t"), consistent_read=True)) == []
+    assert postings.frequencies(pk, digests) == dict.fromkeys(digests, 0)

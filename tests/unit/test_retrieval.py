@@ -9,8 +9,9 @@ import uuid
 from collections import Counter
 
 import pytest
+from memory_hub.analysis import query_terms, term_counts
 from memory_hub.domain import retrieval
-from memory_hub.domain.search import Stats, idf, query_terms, saturation, term_counts
+from memory_hub.domain.search import Stats, idf, saturation
 from memory_hub.storage import layout, postings
 from memory_hub.storage.models import Posting
 
@@ -24,9 +25,13 @@ def _corpus(rng: random.Random, size: int) -> dict[str, str]:
 
 
 def _index(
-    corpus: dict[str, str], sessions: dict[str, str] | None = None, times: dict[str, int] | None = None
+    corpus: dict[str, str],
+    sessions: dict[str, str] | None = None,
+    times: dict[str, int] | None = None,
+    layer: str = "L0",
 ) -> tuple[str, Stats]:
-    pk = f"L0#unit:{uuid.uuid4().hex}#1#{layout.digest('u')}"
+    """Postings of ``corpus`` in a new partition: a user's messages (keyed by term) by default."""
+    pk = f"{layer}#unit:{uuid.uuid4().hex}#1#{layout.digest('u')}"
     rows = []
     tokens = 0
     for item_id, text in corpus.items():
@@ -38,6 +43,11 @@ def _index(
         rows += postings.build(pk, item_id, counts, length, timestamp=at, session_id=session)
     postings.put(rows)
     return pk, Stats(len(corpus), tokens)
+
+
+def _counts(corpus: dict[str, str]) -> retrieval.Counts:
+    """What a search learns of candidates from the items themselves: their text's terms."""
+    return lambda ids: {i: term_counts(corpus[i]) for i in ids if i in corpus}
 
 
 def _brute_force(corpus: dict[str, str], query: str, stats: Stats) -> dict[str, float]:
@@ -72,7 +82,9 @@ def test_threshold_algorithm_answers_exactly_full_bm25(aws, seed):
     for _ in range(12):
         query = " ".join(rng.sample(VOCABULARY[:40], rng.randint(1, 6)))
         k = rng.choice([1, 5, 10, 20])
-        result = retrieval.ranked(pk, query_terms(query), k, postings.Filters(), lambda: (stats.items, stats.tokens))
+        result = retrieval.ranked(
+            pk, query_terms(query), k, postings.Filters(), lambda: (stats.items, stats.tokens), _counts(corpus)
+        )
         _assert_exact_top(result.order[:k], _brute_force(corpus, query, stats), k)
 
 
@@ -82,14 +94,16 @@ def test_a_common_word_costs_a_page_not_the_partition(aws):
     corpus = _corpus(rng, 1500)
     pk, stats = _index(corpus)
     assert sum("word0" in text.split() for text in corpus.values()) > 700
-    result = retrieval.ranked(pk, ["word0", "word1"], 10, postings.Filters(), lambda: (stats.items, stats.tokens))
+    result = retrieval.ranked(
+        pk, ["word0", "word1"], 10, postings.Filters(), lambda: (stats.items, stats.tokens), _counts(corpus)
+    )
     _assert_exact_top(result.order[:10], _brute_force(corpus, "word0 word1", stats), 10)
     total = sum(("word0" in t.split()) + ("word1" in t.split()) for t in corpus.values())
     assert total > 1200
     assert result.postings_read <= 300  # both words common, a pathological case: pages, not the partition
     budget = retrieval.read_budget(10, 10, 2)
     capped = retrieval.ranked(
-        pk, ["word0", "word1"], 10, postings.Filters(), lambda: (stats.items, stats.tokens), 10, budget
+        pk, ["word0", "word1"], 10, postings.Filters(), lambda: (stats.items, stats.tokens), _counts(corpus), 10, budget
     )
     assert capped.postings_read < result.postings_read and capped.postings_read <= budget
     assert len(capped.order) >= 10  # the best found by then
@@ -111,7 +125,9 @@ def test_a_search_never_reads_more_postings_than_its_budget(aws, budget):
     pk, stats = _index(corpus)
     for query in ("word0 word1", "word0 word2 word3 word5", " ".join(VOCABULARY[:6])):
         terms = query_terms(query)
-        result = retrieval.ranked(pk, terms, 10, postings.Filters(), lambda: (stats.items, stats.tokens), 20, budget)
+        result = retrieval.ranked(
+            pk, terms, 10, postings.Filters(), lambda: (stats.items, stats.tokens), _counts(corpus), 20, budget
+        )
         assert 0 < result.postings_read <= max(budget, retrieval.FIRST_PAGE * len(terms))
         assert result.order  # the best found by then
 
@@ -120,7 +136,9 @@ def test_filters_narrow_what_is_found(aws):
     corpus = {f"msg-{i:06d}": "apple pie" if i % 2 else "apple tart" for i in range(40)}
     sessions = {item: ("even" if int(item[-2:]) % 2 == 0 else "odd") for item in corpus}
     pk, stats = _index(corpus, sessions)
-    result = retrieval.ranked(pk, ["appl"], 5, postings.Filters(session_id="even"), lambda: (stats.items, stats.tokens))
+    result = retrieval.ranked(
+        pk, ["appl"], 5, postings.Filters(session_id="even"), lambda: (stats.items, stats.tokens), _counts(corpus)
+    )
     assert result.order and all(sessions[item] == "even" for item, _ in result.order)
 
 
@@ -129,26 +147,48 @@ def _frequency(pk: str, term: str) -> int:
     return postings.frequencies(pk, [digest])[digest]
 
 
-def test_document_frequency_follows_the_postings(aws):
+@pytest.mark.parametrize(("layer", "kind"), [("L0", "t"), ("L1", "p")])
+def test_document_frequency_follows_the_postings(aws, layer, kind):
     corpus = {"msg-000001": "apple pie", "msg-000002": "apple tart", "msg-000003": "cherry"}
-    pk, _ = _index(corpus)
+    pk, _ = _index(corpus, layer=layer)
     assert _frequency(pk, "appl") == 2
     assert _frequency(pk, "cherri") == 1
     assert _frequency(pk, "absent") == 0
-    postings.erase_items(pk, ["msg-000001"])
+    if layer == "L1":
+        postings.erase_items(pk, ["msg-000001"])
+    else:  # a message's postings are what its text gives
+        with pytest.raises(ValueError, match="found from its text"):
+            postings.erase_items(pk, ["msg-000001"])
+        postings.delete(postings.build(pk, "msg-000001", term_counts("apple pie"), 2, timestamp=1, session_id="s"))
     assert _frequency(pk, "appl") == 1
     assert _frequency(pk, "pie") == 0
     counters = {r.sk for r in Posting.query(pk, Posting.sk.startswith("df"), consistent_read=True)}
     assert counters == {postings.frequency_sk(layout.term_digest(t)) for t in ("appl", "tart", "cherri")}
-    remaining = list(Posting.query(pk, Posting.sk.startswith("p"), consistent_read=True))
-    assert {postings.item_of(r) for r in remaining} == {"msg-000002", "msg-000003"}
+    remaining = list(Posting.query(pk, Posting.sk.startswith(kind), consistent_read=True))
+    assert {postings.item_in_key(r) for r in remaining} == {"msg-000002", "msg-000003"}
+
+
+def test_a_messages_postings_are_keyed_by_term_with_no_index_entry_and_a_records_by_item(aws):
+    """One write per posting of a message (the table's item alone); a record's posting is written
+    with its ``by-term`` entry (its updates find its postings under its prefix)."""
+    messages, _ = _index({"msg-000001": "apple pie"})
+    records, _ = _index({"atom-000001": "apple pie"}, layer="L1")
+    digest = layout.term_digest("appl")
+    [row] = [r for r in Posting.query(messages, Posting.sk.startswith("t"), consistent_read=True) if digest in r.sk]
+    assert row.sk.startswith(f"t{layout.SEP}{digest}{layout.SEP}{postings.MESSAGE_FORMAT}") and row.lsi3 is None
+    assert list(Posting.by_term.query(messages, Posting.lsi3.startswith(digest), consistent_read=True)) == []
+    [entry] = list(Posting.by_term.query(records, Posting.lsi3.startswith(digest), consistent_read=True))
+    assert entry.sk == layout.posting_sk("atom-000001", digest)
+    for pk, item in ((messages, "msg-000001"), (records, "atom-000001")):
+        page = postings.term_page(pk, digest, 10)
+        assert [postings.item_of(r) for r in page.rows] == [item] and page.next is None
 
 
 def test_document_frequencies_stay_out_of_the_term_index_and_rows_of_before_leave_it(aws):
     """A frequency row has no index entry (an update writes one row, not two); one written before,
     at ``<t>␟2!`` in the by-term index, is never read as a posting and leaves the index at its
     term's next change."""
-    pk, _ = _index({"msg-000001": "apple pie", "msg-000002": "apple tart"})
+    pk, _ = _index({"msg-000001": "apple pie", "msg-000002": "apple tart"}, layer="L1")
     digest = layout.term_digest("appl")
 
     def indexed() -> list[str]:
@@ -168,10 +208,11 @@ def test_document_frequencies_stay_out_of_the_term_index_and_rows_of_before_leav
 
 def test_unknown_terms_and_empty_partitions_find_nothing(aws):
     pk, _stats = _index({"msg-000001": "apple"})
-    assert retrieval.ranked(pk, ["zebra"], 5, postings.Filters(), lambda: (1, 1)).order == []
-    assert retrieval.ranked(pk, [], 5, postings.Filters(), lambda: (1, 1)).order == []
+    held = _counts({"msg-000001": "apple"})
+    assert retrieval.ranked(pk, ["zebra"], 5, postings.Filters(), lambda: (1, 1), held).order == []
+    assert retrieval.ranked(pk, [], 5, postings.Filters(), lambda: (1, 1), held).order == []
     empty = f"L0#unit:{uuid.uuid4().hex}#1#x"
-    assert retrieval.ranked(empty, ["appl"], 5, postings.Filters(), lambda: (0, 0)).order == []
+    assert retrieval.ranked(empty, ["appl"], 5, postings.Filters(), lambda: (0, 0), held).order == []
 
 
 def test_fusion_is_reciprocal_rank():

@@ -1,4 +1,5 @@
-"""domain/search.py: the analyzer (NFKC, folding, stop words, English stems, CJK pairs) and BM25."""
+"""memory_hub/analysis.py (the analyzer: NFKC, folding, stop words, English stems, CJK pairs) and
+domain/search.py (BM25)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,9 @@ import unicodedata
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memory_hub.domain.search import (
-    MAX_QUERY_TERMS,
-    STOP_WORDS,
-    Stats,
-    idf,
-    query_terms,
-    rank,
-    saturation,
-    term_counts,
-    tokenize,
-    words,
-)
+from memory_hub.analysis import MAX_QUERY_TERMS, STOP_WORDS, query_terms, term_counts, tokenize, words
+from memory_hub.domain.search import Stats, idf, rank, saturation
+from memory_hub.storage import postings
 
 # ---------------------------------------------------------------- analysis
 
@@ -152,3 +144,27 @@ def test_cjk_queries_match_by_bigram():
 def test_rank_ties_keep_document_order():
     docs = [(i, "apple pie") for i in range(5)]
     assert [k for k, _ in rank("apple", docs, 3)] == [0, 1, 2]
+
+
+# What the analyzer answered when the index format was last raised, for texts that touch each of its
+# rules (contractions and stop words, stems, NFKC and folding, marks, CJK pairs, another script).
+PINNED = {
+    "Caroline's running to the Seats! café NAÏVE 2023": {
+        "2023": 1, "café": 1, "carolin": 1, "naïv": 1, "run": 1, "seat": 1,
+    },
+    "東京タワーに行った": {"った": 1, "に行": 1, "タワ": 1, "ワー": 1, "ーに": 1, "京タ": 1, "東京": 1, "行っ": 1},
+    "Ｆｕｌｌ-width ＡＢＣ and naïve résumés": {"abc": 1, "full": 1, "naïv": 1, "résumé": 1, "width": 1},
+    "He didn't go; they were going, went.": {"go": 2, "went": 1},
+    "Привет мир и дети": {"дети": 1, "и": 1, "мир": 1, "привет": 1},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("text", PINNED)
+def test_what_the_analyzer_answers_is_pinned_with_the_index_format(text):
+    """A message's postings are computed again from its text when it is erased
+    (``storage.postings.held_by``): if the analyzer answered otherwise for a stored text, the
+    erasure would miss its postings. A change here must raise ``postings.MESSAGE_FORMAT`` (so the
+    re-index rewrites every message's postings with the analyzer that will erase them) and then
+    update these answers."""
+    assert postings.MESSAGE_FORMAT == 3, "the format was raised: pin what the analyzer answers now"
+    assert dict(term_counts(text)) == PINNED[text]

@@ -410,8 +410,8 @@ def test_clear_leaves_nothing_of_the_old_epoch_in_storage(aws):
         layout.counter_pk(scope.team_id, scope.agent_id, epoch),
     ]
     l0, l1, counters = (_stored_keys(pk) for pk in partitions)
-    posting = f"p{layout.SEP}"
-    assert any(sk.startswith(posting) for sk in l0) and any(sk.startswith(posting) for sk in l1)
+    # a message's postings are keyed by term (``t␟``), a record's by item (``p␟``)
+    assert any(sk.startswith(f"t{layout.SEP}") for sk in l0) and any(sk.startswith(f"p{layout.SEP}") for sk in l1)
     assert any(sk.startswith(f"nk{layout.SEP}") for sk in l1) and counters
 
     admin = Principal("key-admin", "admin", (scope.team_id,))

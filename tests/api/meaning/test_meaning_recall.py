@@ -5,7 +5,7 @@ present, in hybrid and in semantic mode; words alone find nothing there."""
 from __future__ import annotations
 
 import pytest
-from memory_hub.domain.search import query_terms, term_counts
+from memory_hub.analysis import query_terms, term_counts
 
 PAIRS = [
     ("Works as a nurse at St. Mary's hospital", "what is my job"),

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+from ..analysis import searchable, term_counts
 from ..clock import format_ms, issued_here, now_ms, ordered_id, time_window
 from ..storage import counters, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
@@ -21,7 +22,6 @@ from .principal import Authorize
 from .results import Mode, RecordAdded, RecordHit, RecordHits, RecordItem, Records, RecordsDeleted, RecordUpdated, Total
 from .rules import clean_ids, trim
 from .scope import Scope
-from .search import term_counts
 
 LAYER = "L1"
 Item = TypeVar("Item", bound=RecordItem)
@@ -32,10 +32,6 @@ def natural_key(task_id: str | None, type_: str, background: str, content: str) 
     """Same content, type and background in the same task (no task is a value of its own)."""
     raw = json.dumps([task_id, type_, background, content], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
-
-
-def searchable(content: str, background: str) -> str:
-    return f"{content}\n{background}"
 
 
 def as_item(scope: Scope, item: Record) -> RecordItem:

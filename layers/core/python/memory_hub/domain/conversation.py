@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from ..analysis import term_counts
 from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, ordered_id, parse_ms, time_window
 from ..storage import counters, messages, postings, records
 from ..storage import formation as formation_store
@@ -20,7 +21,6 @@ from .principal import Authorize
 from .results import Added, MessageHit, MessageHits, MessageItem, Messages, MessagesDeleted, Mode, Role, Total
 from .rules import MAX_ID_CHARS, SESSION_REQUIRED, clean_ids
 from .scope import Scope
-from .search import term_counts
 
 LAYER = "L0"
 RECORDS = "L1"

@@ -17,11 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis import searchable, term_counts
 from ..storage import counters, messages, postings, records, reindexing
 from ..storage.counters import Where
 from ..storage.views import Message, Posting, Record
-from .atomic import searchable
-from .search import term_counts
 
 CHUNK = 25
 LAYERS = ("L0", "L1")
@@ -53,7 +52,7 @@ def _postings(layer: str, item: Any, counts: Any, length: int) -> list[Posting]:
 
 def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Message | Record]) -> None:
     """Re-index a chunk of items: their postings and lengths as the current analysis gives them."""
-    postings.erase_of((item.pk, item.id) for item in chunk)
+    postings.erase_of(chunk)
     fresh: list[Posting] = []
     lengths: dict[str, int] = {}
     for item in chunk:
@@ -74,9 +73,8 @@ def partition(where: Where, layer: str, user_id: str, out_of_time: Callable[[], 
         messages.of_user(where, user_id) if layer == "L0" else records.of_user(where, user_id)
     )
     # An item written by the current code says so (``index_format``): only older ones are rewritten.
-    pending = sorted(
-        (i for i in items if i.id > after and int(i.index_format or 0) < postings.INDEX_FORMAT), key=lambda i: i.id
-    )
+    current = postings.index_format(where.item_pk(layer, user_id))
+    pending = sorted((i for i in items if i.id > after and int(i.index_format or 0) < current), key=lambda i: i.id)
     for start in range(0, len(pending), CHUNK):
         if out_of_time():
             return False

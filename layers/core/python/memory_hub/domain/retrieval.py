@@ -3,7 +3,8 @@ first and stopping as soon as nothing unread can enter the answer (a threshold a
 random access, as in Fagin's TA / max-score), then fetching those items and checking them.
 
 Cost: each query term's postings are read a page at a time, highest impact first; an item seen in
-one term's list gets its other terms by key (``postings.get_many``), so its exact score is known;
+one term's list is read itself (``Counts``: its text gives its other terms' frequencies, as they were
+indexed), so its exact score is known — and the items read are the ones the answer is made of;
 reading stops when the ``limit``-th exact score reaches the most any unseen item could still score
 (the sum over terms of their idf times the bound of their next unread posting). So a search reads
 an amount bounded by ``limit`` and the number of query terms, not by the memory's size nor by how
@@ -20,17 +21,22 @@ next to a candidate that both halves find relevant gains part of that agreed rel
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..analysis import query_terms, term_counts
 from ..storage import postings
 from ..storage.concurrency import for_each, parallel
 from .errors import Invalid
-from .search import Stats, idf, query_terms, saturation, term_counts
+from .search import Stats, idf, saturation
 
 T = TypeVar("T")
 FETCH = 100  # BatchGetItem's limit
+
+Counts = Callable[[list[str]], "dict[str, Mapping[str, int]]"]
+"""The term frequencies of items by id, from their text (an item that is gone is absent)."""
 MAX_ROUNDS = 8  # pages read per term at most
 
 
@@ -100,6 +106,7 @@ def ranked(
     limit: int,
     filters: postings.Filters,
     stats: Callable[[], tuple[int, int]],
+    counts: Counts,
     depth: int | None = None,
     budget: int | None = None,
 ) -> Ranked:
@@ -126,7 +133,7 @@ def ranked(
             term,
             result,
             asked,
-            lambda row: _note(candidates, excluded, filters, postings.item_of(row), row, term.term, create=True),
+            lambda row: _note(candidates, excluded, filters, postings.item_of(row), row, term.term),
         )
 
     for term, result in zip(lists, first, strict=True):
@@ -154,7 +161,7 @@ def ranked(
         return None if budget is None else budget - read
 
     while True:
-        read += _resolve(pk, lists, candidates, excluded, filters, score, ceiling, want, left())
+        read += _resolve(counts, lists, candidates, score, ceiling, want, left())
         scores = sorted((score(c) for c in candidates.values()), reverse=True)
         floor = scores[want - 1] if len(scores) >= want else 0.0
         threshold = sum(unseen(t) for t in lists)
@@ -225,19 +232,18 @@ def _page_sizes(chosen: list[_Term], room: int | None) -> list[int]:
 
 
 def _resolve(
-    pk: str,
+    counts: Counts,
     lists: list[_Term],
     candidates: dict[str, _Candidate],
-    excluded: set[str],
-    filters: postings.Filters,
     score: Callable[[_Candidate], float],
     ceiling: Callable[[_Candidate], float],
     want: int,
     room: int | None = None,
 ) -> int:
-    """Look up, by key, the missing terms of the candidates that could still reach the answer
-    (exhausted terms are known absent), the most promising first and at most ``room`` keys (the
-    budget left; None: no budget). Returns the postings found."""
+    """Learn the missing terms of the candidates that could still reach the answer (exhausted terms
+    are known absent) from the candidates themselves, the most promising first and at most ``room``
+    (term, item) pairs (the budget left; None: no budget). Returns the pairs found present — the
+    postings a look-up by key would have read."""
     for candidate in candidates.values():
         candidate.resolved |= {t.term for t in lists if t.exhausted}
     pending = [(item, c) for item, c in candidates.items() if len(c.resolved) < len(lists)]
@@ -245,29 +251,26 @@ def _resolve(
         return 0
     known = sorted((score(c) for c in candidates.values()), reverse=True)
     floor = known[want - 1] if len(known) >= want else 0.0
-    wanted: list[tuple[str, str]] = []
     asked: list[tuple[str, str]] = []
     pending.sort(key=lambda pair: ceiling(pair[1]), reverse=True)
     for item, candidate in pending:
-        if ceiling(candidate) < floor or (room is not None and len(wanted) >= room):
+        if ceiling(candidate) < floor or (room is not None and len(asked) >= room):
             continue  # cannot reach the answer, or no room left to look
-        for term in lists:
-            if term.term not in candidate.resolved:
-                wanted.append((item, term.digest))
-                asked.append((item, term.term))
+        asked += [(item, term.term) for term in lists if term.term not in candidate.resolved]
     if room is not None:
-        wanted, asked = wanted[: max(room, 0)], asked[: max(room, 0)]
-    if not wanted:
+        asked = asked[: max(room, 0)]
+    if not asked:
         return 0
-    found = postings.get_many(pk, wanted)
-    by_digest = {t.digest: t.term for t in lists}
-    for item, term_name in asked:
-        if item in candidates:
-            candidates[item].resolved.add(term_name)
-    for row in found:
-        item = postings.item_in_key(row)
-        _note(candidates, excluded, filters, item, row, by_digest[postings.digest_of(row)], create=False)
-    return len(found)
+    held = counts(list(dict.fromkeys(item for item, _ in asked)))
+    found = 0
+    for item, term in asked:
+        candidate = candidates[item]
+        candidate.resolved.add(term)
+        terms = held.get(item)
+        if terms is not None and terms.get(term, 0) > 0:
+            candidate.found[term] = (int(terms[term]), sum(terms.values()))
+            found += 1
+    return found
 
 
 def _note(
@@ -277,23 +280,21 @@ def _note(
     item: str,
     row: Any,
     term: str,
-    *,
-    create: bool,
 ) -> None:
-    """Record what one posting says of its item: the item is out for good when it fails the
-    filters (every posting of an item carries its filters), else the term's frequency and length."""
+    """Record what one posting of a term's page says of its item: the item is out for good when it
+    fails the filters (every posting of an item carries its filters), else the term's frequency and
+    length."""
     if item in excluded:
         return
     if not filters.admit(row):
         excluded.add(item)
         candidates.pop(item, None)
         return
-    candidate = candidates.setdefault(item, _Candidate()) if create else candidates.get(item)
-    if candidate is not None:
-        candidate.found[term] = (int(row.term_frequency), int(row.item_length))
-        candidate.resolved.add(term)
-        if candidate.place is None and row.session_digest is not None and row.timestamp is not None:
-            candidate.place = (str(row.session_digest), int(row.timestamp))
+    candidate = candidates.setdefault(item, _Candidate())
+    candidate.found[term] = (int(row.term_frequency), int(row.item_length))
+    candidate.resolved.add(term)
+    if candidate.place is None and row.session_digest is not None and row.timestamp is not None:
+        candidate.place = (str(row.session_digest), int(row.timestamp))
 
 
 def best(
@@ -519,7 +520,12 @@ def search(
     # By words alone the exact top ``limit`` is the answer; fusion looks deeper into both halves.
     depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
     budget = read_budget(limit, depth, len(terms), per_result)
-    words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, depth, budget)  # noqa: E731
+    fetch = _remembering(fetch)  # the items the word half reads are the answer's, mostly
+
+    def counts(ids: list[str]) -> dict[str, Mapping[str, int]]:
+        return {item_id: term_counts(text_of(item)) for item_id, item in fetch(ids).items()}
+
+    words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, counts, depth, budget)  # noqa: E731
     lead_half: Leads = leads or (lambda: None)
 
     def chosen(order: list[tuple[str, float]], led: list[tuple[str, float]] | None, meant: set[str]) -> list[Any]:
@@ -551,3 +557,21 @@ def search(
     places = {**by_meaning.places, **by_words.places} if context else None
     fused = combine(by_words.order, by_meaning.order, depth, places, led, span if context else None)
     return Found(chosen(fused, led, {i for i, _ in by_meaning.order}), "hybrid")
+
+
+def _remembering(fetch: Callable[[list[str]], dict[str, T]]) -> Callable[[list[str]], dict[str, T]]:
+    """``fetch`` reading each id once per search (what was absent stays absent)."""
+    seen: dict[str, T | None] = {}
+    lock = threading.Lock()
+
+    def remembered(ids: list[str]) -> dict[str, T]:
+        with lock:
+            missing = [i for i in dict.fromkeys(ids) if i not in seen]
+        if missing:
+            found = fetch(missing)
+            with lock:
+                seen.update({i: found.get(i) for i in missing})
+        with lock:
+            return {i: item for i in ids if (item := seen.get(i)) is not None}
+
+    return remembered

@@ -55,7 +55,7 @@ def delete(
             lambda: records.delete_unindexed(where, found_l1, events("L1"), until=until),
         )
         # a record updated meanwhile was indexed again: those postings go too
-        postings.erase_of((r.pk, r.id) for r in removed_l1 if int(r.version) != versions.get(r.id))
+        postings.erase_of([r for r in removed_l1 if int(r.version) != versions.get(r.id)])
         empty, (files, file_events), _, _, _, exports = parallel(
             lambda: _nothing_deleted(removed_l0, removed_l1, target, context),
             lambda: formed.drop_user(asset, where, user_id, context),

@@ -10,10 +10,10 @@ ItemsTable, one partition per (layer, team + agent, content epoch, user):
 
     pk                              sk                      lsi1 (by-time)   lsi2 (by-session)   lsi3 (by-term)
     L0#<team>:<agent>#<epoch>#<u>   msg-…                   <time>#<id>      <s>␟<time>#<id>     —
-    L0#…                            p␟<msg id>␟<t>          —                —                   <t>␟<msg id>
+    L0#…                            t␟<t>␟3<impact>␟<msg id> (a message's posting, keyed by term: in no index)
     L1#<team>:<agent>#<epoch>#<u>   atom-…                  <time>#<id>      —                   —
     L1#…                            nk␟<natural key>        —                —                   —
-    L1#…                            p␟<atom id>␟<t>         —                —                   <t>␟<atom id>
+    L1#…                            p␟<atom id>␟<t>         —                —                   <t>␟2<impact>␟<atom id>
     L0#… / L1#…                     df␟<t>                  (a term's document frequency: in no index)
     L1#…                            c␟<msg id>␟<atom id>    (provenance: that record cites that message)
     L0#…                            fs / fp / fr␟<run>      (formation: user state, a stored answer, a run done)
@@ -26,8 +26,9 @@ ItemsTable, one partition per (layer, team + agent, content epoch, user):
 
 ``<u>``, ``<s>``: 32-hex digests of user and session id; ``<t>``: 20-hex digest of a search term;
 ``␟`` is U+001F, which no id may contain. ``<time>`` is a fixed-width millisecond count, so string
-order is time order. Search postings (``p␟…``) live beside the items they index: erasing a user's
-partitions erases their index too.
+order is time order. Search postings (``t␟…``, ``p␟…``: ``postings``) live beside the items they
+index: erasing a user's partitions erases their index too. (Messages indexed before their postings
+were keyed by term hold ``p␟<msg id>␟<t>`` postings until the re-index rewrites them.)
 
 A memory's files are in S3, one prefix per memory: see ``bucket``.
 """

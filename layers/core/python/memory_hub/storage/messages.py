@@ -53,7 +53,7 @@ def _row(
         timestamp=message.timestamp,
         recorded_at=message.recorded_at or recorded_at,
         terms=sum(message.terms.values()),
-        index_format=postings.INDEX_FORMAT,
+        index_format=postings.MESSAGE_FORMAT,
         import_id=staged,
     )
 

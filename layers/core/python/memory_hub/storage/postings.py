@@ -1,24 +1,32 @@
 """The search index: impact-ordered postings and per-term document frequencies, in the partition of
 the items they index.
 
-A posting is one distinct term of one item: its sort key starts with the item
-(``p␟<id>␟<term>``), so an item's postings are one prefix to read or erase; its ``by-term`` index key
-starts with the term and then its *impact* (``<term>␟2<impact>␟<id>``), so the postings of a term
-are read best first and a search can stop reading a term once nothing unread could enter its
-answer. The impact is BM25's term-frequency part computed with a fixed reference length
-(``REFERENCE_LENGTH``): the order is static, and the true BM25 part of an unread posting is bounded
-by ``bound(impact, average length)`` (see ``domain.retrieval``).
+A posting is one distinct term of one item, ordered within its term by *impact* (BM25's
+term-frequency part computed with a fixed reference length, ``REFERENCE_LENGTH``): the postings of a
+term are read best first, and a search can stop reading a term once nothing unread could enter its
+answer (the true BM25 part of an unread posting is bounded by ``bound(impact, average length)``;
+see ``domain.retrieval``). Two layouts, by layer:
+
+- A *message's* postings are keyed by term in the table itself (``t␟<term>␟3<impact>␟<id>``): one
+  write each. A message never changes, so its postings are a function of its text
+  (``memory_hub.analysis``): they are found again from it when it goes (``held_by``), after the
+  message itself is gone, so an erasure that is retried never uncounts them twice.
+- A *record's* postings are keyed by item (``p␟<id>␟<term>``) and ordered by term in the
+  ``by-term`` index (``<term>␟2<impact>␟<id>``): an update rewrites what the record holds, and
+  racing updates converge by reading the postings present under the record's prefix — which a
+  term-keyed layout cannot list. Each costs two writes (the item and its index entry).
 
 Beside the postings of a term sits its document frequency (``df␟<term>``, outside the ``by-term``
 index: an update writes the row alone, one write unit, where an index entry would double it). A
 search reads the frequencies of its terms in one ``BatchGetItem`` beside their first pages
 (``frequencies``). It counts the term's postings and changes with them (written and erased by the
 same calls, one plain update per term), so it is exact unless a process dies between the two; the
-re-index (``domain.reindex``) recounts it. Rows written before (index key ``<term>␟2!``) leave the
-index at their next update; a term's pages never read them (they start at the impact digits).
+re-index (``domain.reindex``) recounts it.
 
-Postings written before impact ordering (index key ``<term>␟<id>``) are not read by searches;
-``domain.reindex`` replaces them. Terms appear in keys only as digests.
+An item records the format it was indexed in (``index_format``): messages indexed before their
+postings were keyed by term (format 2, by item) are erased by their prefix and rewritten by
+``domain.reindex``; until then a search does not find them by words. Postings older still (no impact
+in their index key) are not read by searches either. Terms appear in keys only as digests.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Any, TypeVar
 
 from pynamodb.exceptions import DeleteError
 
+from ..analysis import term_counts
 from . import layout, views
 from .concurrency import Deadline, for_each, in_batches, parallel
 from .errors import Unfinished
@@ -38,8 +47,10 @@ from .models import Posting, own, snapshot
 WRITE_CHUNK = 100  # postings per batch_write context (PynamoDB sends them 25 at a time)
 READ_WIDTH = 16  # terms or items looked up at once
 WRITE_WIDTH = 16  # document frequencies updated at once
-FORMAT = "2"  # the index key format of impact-ordered postings
-INDEX_FORMAT = int(FORMAT)  # what an item records of the postings it was indexed with
+FORMAT = "2"  # the by-term index key format of a record's impact-ordered postings
+MESSAGE_FORMAT = 3  # a message's postings keyed by term: what a message records it was indexed with
+RECORD_FORMAT = int(FORMAT)  # what a record records
+_BY_TERM = "t"  # the sort-key kind of a posting keyed by term
 REFERENCE_LENGTH = 16.0  # the item length the static impact is computed with
 K1, B = 1.2, 0.75
 _IMPACT_DIGITS = 7
@@ -66,7 +77,27 @@ def _impact_key(value: float) -> str:
 
 
 def term_key(digest: str, value: float, item_id: str) -> str:
+    """A record's posting in the ``by-term`` index."""
     return f"{digest}{layout.SEP}{FORMAT}{_impact_key(value)}{layout.SEP}{item_id}"
+
+
+def by_term_sk(digest: str, value: float, item_id: str) -> str:
+    """A message's posting, keyed by its term in the table."""
+    return f"{_term_prefix(digest)}{_impact_key(value)}{layout.SEP}{item_id}"
+
+
+def _term_prefix(digest: str) -> str:
+    return f"{_BY_TERM}{layout.SEP}{digest}{layout.SEP}{MESSAGE_FORMAT}"
+
+
+def keyed_by_term(pk: str) -> bool:
+    """Whether a partition's postings are keyed by term (a user's messages) or by item (records)."""
+    return pk.startswith("L0#")
+
+
+def index_format(pk: str) -> int:
+    """The format an item of this partition is indexed in today."""
+    return MESSAGE_FORMAT if keyed_by_term(pk) else RECORD_FORMAT
 
 
 def frequency_sk(digest: str) -> str:
@@ -109,14 +140,16 @@ def build(
 ) -> list[views.Posting]:
     session = layout.digest(session_id) if session_id is not None else None
     task = layout.digest(task_id) if task_id is not None else None
+    by_term = keyed_by_term(pk)
     rows: list[views.Posting] = []
     for term, frequency in counts.items():
         digest = layout.term_digest(term)
+        value = impact(frequency, length)
         rows.append(
             _view(
                 pk,
-                layout.posting_sk(item_id, digest),
-                lsi3=term_key(digest, impact(frequency, length), item_id),
+                by_term_sk(digest, value, item_id) if by_term else layout.posting_sk(item_id, digest),
+                lsi3=None if by_term else term_key(digest, value, item_id),
                 term_frequency=frequency,
                 item_length=length,
                 timestamp=timestamp,
@@ -128,8 +161,24 @@ def build(
     return rows
 
 
+def indexed(message: views.Message) -> list[views.Posting]:
+    """A message's postings, from its text: what ``messages.add`` wrote for it."""
+    counts = term_counts(message.content)
+    return build(
+        message.pk,
+        message.id,
+        counts,
+        sum(counts.values()),
+        timestamp=int(message.timestamp),
+        session_id=message.session_id,
+        task_id=message.task_id,
+    )
+
+
 def _current(row: Any) -> bool:
     """Whether a posting is impact-ordered (counted in its term's document frequency)."""
+    if row.sk.startswith(f"{_BY_TERM}{layout.SEP}"):
+        return True
     key = getattr(row, "lsi3", None) or ""
     parts = key.split(layout.SEP)
     return len(parts) == 3 and parts[1].startswith(FORMAT) and row.sk.startswith(f"p{layout.SEP}")
@@ -180,6 +229,7 @@ def put(rows: list[views.Posting]) -> None:
 
 
 def of_item(pk: str, item_id: str) -> list[views.Posting]:
+    """The postings an item holds under its prefix (a record's; a message's indexed before format 3)."""
     return _views(
         Posting.query(
             pk,
@@ -212,33 +262,58 @@ def delete(rows: list[Any], until: Deadline | None = None) -> int:
 
 
 def of_partition(pk: str) -> list[views.Posting]:
-    """Every posting of one partition (one user's items of a layer), in one paged query."""
-    return _views(
-        Posting.query(
-            pk,
-            Posting.sk.startswith(f"p{layout.SEP}"),
-            consistent_read=True,
-            attributes_to_get=["pk", "sk", "lsi3"],
+    """Every posting of one partition (one user's items of a layer), in one paged query per layout
+    (a message partition may hold postings of both until it is re-indexed)."""
+    kinds = [_BY_TERM, "p"] if keyed_by_term(pk) else ["p"]
+    return [
+        row
+        for kind in kinds
+        for row in _views(
+            Posting.query(
+                pk,
+                Posting.sk.startswith(f"{kind}{layout.SEP}"),
+                consistent_read=True,
+                attributes_to_get=["pk", "sk", "lsi3"],
+            )
         )
-    )
+    ]
 
 
 def erase_in(pks: list[str], item_ids: Set[str], until: Deadline | None = None) -> int:
     """Remove every posting of these items from these partitions: the partitions are read whole,
     a page at a time (a user's erasure: one query instead of one per item)."""
-    found = [row for rows in for_each(of_partition, pks) for row in rows if row.sk.split(layout.SEP, 2)[1] in item_ids]
+    found = [row for rows in for_each(of_partition, pks) for row in rows if item_in_key(row) in item_ids]
     return delete(found, until)
 
 
 def erase_items(pk: str, item_ids: list[str]) -> int:
-    """Remove every posting of these items of one partition (whatever terms they held)."""
-    return erase_of([(pk, item_id) for item_id in item_ids])
+    """Remove every posting of these records of one partition (whatever terms they held)."""
+    if keyed_by_term(pk):
+        raise ValueError("a message's postings are found from its text: erase_of(messages)")
+    return delete(_under_prefix([(pk, item_id) for item_id in item_ids]))
 
 
-def erase_of(items: Iterable[tuple[str, str]]) -> int:
-    """Remove every posting of these (partition, item id) pairs, read in parallel."""
-    found = [row for rows in for_each(lambda k: of_item(*k), list(items), width=READ_WIDTH) for row in rows]
-    return delete(found)
+def held_by(items: Iterable[views.Message | views.Record]) -> list[views.Posting]:
+    """The postings these items hold: a message indexed in today's format from its text (nothing
+    read), any other item by its prefix (read in parallel)."""
+    computed: list[views.Posting] = []
+    prefixed: list[tuple[str, str]] = []
+    for item in items:
+        if isinstance(item, views.Message) and int(item.index_format or 0) >= MESSAGE_FORMAT:
+            computed += indexed(item)
+        else:
+            prefixed.append((item.pk, item.id))
+    return computed + _under_prefix(prefixed)
+
+
+def _under_prefix(items: list[tuple[str, str]]) -> list[views.Posting]:
+    return [row for rows in for_each(lambda k: of_item(*k), items, width=READ_WIDTH) for row in rows]
+
+
+def erase_of(items: Iterable[views.Message | views.Record]) -> int:
+    """Remove every posting of these items. A message's are found from its text: call this once the
+    message itself is gone, so a retried erasure does not find it, nor uncount its terms again."""
+    return delete(held_by(items))
 
 
 Removed = TypeVar("Removed", bound=list[Any])
@@ -249,7 +324,7 @@ def erase_removed(removed: Removed, beside: Callable[[Removed], object] | None =
     at the same time when there are any: one round trip instead of two."""
 
     def erase() -> None:
-        erase_of((item.pk, item.id) for item in removed)
+        erase_of(removed)
 
     if beside is not None and removed:
         parallel(erase, lambda: beside(removed))
@@ -264,11 +339,19 @@ def digest(term: str) -> str:
 
 def digest_of(row: Any) -> str:
     """The term digest of a posting."""
-    return str(row.sk).rsplit(layout.SEP, 1)[1]
+    sk = str(row.sk)
+    return sk.split(layout.SEP)[1] if sk.startswith(f"{_BY_TERM}{layout.SEP}") else sk.rsplit(layout.SEP, 1)[1]
 
 
 def item_of(row: views.Posting) -> str:
-    return row.lsi3.rsplit(layout.SEP, 1)[1]
+    """The item of a posting read from a term's page."""
+    return (row.lsi3 or row.sk).rsplit(layout.SEP, 1)[1]
+
+
+def item_in_key(row: Any) -> str:
+    """The item of a posting, from its key alone (either layout)."""
+    sk = str(row.sk)
+    return sk.rsplit(layout.SEP, 1)[1] if sk.startswith(f"{_BY_TERM}{layout.SEP}") else sk.split(layout.SEP)[1]
 
 
 @dataclass
@@ -281,6 +364,16 @@ class Page:
 
 def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = None) -> Page:
     """Up to ``limit`` postings of one term after ``start``."""
+    if keyed_by_term(pk):
+        at = _term_prefix(digest)
+        result = Posting.query(
+            pk,
+            Posting.sk.between(f"{at}0", f"{at}:"),
+            consistent_read=True,
+            limit=limit,
+            last_evaluated_key=start,
+        )
+        return Page(_views(result), result.last_evaluated_key)
     prefix = f"{digest}{layout.SEP}{FORMAT}"
     result = Posting.by_term.query(
         pk,
@@ -306,22 +399,6 @@ def frequencies(pk: str, digests: list[str]) -> dict[str, int]:
     ]
     found = {str(row.sk).split(layout.SEP, 1)[1]: int(row.document_frequency or 0) for row in rows}
     return {d: found.get(d, 0) for d in digests}
-
-
-def get_many(pk: str, wanted: list[tuple[str, str]]) -> list[views.Posting]:
-    """The postings of (item id, term digest) pairs of one partition; missing ones are simply absent
-    (100 keys per call). ``item_in_key`` names the item of each."""
-    keys = [(pk, layout.posting_sk(item_id, term)) for item_id, term in wanted]
-    return [row for rows in for_each(_get_batch, in_batches(keys, 100), width=READ_WIDTH) for row in rows]
-
-
-def item_in_key(row: views.Posting) -> str:
-    """The item a posting read by its key (``get_many``) belongs to."""
-    return row.sk.split(layout.SEP)[1]
-
-
-def _get_batch(keys: list[tuple[str, str]]) -> list[views.Posting]:
-    return _views(Posting.batch_get(keys, consistent_read=True))
 
 
 def _view(pk: str, sk: str, **attributes: Any) -> views.Posting:

@@ -46,7 +46,7 @@ def cited_after(current: set[str] | None, added: list[str]) -> set[str]:
 def new(where: Where, **fields: Any) -> views.Record:
     """A new record's view, not stored yet (``create`` stores it)."""
     pk = where.item_pk(LAYER, fields["user_id"])
-    fields.setdefault("index_format", postings.INDEX_FORMAT)
+    fields.setdefault("index_format", postings.RECORD_FORMAT)
     return _view(Record(pk, fields["id"], lsi1=layout.time_key(fields["updated_at"], fields["id"]), **fields))
 
 

@@ -21,7 +21,8 @@ _AFTER = "~after"
 
 
 def _marker_key(where: Where, layer: str, user_id: str) -> tuple[str, str]:
-    return where.item_pk(layer, user_id), f"ix{layout.SEP}{postings.FORMAT}"
+    pk = where.item_pk(layer, user_id)
+    return pk, f"ix{layout.SEP}{postings.index_format(pk)}"
 
 
 def position(where: Where, layer: str, user_id: str) -> str | None:
@@ -68,7 +69,7 @@ def set_lengths(
         transaction.update(
             f"item:{item.id}",
             item,
-            [model.terms.set(lengths[item.id]), model.index_format.set(postings.INDEX_FORMAT)],
+            [model.terms.set(lengths[item.id]), model.index_format.set(postings.index_format(item.pk))],
             condition=model.pk.exists() & (model.terms == item.terms),
         )
     counters.change(transaction, where, layer, user_id, 0, delta)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...analysis import searchable, term_counts
 from ...clock import now_ms
 from ...storage import records
 from ...storage.audit import EventContext, NewEvent, event_items
@@ -22,7 +23,6 @@ from ...storage.views import Asset, AuditEvent
 from .. import assets, atomic, erasure, meaning, provenance
 from ..errors import Invalid
 from ..scope import Scope
-from ..search import term_counts
 
 LAYER = "L1"
 SYSTEM_FORMATION = "system:formation"
@@ -96,7 +96,7 @@ def _update(asset: Asset, scope: Scope, entry: dict[str, Any], context: EventCon
         return
     content = str(entry["content"])
     background = record.background or ""
-    counts = term_counts(atomic.searchable(content, background))
+    counts = term_counts(searchable(content, background))
     provenance.cite(where, scope.user_id, record.id, sources)
     fields = {"content": content, "sources": records.shown_sources(record.sources, sources)}
     key = atomic.natural_key(record.task_id, record.type, background, content)

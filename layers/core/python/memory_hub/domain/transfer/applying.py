@@ -6,6 +6,7 @@ outlives its sources)."""
 
 from __future__ import annotations
 
+from ...analysis import searchable, term_counts
 from ...clock import now_ms
 from ...storage import messages, records
 from ...storage.concurrency import for_each, in_batches
@@ -13,9 +14,8 @@ from ...storage.counters import Where
 from ...storage.errors import Cancelled
 from ...storage.views import Asset, Job, Record
 from .. import assets, meaning, provenance
-from ..atomic import natural_key, searchable
+from ..atomic import natural_key
 from ..errors import Conflict
-from ..search import term_counts
 from . import landing, planning, tree
 from .rollback import Journal
 from .staging import stage

@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 
+from ...analysis import term_counts
 from ...clock import issued_here, ordered_id
 from ...storage import messages, records
 from ...storage.counters import Where
-from ..search import term_counts
 from . import tree
 
 Group = tuple[tuple[str, str, str | None], list[messages.NewMessage]]
