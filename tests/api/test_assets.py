@@ -302,6 +302,14 @@ def test_list_by_memory_id_with_paging_and_team_filter(api):
     for body in ({"limit": 0}, {"limit": 101}, {"limit": "2"}, {"team_id": "bad team"}):
         answer = api.post("/v3/memory/list", body)
         assert answer.status == 400 and answer.message.startswith(next(iter(body))), (body, answer.body)
+    # a 400 names each bad field: a forged token beside the others (a genuine one cannot be judged
+    # against filters that are themselves bad, so it is not named)
+    for token in (bad_token, "garbage", first["next_token"]):
+        answer = api.post("/v3/memory/list", {"team_id": team, "limit": 0, "next_token": token})
+        assert answer.status == 400 and answer.message.startswith("limit: "), answer.body
+        assert ("next_token: invalid" in answer.message) == (token != first["next_token"]), answer.body
+    answer = api.post("/v3/memory/list", {"team_id": team, "limit": 0, "next_token": 5})
+    assert answer.status == 400 and answer.message.count("next_token") == 1, answer.body  # named once
 
 
 def test_list_all_teams_is_sorted_and_paged(api):

@@ -73,7 +73,8 @@ agent's users. The body tables below leave these five fields out.
 **Times** in requests are RFC 3339 (`2026-01-01T08:00:00+08:00`, upper-case `T` and `Z`, 1–9 \
 fraction digits); answers always use `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC. Time filters are \
 inclusive. **Pagination:** `next_token` is opaque, present only when more results exist, and \
-valid only with the same filters (`limit` may change); a bad one is a 400.
+valid only with the same filters (`limit` may change); a bad one is a 400 `next_token: invalid` \
+(named beside other bad fields when it is not one this deployment issued).
 
 **Paths** (L2 `path`, `path_prefix`) are relative and `/`-separated, at most PATH_BYTES UTF-8 bytes, \
 with no control character, no backslash, no leading `/`, no empty segment (one trailing `/` is \

@@ -31,14 +31,29 @@ def encode(position: Any, filters: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(payload + _sign(payload)).decode().rstrip("=")
 
 
+def _payload(token: str) -> bytes:
+    """What ``token`` carries, if this deployment signed it (ValueError if not)."""
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    payload, signature = raw[:-_SIGNATURE], raw[-_SIGNATURE:]
+    if len(raw) <= _SIGNATURE or not hmac.compare_digest(signature, _sign(payload)):
+        raise ValueError
+    return payload
+
+
+def signed(token: str) -> bool:
+    """Whether ``token`` is one this deployment issued, for whatever filters: a request whose other
+    fields are bad cannot say which filters it pages, but a forged token is named beside them."""
+    try:
+        _payload(token)
+    except ValueError:
+        return False
+    return True
+
+
 def decode(token: str, filters: dict[str, Any]) -> Any:
     """The position stored in ``token``; ``next_token: invalid`` if forged or for other filters."""
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        payload, signature = raw[:-_SIGNATURE], raw[-_SIGNATURE:]
-        if len(raw) <= _SIGNATURE or not hmac.compare_digest(signature, _sign(payload)):
-            raise ValueError
-        data = json.loads(payload)
+        data = json.loads(_payload(token))
         if data["f"] != _fingerprint(filters):
             raise ValueError
         return data["p"]

@@ -17,6 +17,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from ..domain import tokens
 from ..domain.fields import said
 from ..domain.results import Answer
 from ..domain.rules import SESSION_REQUIRED
@@ -96,13 +97,23 @@ def _missing_session(request: pipeline.Request) -> list[str]:
     return []
 
 
+def _forged_token(request: pipeline.Request, named: str) -> list[str]:
+    """A ``next_token`` this deployment never issued, named beside the other fields' problems (when
+    they did not name it already: a wrong type, say). Whether a genuine token fits the request's
+    filters cannot be told while other fields are bad."""
+    token = request.body.get("next_token")
+    unnamed = not any(p.startswith("next_token:") for p in named.split("; "))
+    return [tokens.INVALID] if isinstance(token, str) and unnamed and not tokens.signed(token) else []
+
+
 def make_app() -> Resolver:
     app = Resolver()
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]  # Powertools: unannotated
     def _invalid(exc: RequestValidationError) -> Response[str]:
         request = pipeline.current()
-        error = BadRequest("; ".join([*_missing_session(request), validation_message(list(exc.errors()))]))
+        named = validation_message(list(exc.errors()))
+        error = BadRequest("; ".join([*_missing_session(request), named, *_forged_token(request, named)]))
         return _as_response(pipeline.fail(request, error))
 
     @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools: unannotated
