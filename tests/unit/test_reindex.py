@@ -14,12 +14,12 @@ from memory_hub.storage.models import Message, Posting
 from memory_hub.storage.transactions import Transaction
 
 
-def _old_message(where: Where, user: str, item_id: str, text: str) -> None:
-    """A message as the earlier code stored it: unstemmed terms, postings keyed ``<term>␟<id>``."""
-    pk = where.item_pk("L0", user)
-    tokens = words(text)
+def _stored_message(
+    where: Where, user: str, item_id: str, text: str, length: int, index_format: int | None = None
+) -> None:
+    """The message item itself, said at time 1 in session ``s``."""
     Message(
-        pk,
+        where.item_pk("L0", user),
         item_id,
         id=item_id,
         lsi1=layout.time_key(1, item_id),
@@ -30,8 +30,16 @@ def _old_message(where: Where, user: str, item_id: str, text: str) -> None:
         content=text,
         timestamp=1,
         recorded_at=1,
-        terms=len(tokens),
+        terms=length,
+        index_format=index_format,
     ).save()
+
+
+def _old_message(where: Where, user: str, item_id: str, text: str) -> None:
+    """A message as the earlier code stored it: unstemmed terms, postings keyed ``<term>␟<id>``."""
+    pk = where.item_pk("L0", user)
+    tokens = words(text)
+    _stored_message(where, user, item_id, text, len(tokens))
     for token in set(tokens):
         digest = layout.term_digest(token)
         Posting(
@@ -104,21 +112,7 @@ def _format2_message(where: Where, user: str, item_id: str, text: str) -> None:
     pk = where.item_pk("L0", user)
     counts = term_counts(text)
     length = sum(counts.values())
-    Message(
-        pk,
-        item_id,
-        id=item_id,
-        lsi1=layout.time_key(1, item_id),
-        lsi2=layout.session_key("s", 1, item_id),
-        user_id=user,
-        session_id="s",
-        role="user",
-        content=text,
-        timestamp=1,
-        recorded_at=1,
-        terms=length,
-        index_format=2,
-    ).save()
+    _stored_message(where, user, item_id, text, length, index_format=2)
     for term, frequency in counts.items():
         digest = layout.term_digest(term)
         value = postings.impact(frequency, length)
