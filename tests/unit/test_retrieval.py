@@ -350,3 +350,27 @@ def test_modes():
 
     with pytest.raises(Invalid, match="mode: "):
         retrieval.resolve_mode("semantic", False)
+
+
+@pytest.mark.parametrize("layer", ["L0", "L1"])
+def test_replacing_an_items_postings_moves_only_the_counts_of_terms_that_changed(aws, monkeypatch, layer):
+    """A re-index or a record's update erases postings and writes new ones: a term both hold keeps
+    its count untouched (no update for it), one dropped goes down, one added goes up."""
+    pk, _ = _index({"msg-000001": "apple pie crust", "msg-000002": "apple tart"}, layer=layer)
+    old = postings.build(pk, "msg-000001", term_counts("apple pie crust"), 3, timestamp=1, session_id="s")
+    new = postings.build(pk, "msg-000001", term_counts("apple apple pie cream"), 4, timestamp=1, session_id="s")
+    moved: list[str] = []
+    update = Posting.update
+
+    def counted(self, *args, **kwargs):
+        moved.append(self.sk)
+        return update(self, *args, **kwargs)
+
+    monkeypatch.setattr(Posting, "update", counted)
+    postings.replace(old, new)
+    assert sorted(moved) == sorted(postings.frequency_sk(layout.term_digest(t)) for t in ("crust", "cream"))
+    assert {t: _frequency(pk, t) for t in ("appl", "pie", "crust", "cream", "tart")} == {
+        "appl": 2, "pie": 1, "crust": 0, "cream": 1, "tart": 1,
+    }  # fmt: skip
+    page = postings.term_page(pk, layout.term_digest("appl"), 10)
+    assert sorted(postings.item_of(r) for r in page.rows) == ["msg-000001", "msg-000002"]  # impact moved, one each

@@ -51,15 +51,16 @@ def _postings(layer: str, item: Any, counts: Any, length: int) -> list[Posting]:
 
 
 def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Message | Record]) -> None:
-    """Re-index a chunk of items: their postings and lengths as the current analysis gives them."""
-    postings.erase_of(chunk)
+    """Re-index a chunk of items: their postings and lengths as the current analysis gives them (a
+    term the old postings held too keeps its count as it is)."""
+    stale = postings.held_by(chunk)
     fresh: list[Posting] = []
     lengths: dict[str, int] = {}
     for item in chunk:
         counts = term_counts(_text(layer, item))
         lengths[item.id] = sum(counts.values())
         fresh += _postings(layer, item, counts, lengths[item.id])
-    postings.put(fresh)
+    postings.replace(stale, fresh)
     reindexing.set_lengths(where, layer, user_id, chunk, lengths)
 
 

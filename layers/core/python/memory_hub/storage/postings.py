@@ -184,13 +184,13 @@ def _current(row: Any) -> bool:
     return len(parts) == 3 and parts[1].startswith(FORMAT) and row.sk.startswith(f"p{layout.SEP}")
 
 
-def _frequencies(rows: Iterable[Any], sign: int) -> None:
-    """Move the document frequency of each (partition, term) by ``sign`` per posting: one plain
-    ``UpdateItem`` per term, side by side. The updates are independent (nothing reads two of them
-    together), so a transaction would only double what each costs (DynamoDB bills transactional
-    writes twice)."""
+def _frequencies(moves: Iterable[tuple[Any, int]]) -> None:
+    """Move the document frequency of each (partition, term) by the sum of its postings' signs
+    (+1 written, −1 erased): one plain ``UpdateItem`` per term whose count changes, side by side. The
+    updates are independent (nothing reads two of them together), so a transaction would only
+    double what each costs (DynamoDB bills transactional writes twice)."""
     deltas: Tally[tuple[str, str]] = Tally()
-    for row in rows:
+    for row, sign in moves:
         if _current(row):
             deltas[(row.pk, digest_of(row))] += sign
     changes = [(key, n) for key, n in deltas.items() if n]
@@ -218,14 +218,35 @@ def _drop_if_unused(pk: str, digest: str) -> None:
 
 def put(rows: list[views.Posting]) -> None:
     """Write new postings (none of them may exist yet) and count them in their terms' frequencies."""
+    _write(rows)
+    _frequencies((row, +1) for row in rows)
 
+
+def replace(stale: list[Any], fresh: list[views.Posting]) -> None:
+    """Erase ``stale`` postings, then write ``fresh`` ones (a key may be in both: a posting whose
+    impact moved), moving each term's count by the difference only: a term both hold keeps its
+    count untouched — two updates fewer for each (an item re-indexed, a record updated)."""
+    _erase(stale)
+    _write(fresh)
+    _frequencies([*((row, -1) for row in stale), *((row, +1) for row in fresh)])
+
+
+def _write(rows: list[views.Posting]) -> None:
     def one(chunk: list[views.Posting]) -> None:
         with Posting.batch_write() as batch:  # retries unprocessed items itself
             for row in chunk:
                 batch.save(own(Posting, row))
 
     for_each(one, in_batches(rows, WRITE_CHUNK))
-    _frequencies(rows, +1)
+
+
+def _erase(rows: list[Any]) -> None:
+    def one(chunk: list[Any]) -> None:
+        with Posting.batch_write() as batch:
+            for row in chunk:
+                batch.delete(Posting(row.pk, row.sk))
+
+    for_each(one, in_batches(rows, WRITE_CHUNK))
 
 
 def of_item(pk: str, item_id: str) -> list[views.Posting]:
@@ -247,17 +268,11 @@ def delete(rows: list[Any], until: Deadline | None = None) -> int:
     """Erase postings (as read by ``of_item``) and uncount them from their terms' frequencies. With
     ``until``: a wave at a time, stopping (Unfinished) once it has passed — what a wave erased is
     uncounted with it, so the counts stay those of the postings left."""
-
-    def one(chunk: list[Any]) -> None:
-        with Posting.batch_write() as batch:
-            for row in chunk:
-                batch.delete(Posting(row.pk, row.sk))
-
     for index, wave in enumerate(in_batches(rows, WAVE if until is not None else max(1, len(rows)))):
         if until is not None and index and until.passed():  # each request erases at least a wave
             raise Unfinished
-        for_each(one, in_batches(wave, WRITE_CHUNK))
-        _frequencies(wave, -1)
+        _erase(wave)
+        _frequencies((row, -1) for row in wave)
     return len(rows)
 
 

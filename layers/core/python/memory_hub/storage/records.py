@@ -240,8 +240,7 @@ def sync_postings(record: views.Record, counts: Tally[str]) -> None:
     present = {row.sk: row for row in postings.of_item(record.pk, record.id)}
     # A kept term whose impact moved (the record's length changed) is rewritten: erased, then put.
     stale = [row for sk, row in present.items() if sk not in wanted or row.lsi3 != wanted[sk].lsi3]
-    postings.delete(stale)
-    postings.put([row for sk, row in wanted.items() if sk not in present or present[sk].lsi3 != row.lsi3])
+    postings.replace(stale, [row for sk, row in wanted.items() if sk not in present or present[sk].lsi3 != row.lsi3])
 
 
 def _filters(where: Where, type_: str | None, task_id: str | None) -> Any:
