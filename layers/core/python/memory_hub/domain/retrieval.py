@@ -34,10 +34,10 @@ from .search import Stats, idf, saturation
 
 T = TypeVar("T")
 FETCH = 100  # BatchGetItem's limit
+MAX_ROUNDS = 8  # pages read per term at most
 
 Counts = Callable[[list[str]], "dict[str, Mapping[str, int]]"]
 """The term frequencies of items by id, from their text (an item that is gone is absent)."""
-MAX_ROUNDS = 8  # pages read per term at most
 
 
 POSTINGS_PER_RESULT = 8  # of the 10 DynamoDB items a search may read per result it answers

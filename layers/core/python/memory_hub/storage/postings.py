@@ -92,7 +92,7 @@ def _term_prefix(digest: str) -> str:
 
 def keyed_by_term(pk: str) -> bool:
     """Whether a partition's postings are keyed by term (a user's messages) or by item (records)."""
-    return pk.startswith("L0#")
+    return layout.layer_of(pk) == "L0"
 
 
 def index_format(pk: str) -> int:
