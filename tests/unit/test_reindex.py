@@ -8,7 +8,7 @@ from collections import Counter
 
 from memory_hub.analysis import query_terms, term_counts, words
 from memory_hub.domain import reindex, retrieval
-from memory_hub.storage import counters, layout, messages, postings
+from memory_hub.storage import counters, layout, messages, postings, reindexing
 from memory_hub.storage.counters import Where
 from memory_hub.storage.models import Message, Posting
 from memory_hub.storage.transactions import Transaction
@@ -102,8 +102,9 @@ def test_a_reindex_out_of_time_goes_on_where_it_stopped(aws, monkeypatch):
     assert second.items == 3  # the rest, not the first two again
     assert sorted(_found(where, "u1", "apple")) == sorted(ids)
     digest = layout.term_digest("appl")
-    # each item counted once, however often the re-index ran
-    assert postings.frequencies(where.item_pk("L0", "u1"), [digest]) == {digest: 5}
+    # each item counted once (what its posting carries), however often the re-index ran
+    counted = sum(postings.share(i, digest) for i in ids)
+    assert postings.frequencies(where.item_pk("L0", "u1"), [digest]) == {digest: counted}
 
 
 def _format2_message(where: Where, user: str, item_id: str, text: str) -> None:
@@ -144,9 +145,22 @@ def test_messages_indexed_by_item_are_rewritten_keyed_by_term_and_counted_once(a
     assert reindex.memory(where, lambda: False).items == 3
     assert sorted(_found(where, "u1", "apples")) == sorted(ids)
     assert list(Posting.query(pk, Posting.sk.startswith("p"), consistent_read=True)) == []
-    assert postings.frequencies(pk, digests) == dict.fromkeys(digests, 3)  # uncounted, counted again
+    # uncounted one each, counted again as today's postings carry
+    assert postings.frequencies(pk, digests) == {d: sum(postings.share(i, d) for i in ids) for d in digests}
     # and each message's postings are found from its text when it goes: nothing left, no count
     gone = list(messages.get_many(where, "u1", ids).values())
     messages.delete(where, gone, lambda part: [])
     assert list(Posting.query(pk, Posting.sk.startswith("t"), consistent_read=True)) == []
     assert postings.frequencies(pk, digests) == dict.fromkeys(digests, 0)
+
+
+def test_a_message_of_format_3_is_current_and_left_as_it_is(aws):
+    """Format 3 and 4 hold the same postings (only counted another way): the re-index passes a
+    format-3 message by, and a partition done at format 3 stays done."""
+    where = Where(f"t{uuid.uuid4().hex[:8]}", "agent", 1, "m")
+    _stored_message(where, "u1", "msg-00000000000000000000000001", "pears", 1, index_format=3)
+    progress = reindex.Progress()
+    assert reindex.partition(where, "L0", "u1", lambda: False, progress) and progress.items == 0
+    stored = Message.get(where.item_pk("L0", "u1"), "msg-00000000000000000000000001", consistent_read=True)
+    assert int(stored.index_format) == 3
+    assert reindexing.position(where, "L0", "u1") == reindexing.DONE  # at ``ix␟3``, as before

@@ -29,8 +29,10 @@ def _index(
     sessions: dict[str, str] | None = None,
     times: dict[str, int] | None = None,
     layer: str = "L0",
+    sampled: bool = True,
 ) -> tuple[str, Stats]:
-    """Postings of ``corpus`` in a new partition: a user's messages (keyed by term) by default."""
+    """Postings of ``corpus`` in a new partition: a user's messages (keyed by term) by default
+    (``sampled=False``: counted one a posting, as format 3 counted them)."""
     pk = f"{layer}#unit:{uuid.uuid4().hex}#1#{layout.digest('u')}"
     rows = []
     tokens = 0
@@ -40,7 +42,7 @@ def _index(
         tokens += length
         session = (sessions or {}).get(item_id, "s")
         at = (times or {}).get(item_id, 1)
-        rows += postings.build(pk, item_id, counts, length, timestamp=at, session_id=session)
+        rows += postings.build(pk, item_id, counts, length, timestamp=at, session_id=session, sampled=sampled)
     postings.put(rows)
     return pk, Stats(len(corpus), tokens)
 
@@ -50,10 +52,17 @@ def _counts(corpus: dict[str, str]) -> retrieval.Counts:
     return lambda ids: {i: term_counts(corpus[i]) for i in ids if i in corpus}
 
 
-def _brute_force(corpus: dict[str, str], query: str, stats: Stats) -> dict[str, float]:
+def _brute_force(corpus: dict[str, str], query: str, stats: Stats, pk: str | None = None) -> dict[str, float]:
+    """Full BM25 over ``corpus``. With ``pk`` (a message partition), a term whose sampled count or
+    true count reaches ``postings.EXACT_BELOW`` weighs by its sampled count (at least that), as a
+    search weighs it."""
     terms = query_terms(query)
     counted = {item: term_counts(text) for item, text in corpus.items()}
     frequency = Counter(t for counts in counted.values() for t in terms if t in counts)
+    for term, n in frequency.items():
+        sampled = _frequency(pk, term) if pk is not None and postings.keyed_by_term(pk) else 0
+        if max(n, sampled) >= postings.EXACT_BELOW:
+            frequency[term] = max(sampled, postings.EXACT_BELOW)
     scores = {}
     for item, counts in counted.items():
         if any(t in counts for t in terms):
@@ -75,7 +84,10 @@ def _assert_exact_top(found: list[tuple[str, float]], expected: dict[str, float]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_threshold_algorithm_answers_exactly_full_bm25(aws, seed):
+def test_threshold_algorithm_answers_exactly_full_bm25(aws, monkeypatch, seed):
+    """Exact whatever the words' weights — as long as it may read on: ``MAX_ROUNDS`` (a query's
+    safety cap, met here by a five-word query with ``limit`` 1, pages of 3) is lifted."""
+    monkeypatch.setattr(retrieval, "MAX_ROUNDS", 1000)
     rng = random.Random(seed)
     corpus = _corpus(rng, 300)
     pk, stats = _index(corpus)
@@ -85,7 +97,7 @@ def test_threshold_algorithm_answers_exactly_full_bm25(aws, seed):
         result = retrieval.ranked(
             pk, query_terms(query), k, postings.Filters(), lambda: (stats.items, stats.tokens), _counts(corpus)
         )
-        _assert_exact_top(result.order[:k], _brute_force(corpus, query, stats), k)
+        _assert_exact_top(result.order[:k], _brute_force(corpus, query, stats, pk), k)
 
 
 def test_a_common_word_costs_a_page_not_the_partition(aws):
@@ -97,7 +109,7 @@ def test_a_common_word_costs_a_page_not_the_partition(aws):
     result = retrieval.ranked(
         pk, ["word0", "word1"], 10, postings.Filters(), lambda: (stats.items, stats.tokens), _counts(corpus)
     )
-    _assert_exact_top(result.order[:10], _brute_force(corpus, "word0 word1", stats), 10)
+    _assert_exact_top(result.order[:10], _brute_force(corpus, "word0 word1", stats, pk), 10)
     total = sum(("word0" in t.split()) + ("word1" in t.split()) for t in corpus.values())
     assert total > 1200
     assert result.postings_read <= 300  # both words common, a pathological case: pages, not the partition
@@ -149,23 +161,60 @@ def _frequency(pk: str, term: str) -> int:
 
 @pytest.mark.parametrize(("layer", "kind"), [("L0", "t"), ("L1", "p")])
 def test_document_frequency_follows_the_postings(aws, layer, kind):
+    """A record's postings count one each; a message's what they carry (``postings.share``)."""
     corpus = {"msg-000001": "apple pie", "msg-000002": "apple tart", "msg-000003": "cherry"}
     pk, _ = _index(corpus, layer=layer)
-    assert _frequency(pk, "appl") == 2
-    assert _frequency(pk, "cherri") == 1
-    assert _frequency(pk, "absent") == 0
+
+    def expected(term: str, items: list[str]) -> int:
+        held = [i for i in items if term in term_counts(corpus[i])]
+        return len(held) if layer == "L1" else sum(postings.share(i, layout.term_digest(term)) for i in held)
+
+    everything = list(corpus)
+    assert [_frequency(pk, t) for t in ("appl", "cherri", "absent")] == [
+        expected("appl", everything),
+        expected("cherri", everything),
+        0,
+    ]
     if layer == "L1":
         postings.erase_items(pk, ["msg-000001"])
     else:  # a message's postings are what its text gives
         with pytest.raises(ValueError, match="found from its text"):
             postings.erase_items(pk, ["msg-000001"])
         postings.delete(postings.build(pk, "msg-000001", term_counts("apple pie"), 2, timestamp=1, session_id="s"))
-    assert _frequency(pk, "appl") == 1
+    left = ["msg-000002", "msg-000003"]
+    assert _frequency(pk, "appl") == expected("appl", left)
     assert _frequency(pk, "pie") == 0
     counters = {r.sk for r in Posting.query(pk, Posting.sk.startswith("df"), consistent_read=True)}
-    assert counters == {postings.frequency_sk(layout.term_digest(t)) for t in ("appl", "tart", "cherri")}
+    counted = [t for t in ("appl", "tart", "cherri") if expected(t, left)]
+    assert counters == {postings.frequency_sk(layout.term_digest(t)) for t in counted}
     remaining = list(Posting.query(pk, Posting.sk.startswith(kind), consistent_read=True))
     assert {postings.item_in_key(r) for r in remaining} == {"msg-000002", "msg-000003"}
+
+
+def test_a_search_counts_a_message_terms_postings_below_exact_below_and_samples_above(aws, monkeypatch):
+    """A message term's count is sampled: a search weighs a term by its exact count where that is
+    below ``EXACT_BELOW`` (read, whatever its counter says), by its counter above it."""
+    rng = random.Random(11)
+    corpus = _corpus(rng, 400)
+    pk, stats = _index(corpus)
+    held = Counter(t for text in corpus.values() for t in term_counts(text))
+    middling = next(t for t, n in held.items() if 30 < n < postings.EXACT_BELOW)
+    common = max(held, key=held.__getitem__)  # in most texts: its sampled count is near its count
+    assert held[common] >= 4 * postings.EXACT_BELOW
+    Posting(pk, postings.frequency_sk(postings.digest(middling))).update(
+        actions=[Posting.document_frequency.set(1)]  # a counter far off: the search counts instead
+    )
+    weights = {}
+    real_idf = retrieval.idf
+    monkeypatch.setattr(retrieval, "idf", lambda n, df: weights.setdefault(df, real_idf(n, df)))
+    retrieval.ranked(
+        pk, [middling, common], 5, postings.Filters(), lambda: (stats.items, stats.tokens), _counts(corpus)
+    )
+    assert held[middling] in weights  # exact
+    sampled = _frequency(pk, common)
+    assert sampled % postings.SAMPLE == 0 and max(sampled, postings.EXACT_BELOW) in weights
+    assert abs(sampled - held[common]) < 0.25 * held[common]  # within a few standard deviations
+    assert postings.count_up_to(pk, postings.digest(common), 50) == 50  # counting stops at its cap
 
 
 def test_a_messages_postings_are_keyed_by_term_with_no_index_entry_and_a_records_by_item(aws):
@@ -175,7 +224,7 @@ def test_a_messages_postings_are_keyed_by_term_with_no_index_entry_and_a_records
     records, _ = _index({"atom-000001": "apple pie"}, layer="L1")
     digest = layout.term_digest("appl")
     [row] = [r for r in Posting.query(messages, Posting.sk.startswith("t"), consistent_read=True) if digest in r.sk]
-    assert row.sk.startswith(f"t{layout.SEP}{digest}{layout.SEP}{postings.MESSAGE_FORMAT}") and row.lsi3 is None
+    assert row.sk.startswith(f"t{layout.SEP}{digest}{layout.SEP}{postings.MESSAGE_KEYS}") and row.lsi3 is None
     assert list(Posting.by_term.query(messages, Posting.lsi3.startswith(digest), consistent_read=True)) == []
     [entry] = list(Posting.by_term.query(records, Posting.lsi3.startswith(digest), consistent_read=True))
     assert entry.sk == layout.posting_sk("atom-000001", digest)
@@ -355,10 +404,15 @@ def test_modes():
 @pytest.mark.parametrize("layer", ["L0", "L1"])
 def test_replacing_an_items_postings_moves_only_the_counts_of_terms_that_changed(aws, monkeypatch, layer):
     """A re-index or a record's update erases postings and writes new ones: a term both hold keeps
-    its count untouched (no update for it), one dropped goes down, one added goes up."""
-    pk, _ = _index({"msg-000001": "apple pie crust", "msg-000002": "apple tart"}, layer=layer)
-    old = postings.build(pk, "msg-000001", term_counts("apple pie crust"), 3, timestamp=1, session_id="s")
-    new = postings.build(pk, "msg-000001", term_counts("apple apple pie cream"), 4, timestamp=1, session_id="s")
+    its count untouched (no update for it), one dropped goes down, one added goes up (messages
+    counted one a posting here: ``postings.share`` has its own tests)."""
+    pk, _ = _index({"msg-000001": "apple pie crust", "msg-000002": "apple tart"}, layer=layer, sampled=False)
+    old = postings.build(
+        pk, "msg-000001", term_counts("apple pie crust"), 3, timestamp=1, session_id="s", sampled=False
+    )
+    new = postings.build(
+        pk, "msg-000001", term_counts("apple apple pie cream"), 4, timestamp=1, session_id="s", sampled=False
+    )
     moved: list[str] = []
     update = Posting.update
 

@@ -163,8 +163,8 @@ PINNED = {
 def test_what_the_analyzer_answers_is_pinned_with_the_index_format(text):
     """A message's postings are computed again from its text when it is erased
     (``storage.postings.held_by``): if the analyzer answered otherwise for a stored text, the
-    erasure would miss its postings. A change here must raise ``postings.MESSAGE_FORMAT`` (so the
-    re-index rewrites every message's postings with the analyzer that will erase them) and then
-    update these answers."""
-    assert postings.MESSAGE_FORMAT == 3, "the format was raised: pin what the analyzer answers now"
+    erasure would miss its postings. A change here must raise ``postings.MESSAGE_KEYS`` (the key
+    format: the re-index rewrites every message indexed below it, with the analyzer that will erase
+    them; ``MESSAGE_FORMAT`` with it) and then update these answers."""
+    assert (postings.MESSAGE_KEYS, postings.MESSAGE_FORMAT) == (3, 4), "raised: pin what the analyzer answers now"
     assert dict(term_counts(text)) == PINNED[text]

@@ -73,8 +73,9 @@ def partition(where: Where, layer: str, user_id: str, out_of_time: Callable[[], 
     items: list[Message] | list[Record] = (
         messages.of_user(where, user_id) if layer == "L0" else records.of_user(where, user_id)
     )
-    # An item written by the current code says so (``index_format``): only older ones are rewritten.
-    current = postings.index_format(where.item_pk(layer, user_id))
+    # An item says what it was indexed in (``index_format``): only those searches cannot read are
+    # rewritten (a message of format 3 is counted another way than one of today, keyed alike).
+    current = postings.current_since(where.item_pk(layer, user_id))
     pending = sorted((i for i in items if i.id > after and int(i.index_format or 0) < current), key=lambda i: i.id)
     for start in range(0, len(pending), CHUNK):
         if out_of_time():

@@ -111,7 +111,8 @@ def ranked(
     budget: int | None = None,
 ) -> Ranked:
     """The ``depth`` (default ``limit``) best items holding any of ``terms`` that pass
-    ``filters``, by exact BM25 over this partition — or, when reading would pass ``budget``
+    ``filters``, by exact BM25 over this partition (its terms' document frequencies as
+    ``postings.document_frequencies`` gives them) — or, when reading would pass ``budget``
     postings, the best found by then."""
     want = max(depth or limit, 1)
     if not terms:
@@ -136,9 +137,9 @@ def ranked(
             lambda row: _note(candidates, excluded, filters, postings.item_of(row), row, term.term),
         )
 
+    held = postings.document_frequencies(pk, [t.digest for t in lists], first, known, first_page)
     for term, result in zip(lists, first, strict=True):
-        frequency = max(known[term.digest], len(result.rows))
-        term.weight = idf(max(collection.items, frequency), frequency)
+        term.weight = idf(max(collection.items, held[term.digest]), held[term.digest])
         take(term, result, first_page)
     lists = [t for t in lists if t.read]
     read = sum(t.read for t in lists)

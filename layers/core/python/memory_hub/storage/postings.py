@@ -19,9 +19,20 @@ see ``domain.retrieval``). Two layouts, by layer:
 Beside the postings of a term sits its document frequency (``df␟<term>``, outside the ``by-term``
 index: an update writes the row alone, one write unit, where an index entry would double it). A
 search reads the frequencies of its terms in one ``BatchGetItem`` beside their first pages
-(``frequencies``). It counts the term's postings and changes with them (written and erased by the
-same calls, one plain update per term), so it is exact unless a process dies between the two; the
-re-index (``domain.reindex``) recounts it.
+(``frequencies``). It changes with the postings (written and erased by the same calls, one plain
+update per term whose count moves), so it is right unless a process dies between the two; the
+re-index (``domain.reindex``) rewrites an item's postings with their counts.
+
+A record's postings count one each: its counts are exact. A message's (format 4) are *sampled*:
+one posting in ``SAMPLE`` (chosen by a hash of its item and term, so the erasure makes the same
+choice) adds ``SAMPLE``, the others nothing, and each carries what it added (``n``) so an erasure
+takes off exactly that. An add then updates about T ÷ ``SAMPLE`` counters instead of T (T: the
+message's distinct terms). The count is exact on average, not posting by posting; so a search
+counts the postings of a term it needs exactly (``count_up_to``, for a term below
+``EXACT_BELOW`` postings whose first page did not hold them all) and takes the sampled count only
+above that, for a word common enough to weigh little (``document_frequencies``).
+Messages of format 3 counted one a posting (``n`` absent); both kinds sum in one counter, and
+their postings are keyed alike.
 
 An item records the format it was indexed in (``index_format``): messages indexed before their
 postings were keyed by term (format 2, by item) are erased by their prefix and rewritten by
@@ -31,11 +42,13 @@ in their index key) are not read by searches either. Terms appear in keys only a
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pynamodb.constants import COUNT
 from pynamodb.exceptions import DeleteError
 
 from ..analysis import term_counts
@@ -48,8 +61,12 @@ WRITE_CHUNK = 100  # postings per batch_write context (PynamoDB sends them 25 at
 READ_WIDTH = 16  # terms or items looked up at once
 WRITE_WIDTH = 16  # document frequencies updated at once
 FORMAT = "2"  # the by-term index key format of a record's impact-ordered postings
-MESSAGE_FORMAT = 3  # a message's postings keyed by term: what a message records it was indexed with
+MESSAGE_KEYS = 3  # a message's postings keyed by term, the format digit of their keys (formats 3 and 4)
+MESSAGE_FORMAT = 4  # what a message records it was indexed with: keyed by term, counted by sampling
 RECORD_FORMAT = int(FORMAT)  # what a record records
+SAMPLE = 8  # a message's posting adds SAMPLE to its term's count one time in SAMPLE, else nothing
+EXACT_BELOW = 64  # a search counts a message term's postings itself up to this many
+_KEYS_AND_SHARE = ["pk", "sk", "lsi3", "n"]  # what an erasure reads of a posting (``n``: its share)
 _BY_TERM = "t"  # the sort-key kind of a posting keyed by term
 REFERENCE_LENGTH = 16.0  # the item length the static impact is computed with
 K1, B = 1.2, 0.75
@@ -87,7 +104,7 @@ def by_term_sk(digest: str, value: float, item_id: str) -> str:
 
 
 def _term_prefix(digest: str) -> str:
-    return f"{_BY_TERM}{layout.SEP}{digest}{layout.SEP}{MESSAGE_FORMAT}"
+    return f"{_BY_TERM}{layout.SEP}{digest}{layout.SEP}{MESSAGE_KEYS}"
 
 
 def keyed_by_term(pk: str) -> bool:
@@ -98,6 +115,19 @@ def keyed_by_term(pk: str) -> bool:
 def index_format(pk: str) -> int:
     """The format an item of this partition is indexed in today."""
     return MESSAGE_FORMAT if keyed_by_term(pk) else RECORD_FORMAT
+
+
+def current_since(pk: str) -> int:
+    """The oldest format of this partition that today's searches read (what the re-index leaves):
+    a message of format 3 or 4 has the same postings, only counted another way."""
+    return MESSAGE_KEYS if keyed_by_term(pk) else RECORD_FORMAT
+
+
+def share(item_id: str, digest: str) -> int:
+    """What a message's posting (format 4) adds to its term's count: ``SAMPLE`` for one in
+    ``SAMPLE`` of them, chosen by a hash of the item and the term, else 0."""
+    chosen = hashlib.blake2b(f"{item_id}{layout.SEP}{digest}".encode(), digest_size=4).digest()
+    return SAMPLE if int.from_bytes(chosen, "big") % SAMPLE == 0 else 0
 
 
 def frequency_sk(digest: str) -> str:
@@ -137,7 +167,10 @@ def build(
     session_id: str | None = None,
     type_: str | None = None,
     task_id: str | None = None,
+    sampled: bool = True,
 ) -> list[views.Posting]:
+    """The postings of one item. A message's carry what each adds to its term's count (``share``;
+    ``sampled=False``: a message of format 3, one each, nothing carried)."""
     session = layout.digest(session_id) if session_id is not None else None
     task = layout.digest(task_id) if task_id is not None else None
     by_term = keyed_by_term(pk)
@@ -150,6 +183,7 @@ def build(
                 pk,
                 by_term_sk(digest, value, item_id) if by_term else layout.posting_sk(item_id, digest),
                 lsi3=None if by_term else term_key(digest, value, item_id),
+                document_frequency=share(item_id, digest) if by_term and sampled else None,
                 term_frequency=frequency,
                 item_length=length,
                 timestamp=timestamp,
@@ -162,7 +196,7 @@ def build(
 
 
 def indexed(message: views.Message) -> list[views.Posting]:
-    """A message's postings, from its text: what ``messages.add`` wrote for it."""
+    """A message's postings, from its text: what ``messages.add`` wrote for it (format 3 or 4)."""
     counts = term_counts(message.content)
     return build(
         message.pk,
@@ -172,6 +206,7 @@ def indexed(message: views.Message) -> list[views.Posting]:
         timestamp=int(message.timestamp),
         session_id=message.session_id,
         task_id=message.task_id,
+        sampled=int(message.index_format or 0) >= MESSAGE_FORMAT,
     )
 
 
@@ -184,15 +219,22 @@ def _current(row: Any) -> bool:
     return len(parts) == 3 and parts[1].startswith(FORMAT) and row.sk.startswith(f"p{layout.SEP}")
 
 
+def _counted(row: Any) -> int:
+    """What a posting adds to its term's document frequency (a message's of format 4 carries it)."""
+    if not _current(row):
+        return 0
+    return 1 if row.document_frequency is None else int(row.document_frequency)
+
+
 def _frequencies(moves: Iterable[tuple[Any, int]]) -> None:
-    """Move the document frequency of each (partition, term) by the sum of its postings' signs
-    (+1 written, −1 erased): one plain ``UpdateItem`` per term whose count changes, side by side. The
-    updates are independent (nothing reads two of them together), so a transaction would only
-    double what each costs (DynamoDB bills transactional writes twice)."""
+    """Move the document frequency of each (partition, term) by what its postings add (``_counted``)
+    times their sign (+1 written, −1 erased): one plain ``UpdateItem`` per term whose count changes,
+    side by side. The updates are independent (nothing reads two of them together), so a
+    transaction would only double what each costs (DynamoDB bills transactional writes twice)."""
     deltas: Tally[tuple[str, str]] = Tally()
     for row, sign in moves:
-        if _current(row):
-            deltas[(row.pk, digest_of(row))] += sign
+        if n := _counted(row):
+            deltas[(row.pk, digest_of(row))] += sign * n
     changes = [(key, n) for key, n in deltas.items() if n]
 
     def one(change: tuple[tuple[str, str], int]) -> None:
@@ -256,7 +298,7 @@ def of_item(pk: str, item_id: str) -> list[views.Posting]:
             pk,
             Posting.sk.startswith(layout.postings_of(item_id)),
             consistent_read=True,
-            attributes_to_get=["pk", "sk", "lsi3"],
+            attributes_to_get=_KEYS_AND_SHARE,
         )
     )
 
@@ -288,7 +330,7 @@ def of_partition(pk: str) -> list[views.Posting]:
                 pk,
                 Posting.sk.startswith(f"{kind}{layout.SEP}"),
                 consistent_read=True,
-                attributes_to_get=["pk", "sk", "lsi3"],
+                attributes_to_get=_KEYS_AND_SHARE,
             )
         )
     ]
@@ -314,7 +356,7 @@ def held_by(items: Iterable[views.Message | views.Record]) -> list[views.Posting
     computed: list[views.Posting] = []
     prefixed: list[tuple[str, str]] = []
     for item in items:
-        if isinstance(item, views.Message) and int(item.index_format or 0) >= MESSAGE_FORMAT:
+        if isinstance(item, views.Message) and int(item.index_format or 0) >= MESSAGE_KEYS:
             computed += indexed(item)
         else:
             prefixed.append((item.pk, item.id))
@@ -399,6 +441,43 @@ def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = N
     )
     rows = _views(result)
     return Page(rows, result.last_evaluated_key)
+
+
+def count_up_to(pk: str, digest: str, cap: int) -> int:
+    """How many postings a term has in a message partition, counted up to ``cap``: one eventually
+    consistent ``Query`` that answers a count, billed by the postings it passes (~180 bytes each:
+    ``EXACT_BELOW`` of them ≈ 1.5 read units)."""
+    at = _term_prefix(digest)
+    # One page (``Model.count`` would read on past ``limit``: it pages until the term is exhausted).
+    answer = Posting._get_connection().query(  # the count of one page
+        pk, range_key_condition=Posting.sk.between(f"{at}0", f"{at}:"), limit=cap, select=COUNT
+    )
+    return int(answer["Count"])
+
+
+def document_frequencies(
+    pk: str, digests: list[str], first: list[Page], known: Mapping[str, int], asked: int
+) -> dict[str, int]:
+    """How many items hold each term (by digest), given its first page (``asked`` postings long)
+    and its counter (``known``). A page that held all of a term's postings counted them. A message partition's
+    counter is sampled (``SAMPLE``), so a term it puts below ``EXACT_BELOW`` has its postings
+    counted (``count_up_to``, side by side): a word's weight is exact where it is large and moves
+    most with a count's error. At or above it, the sampled count is taken: its error there is about
+    √(SAMPLE ÷ count), a third at most and less as the count grows, and a word that common weighs
+    little. A record partition's counter is exact."""
+    frequency: dict[str, int] = {}
+    uncertain: list[str] = []
+    for digest, page in zip(digests, first, strict=True):
+        if page.next is None or len(page.rows) < asked:
+            frequency[digest] = len(page.rows)  # the page held every posting of the term
+            continue
+        frequency[digest] = max(known[digest], len(page.rows))
+        if keyed_by_term(pk) and frequency[digest] < EXACT_BELOW:
+            uncertain.append(digest)
+    counted = for_each(lambda d: count_up_to(pk, d, EXACT_BELOW), uncertain, width=READ_WIDTH)
+    for digest, n in zip(uncertain, counted, strict=True):
+        frequency[digest] = n if n < EXACT_BELOW else max(frequency[digest], EXACT_BELOW)
+    return frequency
 
 
 def frequencies(pk: str, digests: list[str]) -> dict[str, int]:

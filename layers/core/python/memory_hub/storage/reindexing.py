@@ -22,7 +22,7 @@ _AFTER = "~after"
 
 def _marker_key(where: Where, layer: str, user_id: str) -> tuple[str, str]:
     pk = where.item_pk(layer, user_id)
-    return pk, f"ix{layout.SEP}{postings.index_format(pk)}"
+    return pk, f"ix{layout.SEP}{postings.current_since(pk)}"
 
 
 def position(where: Where, layer: str, user_id: str) -> str | None:
