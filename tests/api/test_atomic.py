@@ -467,6 +467,7 @@ def test_update_expected_version_and_errors(api, scope):
         ({"background": "b" * 2049}, "background"),
         ({"metadata": [1]}, "metadata"),
         ({"expected_version": "1", "content": "x"}, "expected_version"),
+        ({"expected_version": 2**53 + 1, "content": "x"}, "expected_version"),  # as atomic/delete
     ):
         bad = update(api, scope, made["id"], **fields)
         assert bad.status == 400 and bad.message.startswith(f"{field}: "), bad.body

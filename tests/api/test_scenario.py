@@ -228,10 +228,13 @@ def test_expected_version_on_a_missing_file_writes_nothing(api, scope):
     assert pair_assets(scope.memory_id) == [], "a refused write must not create the memory asset"
 
 
-@pytest.mark.parametrize("value", [-1, "1", 1.0, True])
-def test_expected_version_must_be_a_non_negative_integer(api, scope, value):
+@pytest.mark.parametrize("value", [-1, "1", 1.0, True, 2**53 + 1, 10**40])
+def test_expected_version_must_be_a_whole_number_from_0_to_2_to_the_53(api, scope, value):
+    """Versions are whole numbers up to 2^53 (as ``atomic/update`` and ``atomic/delete`` take them):
+    a value past that is refused as a value, never sent to storage as a number."""
     answer = api.post("/v3/scenario/write", scope.body(path="x.md", content="c", expected_version=value))
-    assert answer.status == 400 and answer.message.startswith("expected_version: ")
+    assert answer.status == 400 and answer.message.startswith("expected_version: "), answer.body
+    assert read(api, scope, "x.md")["content"] is None
 
 
 # --- read -------------------------------------------------------------------------------------------

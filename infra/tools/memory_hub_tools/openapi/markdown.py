@@ -50,8 +50,9 @@ says whether trying again can help:
 
 A 400 lists each bad field as `<field>: <problem>`, separated by `; `; a field inside a list is \
 named by its dotted path with zero-based indices (`messages.3.content`), and a rule across fields \
-by `(root)`. `retryable` is `true` on 500 and 503 and on the 409 of an `Idempotency-Key` that is \
-still running, `false` on every other 409, and may be absent elsewhere. Every answer carries its \
+by `(root)`, beside the fields' own problems. `retryable` is `true` on 500 and 503 and on the \
+409 of an `Idempotency-Key` that is still running, `false` on every other 409, and may be absent \
+elsewhere. Every answer carries its \
 request id in the `x-request-id` header too. A path the API does not have answers 404, and another \
 method on a known path 405, both as error envelopes.
 

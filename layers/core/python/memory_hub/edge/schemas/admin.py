@@ -11,7 +11,7 @@ from ...domain.principal import ALL_TEAMS
 from ...domain.results import AuditAction
 from ...domain.rules import team_or_agent_problem, trim
 from ...domain.scope import spells
-from .common import TEAM_PATTERN, FreeId, Limit, NoControl, NoControlDoc, Strict, TeamId, rule
+from .common import TEAM_PATTERN, FreeId, Limit, NoControl, NoControlDoc, Strict, TeamId, across, rule
 
 Role = Literal["reader", "writer", "admin"]
 Visibility = Literal["private", "team", "public"]
@@ -92,12 +92,7 @@ class NamesMemory(Strict):
     team_id: TeamId | None = Field(None, description="with agent_id: which pair, when several spell memory_id")
     agent_id: TeamId | None = Field(None, description="with team_id: which pair, when several spell memory_id")
 
-    @model_validator(mode="after")
-    def _spells(self) -> NamesMemory:
-        problem = spelling_problem(self.memory_id, self.team_id, self.agent_id)
-        if problem:
-            raise ValueError(problem)
-        return self
+    _spells = across("memory_id", "team_id", "agent_id", rule=spelling_problem)
 
     @property
     def named(self) -> Named:
@@ -142,6 +137,13 @@ class ClearTarget(Strict):
         return self
 
 
+def _stray_targets(memory_ids: list[str], targets: list[dict[str, Any]]) -> str | None:
+    """Targets (as sent) whose memory_id is not one of ``memory_ids``."""
+    ids = {trim(m) for m in memory_ids}
+    strays = [str(i) for i, t in enumerate(targets) if trim(t["memory_id"]) not in ids]
+    return f"targets {', '.join(strays)}: memory_id is not one of memory_ids" if strays else None
+
+
 class ChatMemoryClear(Strict):
     memory_ids: list[str] = Field(
         min_length=1, max_length=100, description="trimmed, blanks dropped, duplicates removed; none left → 400"
@@ -153,13 +155,7 @@ class ChatMemoryClear(Strict):
         "one of memory_ids; several targets of one id clear each named pair)",
     )
 
-    @model_validator(mode="after")
-    def _targets_named(self) -> ChatMemoryClear:
-        ids = {trim(m) for m in self.memory_ids}
-        strays = [str(i) for i, t in enumerate(self.targets or []) if trim(t.memory_id) not in ids]
-        if strays:
-            raise ValueError(f"targets {', '.join(strays)}: memory_id is not one of memory_ids")
-        return self
+    _targets_named = across("memory_ids", "targets", rule=lambda ids, targets: _stray_targets(ids, targets or []))
 
 
 class KeyCreate(Strict):
@@ -234,6 +230,10 @@ class UserMemoryDelete(NamesMemory):
         return self.content_ids[0] if self.content_ids else None
 
 
+def _in_wire_names(problem: str | None) -> str | None:
+    return problem.replace("memory_id", "appId") if problem else None
+
+
 class DeleteUserMemory(Strict):
     """The DeleteUserMemory request shape (``POST /v2/memory?Action=DeleteUserMemory``)."""
 
@@ -249,12 +249,7 @@ class DeleteUserMemory(Strict):
 
     _exactly_one = field_validator("memoryContentId")(_one_id)
 
-    @model_validator(mode="after")
-    def _spells(self) -> DeleteUserMemory:
-        problem = spelling_problem(self.appId, self.team_id, self.agent_id)
-        if problem:
-            raise ValueError(problem.replace("memory_id", "appId"))
-        return self
+    _spells = across("appId", "team_id", "agent_id", rule=lambda *named: _in_wire_names(spelling_problem(*named)))
 
     @property
     def named(self) -> Named:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -113,6 +114,40 @@ def _init_error(e: ErrorDetails) -> InitErrorDetails:
     if "ctx" in e:
         detail["ctx"] = e["ctx"]
     return detail
+
+
+def across(*fields: str, rule: Callable[..., str | None]) -> Any:
+    """A rule across ``fields``, as a model validator: its problem is named ``(root)`` beside the
+    fields' own problems, not only once they are right (a 400 names each). ``rule`` takes the
+    fields' values as sent (absent: None; a nested model as its object) and answers the problem or
+    None; it is asked only when none of its fields has a problem of its own (it may then rely on
+    their types). The request models are strict and never reshape a value, so what was sent is
+    what validation accepted."""
+
+    def check(cls: type[BaseModel], data: Any, handler: Any) -> Any:
+        raw = data if isinstance(data, dict) else {}
+        try:
+            model = handler(data)
+        except ValidationError as exc:
+            errors = exc.errors()
+            if {e["loc"][0] for e in errors if e["loc"]} & set(fields) or not isinstance(data, dict):
+                raise
+            problem = rule(*(raw.get(f) for f in fields))
+            if problem is None:
+                raise
+            raise ValidationError.from_exception_data(
+                cls.__name__, [*(_init_error(e) for e in errors), _root(problem)]
+            ) from None
+        problem = rule(*(raw.get(f) for f in fields)) if isinstance(data, dict) else None
+        if problem is not None:
+            raise ValidationError.from_exception_data(cls.__name__, [_root(problem)])
+        return model
+
+    return model_validator(mode="wrap")(classmethod(check))  # type: ignore[arg-type]  # pydantic's overloads
+
+
+def _root(problem: str) -> InitErrorDetails:
+    return {"type": "value_error", "loc": (), "input": None, "ctx": {"error": ValueError(problem)}}
 
 
 class TimeRange(Strict):

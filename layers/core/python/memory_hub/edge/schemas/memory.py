@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from ...domain.fields import MAX_VERSION, AtomType, Background, Content, Metadata, Tags
-from .common import Isolated, Limit, Offset, Query, Strict, Time, TimeRange
+from .common import Isolated, Limit, Offset, Query, Strict, Time, TimeRange, across
 
 SearchMode = Annotated[
     Literal["hybrid", "keyword", "semantic"],
@@ -96,6 +96,10 @@ class AtomicCount(Isolated, TimeRange):
     type: AtomType | None = None
 
 
+_CHANGES = ("content", "background", "tags", "metadata", "source_message_ids")
+_NOTHING = "nothing to update: give content, background, tags, metadata or source_message_ids"
+
+
 class AtomicUpdate(Isolated):
     """At least one of content, background, tags, metadata and source_message_ids (else 400); the
     others stay as they are."""
@@ -108,14 +112,11 @@ class AtomicUpdate(Isolated):
     source_message_ids: SourceIds | None = Field(
         None, description=SOURCES + "; replaces the list (the record still answers to every message it cited)"
     )
-    expected_version: int | None = Field(None, ge=0, description="the record's version must be this, else 409")
+    expected_version: int | None = Field(
+        None, ge=0, le=MAX_VERSION, description="the record's version must be this, else 409 (whole numbers 0..2^53)"
+    )
 
-    @model_validator(mode="after")
-    def _has_changes(self) -> AtomicUpdate:
-        changes = (self.content, self.background, self.tags, self.metadata, self.source_message_ids)
-        if all(v is None for v in changes):
-            raise ValueError("nothing to update: give content, background, tags, metadata or source_message_ids")
-        return self
+    _has_changes = across(*_CHANGES, rule=lambda *changes: None if any(v is not None for v in changes) else _NOTHING)
 
 
 class AtomicDelete(Isolated):
@@ -124,7 +125,7 @@ class AtomicDelete(Isolated):
     )
     expected_versions: dict[str, Annotated[int, Field(ge=0, le=MAX_VERSION)]] | None = Field(
         None,
-        description="{id: version} (whole numbers ≥ 0): every key must be in ids; any other version → 409, "
+        description="{id: version} (whole numbers 0..2^53): every key must be in ids; any other version → 409, "
         "nothing deleted",
     )
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
 from .admin import NamesMemory, UserId
-from .common import FreeId, Strict, TeamId
+from .common import FreeId, Strict, TeamId, across
 
 JobId = Annotated[str, Field(min_length=1, max_length=100)]
 
@@ -32,11 +32,11 @@ class ImportCreate(Strict):
     from_team: FreeId | None = Field(None, description="with from_agent: the source pair of a tree naming several")
     from_agent: FreeId | None = None
 
-    @model_validator(mode="after")
-    def _both_or_neither(self) -> ImportCreate:
-        if (self.from_team is None) != (self.from_agent is None):
-            raise ValueError("from_team and from_agent go together")
-        return self
+    _both_or_neither = across(
+        "from_team",
+        "from_agent",
+        rule=lambda t, a: "from_team and from_agent go together" if (t is None) != (a is None) else None,
+    )
 
 
 class ImportJob(Strict):
