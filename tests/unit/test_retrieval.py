@@ -161,13 +161,13 @@ def _frequency(pk: str, term: str) -> int:
 
 @pytest.mark.parametrize(("layer", "kind"), [("L0", "t"), ("L1", "p")])
 def test_document_frequency_follows_the_postings(aws, layer, kind):
-    """A record's postings count one each; a message's what they carry (``postings.share``)."""
+    """A term counts what its postings carry (``postings.share``), a message's or a record's."""
     corpus = {"msg-000001": "apple pie", "msg-000002": "apple tart", "msg-000003": "cherry"}
     pk, _ = _index(corpus, layer=layer)
 
     def expected(term: str, items: list[str]) -> int:
         held = [i for i in items if term in term_counts(corpus[i])]
-        return len(held) if layer == "L1" else sum(postings.share(i, layout.term_digest(term)) for i in held)
+        return sum(postings.share(i, layout.term_digest(term)) for i in held)
 
     everything = list(corpus)
     assert [_frequency(pk, t) for t in ("appl", "cherri", "absent")] == [
@@ -236,8 +236,8 @@ def test_a_messages_postings_are_keyed_by_term_with_no_index_entry_and_a_records
 def test_document_frequencies_stay_out_of_the_term_index_and_rows_of_before_leave_it(aws):
     """A frequency row has no index entry (an update writes one row, not two); one written before,
     at ``<t>␟2!`` in the by-term index, is never read as a posting and leaves the index at its
-    term's next change."""
-    pk, _ = _index({"msg-000001": "apple pie", "msg-000002": "apple tart"}, layer="L1")
+    term's next change (postings counted one each here, as before sampling)."""
+    pk, _ = _index({"msg-000001": "apple pie", "msg-000002": "apple tart"}, layer="L1", sampled=False)
     digest = layout.term_digest("appl")
 
     def indexed() -> list[str]:
@@ -250,7 +250,7 @@ def test_document_frequencies_stay_out_of_the_term_index_and_rows_of_before_leav
     assert len(indexed()) == 3
     page = postings.term_page(pk, digest, 10)
     assert sorted(postings.item_of(r) for r in page.rows) == ["msg-000001", "msg-000002"] and page.next is None
-    postings.put(postings.build(pk, "msg-000003", {"appl": 1}, 1))
+    postings.put(postings.build(pk, "msg-000003", {"appl": 1}, 1, sampled=False))
     assert postings.frequencies(pk, [digest, "absent"]) == {digest: 3, "absent": 0}
     assert postings.frequency_sk(digest) not in indexed()
 
@@ -428,3 +428,30 @@ def test_replacing_an_items_postings_moves_only_the_counts_of_terms_that_changed
     }  # fmt: skip
     page = postings.term_page(pk, layout.term_digest("appl"), 10)
     assert sorted(postings.item_of(r) for r in page.rows) == ["msg-000001", "msg-000002"]  # impact moved, one each
+
+
+def test_a_records_update_keeps_a_kept_terms_count_and_one_of_before_is_uncounted_by_one(aws):
+    """A record's postings carry their share too: an update (erase what changed, write what is new)
+    leaves a kept term's count as it is, and a record indexed before sampling (format 2: nothing
+    carried, one a posting) is uncounted by one."""
+    pk, _ = _index({"atom-000001": "apple pie crust", "atom-000002": "apple tart"}, layer="L1")
+    digest = layout.term_digest("appl")
+    shares = {i: postings.share(i, digest) for i in ("atom-000001", "atom-000002")}
+    assert _frequency(pk, "appl") == sum(shares.values())
+    stale = postings.of_item(pk, "atom-000001")
+    assert all(row.document_frequency == postings.share("atom-000001", postings.digest_of(row)) for row in stale)
+    fresh = postings.build(pk, "atom-000001", term_counts("apple cream"), 2, type_="episodic")
+    wanted, present = {f.sk: f for f in fresh}, {r.sk: r for r in stale}  # as records.sync_postings
+    postings.replace(
+        [r for sk, r in present.items() if sk not in wanted or r.lsi3 != wanted[sk].lsi3],
+        [f for sk, f in wanted.items() if sk not in present or present[sk].lsi3 != f.lsi3],
+    )
+    assert _frequency(pk, "appl") == sum(shares.values())  # its share moved out and back, or not at all
+    assert _frequency(pk, "crust") == 0 and _frequency(pk, "cream") == postings.share(
+        "atom-000001", layout.term_digest("cream")
+    )
+    old = postings.build(pk, "atom-000003", term_counts("apple"), 1, type_="episodic", sampled=False)
+    postings.put(old)  # as format 2 wrote it: one
+    assert _frequency(pk, "appl") == sum(shares.values()) + 1
+    postings.erase_items(pk, ["atom-000003"])
+    assert _frequency(pk, "appl") == sum(shares.values())

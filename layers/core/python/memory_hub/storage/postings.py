@@ -23,16 +23,17 @@ search reads the frequencies of its terms in one ``BatchGetItem`` beside their f
 update per term whose count moves), so it is right unless a process dies between the two; the
 re-index (``domain.reindex``) rewrites an item's postings with their counts.
 
-A record's postings count one each: its counts are exact. A message's (format 4) are *sampled*:
-one posting in ``SAMPLE`` (chosen by a hash of its item and term, so the erasure makes the same
-choice) adds ``SAMPLE``, the others nothing, and each carries what it added (``n``) so an erasure
-takes off exactly that. An add then updates about T ÷ ``SAMPLE`` counters instead of T (T: the
-message's distinct terms). The count is exact on average, not posting by posting; so a search
-counts the postings of a term it needs exactly (``count_up_to``, for a term below
+A term's count is *sampled*: one posting in ``SAMPLE`` (chosen by a hash of its item and term, so
+every writer and eraser makes the same choice) adds ``SAMPLE``, the others nothing, and each
+carries what it added (``n``) so an erasure takes off exactly that — a message's are computed
+again from its text, a record's read under its prefix. An add then updates about T ÷ ``SAMPLE``
+counters instead of T (T: the item's distinct terms), and a record's update moves a kept term's
+count not at all (its share is the same). The count is exact on average, not posting by posting;
+so a search counts the postings of a term it needs exactly (``count_up_to``, for a term below
 ``EXACT_BELOW`` postings whose first page did not hold them all) and takes the sampled count only
-above that, for a word common enough to weigh little (``document_frequencies``).
-Messages of format 3 counted one a posting (``n`` absent); both kinds sum in one counter, and
-their postings are keyed alike.
+above that, for a word common enough to weigh little (``document_frequencies``). Messages of
+format 3 and records of format 2 counted one a posting (``n`` absent); both kinds sum in one
+counter, and their postings are keyed as today's.
 
 An item records the format it was indexed in (``index_format``): messages indexed before their
 postings were keyed by term (format 2, by item) are erased by their prefix and rewritten by
@@ -63,7 +64,8 @@ WRITE_WIDTH = 16  # document frequencies updated at once
 FORMAT = "2"  # the by-term index key format of a record's impact-ordered postings
 MESSAGE_KEYS = 3  # a message's postings keyed by term, the format digit of their keys (formats 3 and 4)
 MESSAGE_FORMAT = 4  # what a message records it was indexed with: keyed by term, counted by sampling
-RECORD_FORMAT = int(FORMAT)  # what a record records
+RECORD_KEYS = int(FORMAT)  # a record's postings in the by-term index, the format digit of their keys
+RECORD_FORMAT = 3  # what a record records: its by-term keys (format 2), counted by sampling
 SAMPLE = 8  # a message's posting adds SAMPLE to its term's count one time in SAMPLE, else nothing
 EXACT_BELOW = 64  # a search counts a message term's postings itself up to this many
 _KEYS_AND_SHARE = ["pk", "sk", "lsi3", "n"]  # what an erasure reads of a posting (``n``: its share)
@@ -119,13 +121,14 @@ def index_format(pk: str) -> int:
 
 def current_since(pk: str) -> int:
     """The oldest format of this partition that today's searches read (what the re-index leaves):
-    a message of format 3 or 4 has the same postings, only counted another way."""
-    return MESSAGE_KEYS if keyed_by_term(pk) else RECORD_FORMAT
+    a message of format 3 or 4 (a record of format 2 or 3) has the same postings, only counted
+    another way."""
+    return MESSAGE_KEYS if keyed_by_term(pk) else RECORD_KEYS
 
 
 def share(item_id: str, digest: str) -> int:
-    """What a message's posting (format 4) adds to its term's count: ``SAMPLE`` for one in
-    ``SAMPLE`` of them, chosen by a hash of the item and the term, else 0."""
+    """What a posting written today adds to its term's count: ``SAMPLE`` for one in ``SAMPLE`` of
+    them, chosen by a hash of the item and the term, else 0."""
     chosen = hashlib.blake2b(f"{item_id}{layout.SEP}{digest}".encode(), digest_size=4).digest()
     return SAMPLE if int.from_bytes(chosen, "big") % SAMPLE == 0 else 0
 
@@ -169,8 +172,9 @@ def build(
     task_id: str | None = None,
     sampled: bool = True,
 ) -> list[views.Posting]:
-    """The postings of one item. A message's carry what each adds to its term's count (``share``;
-    ``sampled=False``: a message of format 3, one each, nothing carried)."""
+    """The postings of one item, each carrying what it adds to its term's count (``share``;
+    ``sampled=False``: as a message of format 3 or a record of format 2 wrote them, one each,
+    nothing carried)."""
     session = layout.digest(session_id) if session_id is not None else None
     task = layout.digest(task_id) if task_id is not None else None
     by_term = keyed_by_term(pk)
@@ -183,7 +187,7 @@ def build(
                 pk,
                 by_term_sk(digest, value, item_id) if by_term else layout.posting_sk(item_id, digest),
                 lsi3=None if by_term else term_key(digest, value, item_id),
-                document_frequency=share(item_id, digest) if by_term and sampled else None,
+                document_frequency=share(item_id, digest) if sampled else None,
                 term_frequency=frequency,
                 item_length=length,
                 timestamp=timestamp,
@@ -444,13 +448,19 @@ def term_page(pk: str, digest: str, limit: int, start: dict[str, Any] | None = N
 
 
 def count_up_to(pk: str, digest: str, cap: int) -> int:
-    """How many postings a term has in a message partition, counted up to ``cap``: one eventually
-    consistent ``Query`` that answers a count, billed by the postings it passes (~180 bytes each:
+    """How many postings a term has in a partition, counted up to ``cap``: one eventually
+    consistent ``Query`` that answers a count (of the table's ``t␟`` range for messages, the
+    ``by-term`` index's for records), billed by the postings it passes (~180 bytes each:
     ``EXACT_BELOW`` of them ≈ 1.5 read units)."""
-    at = _term_prefix(digest)
+    if keyed_by_term(pk):
+        at = _term_prefix(digest)
+        condition, index = Posting.sk.between(f"{at}0", f"{at}:"), None
+    else:
+        at = f"{digest}{layout.SEP}{FORMAT}"
+        condition, index = Posting.lsi3.between(f"{at}0", f"{at}:"), Posting.by_term.Meta.index_name
     # One page (``Model.count`` would read on past ``limit``: it pages until the term is exhausted).
     answer = Posting._get_connection().query(  # the count of one page
-        pk, range_key_condition=Posting.sk.between(f"{at}0", f"{at}:"), limit=cap, select=COUNT
+        pk, range_key_condition=condition, index_name=index, limit=cap, select=COUNT
     )
     return int(answer["Count"])
 
@@ -459,12 +469,12 @@ def document_frequencies(
     pk: str, digests: list[str], first: list[Page], known: Mapping[str, int], asked: int
 ) -> dict[str, int]:
     """How many items hold each term (by digest), given its first page (``asked`` postings long)
-    and its counter (``known``). A page that held all of a term's postings counted them. A message partition's
+    and its counter (``known``). A page that held all of a term's postings counted them. A
     counter is sampled (``SAMPLE``), so a term it puts below ``EXACT_BELOW`` has its postings
     counted (``count_up_to``, side by side): a word's weight is exact where it is large and moves
     most with a count's error. At or above it, the sampled count is taken: its error there is about
     √(SAMPLE ÷ count), a third at most and less as the count grows, and a word that common weighs
-    little. A record partition's counter is exact."""
+    little."""
     frequency: dict[str, int] = {}
     uncertain: list[str] = []
     for digest, page in zip(digests, first, strict=True):
@@ -472,7 +482,7 @@ def document_frequencies(
             frequency[digest] = len(page.rows)  # the page held every posting of the term
             continue
         frequency[digest] = max(known[digest], len(page.rows))
-        if keyed_by_term(pk) and frequency[digest] < EXACT_BELOW:
+        if frequency[digest] < EXACT_BELOW:
             uncertain.append(digest)
     counted = for_each(lambda d: count_up_to(pk, d, EXACT_BELOW), uncertain, width=READ_WIDTH)
     for digest, n in zip(uncertain, counted, strict=True):
