@@ -164,3 +164,31 @@ def test_a_message_of_format_3_is_current_and_left_as_it_is(aws):
     stored = Message.get(where.item_pk("L0", "u1"), "msg-00000000000000000000000001", consistent_read=True)
     assert int(stored.index_format) == 3
     assert reindexing.position(where, "L0", "u1") == reindexing.DONE  # at ``ix␟3``, as before
+
+
+def test_a_message_erased_while_its_chunk_is_reindexed_leaves_no_posting_and_the_rest_are_current(aws, monkeypatch):
+    """An erasure that read a message in its old format looks for postings of that format: if the
+    re-index wrote the new ones meanwhile, the re-index erases them again; the other messages of
+    the chunk still become current (one item gone does not hold the rest back)."""
+    where = Where(f"t{uuid.uuid4().hex[:8]}", "agent", 1, "m")
+    pk = where.item_pk("L0", "u1")
+    ids = [f"msg-0000000000000000000000{n:04d}" for n in range(3)]
+    for n, item_id in enumerate(ids):
+        _format2_message(where, "u1", item_id, f"apples and pears, basket {n}")
+    doomed = messages.get_many(where, "u1", ids[:1])[ids[0]]  # as its erasure read it: format 2
+    rewrite = postings.replace
+
+    def erased_meanwhile(stale: list, fresh: list) -> None:
+        rewrite(stale, fresh)
+        messages.delete(where, [doomed], lambda part: [])
+
+    monkeypatch.setattr(postings, "replace", erased_meanwhile)
+    assert reindex.memory(where, lambda: False).items == 3
+    monkeypatch.undo()
+    held = {postings.item_in_key(r) for r in Posting.query(pk, Posting.sk.startswith("t"), consistent_read=True)}
+    assert held == set(ids[1:])  # none of the erased message's
+    for item_id in ids[1:]:
+        assert int(Message.get(pk, item_id, consistent_read=True).index_format) == postings.MESSAGE_FORMAT
+    messages.delete(where, list(messages.get_many(where, "u1", ids[1:]).values()), lambda part: [])
+    assert list(Posting.query(pk, Posting.sk.startswith("t"), consistent_read=True)) == []
+    assert list(Posting.query(pk, Posting.sk.startswith("df"), consistent_read=True)) == []  # no count left

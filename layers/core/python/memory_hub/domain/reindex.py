@@ -52,7 +52,8 @@ def _postings(layer: str, item: Any, counts: Any, length: int) -> list[Posting]:
 
 def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Message | Record]) -> None:
     """Re-index a chunk of items: their postings and lengths as the current analysis gives them (a
-    term the old postings held too keeps its count as it is)."""
+    term the old postings held too keeps its count as it is). An item erased meanwhile has the
+    postings written for it erased again: its erasure looked for those of its old format."""
     stale = postings.held_by(chunk)
     fresh: list[Posting] = []
     lengths: dict[str, int] = {}
@@ -61,7 +62,18 @@ def _rewrite(where: Where, layer: str, user_id: str, chunk: list[Message | Recor
         lengths[item.id] = sum(counts.values())
         fresh += _postings(layer, item, counts, lengths[item.id])
     postings.replace(stale, fresh)
-    reindexing.set_lengths(where, layer, user_id, chunk, lengths)
+    left_out = reindexing.set_lengths(where, layer, user_id, chunk, lengths)
+    gone = left_out - _present(where, layer, user_id, sorted(left_out)) if left_out else set()
+    if gone:  # erased meanwhile: its erasure looked for the postings of its old format, not these
+        postings.delete([row for row in fresh if postings.item_in_key(row) in gone])
+
+
+def _present(where: Where, layer: str, user_id: str, ids: list[str]) -> set[str]:
+    """Which of these items exist (those of running imports included)."""
+    everything = where.everything()
+    if layer == "L0":
+        return set(messages.get_many(everything, user_id, ids))
+    return set(records.get_many(everything, user_id, ids))
 
 
 def partition(where: Where, layer: str, user_id: str, out_of_time: Callable[[], bool], progress: Progress) -> bool:

@@ -57,23 +57,32 @@ def forget(where: Where, user_id: str, layers: Sequence[str]) -> None:
 
 def set_lengths(
     where: Where, layer: str, user_id: str, chunk: Sequence[views.Message | views.Record], lengths: dict[str, int]
-) -> None:
-    """Each item's length (BM25's document length) as the current analysis gives it, and the user's
-    token total moved by the difference, in one transaction. An item that changed or went meanwhile
-    cancels it: its writer keeps its length, and the next run fixes a drift."""
+) -> set[str]:
+    """Each item's length (BM25's document length) and format as the current analysis gives them,
+    and the user's token total moved by the difference, in one transaction. An item that changed or
+    went meanwhile cancels it: the others are set again without it (its writer keeps its length,
+    and the next run fixes a drift). Returns the ids of the items left out."""
     model: type[Message] | type[Record] = Message if layer == "L0" else Record
-    transaction = Transaction()
-    delta = 0
-    for item in chunk:
-        delta += lengths[item.id] - int(item.terms or 0)
-        transaction.update(
-            f"item:{item.id}",
-            item,
-            [model.terms.set(lengths[item.id]), model.index_format.set(postings.index_format(item.pk))],
-            condition=model.pk.exists() & (model.terms == item.terms),
-        )
-    counters.change(transaction, where, layer, user_id, 0, delta)
-    try:
-        transaction.commit()
-    except Cancelled:
-        pass
+    left_out: set[str] = set()
+    while pending := [item for item in chunk if item.id not in left_out]:
+        transaction = Transaction()
+        delta = 0
+        for item in pending:
+            delta += lengths[item.id] - int(item.terms or 0)
+            transaction.update(
+                f"item:{item.id}",
+                item,
+                [model.terms.set(lengths[item.id]), model.index_format.set(postings.index_format(item.pk))],
+                condition=model.pk.exists() & (model.terms == item.terms),
+            )
+        counters.change(transaction, where, layer, user_id, 0, delta)
+        try:
+            transaction.commit()
+        except Cancelled as exc:
+            refused = {name.split(":", 1)[1] for name in exc.failed if name.startswith("item:")}
+            if not refused:  # not an item's doing: as before, the next run fixes a drift
+                return left_out
+            left_out |= refused
+            continue
+        break
+    return left_out
