@@ -110,6 +110,7 @@ Time = Annotated[
 ]
 # ---- numbers
 Version = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
+ExpectedVersion = Annotated[int, Field(strict=True, ge=0, le=MAX_VERSION)]  # 0: the item must not exist
 Count = Annotated[int, Field(strict=True, ge=1, le=MAX_VERSION)]
 # ---- L0 / L1
 Content = Annotated[str, Field(min_length=1, max_length=MESSAGE_CHARS), Storable]

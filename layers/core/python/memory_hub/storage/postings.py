@@ -66,8 +66,8 @@ MESSAGE_KEYS = 3  # a message's postings keyed by term, the format digit of thei
 MESSAGE_FORMAT = 4  # what a message records it was indexed with: keyed by term, counted by sampling
 RECORD_KEYS = int(FORMAT)  # a record's postings in the by-term index, the format digit of their keys
 RECORD_FORMAT = 3  # what a record records: its by-term keys (format 2), counted by sampling
-SAMPLE = 8  # a message's posting adds SAMPLE to its term's count one time in SAMPLE, else nothing
-EXACT_BELOW = 64  # a search counts a message term's postings itself up to this many
+SAMPLE = 8  # a posting adds SAMPLE to its term's count one time in SAMPLE, else nothing
+EXACT_BELOW = 64  # a search counts a term's postings itself up to this many
 _KEYS_AND_SHARE = ["pk", "sk", "lsi3", "n"]  # what an erasure reads of a posting (``n``: its share)
 _BY_TERM = "t"  # the sort-key kind of a posting keyed by term
 REFERENCE_LENGTH = 16.0  # the item length the static impact is computed with
@@ -224,7 +224,8 @@ def _current(row: Any) -> bool:
 
 
 def _counted(row: Any) -> int:
-    """What a posting adds to its term's document frequency (a message's of format 4 carries it)."""
+    """What a posting adds to its term's document frequency: what it carries (``share``), or one
+    for a posting written before sampling (it carries nothing)."""
     if not _current(row):
         return 0
     return 1 if row.document_frequency is None else int(row.document_frequency)

@@ -125,20 +125,20 @@ def across(*fields: str, rule: Callable[..., str | None]) -> Any:
     what validation accepted."""
 
     def check(cls: type[BaseModel], data: Any, handler: Any) -> Any:
-        raw = data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):  # not a body (a model already made): its own validation only
+            return handler(data)
         try:
             model = handler(data)
         except ValidationError as exc:
             errors = exc.errors()
-            if {e["loc"][0] for e in errors if e["loc"]} & set(fields) or not isinstance(data, dict):
-                raise
-            problem = rule(*(raw.get(f) for f in fields))
+            touched = {e["loc"][0] for e in errors if e["loc"]} & set(fields)
+            problem = None if touched else rule(*(data.get(f) for f in fields))
             if problem is None:
                 raise
             raise ValidationError.from_exception_data(
                 cls.__name__, [*(_init_error(e) for e in errors), _root(problem)]
             ) from None
-        problem = rule(*(raw.get(f) for f in fields)) if isinstance(data, dict) else None
+        problem = rule(*(data.get(f) for f in fields))
         if problem is not None:
             raise ValidationError.from_exception_data(cls.__name__, [_root(problem)])
         return model

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ...domain.fields import MAX_VERSION, AtomType, Background, Content, Metadata, Tags
+from ...domain.fields import AtomType, Background, Content, ExpectedVersion, Metadata, Tags
 from .common import Isolated, Limit, Offset, Query, Strict, Time, TimeRange, across
 
 SearchMode = Annotated[
@@ -112,8 +112,8 @@ class AtomicUpdate(Isolated):
     source_message_ids: SourceIds | None = Field(
         None, description=SOURCES + "; replaces the list (the record still answers to every message it cited)"
     )
-    expected_version: int | None = Field(
-        None, ge=0, le=MAX_VERSION, description="the record's version must be this, else 409 (whole numbers 0..2^53)"
+    expected_version: ExpectedVersion | None = Field(
+        None, description="the record's version must be this, else 409 (whole numbers 0..2^53)"
     )
 
     _has_changes = across(*_CHANGES, rule=lambda *changes: None if any(v is not None for v in changes) else _NOTHING)
@@ -123,7 +123,7 @@ class AtomicDelete(Isolated):
     ids: list[str] = Field(
         min_length=1, max_length=5000, description="trimmed, blanks dropped, duplicates removed; none left → 400"
     )
-    expected_versions: dict[str, Annotated[int, Field(ge=0, le=MAX_VERSION)]] | None = Field(
+    expected_versions: dict[str, ExpectedVersion] | None = Field(
         None,
         description="{id: version} (whole numbers 0..2^53): every key must be in ids; any other version → 409, "
         "nothing deleted",

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from ...domain.fields import FILES_LIMIT, MAX_VERSION, Summary, Text, rule
+from ...domain.fields import FILES_LIMIT, ExpectedVersion, Summary, Text, rule
 from ...domain.formed import FORMED_FOLDER as FORMED
 from .common import FilePath, Isolated, PathPrefix, RmPath
 
@@ -36,8 +36,8 @@ class ScenarioWrite(Isolated):
     path: WrittenPath
     content: Text
     summary: Summary | None = Field(None, description='persists until a write sets a new one; "" removes it')
-    expected_version: int | None = Field(
-        None, ge=0, le=MAX_VERSION, description="0 = the file must not exist; versions are whole numbers 0..2^53"
+    expected_version: ExpectedVersion | None = Field(
+        None, description="0 = the file must not exist; versions are whole numbers 0..2^53"
     )
 
 
