@@ -3,6 +3,8 @@ units per service, and units become dollars at the list prices of prices.py."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from memory_hub_bench import cost, prices
 
@@ -43,3 +45,18 @@ def test_dollars_follow_the_list_prices():
 def test_a_query_over_a_larger_index_processes_more_data():
     # 60x the vectors, past the first 100,000 at half the price a TB: ~30x the charge
     assert cost.query_tb(6_000_000) == pytest.approx(30.5 * cost.query_tb(100_000))
+
+
+def test_a_batch_puts_once_per_group_of_users_it_reaches():
+    # one group: the whole batch in one PutVectors; many groups: up to one PutVectors an add
+    assert cost.puts_per_add(11.6, groups=1) == pytest.approx(1 / 11.6, rel=1e-3)
+    assert cost.puts_per_add(11.6, groups=16) == pytest.approx(16 * (1 - math.exp(-11.6 / 16)) / 11.6)
+    assert 1 / 11.6 < cost.puts_per_add(11.6, groups=16) < cost.puts_per_add(11.6, groups=256) < 1
+
+
+def test_a_search_at_6_million_is_priced_at_its_users_group_index():
+    assert cost.GROUP_INDEX == cost.LARGE_INDEX // cost.GROUPS == 375_000
+    search = cost.RouteCost("/v3/conversation/search", vector_queries=2)
+    grouped = sum(search.dollars(cost.GROUP_INDEX).values())
+    whole = sum(search.dollars(cost.LARGE_INDEX).values())
+    assert whole > 5 * grouped  # one index for every user would process 16x the data

@@ -22,14 +22,54 @@ TEAM_OR_AGENT = st.text(alphabet="ABCXYZabcxyz0189._@-", min_size=1, max_size=64
 INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
-@given(team=TEAM_OR_AGENT, agent=TEAM_OR_AGENT, epoch=st.integers(0, 2**64 - 1), dims=st.sampled_from([1, 256, 4096]))
+@st.composite
+def _groups(draw):
+    groups = draw(st.sampled_from([1, 2, 16, 255, vectors.MAX_GROUPS]) | st.integers(1, vectors.MAX_GROUPS))
+    return draw(st.integers(0, groups - 1)), groups
+
+
+@given(
+    team=TEAM_OR_AGENT,
+    agent=TEAM_OR_AGENT,
+    epoch=st.integers(0, 2**64 - 1),
+    dims=st.sampled_from([1, 256, 4096]),
+    grouped=_groups(),
+)
 @settings(max_examples=300, deadline=None)
-def test_every_valid_memory_epoch_and_size_names_a_valid_index(team, agent, epoch, dims):
-    name = vectors.index_name(team, agent, epoch, dims)
+def test_every_valid_memory_epoch_size_and_group_names_a_valid_index(team, agent, epoch, dims, grouped):
+    group, groups = grouped
+    name = vectors.index_name(team, agent, epoch, dims, group, groups)
     assert INDEX_NAME.fullmatch(name) and len(name) <= 63, name
     assert name.startswith(vectors.epoch_prefix(team, agent, epoch))
     assert name.startswith(vectors.prefix(team, agent))
-    assert vectors.parse_name(name) == (vectors.prefix(team, agent), epoch, dims)
+    assert vectors.parse_name(name) == vectors.Name(vectors.prefix(team, agent), epoch, dims, group, groups)
+    if groups == 1:  # a memory of one group keeps the names of before
+        assert name == f"{vectors.epoch_prefix(team, agent, epoch)}{dims}"
+
+
+@given(user=st.text(min_size=1, max_size=300), groups=st.integers(1, vectors.MAX_GROUPS))
+def test_a_user_has_one_group_and_the_name_of_its_index_says_so(user, groups):
+    group = vectors.group_of(user, groups)
+    assert 0 <= group < groups and group == vectors.group_of(user, groups)
+    parsed = vectors.parse_name(vectors.index_name("t", "a", 3, 8, group, groups))
+    assert parsed is not None and parsed.holds(user) and parsed.group == group
+    others = [vectors.Name(parsed.prefix, 3, 8, g, groups) for g in range(groups) if g != group]
+    assert not any(other.holds(user) for other in others)
+
+
+def test_users_spread_over_every_group_and_group_counts_outside_the_range_are_refused():
+    assert {vectors.group_of(f"user-{i}", 16) for i in range(400)} == set(range(16))
+    assert vectors.group_of("anyone", 1) == 0
+    for wrong in (0, vectors.MAX_GROUPS + 1):
+        with pytest.raises(ValueError):
+            vectors.group_of("u", wrong)
+
+
+@pytest.mark.parametrize(
+    "name", ["mabc-1-3-4of4", "mabc-1-3-0of1", "mabc-1-3-x", "mabc-1-3-2of", "mabc-1-3-1of300", "xabc-1-3", "mabc-1"]
+)
+def test_a_name_of_another_layout_is_not_taken_for_one_of_this(name):
+    assert vectors.parse_name(name) is None
 
 
 @given(a=st.tuples(TEAM_OR_AGENT, TEAM_OR_AGENT), b=st.tuples(TEAM_OR_AGENT, TEAM_OR_AGENT))

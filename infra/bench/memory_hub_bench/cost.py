@@ -9,7 +9,8 @@ Per route, the mean of ``n`` requests (after two untimed ones) of the routes sec
 - S3 requests by price class (PUT, COPY, POST, LIST vs GET and the rest; DELETE is free);
 - S3 Vectors: each PutVectors billed at its 128 KB minimum (a request's few vectors are far below
   it), each QueryVectors per call plus the data it processes — (vector + key + filterable
-  metadata) bytes × the vectors of the index — priced at the bench's own index and at 6 million;
+  metadata) bytes × the vectors of the index it reads — priced at the bench's own index and at 6
+  million vectors in the memory (``GROUP_INDEX`` in the index of the user's group);
 - Bedrock: one InvokeModel per text embedded, tokens estimated as 4 characters each;
 - Lambda: one request per API call plus one per queued message (SQS) or Invoke; billed duration
   estimated as the CPU the function processes used for it (/proc) plus its sequential AWS round
@@ -19,7 +20,8 @@ Per route, the mean of ``n`` requests (after two untimed ones) of the routes sec
 
 The month: ``USERS`` users, each adding ``ADDS`` one-message conversation turns and searching
 ``SEARCHES`` times a month, everything kept a year (a steady state holding 12 months of turns, all
-in one memory: one vector index of USERS × ADDS × 12 vectors)."""
+in one memory: USERS × ADDS × 12 vectors, spread over the template's ``VectorGroups`` default of
+groups of users, so a search reads an index of ``GROUP_INDEX`` vectors)."""
 
 from __future__ import annotations
 
@@ -40,7 +42,9 @@ PUT_VECTORS_MIN_BYTES = 128 * 1024
 CHARS_PER_TOKEN = 4
 GB, TB = 1024**3, 1024**4
 USERS, ADDS, SEARCHES, MONTHS_KEPT = 10_000, 50, 20, 12
-LARGE_INDEX = USERS * ADDS * MONTHS_KEPT  # 6 million vectors
+LARGE_INDEX = USERS * ADDS * MONTHS_KEPT  # 6 million vectors in the memory
+GROUPS = 16  # the template's VectorGroups default: a memory's users spread over this many indexes
+GROUP_INDEX = LARGE_INDEX // GROUPS  # what a search reads at 6 million (10,000 users spread evenly)
 ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
 BATCHED = ", VectorWrites Batched"
 BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
@@ -179,6 +183,13 @@ def workload_batch() -> float:
     return USERS * ADDS / (30 * 86_400) * BATCH_WINDOW_S
 
 
+def puts_per_add(batch: float, groups: int = GROUPS) -> float:
+    """PutVectors an add costs when a batch of ``batch`` adds (at random, by users spread evenly)
+    is put index by index: a group with at least one add in the window takes one PutVectors —
+    ``groups × (1 − e^(−batch ÷ groups))`` a batch, ≈ 0.71 an add with the defaults."""
+    return groups * (1 - math.exp(-batch / groups)) / batch
+
+
 def batched_add(
     case: Case,
     label: str,
@@ -191,9 +202,10 @@ def batched_add(
     """An add (``case``: one new item a request) with ``VectorWrites: Batched``: the request's own
     calls (measured: the write and one SendMessage), and its share of the queue consumer's
     (measured over every add it embedded: a model call and a read per item; then priced per batch
-    of ``workload_batch()`` adds: one PutVectors, one Lambda request of ``BATCH_SEQUENTIAL_CALLS``
-    round trips, a receive and a delete per 10 messages). Returns the row (its tokens: the texts the
-    requests sent, as for the other rows) and the adds per PutVectors seen here."""
+    of ``workload_batch()`` adds: a PutVectors per group of users with an add in it (``puts_per_add``;
+    side by side), one Lambda request of ``BATCH_SEQUENTIAL_CALLS`` round trips, a receive and a
+    delete per 10 messages). Returns the row (its tokens: the texts the requests sent, as for the
+    other rows) and the adds per PutVectors seen here."""
     vectors_batched(True)
     try:
         log.take()
@@ -212,8 +224,8 @@ def batched_add(
     row.embed_calls = per_item.embed_calls / adds
     row.tokens = row.embed_calls * chars / CHARS_PER_TOKEN
     row.calls["bedrock"] = row.embed_calls
-    row.calls["s3vectors"] = 1 / b
-    row.vector_puts = 1 / b
+    row.calls["s3vectors"] = puts_per_add(b)
+    row.vector_puts = puts_per_add(b)
     row.lambda_requests = 1 + 1 / b  # the API call, and a share of the consumer's invocation
     row.queued = 1 + 2 * math.ceil(b / 10) / b  # SQS requests: the send, a share of receives and deletes
     row.round_trips += BATCH_SEQUENTIAL_CALLS / b
@@ -327,7 +339,7 @@ class Month:
 def month(add: RouteCost, search: RouteCost, dynamodb_bytes_per_message: float) -> Month:
     """The stated workload's monthly bill at steady state (a year of turns held)."""
     adds, searches = USERS * ADDS, USERS * SEARCHES
-    requests = adds * sum(add.dollars(LARGE_INDEX).values()) + searches * sum(search.dollars(LARGE_INDEX).values())
+    requests = adds * sum(add.dollars(GROUP_INDEX).values()) + searches * sum(search.dollars(GROUP_INDEX).values())
     held = LARGE_INDEX
     storage = held * dynamodb_bytes_per_message / GB * prices.DYNAMODB_STORAGE.usd
     storage += held * VECTOR_BYTES / GB * prices.S3_VECTORS_STORAGE.usd
@@ -389,7 +401,7 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
     return {
         "routes": [row.__dict__ | {"billed_ms": row.billed_ms,
                                    "usd_per_million": sum(row.dollars(SMALL_INDEX).values()) * 1e6,
-                                   "usd_per_million_6m_vectors": sum(row.dollars(LARGE_INDEX).values()) * 1e6,
+                                   "usd_per_million_6m_vectors": sum(row.dollars(GROUP_INDEX).values()) * 1e6,
                                    "largest": _largest(row, SMALL_INDEX)}
                    for row in rows],
         "month": bill.__dict__ | {"total": bill.total},
@@ -397,7 +409,8 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
             "total": batched_bill.total, "adds_per_batch": workload_batch(), "window_s": BATCH_WINDOW_S,
             "adds_per_put_here": adds_per_put},
         "workload": {"users": USERS, "adds": ADDS, "searches": SEARCHES, "months_kept": MONTHS_KEPT,
-                     "turns_held": LARGE_INDEX, "vector_bytes": VECTOR_BYTES},
+                     "turns_held": LARGE_INDEX, "vector_bytes": VECTOR_BYTES, "groups": GROUPS,
+                     "group_index": GROUP_INDEX},
         "peers": peers(),
         "prices_checked": prices.CHECKED,
         "unverified": [p.per for p in _all_prices() if not p.verified],
@@ -410,7 +423,7 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
     say(f"\n### Cost at list prices (us-east-1, on-demand; prices of {checked}: memory_hub_bench/prices.py)\n")
     say(
         "| route | AWS calls a request | DynamoDB RRU / WRU | S3 PUT / GET | S3 Vectors put / query | "
-        "Bedrock tokens | Lambda requests / billed ms | $ per 1M | $ per 1M, 6M-vector index | largest, $ per 1M |"
+        "Bedrock tokens | Lambda requests / billed ms | $ per 1M | $ per 1M, 6M vectors in the memory | largest, $ per 1M |"
     )
     say("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in result["routes"]:
@@ -424,17 +437,19 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
     bill, w = result["month"], result["workload"]
     say(
         f"\n**A month** of {w['users']:,} users each adding {w['adds']} one-message turns and searching "
-        f"{w['searches']} times, kept {w['months_kept']} months (steady state: {w['turns_held']:,} turns held, one "
-        f"memory, one vector index): requests ${bill['requests_usd']:,.0f}, storage ${bill['storage_usd']:,.0f} "
+        f"{w['searches']} times, kept {w['months_kept']} months (steady state: {w['turns_held']:,} turns held in one "
+        f"memory, its users in {w.get('groups', 1)} groups: a search reads an index of "
+        f"{w.get('group_index', w['turns_held']):,} vectors): requests ${bill['requests_usd']:,.0f}, "
+        f"storage ${bill['storage_usd']:,.0f} "
         f"(DynamoDB {bill['bytes_per_message']:,.0f} bytes a stored turn, measured; vectors {w['vector_bytes']:,} "
         f"bytes), **${bill['total']:,.0f} a month**.\n"
     )
     batched = result.get("month_batched")
     if batched:
         say(
-            f"With `VectorWrites: Batched` (its one-message add's row: vectors put {batched['adds_per_batch']:.1f} "
-            "adds to a "
-            f"PutVectors, the month's rate in one memory over the {batched['window_s']} s window; "
+            f"With `VectorWrites: Batched` (its one-message add's row: the month's rate brings "
+            f"{batched['adds_per_batch']:.1f} adds to one memory in the {batched['window_s']} s window, "
+            f"a PutVectors for each group of users among them, {puts_per_add(batched['adds_per_batch']):.2f} an add; "
             f"{batched['adds_per_put_here']:.1f} here, at the bench's pace): **${batched['total']:,.0f} a month**.\n"
         )
     say("| the same workload on | $ a month | prices used |")

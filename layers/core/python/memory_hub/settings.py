@@ -60,6 +60,9 @@ class Settings(BaseModel):
     # True: a write queues its embeddings instead of making them (the queue's consumer puts the
     # vectors of one memory together, one PutVectors for many writes). False: within the request.
     vectors_batched: bool = False
+    # The groups of users a new memory's vector indexes are split into (its users' vectors by a
+    # digest of the user id): a search reads its user's group's index only.
+    vector_groups: int = Field(1, ge=1, le=256)
     # Formation (the model is called through Bedrock Converse). Off unless the template turns it on.
     formation: bool = False
     formation_model: str = Field("amazon.nova-lite-v1:0", min_length=1)
@@ -93,6 +96,7 @@ ENVIRONMENT = {
     "embed_queue_url": "EMBED_QUEUE_URL",
     "embed_budget_s": "MEMORY_HUB_EMBED_BUDGET_S",
     "vectors_batched": "VECTOR_WRITES",
+    "vector_groups": "VECTOR_GROUPS",
     "formation": "FORMATION",
     "formation_model": "FORMATION_MODEL",
     "formation_batch": "FORMATION_BATCH",

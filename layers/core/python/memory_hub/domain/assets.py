@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 
 from ..clock import format_ms, now_ms
 from ..memory_ids import memory_id_of
+from ..settings import get_settings
 from ..storage import assets as stored
 from ..storage import blobs, bucket, counters, scenes
 from ..storage.audit import EventContext, NewEvent, event_items
@@ -63,8 +64,7 @@ def where_of(asset: Asset) -> counters.Where:
     it, whose items and counts every read through this ``Where`` leaves out (nothing of an import
     is visible until it commits). The set rides on the asset every request reads anyway, so the
     filter costs no request; a remembered epoch whose set differs is read again, as after a clear."""
-    staged = frozenset(asset.importing or ())
-    return counters.Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id, staged)
+    return counters.Where.of(asset, frozenset(asset.importing or ()))
 
 
 # The content epoch this execution environment last saw for each pair. A read starts at it beside
@@ -149,12 +149,20 @@ def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **field
             created_at=stamp,
             updated_at=stamp,
             epoch=new_epoch(0),
+            vector_groups=_groups(),
             **fields,
         )
         if stored.create(candidate):
             return candidate
         asset = stored.get_pair(team_id, agent_id)  # someone else created it (or created and deleted it) meanwhile
     return asset
+
+
+def _groups() -> int | None:
+    """A new memory's groups of users in its vector indexes: the stack's, fixed for the memory's
+    life (absent when one, as on the memories of before)."""
+    groups = get_settings().vector_groups
+    return groups if groups > 1 else None
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,7 @@ def _retention(report: Report, asset: Asset, now: int) -> None:
     # a record edited or reinforced since it was read is younger than thought: its version and
     # updated_at checks keep it
     removed_l1, recorded_l1 = records.expire(where, old_l1, events("L1"))
-    meaning.erase(where, [item.id for item in removed_l0 + removed_l1])
+    meaning.erase(where, [(item.user_id, item.id) for item in removed_l0 + removed_l1])
     for user_id, gone in _by_user(removed_l0).items():  # expiry drops the ids from records citing them
         provenance.expired(where, user_id, [m.id for m in gone])
         formation_store.unmark_messages(where, user_id, gone)
@@ -229,7 +229,7 @@ def _one(report: Report, asset: Asset, now: int, deadline: purge.Deadline) -> No
     report.exports_deleted += _exports(asset, now)
     stale = scenes.old_tombstones(asset.team_id, asset.agent_id, format_ms(now - TOMBSTONE_LIFETIME_MS))
     report.tombstones_dropped += scenes.drop_tombstones(stale)
-    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    where = Where.of(asset)
     report.items_reindexed += reindex.memory(where, deadline.passed).items
     _meaning(report, asset, deadline)
 

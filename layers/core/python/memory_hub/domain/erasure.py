@@ -31,11 +31,12 @@ def budget() -> Deadline:
     return Deadline.after(get_settings().erase_budget_s)
 
 
-def forget_erased(asset: Asset, where: Where, ids: list[str]) -> int:
+def forget_erased(asset: Asset, where: Where, erased: Sequence[Message | Record]) -> int:
     """Both before the request answers and at once (one round trip less): the erased items'
     vectors and every export of the memory (an export may hold what was deleted). How many
     exports it erased (an answer's ``files_deleted`` counts them)."""
-    _, exports = parallel(lambda: meaning.erase(where, ids), lambda: forget_exports(asset))
+    owned = [(item.user_id, item.id) for item in erased]
+    _, exports = parallel(lambda: meaning.erase(where, owned), lambda: forget_exports(asset))
     return int(exports)
 
 
@@ -47,7 +48,7 @@ class Forgetting:
         self.asset, self.where, self.exports = asset, where, 0
 
     def __call__(self, erased: Sequence[Message | Record]) -> None:
-        self.exports += forget_erased(self.asset, self.where, [item.id for item in erased])
+        self.exports += forget_erased(self.asset, self.where, erased)
 
 
 @dataclass

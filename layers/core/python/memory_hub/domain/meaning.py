@@ -29,7 +29,7 @@ from typing import Any
 from ..observability import count_event, logger
 from ..settings import get_settings
 from ..storage import counters, embed_queue, embeddings, messages, records, vectors
-from ..storage.concurrency import submit
+from ..storage.concurrency import parallel, submit
 from ..storage.counters import Where
 from ..storage.messages import NewMessage
 from ..storage.views import Message, Record
@@ -87,9 +87,10 @@ def new_messages(user_id: str, session_id: str | None, task_id: str | None, new:
     return [Piece(m.id, L0, user_id, session_id, task_id, None, int(m.timestamp), m.content) for m in new]
 
 
-def _index(where: Where, dimensions: int | None = None) -> vectors.Index:
-    dims = dimensions if dimensions is not None else get_settings().embedding_dimensions
-    return vectors.index_of(where.team_id, where.agent_id, where.epoch, dims)
+def _index(where: Where, user_id: str) -> vectors.Index:
+    """The index of the user's vectors of the current size."""
+    dims = get_settings().embedding_dimensions
+    return vectors.index_of(where.team_id, where.agent_id, where.epoch, dims, user_id, where.groups)
 
 
 def _vector(item: Piece, data: list[float], described: str) -> vectors.Vector:
@@ -160,7 +161,6 @@ def _embed(
     retrying later."""
     settings = get_settings()
     described = model()
-    index = _index(where)
     results = (
         ahead.result()
         if ahead is not None
@@ -175,14 +175,25 @@ def _embed(
         outcome.refused += refused
         logger.warning("embedding refused by the model (final, not retried)", extra={"items": refused})
         count_event("EmbeddingsRefused", refused)
-    if ready:
+    users = {i.id: i.user_id for i in items}
+    by_index: dict[vectors.Index, list[vectors.Vector]] = {}
+    for vector in ready:  # a user's vectors go to the index of the user's group
+        by_index.setdefault(_index(where, users[vector.key]), []).append(vector)
+
+    def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], int]:
+        """(the keys to retry, the vectors reaped) of one index's put."""
         try:
-            vectors.put(index, settings.embedding_dimensions, ready)
-            outcome.embedded += len(ready)
+            vectors.put(index, settings.embedding_dimensions, chunk)
         except Exception:
             logger.exception("vectors not written; queued for later")
-            return retry + [v.key for v in ready]
-        outcome.reaped += _reap(where, index, items, [v.key for v in ready])
+            return [v.key for v in chunk], 0
+        return [], _reap(where, index, items, [v.key for v in chunk])
+
+    puts = parallel(*[lambda i=index, c=chunk: put(i, c) for index, chunk in by_index.items()]) if by_index else []
+    for (failed, reaped), chunk in zip(puts, by_index.values(), strict=True):
+        retry += failed
+        outcome.embedded += 0 if failed else len(chunk)
+        outcome.reaped += reaped
     return retry
 
 
@@ -207,6 +218,7 @@ def _queue(where: Where, layer: str, user_id: str, ids: list[str]) -> bool:
                 "agent_id": where.agent_id,
                 "epoch": int(where.epoch),
                 "memory_id": where.memory_id,
+                "groups": where.groups,
                 "layer": layer,
                 "user_id": user_id,
                 "ids": ids[start : start + embed_queue.MAX_IDS],
@@ -260,7 +272,7 @@ def after_update(where: Where, after: Record | None) -> None:
     if after is None:
         return
     if not enabled():
-        erase(where, [after.id])
+        erase(where, [(after.user_id, after.id)])
         return
     outcome = Outcome()
     if get_settings().vectors_batched:
@@ -273,22 +285,32 @@ def after_update(where: Where, after: Record | None) -> None:
             retry = [after.id]
     if outcome.embedded:
         return
-    erase(where, [after.id])
+    erase(where, [(after.user_id, after.id)])
     if retry:
         _queue(where, L1, after.user_id, [after.id])
 
 
-def erase(where: Where, ids: Sequence[str]) -> int:
-    """Remove the vectors of erased items from every index of the epoch (any vector size). Never
-    raises (the items are gone already; a leftover vector is reaped by the cleanup's sweep)."""
-    if not ids or not get_settings().vector_buckets:
+def erase(where: Where, erased: Iterable[tuple[str, str]]) -> int:
+    """Remove the vectors of erased items (``(user id, item id)``) from every index of the epoch
+    that holds their users (any vector size: the names say whose they are). Never raises (the
+    items are gone already; a leftover vector is reaped by the cleanup's sweep). The ids it asked
+    indexes to delete."""
+    by_user: dict[str, list[str]] = {}
+    for user_id, item_id in erased:
+        by_user.setdefault(user_id, []).append(item_id)
+    if not by_user or not get_settings().vector_buckets:
         return 0
     try:
         bucket = vectors.bucket_of(where.team_id, where.agent_id)
         names = vectors.indexes(bucket, vectors.epoch_prefix(where.team_id, where.agent_id, where.epoch))
+        asked: set[str] = set()
         for name in names:
-            vectors.delete(vectors.Index(bucket, name), ids)
-        return len(ids) if names else 0
+            parsed = vectors.parse_name(name)
+            ids = [i for user, held in by_user.items() if parsed is None or parsed.holds(user) for i in held]
+            if ids:
+                vectors.delete(vectors.Index(bucket, name), ids)
+                asked.update(ids)
+        return len(asked)
     except Exception:
         logger.exception("vectors of erased items not deleted; the cleanup sweeps them")
         count_event("VectorEraseFailures", 1)
@@ -335,7 +357,7 @@ def semantic(
     )
     top_k = min(vectors.MAX_TOP_K, max(20, 4 * limit))
     try:
-        hits = vectors.query(_index(where), vector, top_k, where_filter, with_metadata=with_places)
+        hits = vectors.query(_index(where, user_id), vector, top_k, where_filter, with_metadata=with_places)
     except Exception:
         logger.exception("vector query failed; answering by words")
         count_event("VectorQueryFailures", 1)
@@ -397,7 +419,13 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
     batches: dict[Where, list[Named]] = {}
     for message_id, body in bodies:
         try:
-            where = Where(str(body["team_id"]), str(body["agent_id"]), int(body["epoch"]), str(body["memory_id"]))
+            where = Where(
+                str(body["team_id"]),
+                str(body["agent_id"]),
+                int(body["epoch"]),
+                str(body["memory_id"]),
+                groups=int(body.get("groups", 1)),  # absent: queued before memories had groups
+            )
             layer, user_id, ids = str(body["layer"]), str(body["user_id"]), [str(i) for i in body["ids"]]
         except (KeyError, TypeError, ValueError):
             logger.warning("malformed embedding message dropped", extra={"message_id": message_id})
@@ -451,6 +479,34 @@ def _wanted(named: list[Named]) -> dict[tuple[str, str], list[str]]:
     return {key: list(ids) for key, ids in wanted.items()}
 
 
+def _current(where: Where, report: Backfill) -> list[vectors.Index]:
+    """The memory's indexes of its current epoch, vector size and groups; every other index of an
+    epoch up to the current one (a retired epoch, an old vector size) is dropped on the way."""
+    bucket = vectors.bucket_of(where.team_id, where.agent_id)
+    dimensions = get_settings().embedding_dimensions
+    current: list[vectors.Index] = []
+    for name in vectors.indexes(bucket, vectors.prefix(where.team_id, where.agent_id)):
+        parsed = vectors.parse_name(name)
+        if parsed is None:
+            continue
+        if (parsed.epoch, parsed.dimensions, parsed.groups) == (where.epoch, dimensions, where.groups):
+            current.append(vectors.Index(bucket, name))
+        elif parsed.epoch <= where.epoch and vectors.drop(vectors.Index(bucket, name)):
+            report.indexes_dropped += 1
+    return current
+
+
+def _sweep(home: dict[str, vectors.Index], live: set[str]) -> int:
+    """Delete the vectors (``home``: key → its index) whose items are not ``live``: how many."""
+    orphans: dict[vectors.Index, list[str]] = {}
+    for key, index in home.items():
+        if key not in live:
+            orphans.setdefault(index, []).append(key)
+    for index, keys in orphans.items():
+        vectors.delete(index, keys)
+    return sum(len(keys) for keys in orphans.values())
+
+
 @dataclass
 class Backfill:
     embedded: int = 0
@@ -468,16 +524,12 @@ def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
     settings = get_settings()
     if not settings.vector_buckets:
         return report
-    bucket = vectors.bucket_of(where.team_id, where.agent_id)
-    current = _index(where)
-    for name in vectors.indexes(bucket, vectors.prefix(where.team_id, where.agent_id)):
-        parsed = vectors.parse_name(name)
-        if parsed is None or name == current.name:
-            continue
-        _, epoch, _dims = parsed
-        if epoch <= where.epoch and vectors.drop(vectors.Index(bucket, name)):
-            report.indexes_dropped += 1
-    stored = dict(vectors.keys(current))
+    current = _current(where, report)
+    stored: dict[str, dict[str, Any]] = {}
+    home: dict[str, vectors.Index] = {}
+    for index in current:
+        for key, meta in vectors.keys(index):
+            stored[key], home[key] = meta, index
     if not settings.embeddings and not stored:
         return report  # meaning is off and no vector is left to sweep: nothing to read
     described = model()
@@ -491,10 +543,7 @@ def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
         items += messages.of_user(where, user_id)
         items += records.of_user(where, user_id)
     live = {i.id for i in items}
-    orphans = [key for key in stored if key not in live]
-    if orphans:
-        vectors.delete(current, orphans)
-        report.swept = len(orphans)
+    report.swept = _sweep(home, live)
     if not settings.embeddings:
         return report
     shown = messages.shown(where, items)  # an import's items wait for its commit (it embeds them then)

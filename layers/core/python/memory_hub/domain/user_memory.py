@@ -27,7 +27,7 @@ def delete(
 ) -> UserMemoryDeleted:
     asset = assets.resolve(principal, name)
     memory_id = asset.memory_id
-    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    where = Where.of(asset)
     target = user_target(user_id)
     context = EventContext(asset.team_id, principal.key_id, request_id, asset.agent_id, memory_id)
 
@@ -62,7 +62,7 @@ def delete(
             lambda: citations.drop_user(where, user_id),
             lambda: counters.forget_user(where, user_id),
             lambda: reindex.forget(where, user_id),
-            lambda: erasure.forget_erased(asset, where, [item.id for item in removed_l0 + removed_l1]),
+            lambda: erasure.forget_erased(asset, where, [*removed_l0, *removed_l1]),
         )
         late = _written_meanwhile(asset, where, user_id, removed_l0, context)
         recorded = events_l0 + events_l1 + empty + file_events + late.events

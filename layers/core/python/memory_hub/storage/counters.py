@@ -22,19 +22,28 @@ from . import layout
 from .concurrency import for_each
 from .models import Counter
 from .transactions import Transaction
+from .views import Asset
 
 
 @dataclass(frozen=True)
 class Where:
     """One memory epoch: every counter and item key derives from it. ``staged``: the imports
     running into it, as its asset said when it was read — reads leave out what they wrote (their
-    items and their share of the counters); empty for writers and erasures, which see everything."""
+    items and their share of the counters); empty for writers and erasures, which see everything.
+    ``groups``: the memory's groups of users in its vector indexes (the asset's, fixed for its life)."""
 
     team_id: str
     agent_id: str
     epoch: int
     memory_id: str = ""
     staged: frozenset[str] = field(default=frozenset())
+    groups: int = 1
+
+    @classmethod
+    def of(cls, asset: Asset, staged: frozenset[str] = frozenset()) -> Where:
+        """The asset's current epoch."""
+        groups = int(asset.vector_groups or 1)
+        return cls(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id, staged, groups)
 
     def everything(self) -> Where:
         """The same epoch, staged items included (erasures reach what an import has written)."""

@@ -163,6 +163,9 @@ class Asset(Bound):
     # ids of the imports running into this memory: what they wrote stays invisible until each
     # commits (its id leaves the set in one conditional write; see ``domain/transfer``)
     importing = UnicodeSetAttribute(null=True, attr_name="imp")
+    # the groups of users its vector indexes are split into (``vectors``), fixed when it is
+    # created; absent: one (a memory of before)
+    vector_groups = NumberAttribute(null=True, attr_name="vg")
 
 
 class TeamEntry(Bound):

@@ -1,16 +1,25 @@
-"""Vectors in Amazon S3 Vectors: one vector index per memory, content epoch and vector size.
+"""Vectors in Amazon S3 Vectors: indexes per memory, content epoch, vector size and group of users.
 
 Layout. The stack has a few vector buckets (``Settings.vector_buckets``). A memory (team + agent)
-lives in one of them, chosen by a digest of the pair, and each of its content epochs has its own
-index there, named ``m<32 hex of sha256(team:agent)>-<epoch in base 36>-<dimensions>`` (3–63 of
-``[a-z0-9-]``, starting and ending with a letter or digit, as S3 Vectors requires; at most 52
-characters for any epoch below 2^64). So:
+lives in one of them, chosen by a digest of the pair. Its users are spread over ``groups`` groups
+by a digest of the user id (fixed for the memory's life: the stack's ``VectorGroups`` when the
+memory was created, 1 for a memory of before), and each content epoch, vector size and group has
+its own index there, created by the first write into it:
 
-- a search queries only its own memory's index: no other tenant's vector can appear in the
-  answer, and its cost and recall do not depend on what other memories store;
-- a clear or memory delete drops its old epoch's index whole; every index of a memory is found by
+- ``m<32 hex of sha256(team:agent)>-<epoch in base 36>-<dimensions>`` for a memory of one group;
+- ``…-<dimensions>-<group>of<groups>`` for a memory of more (``17of64``).
+
+Names are 3–63 of ``[a-z0-9-]``, starting and ending with a letter or digit, as S3 Vectors
+requires (at most 61 characters for any epoch below 2^64 and 256 groups). So:
+
+- a search queries only its own memory's index of its user's group: no other tenant's vector can
+  appear in the answer, and what a query processes — S3 Vectors bills a query by the size of the
+  index it reads — grows with the vectors of the user's group, not with every user of the memory;
+- a clear or memory delete drops its old epoch's indexes whole; every index of a memory is found by
   one ``ListIndexes`` with the memory's prefix (stale epochs, an old vector size);
-- a change of vector size starts a new index (an index has one dimension for life).
+- a change of vector size starts new indexes (an index has one dimension for life);
+- a name says its group and the memory's number of groups, so an erasure finds a user's index
+  from the names alone.
 
 A vector's key is its item's id (``msg-…``/``atom-…``). Its metadata holds ids and digests only,
 never content, and all of it is filterable (well under S3 Vectors' 2 KB): ``layer`` (L0/L1),
@@ -19,7 +28,9 @@ epoch ms) and ``model`` (``<model id>/<dimensions>``).
 
 Limits honoured here (S3 Vectors): ≤ 500 vectors per ``PutVectors`` and keys per
 ``DeleteVectors``, ``topK`` ≤ 100, ≤ 1,000 vectors per ``ListVectors`` page, ≤ 500 indexes per
-``ListIndexes`` page, 10,000 indexes per vector bucket.
+``ListIndexes`` page, 10,000 indexes per vector bucket (a memory takes at most one per group it
+has users in, per vector size; past the quota a write's vectors wait in the queue and its items are
+found by words).
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ DELETE_BATCH = 500
 MAX_TOP_K = 100
 LIST_PAGE = 1_000
 NONE = "-"  # the digest field of an absent session or task
+MAX_GROUPS = 256
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -75,8 +87,18 @@ def epoch_prefix(team_id: str, agent_id: str, epoch: int) -> str:
     return f"{prefix(team_id, agent_id)}{_base36(epoch)}-"
 
 
-def index_name(team_id: str, agent_id: str, epoch: int, dimensions: int) -> str:
-    return f"{epoch_prefix(team_id, agent_id, epoch)}{int(dimensions)}"
+def group_of(user_id: str, groups: int) -> int:
+    """The group of a user among a memory's ``groups`` (0 for a memory of one group)."""
+    groups = int(groups)
+    if not 1 <= groups <= MAX_GROUPS:
+        raise ValueError(f"a memory has 1..{MAX_GROUPS} groups of users")
+    return int(layout.digest(user_id)[:8], 16) % groups
+
+
+def index_name(team_id: str, agent_id: str, epoch: int, dimensions: int, group: int = 0, groups: int = 1) -> str:
+    """The name of one index: a memory of one group has no group suffix (the layout of before)."""
+    name = f"{epoch_prefix(team_id, agent_id, epoch)}{int(dimensions)}"
+    return name if int(groups) == 1 else f"{name}-{int(group)}of{int(groups)}"
 
 
 def bucket_of(team_id: str, agent_id: str, buckets: Sequence[str] | None = None) -> str:
@@ -88,17 +110,37 @@ def bucket_of(team_id: str, agent_id: str, buckets: Sequence[str] | None = None)
     return names[int(digest[:8], 16) % len(names)]
 
 
-def index_of(team_id: str, agent_id: str, epoch: int, dimensions: int) -> Index:
-    return Index(bucket_of(team_id, agent_id), index_name(team_id, agent_id, epoch, dimensions))
+def index_of(team_id: str, agent_id: str, epoch: int, dimensions: int, user_id: str, groups: int = 1) -> Index:
+    """The index that holds ``user_id``'s vectors of this size in a memory of ``groups`` groups."""
+    group = group_of(user_id, groups)
+    return Index(bucket_of(team_id, agent_id), index_name(team_id, agent_id, epoch, dimensions, group, groups))
 
 
-def parse_name(name: str) -> tuple[str, int, int] | None:
-    """(memory prefix, epoch, dimensions) of an index name of this layout, else None."""
+@dataclass(frozen=True)
+class Name:
+    """What an index name of this layout says."""
+
+    prefix: str  # the memory's
+    epoch: int
+    dimensions: int
+    group: int = 0
+    groups: int = 1
+
+    def holds(self, user_id: str) -> bool:
+        """Whether this index is where the user's vectors go."""
+        return group_of(user_id, self.groups) == self.group
+
+
+def parse_name(name: str) -> Name | None:
+    """What an index name of this layout says, else None."""
     parts = name.split("-")
-    if len(parts) != 3 or not parts[0].startswith("m"):
+    if len(parts) not in (3, 4) or not parts[0].startswith("m"):
         return None
     try:
-        return parts[0] + "-", int(parts[1], 36), int(parts[2])
+        group, groups = (int(n) for n in parts[3].split("of")) if len(parts) == 4 else (0, 1)
+        if len(parts) == 4 and not (1 < groups <= MAX_GROUPS and 0 <= group < groups):
+            return None
+        return Name(parts[0] + "-", int(parts[1], 36), int(parts[2]), group, groups)
     except ValueError:
         return None
 
@@ -296,7 +338,7 @@ def keys(index: Index) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def drop_epoch(team_id: str, agent_id: str, epoch: int) -> int:
-    """Drop every index of one content epoch of a memory (any vector size): the number dropped. A
+    """Drop every index of one content epoch of a memory (any vector size or group): the number dropped. A
     stack without vector buckets — or a bucket that does not exist — has nothing to drop."""
     bucket = bucket_of(team_id, agent_id)
     try:

@@ -60,6 +60,7 @@ class Asset:
     status: str
     team_id: str
     updated_at: str  # as created_at
+    vector_groups: float | None
     visibility: str
 
 

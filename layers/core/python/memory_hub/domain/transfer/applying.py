@@ -40,7 +40,7 @@ def write(parsed: tree.Tree, job: Job) -> Staged:
     journal.epoch = int(asset.epoch)
     written = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     skipped = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
-    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    where = Where.of(asset)
     cited: planning.Cited = {}
     l0 = planning.messages_to_add(where, parsed, skipped, cited)
     l1 = [

@@ -133,7 +133,7 @@ def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
     """Undo in a memory that was there: reinforcements first (so that only records the import
     created go with its messages), then its records, its citation entries, its messages and the
     records citing them, then its files."""
-    where = Where(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id)
+    where = Where.of(asset)
     context = EventContext(job.team_id, job.owner, job.spec.get("request_id"), job.agent_id, job.memory_id)
     _unreinforce(where, journal)
     for user, ids in journal.l1.items():
@@ -145,7 +145,7 @@ def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
     _forget_cites(where, journal)
     for user, ids in journal.l0.items():
         _erase_messages(asset, where, user, ids, context, job.sk)
-    meaning.erase(where, [i for ids in [*journal.l0.values(), *journal.l1.values()] for i in ids])
+    meaning.erase(where, [(user, i) for part in (journal.l0, journal.l1) for user, ids in part.items() for i in ids])
     _take_back_files(asset, journal, job)
 
 

@@ -140,7 +140,7 @@ def _fold_one(where: Where, user: str, record: Record) -> bool:
             provenance.uncite(where, user, holder.id, added)
             return False  # cleared, or the client's record changed meanwhile: both stay
     records.delete(where, [record], lambda part: [])
-    meaning.erase(where, [record.id])
+    meaning.erase(where, [(user, record.id)])
     return True
 
 
