@@ -382,7 +382,7 @@ def _fmt(value: float, digits: int = 1) -> str:
 
 
 def _calls(calls: dict[str, float]) -> str:
-    return ", ".join(f"{service} {count:g}" for service, count in sorted(calls.items(), key=lambda kv: -kv[1]))
+    return ", ".join(f"{service} {count:.3g}" for service, count in sorted(calls.items(), key=lambda kv: -kv[1]))
 
 
 def _largest(row: RouteCost, index_vectors: int) -> list[tuple[str, float]]:
