@@ -60,3 +60,27 @@ def test_a_search_at_6_million_is_priced_at_its_users_group_index():
     grouped = sum(search.dollars(cost.GROUP_INDEX).values())
     whole = sum(search.dollars(cost.LARGE_INDEX).values())
     assert whole > 5 * grouped  # one index for every user would process 16x the data
+
+
+def test_the_month_prices_its_searches_as_its_users_make_them():
+    add = cost.RouteCost(cost.ONE_MESSAGE_ADD, wru=21, vector_puts=1)
+    with_records = cost.RouteCost(cost.SEARCH, rru=20, vector_queries=2)
+    turns_only = cost.RouteCost(cost.TURNS_SEARCH, rru=12, vector_queries=1)
+    result = cost.report([add, with_records, turns_only], stored=3000.0)
+    assert result["month"]["search"] == cost.TURNS_SEARCH
+    assert result["month"]["total"] == pytest.approx(cost.month(add, turns_only, 3000.0).total)
+    assert result["month"]["with_records"] == pytest.approx(cost.month(add, with_records, 3000.0).total)
+    assert result["month"]["with_records"] > result["month"]["total"]
+    # a record of before, without the turns-only row, priced its searches with records
+    assert cost.report([add, with_records], stored=3000.0)["month"]["search"] == cost.SEARCH
+    said: list[str] = []
+    cost.render(result, said.append)
+    assert any("with formation on" in line for line in said)
+
+
+def test_the_report_prices_the_months_search_for_each_choice_of_groups():
+    add = cost.RouteCost(cost.ONE_MESSAGE_ADD, wru=21, vector_puts=1)
+    search = cost.RouteCost(cost.SEARCH, rru=12, vector_queries=1)
+    prices_by_groups = cost.report([add, search], stored=3000.0)["search_by_groups"]
+    assert list(prices_by_groups) == [str(g) for g in cost.GROUP_CHOICES]
+    assert sorted(prices_by_groups.values(), reverse=True) == list(prices_by_groups.values())  # more groups, less

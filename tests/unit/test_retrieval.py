@@ -286,6 +286,16 @@ def test_hybrid_combines_relative_bm25_with_half_the_cosine():
     assert len(retrieval.combine(words, meaning, 2)) == 2
 
 
+def test_an_item_nothing_speaks_for_is_no_answer():
+    # by meaning alone: a cosine of 0 or less says nothing (it was answered with score 0.0 before)
+    assert retrieval.combine([], [("near", 0.4), ("orthogonal", 0.0), ("opposite", -0.3)], 5) == [
+        ("near", pytest.approx(0.4 * 0.5 * (2 / 61) / 1.5, abs=1e-6))
+    ]
+    # beside words and leads, the same; a word or a lead is enough to be answered
+    mixed = retrieval.combine([("worded", 2.0)], [("opposite", -0.1)], 5, leads=[("led", 1.0)])
+    assert [item for item, _ in mixed] == ["worded", "led"] and all(score > 0 for _, score in mixed)
+
+
 def test_a_candidate_gains_part_of_what_its_neighbours_in_its_session_lend():
     scores = {"q": 1.0, "a": 0.2, "far": 0.1, "other": 0.3, "loose": 0.25}
     lend = {"q": 0.8, "a": 0.1, "far": 0.0, "other": 0.9, "loose": 0.9}

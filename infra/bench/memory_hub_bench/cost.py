@@ -45,7 +45,10 @@ USERS, ADDS, SEARCHES, MONTHS_KEPT = 10_000, 50, 20, 12
 LARGE_INDEX = USERS * ADDS * MONTHS_KEPT  # 6 million vectors in the memory
 GROUPS = 16  # the template's VectorGroups default: a memory's users spread over this many indexes
 GROUP_INDEX = LARGE_INDEX // GROUPS  # what a search reads at 6 million (10,000 users spread evenly)
+GROUP_CHOICES = (1, 16, 64, 128)  # VectorGroups the report prices the month's search at
 ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
+SEARCH = "/v3/conversation/search"
+TURNS_SEARCH = SEARCH + " (turns only: no records)"
 BATCHED = ", VectorWrites Batched"
 BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
 BATCH_WINDOW_S = 60  # the template's VectorBatchSeconds default
@@ -166,9 +169,8 @@ def route_cost(case: Case, target: Target, n: int, hooks: Hooks, log: measure.Ca
     return row
 
 
-def one_message_add(target: Target) -> Case:
+def one_message_add(target: Target, scope: Scope) -> Case:
     """The workload's unit of writing: one 200-byte message added to a conversation."""
-    scope = Scope.fresh("cost")
     text = ("the user mentioned a trip to the mountains and a fondness for green tea " * 3)[:200]
     target.post("/v3/conversation/add", scope.body(session_id="c0", messages=[{"role": "user", "content": text}]))
     return Case(
@@ -303,11 +305,18 @@ def measure_routes(
         rows.append(route_cost(case, target, n, hooks, log))
     progress(f"  cost: {ONE_MESSAGE_ADD}")
     client = dynamodb_client(hooks)
-    single = one_message_add(target)
+    scope = Scope.fresh("cost")
+    single = one_message_add(target, scope)
     before = dynamodb_bytes(client)
     row = route_cost(single, target, n, hooks, log)
     stored = (dynamodb_bytes(client) - before) / (2 * n + 2)  # two warm-up adds, n timed, n delayed
     row.route = ONE_MESSAGE_ADD
+    rows.append(row)
+    # the workload's search as its users make it: their turns only (formation off, the template's
+    # default, forms no record), so no vector query for records
+    progress(f"  cost: {TURNS_SEARCH}")
+    row = route_cost(Case(SEARCH, lambda i: scope.body(query="green tea mountains", limit=5)), target, n, hooks, log)
+    row.route = TURNS_SEARCH
     rows.append(row)
     seen = None
     if vectors_batched is not None:
@@ -395,16 +404,20 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
     """The section's results: every route's use and its price, the month and the peers (``render``
     prints them; what it shows is all here, so a record renders the same after prices.py changes)."""
     by_route = {row.route: row for row in rows}
-    bill = month(by_route[ONE_MESSAGE_ADD], by_route["/v3/conversation/search"], stored)
+    search = by_route.get(TURNS_SEARCH, by_route[SEARCH])  # a record of before has no turns-only row
+    bill = month(by_route[ONE_MESSAGE_ADD], search, stored)
+    with_records = month(by_route[ONE_MESSAGE_ADD], by_route[SEARCH], stored)
     batched = by_route.get(BATCHED_ADD)
-    batched_bill = month(batched, by_route["/v3/conversation/search"], stored) if batched is not None else None
+    batched_bill = month(batched, search, stored) if batched is not None else None
     return {
         "routes": [row.__dict__ | {"billed_ms": row.billed_ms,
                                    "usd_per_million": sum(row.dollars(SMALL_INDEX).values()) * 1e6,
                                    "usd_per_million_6m_vectors": sum(row.dollars(GROUP_INDEX).values()) * 1e6,
                                    "largest": _largest(row, SMALL_INDEX)}
                    for row in rows],
-        "month": bill.__dict__ | {"total": bill.total},
+        "month": bill.__dict__ | {"total": bill.total, "with_records": with_records.total,
+                                  "search": search.route},
+        "search_by_groups": {str(g): sum(search.dollars(LARGE_INDEX // g).values()) * 1e6 for g in GROUP_CHOICES},
         "month_batched": None if batched_bill is None else batched_bill.__dict__ | {
             "total": batched_bill.total, "adds_per_batch": workload_batch(), "window_s": BATCH_WINDOW_S,
             "adds_per_put_here": adds_per_put},
@@ -422,8 +435,8 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
     checked = result["prices_checked"]
     say(f"\n### Cost at list prices (us-east-1, on-demand; prices of {checked}: memory_hub_bench/prices.py)\n")
     say(
-        "| route | AWS calls a request | DynamoDB RRU / WRU | S3 PUT / GET | S3 Vectors put / query | "
-        "Bedrock tokens | Lambda requests / billed ms | $ per 1M | $ per 1M, 6M vectors in the memory | largest, $ per 1M |"
+        "| route | AWS calls a request | DynamoDB RRU / WRU | S3 PUT / GET | S3 Vectors put / query | Bedrock tokens "
+        "| Lambda requests / billed ms | $ per 1M | $ per 1M, 6M vectors in the memory | largest, $ per 1M |"
     )
     say("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in result["routes"]:
@@ -442,8 +455,21 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
         f"{w.get('group_index', w['turns_held']):,} vectors): requests ${bill['requests_usd']:,.0f}, "
         f"storage ${bill['storage_usd']:,.0f} "
         f"(DynamoDB {bill['bytes_per_message']:,.0f} bytes a stored turn, measured; vectors {w['vector_bytes']:,} "
-        f"bytes), **${bill['total']:,.0f} a month**.\n"
+        f"bytes), **${bill['total']:,.0f} a month**"
+        + (
+            f" — its searches priced as the `{bill['search']}` row; with formation on, records make each "
+            f"search one vector query more (the `{SEARCH}` row): ${bill['with_records']:,.0f}.\n"
+            if "with_records" in bill
+            else ".\n"
+        )
     )
+    by_groups = result.get("search_by_groups")
+    if by_groups:
+        say(
+            f"The month's search (`{bill['search']}`) at 6 million vectors in the memory, by `VectorGroups`: "
+            + ", ".join(f"{g} → ${usd:,.1f}" for g, usd in by_groups.items())
+            + " per 1M (at most 40,000 ÷ groups memories of users in every group).\n"
+        )
     batched = result.get("month_batched")
     if batched:
         say(

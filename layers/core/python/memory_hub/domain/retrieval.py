@@ -436,7 +436,8 @@ def combine(
     order: dict[str, int] = {}
     for item in [i for i, _ in by_words] + [i for i, _ in by_meaning] + [i for i, _ in leads or []]:
         order.setdefault(item, len(order))
-    ranked = sorted(scores, key=lambda item: (-scores[item], order[item]))[:limit]
+    # an item nothing speaks for (no word, a cosine of 0 or less, no lead) is no answer
+    ranked = sorted((i for i in scores if scores[i] > 0), key=lambda item: (-scores[item], order[item]))[:limit]
     scale = (2 / (RRF_K + 1)) / best_possible
     return [(item, round(scores[item] * scale, 6)) for item in ranked]
 
