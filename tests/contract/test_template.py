@@ -723,3 +723,12 @@ def test_meaning_parameters_buckets_and_queue(template):
     assert event["Properties"]["MaximumBatchingWindowInSeconds"] == {
         "Fn::If": ["VectorsBatched", {"Ref": "VectorBatchSeconds"}, 1]
     }
+    # VectorGroups: the code's range, reaching every function, and the default the bench prices
+    from memory_hub.settings import Settings
+    from memory_hub.storage import vectors
+    from memory_hub_bench import cost
+
+    bound = {m.__class__.__name__: m for m in Settings.model_fields["vector_groups"].metadata}
+    assert (params["VectorGroups"]["MinValue"], params["VectorGroups"]["MaxValue"]) == (1, vectors.MAX_GROUPS)
+    assert (bound["Ge"].ge, bound["Le"].le) == (1, vectors.MAX_GROUPS)
+    assert env["VECTOR_GROUPS"] == {"Ref": "VectorGroups"} and params["VectorGroups"]["Default"] == cost.GROUPS

@@ -1,5 +1,5 @@
-"""Meaning through the local stack: vectors of L0 messages and L1 records in S3 Vectors, one
-index per memory — tenancy as a hard filter, erasure of vectors with their items (scanning every
+"""Meaning through the local stack: vectors of L0 messages and L1 records in S3 Vectors, an
+index per memory and group of its users — tenancy as a hard filter, erasure of vectors with their items (scanning every
 vector bucket for the erased ids), Bedrock faults that never fail or lose a write, re-embedding on
 update and after a model change."""
 
@@ -78,10 +78,24 @@ def test_each_item_gets_one_vector_of_ids_and_digests_in_its_memorys_index(api, 
     assert m["model"] == r["model"] == "amazon.titan-embed-text-v2:0/1024"
     found = vectors_of([message, record])
     assert len(found[message]) == len(found[record]) == 1
-    assert found[message][0][:2] == found[record][0][:2], "one index per memory"
+    assert found[message][0][:2] == found[record][0][:2], "a user's messages and records share one index"
     for (_, _, meta), text in ((found[message][0], "Rex"), (found[record][0], "beagle")):
         assert text not in repr(meta) and scope.user_id not in repr(meta) and "pets" not in repr(meta)
     assert semantic(api, scope, "conversation", "puppy")[:1] == [message]
+
+
+def test_a_memorys_users_are_spread_over_indexes_and_a_search_reads_its_users_only(api, scope, hooks):
+    users = [scope, *(Scope(scope.team_id, scope.agent_id, f"{scope.user_id}-{i}") for i in range(11))]
+    ids = {user.user_id: add_messages(api, user, "we planted tomatoes in the garden")[0] for user in users}
+    for user in users:
+        wait_for_vector(user, ids[user.user_id])
+    placed = {user: vectors_of([item])[item][0][1] for user, item in ids.items()}
+    assert all(name.endswith("of16") for name in placed.values()), placed  # the template's VectorGroups
+    assert len(set(placed.values())) > 1  # twelve users, sixteen groups: not one index for all
+    since = hooks.last_seq()
+    assert semantic(api, scope, "conversation", "tomatoes") == [ids[scope.user_id]]
+    read = [arn for c in calls_of(hooks, since, "QueryVectors") for _, arn in c["actions"]]
+    assert read and all(arn.endswith("/index/" + placed[scope.user_id]) for arn in read), read
 
 
 def test_a_reinforcing_add_never_re_embeds(api, scope, hooks):

@@ -1,5 +1,6 @@
 """Meaning: an embedding per L0 message (its ``content``) and L1 record (its ``background`` and
-``content``), kept as a vector keyed by the item's id in the memory's own vector index.
+``content``), kept as a vector keyed by the item's id in the memory's own vector index of its
+user's group (``vectors``: a memory's users are spread over ``Where.groups`` indexes).
 
 - Writing never depends on meaning: ``embed_after_write`` embeds within the request's time budget
   and queues the rest (by id) — or, with batched vector writes (``VectorWrites: Batched``), queues
@@ -335,9 +336,10 @@ def semantic(
     with_places: bool = False,
 ) -> Meant | None:
     """The meaning half of a search: ids best first with their cosine similarity, from one vector
-    query over this memory's current index, hard-filtered to the user (and the task, the session
-    for L0 and the type for L1 where the request names one) and to the current model; with
-    ``with_places``, also each item's session and time (from the vectors' metadata: the same call).
+    query over this memory's current index of the user's group, hard-filtered to the user (and
+    the task, the session for L0 and the type for L1 where the request names one) and to the
+    current model; with ``with_places``, also each item's session and time (from the vectors'
+    metadata: the same call).
     None when the query cannot be embedded or the vector query fails: the caller answers by words."""
     if not enabled():
         return None
