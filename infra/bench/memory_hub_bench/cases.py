@@ -12,6 +12,8 @@ from memory_hub_tools.client import memory_id_for
 
 from .client import Target
 
+SEARCH = {"query": "green tea mountains", "limit": 5}  # the workload's conversation search
+
 Body = dict[str, Any]
 
 
@@ -120,7 +122,7 @@ def _shared_cases(m: _Memory) -> list[Case]:
         Case("/v3/core/count", lambda i: s.body()),
         Case("/v3/conversation/add", lambda i: s.body(session_id=f"add{i % 3}", messages=messages(2))),
         Case("/v3/conversation/query", lambda i: s.body(limit=20)),
-        Case("/v3/conversation/search", lambda i: s.body(query="green tea mountains", limit=5)),
+        Case("/v3/conversation/search", lambda i: s.body(**SEARCH)),
         Case("/v3/conversation/count", lambda i: s.body()),
         Case(
             "/v3/conversation/delete", lambda i: s.body(message_ids=[found["messages"].pop()]), before=m.fresh_message

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import measure, prices
+from .cases import SEARCH as SEARCH_BODY
 from .cases import Case, Scope, Workload
 from .client import Hooks, Target
 
@@ -315,7 +316,7 @@ def measure_routes(
     # the workload's search as its users make it: their turns only (formation off, the template's
     # default, forms no record), so no vector query for records
     progress(f"  cost: {TURNS_SEARCH}")
-    row = route_cost(Case(SEARCH, lambda i: scope.body(query="green tea mountains", limit=5)), target, n, hooks, log)
+    row = route_cost(Case(SEARCH, lambda i: scope.body(**SEARCH_BODY)), target, n, hooks, log)
     row.route = TURNS_SEARCH
     rows.append(row)
     seen = None
