@@ -1,4 +1,10 @@
-"""Exact counters of a memory epoch: items and search tokens per user and layer, items per session.
+"""Exact counters of a memory epoch: items and search tokens per user and layer.
+
+A session's messages are counted when asked, from the ``by-session`` index: a counter per session
+cost every add and every erasure of a message two write units (one item more in their transaction,
+which bills twice) for a count few clients ask for. Epochs written before 2026-12-05 may still hold
+such counters (keys starting ``S``, then the user's and the session's digests): nothing reads them,
+and a user's erasure (``forget_user``) or the end of the epoch (``drop``) deletes them with the rest.
 
 They change in the same transaction as the items they count, so counts never drift; the users of
 a memory epoch are the users that have a counter (clear and cleanup enumerate them here).
@@ -57,6 +63,7 @@ class Where:
         return layout.counter_pk(self.team_id, self.agent_id, self.epoch)
 
 
+_SESSION = "S" + layout.SEP  # the key prefix of a session's counter of before (no longer written)
 TOKENS = ".t"  # suffix of an import's staged token count in ``Counter.staged``
 
 
@@ -100,48 +107,17 @@ def change(
     transaction.update("counter", Counter(where.counter_pk, layout.user_counter_sk(layer, user_id)), actions)
 
 
-def change_session(
-    transaction: Transaction,
-    where: Where,
-    user_id: str,
-    session_id: str,
-    items: int,
-    *,
-    staged: str | None = None,
-    shares: Mapping[str, int] | None = None,
-) -> None:
-    if items:
-        counter = Counter(where.counter_pk, layout.session_counter_sk(user_id, session_id))
-        transaction.update(
-            "counter",
-            counter,
-            [
-                Counter.item_count.add(items),
-                Counter.user_id.set(user_id),
-                Counter.session_id.set(session_id),
-                *_staging(staged, items, 0),
-                *(action for key, share in (shares or {}).items() for action in _staging(key, share, 0)),
-            ],
-        )
+def prepare_staging(where: Where, layers: Iterable[tuple[str, str]]) -> None:
+    """Before an import's first write: the counters it will move — (layer, user) — each get the map
+    its notes go in (DynamoDB sets a map key only in a map that exists, and one update may not make
+    the map and a key of it). Idempotent."""
 
-
-def prepare_staging(where: Where, layers: Iterable[tuple[str, str]], sessions: Iterable[tuple[str, str]]) -> None:
-    """Before an import's first write: the counters it will move — (layer, user) and (user,
-    session) — each get the map its notes go in (DynamoDB sets a map key only in a map that
-    exists, and one update may not make the map and a key of it). Idempotent."""
-    keys: list[tuple[str, str, str | None]] = [
-        (layout.user_counter_sk(layer, user), user, None) for layer, user in dict.fromkeys(layers)
-    ]
-    keys += [(layout.session_counter_sk(user, session), user, session) for user, session in dict.fromkeys(sessions)]
-
-    def one(key: tuple[str, str, str | None]) -> None:
-        sk, user_id, session_id = key
+    def one(key: tuple[str, str]) -> None:
+        layer, user_id = key
         actions: list[Any] = [Counter.staged.set(Counter.staged | {}), Counter.user_id.set(user_id)]
-        if session_id is not None:
-            actions.append(Counter.session_id.set(session_id))
-        Counter(where.counter_pk, sk).update(actions=actions)
+        Counter(where.counter_pk, layout.user_counter_sk(layer, user_id)).update(actions=actions)
 
-    for_each(one, keys, width=8)
+    for_each(one, list(dict.fromkeys(layers)), width=8)
 
 
 def visible(counter: Counter, staged: frozenset[str]) -> tuple[int, int]:
@@ -161,14 +137,6 @@ def of_user(where: Where, layer: str, user_id: str) -> tuple[int, int]:
     except Counter.DoesNotExist:
         return 0, 0
     return visible(counter, where.staged)
-
-
-def of_session(where: Where, user_id: str, session_id: str) -> int:
-    try:
-        counter = Counter.get(where.counter_pk, layout.session_counter_sk(user_id, session_id), consistent_read=True)
-    except Counter.DoesNotExist:
-        return 0
-    return visible(counter, where.staged)[0]
 
 
 def _all(where: Where) -> list[Counter]:
@@ -191,7 +159,7 @@ def users(where: Where) -> list[str]:
 
 
 def _user_counters(where: Where, user_id: str) -> list[Counter]:
-    """The counters of one user (layers and sessions) — erased with the user's memory."""
+    """The counters of one user (its layers, and its sessions' of before) — erased with the user's memory."""
     marker = layout.digest(user_id)
     return [c for c in _all(where) if marker in c.sk.split(layout.SEP)[1:2]]
 
@@ -211,7 +179,8 @@ def forget_user(where: Where, user_id: str) -> int:
     dropped = 0
     for counter in _user_counters(where, user_id):
         try:
-            counter.delete(condition=Counter.item_count == 0)
+            legacy = counter.sk.startswith(_SESSION)  # a session's counter of before: no longer kept
+            counter.delete(condition=None if legacy else Counter.item_count == 0)
             dropped += 1
         except DeleteError as exc:
             if exc.cause_response_code != "ConditionalCheckFailedException":

@@ -15,8 +15,8 @@ from .models import Message, snapshot
 from .transactions import MAX_ACTIONS, Transaction
 
 LAYER = "L0"
-# Writes that ride along with the messages of one add: the epoch check and two counters.
-PER_ADD = MAX_ACTIONS - 3
+# Writes that ride along with the messages of one add: the epoch check and the user's counter.
+PER_ADD = MAX_ACTIONS - 2
 Shown = TypeVar("Shown", bound=views.Message | views.Record)
 
 
@@ -90,7 +90,6 @@ def add(
                 transaction.put("message", row)
             tokens = sum(int(r.terms) for r in part)
             counters.change(transaction, where, LAYER, user_id, len(part), tokens, staged=staged)
-            counters.change_session(transaction, where, user_id, session_id, len(part), staged=staged)
             transaction.commit()
     except Cancelled:
         postings.delete(index)  # the retry writes them again, into the new epoch
@@ -165,11 +164,10 @@ def newest(
 def count(
     where: Where, user_id: str, session_id: str | None, task_id: str | None, start: int | None, end: int | None
 ) -> int:
-    """Exact count: a counter when unfiltered by time and task, else a counting query."""
-    if start is None and end is None and task_id is None:
-        if session_id is None:
-            return counters.of_user(where, LAYER, user_id)[0]
-        return counters.of_session(where, user_id, session_id)
+    """Exact count: the user's counter when unfiltered, else a counting query (a session's
+    messages are read from its index: see ``counters``)."""
+    if start is None and end is None and task_id is None and session_id is None:
+        return counters.of_user(where, LAYER, user_id)[0]
     pk = where.item_pk(LAYER, user_id)
     if session_id is not None:
         low, high = layout.session_bounds(session_id, start, end)
@@ -256,10 +254,6 @@ def _delete(
             tokens = sum(int(m.terms or 0) for m in mine)
             shares = {i: (-n, -t) for i, (n, t) in staged_shares(mine, running).items()}
             counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged, shares=shares)
-        for (user_id, session_id), n in Tally((m.user_id, m.session_id) for m in part).items():
-            mine = [m for m in part if (m.user_id, m.session_id) == (user_id, session_id)]
-            shares_ = {i: -n for i, (n, _) in staged_shares(mine, running).items()}
-            counters.change_session(transaction, where, user_id, session_id, -n, staged=staged, shares=shares_)
         chunk_events = events(part)
         for event in chunk_events:
             transaction.put("audit", event)
@@ -293,9 +287,7 @@ def _prepare_shares(where: Where, doomed: list[views.Message], running: frozense
     erasure may have dropped a counter since the import prepared it)."""
     staged = [m for m in doomed if m.import_id is not None and m.import_id in running]
     if staged:
-        counters.prepare_staging(
-            where, {(LAYER, m.user_id) for m in staged}, {(m.user_id, m.session_id) for m in staged}
-        )
+        counters.prepare_staging(where, {(LAYER, m.user_id) for m in staged})
 
 
 def _finish(
@@ -315,8 +307,7 @@ def _next_chunk(
     for size in range(1, len(pending) + 1):
         part = pending[:size]
         users = {m.user_id for m in part}
-        sessions = {(m.user_id, m.session_id) for m in part}
-        if len(part) + len(users) + len(sessions) + len(events(part)) > MAX_ACTIONS:
+        if len(part) + len(users) + len(events(part)) > MAX_ACTIONS:
             return pending[: size - 1]
     return pending[:size]
 

@@ -409,8 +409,9 @@ class Posting(_Items):
 
 
 class Counter(_Items):
-    """Exact counters of one memory epoch: items and search tokens per user and layer, items per
-    session. They change in the same transaction as what they count."""
+    """Exact counters of one memory epoch: items and search tokens per user and layer. They change in
+    the same transaction as what they count. (Epochs of before 2026-12-05 may also hold a counter
+    per session, with ``session_id`` set: no longer written or read; see ``counters``.)"""
 
     item_count = NumberAttribute(default=0, attr_name="n")
     token_count = NumberAttribute(default=0, attr_name="tl")

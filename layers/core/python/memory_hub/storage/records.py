@@ -395,7 +395,7 @@ def _delete(
     pending = list(doomed)
     unguarded: set[str] = set()
     if staged_shares(pending, running):
-        counters.prepare_staging(where, {(LAYER, r.user_id) for r in pending}, [])
+        counters.prepare_staging(where, {(LAYER, r.user_id) for r in pending})
     while pending:
         if until is not None and removed and until.passed():  # each request erases at least a part
             _finish(where, removed, beside, indexed)

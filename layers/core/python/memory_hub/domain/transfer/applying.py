@@ -66,10 +66,9 @@ def write(parsed: tree.Tree, job: Job) -> Staged:
 
 def _stage(asset: Asset, job: Job, where: Where, l0: list[planning.Group], l1: list[Planned]) -> None:
     """The import's id joins the memory's running imports, with room for its notes on every
-    counter it will move (its L0 and L1 counters, the sessions of its messages)."""
+    counter it will move (its users' L0 and L1 counters)."""
     layers = {(messages.LAYER, user) for (user, _, _), _ in l0} | {(records.LAYER, item.user_id) for item, _, _ in l1}
-    sessions = {(user, session) for (user, session, _), _ in l0}
-    stage(asset, job, where, layers, sessions)
+    stage(asset, job, where, layers)
 
 
 Planned = tuple[tree.Record, str, list[str]]  # a record line, its id, its sources (ids of the target)

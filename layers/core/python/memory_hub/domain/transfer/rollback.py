@@ -139,7 +139,7 @@ def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
     for user, ids in journal.l1.items():
         held = records.get_many(where, user, ids)
         if held:
-            counters.prepare_staging(where, [(records.LAYER, user)], [])  # a user's erasure may have dropped it
+            counters.prepare_staging(where, [(records.LAYER, user)])  # a user's erasure may have dropped it
             # their citation entries go with them; so do their notes on the counters
             records.delete(where, list(held.values()), lambda part: [], staged=job.sk)
     _forget_cites(where, journal)
@@ -184,8 +184,7 @@ def _erase_messages(
     found = messages.get_many(where, user, ids)
     removed: list[Any] = []
     if found:
-        sessions = [(user, m.session_id) for m in found.values()]
-        counters.prepare_staging(where, [(messages.LAYER, user)], sessions)  # as for records above
+        counters.prepare_staging(where, [(messages.LAYER, user)])  # as for records above
         removed = messages.delete(where, list(found.values()), lambda part: [], staged=import_id)[0]
     erasure.cascade(asset, where, user, removed, context)
     gone = [i for i in ids if i not in found]

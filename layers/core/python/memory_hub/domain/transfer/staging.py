@@ -68,11 +68,11 @@ class Heartbeat:
                 logger.warning("an import's heartbeat failed; the next one tries again")
 
 
-def stage(asset: Asset, job: Job, where: Where, layers: set[tuple[str, str]], sessions: set[tuple[str, str]]) -> None:
+def stage(asset: Asset, job: Job, where: Where, layers: set[tuple[str, str]]) -> None:
     """Before the first write (and after the journal names it): the counters the import will move
     get room for its notes, and its id joins the memory's running imports. Conflict when the
     memory was cleared meanwhile or too many imports run into it."""
-    counters.prepare_staging(where, layers, sessions)
+    counters.prepare_staging(where, layers)
     if not stored_assets.begin_import(asset, job.sk, where.epoch):
         raise Conflict(BUSY)
 
