@@ -84,3 +84,35 @@ def test_the_report_prices_the_months_search_for_each_choice_of_groups():
     prices_by_groups = cost.report([add, search], stored=3000.0)["search_by_groups"]
     assert list(prices_by_groups) == [str(g) for g in cost.GROUP_CHOICES]
     assert sorted(prices_by_groups.values(), reverse=True) == list(prices_by_groups.values())  # more groups, less
+
+
+def test_a_longer_batching_window_puts_fewer_vectors_an_add_and_a_batch_ends_at_the_queues_size():
+    assert cost.workload_batch(60) == pytest.approx(500_000 / (30 * 86_400) * 60)
+    assert cost.workload_batch(100_000) == cost.BATCH_SIZE  # a batch ends at 100 messages whatever the window
+    puts, lambdas, queued, trips = cost._batch_shares(cost.workload_batch())
+    batched = cost.RouteCost(
+        cost.BATCHED_ADD,
+        calls={"dynamodb": 3, "s3vectors": puts},
+        wru=19,
+        vector_puts=puts,
+        lambda_requests=lambdas,
+        queued=queued,
+        round_trips=2 + trips,
+    )
+    same = cost.rebatched(batched, cost.BATCH_WINDOW_S)  # priced at the default: unchanged
+    assert same.calls == batched.calls and same.round_trips == pytest.approx(batched.round_trips)
+    assert same.dollars(cost.SMALL_INDEX) == pytest.approx(batched.dollars(cost.SMALL_INDEX))
+    longest = cost.rebatched(batched, 300)
+    assert longest.vector_puts == pytest.approx(cost.puts_per_add(cost.workload_batch(300)))
+    assert longest.vector_puts < 0.3 < batched.vector_puts
+    assert longest.round_trips < batched.round_trips and longest.lambda_requests < batched.lambda_requests
+    add = cost.RouteCost(cost.ONE_MESSAGE_ADD, wru=19, vector_puts=1)
+    search = cost.RouteCost(cost.SEARCH, rru=12, vector_queries=1)
+    by_window = cost.report([add, search, batched], stored=3000.0)["batched_add_by_window"]
+    assert list(by_window) == [str(w) for w in cost.WINDOW_CHOICES]
+    dollars = [usd for _, _, usd in by_window.values()]
+    assert dollars == sorted(dollars, reverse=True) and dollars[0] - dollars[-1] > 10  # $ per 1M
+    said: list[str] = []
+    cost.render(cost.report([add, search, batched], stored=3000.0, adds_per_put=6.0), said.append)
+    assert any("by `VectorBatchSeconds`" in line for line in said)
+    assert cost.report([add, search], stored=3000.0)["batched_add_by_window"] is None

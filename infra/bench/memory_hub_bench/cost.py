@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import measure, prices
@@ -53,6 +53,8 @@ TURNS_SEARCH = SEARCH + " (turns only: no records)"
 BATCHED = ", VectorWrites Batched"
 BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
 BATCH_WINDOW_S = 60  # the template's VectorBatchSeconds default
+WINDOW_CHOICES = (60, 120, 300)  # VectorBatchSeconds the report prices the batched add at (300: its maximum)
+BATCH_SIZE = 100  # the template's EmbedQueue batch with VectorWrites Batched: a batch ends at 100 messages
 BATCH_SEQUENTIAL_CALLS = 3  # a batch's consumer: read the items, embed them (in parallel), put the vectors
 S3_PUT_CLASS = {"PutObject", "CopyObject", "PostObject", "ListObjectsV2", "ListObjects", "CreateMultipartUpload"}
 S3_FREE = {"DeleteObject", "DeleteObjects"}
@@ -180,10 +182,28 @@ def one_message_add(target: Target, scope: Scope) -> Case:
     )
 
 
-def workload_batch() -> float:
+def workload_batch(window_s: float = BATCH_WINDOW_S) -> float:
     """Adds one batch of the embedding queue gathers at the month's rate, all in one memory: adds a
-    second × the batching window (≈ 11.6 with the defaults)."""
-    return USERS * ADDS / (30 * 86_400) * BATCH_WINDOW_S
+    second × the batching window (≈ 11.6 with the defaults), at most a batch of the queue's."""
+    return min(USERS * ADDS / (30 * 86_400) * window_s, BATCH_SIZE)
+
+
+def _batch_shares(b: float) -> tuple[float, float, float, float]:
+    """An add's share of a batch of ``b`` adds: (PutVectors, Lambda requests, SQS requests, round trips)."""
+    return puts_per_add(b), 1 + 1 / b, 1 + 2 * math.ceil(b / 10) / b, BATCH_SEQUENTIAL_CALLS / b
+
+
+def rebatched(row: RouteCost, window_s: float) -> RouteCost:
+    """``row`` (a batched add priced at ``BATCH_WINDOW_S``) with the queue gathering ``window_s``."""
+    was, now = _batch_shares(workload_batch()), _batch_shares(workload_batch(window_s))
+    return replace(
+        row,
+        calls=row.calls | {"s3vectors": now[0]},
+        vector_puts=now[0],
+        lambda_requests=now[1],
+        queued=now[2],
+        round_trips=row.round_trips - was[3] + now[3],
+    )
 
 
 def puts_per_add(batch: float, groups: int = GROUPS) -> float:
@@ -220,18 +240,17 @@ def batched_add(
     adds = 2 * n + 2  # two warm-up adds, n timed, n delayed
     per_item = RouteCost("consumer")
     _tally(per_item, [[c for c in consumer if c["service"] in ("dynamodb", "bedrock")]], 0.0)
-    b = workload_batch()
     chars = float(_texts(case.body(0)))  # what each request sent to be embedded
     row.route = label + BATCHED
     row.rru += per_item.rru / adds
     row.embed_calls = per_item.embed_calls / adds
     row.tokens = row.embed_calls * chars / CHARS_PER_TOKEN
     row.calls["bedrock"] = row.embed_calls
-    row.calls["s3vectors"] = puts_per_add(b)
-    row.vector_puts = puts_per_add(b)
-    row.lambda_requests = 1 + 1 / b  # the API call, and a share of the consumer's invocation
-    row.queued = 1 + 2 * math.ceil(b / 10) / b  # SQS requests: the send, a share of receives and deletes
-    row.round_trips += BATCH_SEQUENTIAL_CALLS / b
+    # its share of a batch: PutVectors, the consumer's invocation beside the API call, the send with
+    # a share of the receives and deletes, the consumer's round trips
+    puts, row.lambda_requests, row.queued, trips = _batch_shares(workload_batch())
+    row.calls["s3vectors"] = row.vector_puts = puts
+    row.round_trips += trips
     puts = sum(1 for c in consumer if c["operation"] == "PutVectors" and c["status"] == 200)
     return row, adds / max(puts, 1)
 
@@ -419,6 +438,10 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
         "month": bill.__dict__ | {"total": bill.total, "with_records": with_records.total,
                                   "search": search.route},
         "search_by_groups": {str(g): sum(search.dollars(LARGE_INDEX // g).values()) * 1e6 for g in GROUP_CHOICES},
+        "batched_add_by_window": None if batched is None else {
+            str(w): [workload_batch(w), puts_per_add(workload_batch(w)),
+                     sum(rebatched(batched, w).dollars(SMALL_INDEX).values()) * 1e6]
+            for w in WINDOW_CHOICES},
         "month_batched": None if batched_bill is None else batched_bill.__dict__ | {
             "total": batched_bill.total, "adds_per_batch": workload_batch(), "window_s": BATCH_WINDOW_S,
             "adds_per_put_here": adds_per_put},
@@ -478,6 +501,14 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
             f"{batched['adds_per_batch']:.1f} adds to one memory in the {batched['window_s']} s window, "
             f"a PutVectors for each group of users among them, {puts_per_add(batched['adds_per_batch']):.2f} an add; "
             f"{batched['adds_per_put_here']:.1f} here, at the bench's pace): **${batched['total']:,.0f} a month**.\n"
+        )
+    by_window = result.get("batched_add_by_window")
+    if by_window:
+        say(
+            "Its one-message add by `VectorBatchSeconds` (adds a batch gathers at the month's rate; PutVectors "
+            "an add): "
+            + ", ".join(f"{w} s ({b:.1f}; {puts:.2f}) → ${usd:,.1f}" for w, (b, puts, usd) in by_window.items())
+            + f" per 1M (a batch ends at {BATCH_SIZE} messages; an item is found by meaning up to the window later).\n"
         )
     say("| the same workload on | $ a month | prices used |")
     say("|---|---:|---|")
