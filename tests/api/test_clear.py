@@ -488,8 +488,9 @@ def test_the_clear_takes_effect_in_one_transaction_before_anything_is_erased(api
     bumps = [n for n, c in enumerate(calls) if c["operation"] == "TransactWriteItems" and "AssetsTable" in c["tables"]]
     assert len(bumps) == 1, calls
     bump = calls[bumps[0]]
-    # the asset's new epoch, the purge record and the four per-layer audit events: all or nothing
-    assert sorted(bump["tables"]) == sorted(["AssetsTable", "ItemsTable"] + ["AuditTable"] * 4)
+    # the asset's new epoch and its fence's, the purge record and the four per-layer audit events:
+    # all or nothing
+    assert sorted(bump["tables"]) == sorted(["AssetsTable"] * 2 + ["ItemsTable"] + ["AuditTable"] * 4)
     assert bump["status"] == 200
     writes_before = [
         c
@@ -510,9 +511,10 @@ def test_memory_delete_takes_effect_in_one_transaction_before_anything_is_erased
     bumps = [n for n, c in enumerate(calls) if c["operation"] == "TransactWriteItems" and "AssetsTable" in c["tables"]]
     assert len(bumps) == 1, calls
     bump = calls[bumps[0]]
-    # asset and team listing deleted, purge record, four per-layer events and the memory_delete event
-    assert sorted(bump["tables"]) == sorted(["AssetsTable"] * 2 + ["ItemsTable"] + ["AuditTable"] * 5)
-    assert [a for a, _ in bump["actions"]].count("dynamodb:DeleteItem") == 2
+    # asset, fence and team listing deleted, purge record, four per-layer events and the
+    # memory_delete event
+    assert sorted(bump["tables"]) == sorted(["AssetsTable"] * 3 + ["ItemsTable"] + ["AuditTable"] * 5)
+    assert [a for a, _ in bump["actions"]].count("dynamodb:DeleteItem") == 3
     assert not [c for c in calls[: bumps[0]] if c["operation"] in ERASING]
 
 

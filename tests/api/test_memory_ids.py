@@ -257,20 +257,34 @@ def test_list_orders_by_memory_id_then_team_then_agent(api, both):
 
 
 def as_legacy(scope: Scope) -> dict:
-    """Rewrite the pair's asset item as the earlier design stored it: keyed by memory_id alone."""
+    """Rewrite the pair's asset item as the earlier design stored it: keyed by memory_id alone,
+    with no fence (that design had none)."""
     dynamodb = aws_client("dynamodb")
     key = {"pk": {"S": scope.memory_id}, "sk": {"S": f"A#{scope.team_id}:{scope.agent_id}"}}
     item = dynamodb.get_item(TableName=TABLES["assets"], Key=key, ConsistentRead=True)["Item"]
     dynamodb.delete_item(TableName=TABLES["assets"], Key=key)
-    legacy = dict(item, sk={"S": "asset"})
+    dynamodb.delete_item(TableName=TABLES["assets"], Key=dict(key, sk={"S": fence_key(scope)}))
+    legacy = {name: value for name, value in item.items() if name != "fz"} | {"sk": {"S": "asset"}}
     dynamodb.put_item(TableName=TABLES["assets"], Item=legacy)
     return legacy
 
 
+def fence_key(scope: Scope) -> str:
+    return f"fence#{scope.team_id}:{scope.agent_id}"
+
+
 def stored_keys(scope: Scope) -> list[str]:
-    """The live asset items of the scope's memory_id (a moved legacy item keeps only its mark)."""
+    """The live asset items of the scope's memory_id (a moved legacy item keeps only its mark;
+    the pairs' fences are not assets)."""
     items = [i for i in scan(TABLES["assets"]) if i["pk"]["S"] == scope.memory_id]
-    return sorted(i["sk"]["S"] for i in items if "moved_to" not in i)
+    return sorted(i["sk"]["S"] for i in items if "moved_to" not in i and not i["sk"]["S"].startswith("fence#"))
+
+
+def fence_epoch(scope: Scope) -> int | None:
+    """The epoch the pair's fence holds (None: no fence)."""
+    key = {"pk": {"S": scope.memory_id}, "sk": {"S": fence_key(scope)}}
+    item = aws_client("dynamodb").get_item(TableName=TABLES["assets"], Key=key, ConsistentRead=True).get("Item")
+    return None if item is None else int(item["epoch"]["N"])
 
 
 def no_asset_call_refused(hooks, since: int) -> None:
@@ -294,8 +308,11 @@ def test_an_asset_stored_by_memory_id_keeps_working_and_moves_on_first_use(api, 
     assert stored_keys(first) == sorted(
         [f"A#{first.team_id}:{first.agent_id}", f"A#{second.team_id}:{second.agent_id}"]
     )
-    # writes go on in the same content epoch (the fence is the moved item), clears still work
+    # writes go on in the same content epoch (the fence is the moved item, then its fence item:
+    # the first write gives it one), clears still work and move the fence
+    assert fence_epoch(first) is None
     add_message(api, first, "after the upgrade")
+    assert fence_epoch(first) == int(legacy["epoch"]["N"])
     query = ok(api.post("/v3/conversation/query", first.body()))
     assert query["total"] == 2 and message in [m["id"] for m in query["messages"]]
     cleared = ok(
@@ -305,6 +322,7 @@ def test_an_asset_stored_by_memory_id_keeps_working_and_moves_on_first_use(api, 
         )
     )
     assert cleared["items"][0]["l0_deleted"] == 2 and cleared["items"][0]["l2_deleted"] == 1
+    assert fence_epoch(first) is not None and fence_epoch(first) > int(legacy["epoch"]["N"])
     no_asset_call_refused(hooks, since)
 
 

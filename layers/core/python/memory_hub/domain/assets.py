@@ -134,9 +134,9 @@ def forget_exports(asset: Asset) -> int:
 
 
 def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **fields: Any) -> Asset:
-    """The pair's asset, creating it when ``asset`` (the pair's, as just read) is None. A
-    conditional create decides a race between creators of the same pair; another pair that spells
-    the same memory_id never stands in the way."""
+    """The pair's asset, creating it (with its fence) when ``asset`` (the pair's, as just read) is
+    None. A conditional create decides a race between creators of the same pair; another pair that
+    spells the same memory_id never stands in the way."""
     memory_id = memory_id_of(team_id, agent_id)
     asset = owned_by(asset, team_id, agent_id)
     while asset is None:
@@ -155,7 +155,7 @@ def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **field
         if stored.create(candidate):
             return candidate
         asset = stored.get_pair(team_id, agent_id)  # someone else created it (or created and deleted it) meanwhile
-    return asset
+    return stored.fence(asset)  # an asset of before gets its fence at its first write
 
 
 def _groups() -> int | None:

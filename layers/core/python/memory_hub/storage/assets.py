@@ -28,7 +28,6 @@ from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import ClientError
-from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.condition import size
 
 from ..clock import now_ms
@@ -36,13 +35,20 @@ from ..memory_ids import MAX_MEMORY_ID_CHARS, memory_id_of
 from . import aws, layout, views
 from .concurrency import parallel
 from .errors import Cancelled
-from .models import ASSET_SK, Asset, Job, PurgeRecord, TeamEntry, own, snapshot
+from .models import ASSET_SK, Asset, Fence, Job, PurgeRecord, TeamEntry, own, snapshot
 from .retry import attempts
 from .transactions import Transaction
 
 TEAM_PREFIX = "team#"
 PAIR_PREFIX = "A#"
 LEGACY_SK = ASSET_SK  # the one asset of a memory_id, as stored before assets were keyed by pair
+FENCE_PREFIX = "fence#"  # a memory's fence: beside its asset, never read as one (see ``_is_asset``)
+# Pairs whose asset, as this process last read it, has a fence: their writes' epoch checks read the
+# fence. Safe when stale: a pair left out is checked on its asset (whose epoch always moves with
+# the fence), and a pair wrongly in (its memory deleted, then created again without a fence by an
+# older release) fails its check once, and the retry's read of the asset puts it right.
+_fenced_pairs: dict[tuple[str, str], None] = {}
+_FENCED_PAIRS_KEPT = 4096
 _may_migrate = [True]  # False once this function's role was refused a write to AssetsTable
 
 
@@ -67,7 +73,8 @@ def spelling(memory_id: str) -> list[views.Asset]:
     if not memory_id or len(memory_id) > MAX_MEMORY_ID_CHARS:
         return []
     for _ in attempts("asset"):
-        found = [a for a in _views(Asset.query(memory_id, consistent_read=True)) if _is_asset(a)]
+        stored = (a for a in Asset.query(memory_id, consistent_read=True) if not a.sk.startswith(FENCE_PREFIX))
+        found = [a for a in _views(stored) if _is_asset(a)]
         legacy = [a for a in found if a.sk == LEGACY_SK]
         if not legacy or not _may_migrate[0]:
             return _by_pair(found)
@@ -132,21 +139,74 @@ def _fields(asset: Asset, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def new(**fields: Any) -> views.Asset:
-    """A new asset's view, not stored yet (``create`` stores it)."""
-    return _view(Asset(fields["memory_id"], pair_sk(fields["team_id"], fields["agent_id"]), **fields))
+    """A new asset's view, not stored yet (``create`` stores it, with its fence)."""
+    fields.setdefault("fenced", True)
+    return snapshot(views.Asset, Asset(fields["memory_id"], pair_sk(fields["team_id"], fields["agent_id"]), **fields))
 
 
 def create(asset: views.Asset) -> bool:
-    """Store a new asset and its team listing unless the pair's asset exists (a conditional put
-    decides a race between creators)."""
+    """Store a new asset, its fence and its team listing unless the pair's asset exists (a
+    conditional put decides a race between creators)."""
     transaction = Transaction()
     transaction.put("asset", asset, condition=Asset.pk.does_not_exist())
+    if asset.fenced:
+        transaction.put("fence", _fence_of(asset, int(asset.epoch)))
     transaction.put("team", _team_entry(asset))
     try:
         transaction.commit()
-        return True
     except Cancelled:
         return False
+    _remember(asset)
+    return True
+
+
+def fence_sk(team_id: str, agent_id: str) -> str:
+    return FENCE_PREFIX + layout.pair(team_id, agent_id)
+
+
+def _fence_of(asset: views.Asset, epoch: int) -> Fence:
+    return Fence(asset.memory_id, fence_sk(asset.team_id, asset.agent_id), epoch=epoch)
+
+
+def _as_read(asset: views.Asset) -> Any:
+    """The condition that the asset is fenced, or not, as ``asset`` says: a change of the epoch or
+    of the running imports writes the fence too exactly when the asset has one."""
+    return Asset.fenced.exists() if asset.fenced else Asset.fenced.does_not_exist()
+
+
+def _remember(asset: views.Asset) -> None:
+    """Note whether the pair's asset has a fence, as just read (see ``_fenced_pairs``)."""
+    pair = (asset.team_id, asset.agent_id)
+    if not asset.fenced or not asset.sk.startswith(PAIR_PREFIX):
+        _fenced_pairs.pop(pair, None)
+        return
+    if pair not in _fenced_pairs and len(_fenced_pairs) >= _FENCED_PAIRS_KEPT:
+        _fenced_pairs.pop(next(iter(_fenced_pairs)))  # the oldest: it is checked on its asset now
+    _fenced_pairs[pair] = None
+
+
+def fence(asset: views.Asset) -> views.Asset:
+    """Give an asset of before its fence, so its writes' epoch checks read a small item: the fence
+    put and the asset marked in one transaction, while the asset is as read and no import runs
+    into it (the fence starts with none). The asset as it is then — unchanged when it has a fence
+    already, an import runs, a racing change came first or this function may not write assets."""
+    if asset.fenced or asset.importing or not asset.sk.startswith(PAIR_PREFIX):
+        return asset
+    unchanged = (Asset.epoch == int(asset.epoch)) & Asset.fenced.does_not_exist() & Asset.importing.does_not_exist()
+    transaction = Transaction()
+    transaction.update("asset", asset, [Asset.fenced.set(True)], condition=unchanged)
+    transaction.put("fence", _fence_of(asset, int(asset.epoch)))
+    try:
+        transaction.commit()
+    except Cancelled:
+        return asset
+    except ClientError as exc:
+        if aws.error_code(exc) != "AccessDeniedException":
+            raise
+        return asset
+    fenced = replace(asset, fenced=True)
+    _remember(fenced)
+    return fenced
 
 
 def _team_entry(asset: views.Asset) -> TeamEntry:
@@ -224,6 +284,12 @@ def guard_epoch(
     epoch since ``epoch`` was read: a write never lands in content that is already cleared.
     ``running``: and unless that import still runs into it."""
     memory_id = memory_id_of(team_id, agent_id)
+    if (team_id, agent_id) in _fenced_pairs:
+        condition = Fence.epoch == int(epoch)
+        if running is not None:
+            condition = condition & Fence.importing.contains(running)
+        transaction.check("epoch", Fence, memory_id, fence_sk(team_id, agent_id), condition=condition)
+        return
     condition = Asset.epoch == int(epoch)
     if running is not None:
         condition = condition & Asset.importing.contains(running)
@@ -242,10 +308,13 @@ def retire_epoch(
     old epoch for purging and record the events — one transaction, the instant a clear (or a
     memory delete) takes effect. Cancelled ('asset') if the epoch moved since it was read."""
     transaction = Transaction()
-    still = Asset.epoch == int(asset.epoch)
+    still = (Asset.epoch == int(asset.epoch)) & _as_read(asset)
+    fence_ = _fence_of(asset, int(asset.epoch))
     if new_epoch is None:
         transaction.delete("asset", asset, condition=still)
         transaction.delete("team", _team_entry(asset))
+        if asset.fenced:
+            transaction.delete("fence", fence_)
     else:
         transaction.update(
             "asset",
@@ -253,6 +322,8 @@ def retire_epoch(
             [Asset.epoch.set(new_epoch), Asset.last_cleared_at.set(stamp), Asset.updated_at.set(stamp)],
             condition=still,
         )
+        if asset.fenced:
+            transaction.update("fence", fence_, [Fence.epoch.set(new_epoch)])
     transaction.put("purge", purge_record)
     for event in events:
         transaction.put("audit", event)
@@ -278,8 +349,13 @@ def begin_import(asset: views.Asset, import_id: str, epoch: int) -> bool:
     running = Asset.importing.does_not_exist() | (size(Asset.importing) < MAX_RUNNING_IMPORTS)  # type: ignore[no-untyped-call]
     transaction = Transaction()
     transaction.update(
-        "asset", asset, [Asset.importing.add({import_id})], condition=(Asset.epoch == int(epoch)) & running
+        "asset",
+        asset,
+        [Asset.importing.add({import_id})],
+        condition=(Asset.epoch == int(epoch)) & running & _as_read(asset),
     )
+    if asset.fenced:
+        transaction.update("fence", _fence_of(asset, int(epoch)), [Fence.importing.add({import_id})])
     try:
         transaction.commit()
     except Cancelled:
@@ -297,7 +373,10 @@ def commit_import(
     updated = now_ms()
     actions = [Job.state.set("done"), Job.updated_at.set(updated), Job.result.set(result)]
     transaction = Transaction()
-    transaction.update("asset", asset, [Asset.importing.delete({job.sk})], condition=Asset.importing.contains(job.sk))
+    condition = Asset.importing.contains(job.sk) & _as_read(asset)
+    transaction.update("asset", asset, [Asset.importing.delete({job.sk})], condition=condition)
+    if asset.fenced:
+        transaction.update("fence", _fence_of(asset, int(asset.epoch)), [Fence.importing.delete({job.sk})])
     transaction.update("job", job, actions)
     for event in events:
         transaction.put("audit", event)
@@ -306,18 +385,28 @@ def commit_import(
 
 
 def end_import(team_id: str, agent_id: str, import_id: str) -> None:
-    """An undone import leaves the running set (after what it wrote is gone); nothing when the
-    asset or the id is not there."""
-    asset = Asset(memory_id_of(team_id, agent_id), pair_sk(team_id, agent_id))
-    try:
-        asset.update(actions=[Asset.importing.delete({import_id})], condition=Asset.importing.contains(import_id))
-    except UpdateError as exc:
-        if exc.cause_response_code != "ConditionalCheckFailedException":
-            raise
+    """An undone import leaves the running set (after what it wrote is gone), the asset's and its
+    fence's together; nothing when the asset or the id is not there."""
+    for _ in attempts("asset"):
+        asset = get_pair(team_id, agent_id)
+        if asset is None or import_id not in (asset.importing or ()):
+            return
+        transaction = Transaction()
+        condition = Asset.importing.contains(import_id) & _as_read(asset)
+        transaction.update("asset", asset, [Asset.importing.delete({import_id})], condition=condition)
+        if asset.fenced:
+            transaction.update("fence", _fence_of(asset, int(asset.epoch)), [Fence.importing.delete({import_id})])
+        try:
+            transaction.commit()
+            return
+        except Cancelled:
+            continue  # the asset changed since it was read: read it again
 
 
 def _view(asset: Asset) -> views.Asset:
-    return snapshot(views.Asset, asset)
+    view = snapshot(views.Asset, asset)
+    _remember(view)
+    return view
 
 
 def _views(assets: Iterable[Asset]) -> list[views.Asset]:

@@ -166,6 +166,25 @@ class Asset(Bound):
     # the groups of users its vector indexes are split into (``vectors``), fixed when it is
     # created; absent: one (a memory of before)
     vector_groups = NumberAttribute(null=True, attr_name="vg")
+    # True when the memory has its ``Fence`` (every asset since 2026-12-05; one of before gets it at
+    # its next write): the epoch checks of its writes read the fence, not this item
+    fenced = BooleanAttribute(null=True, attr_name="fz")
+
+
+class Fence(Bound):
+    """The clear fence of one memory, beside its asset (``pk`` = memory_id, ``sk`` = fence#<pair>):
+    the asset's ``epoch`` and ``importing`` and nothing else, written in the same transaction as
+    every change of those two. Every write's epoch check reads this item instead of the asset,
+    whose ACL and bindings can make it tens of KB: a transaction bills a check by the size of the
+    item it reads, twice."""
+
+    class Meta(Bound.Meta):
+        setting = "assets_table"
+
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    epoch = NumberAttribute()
+    importing = UnicodeSetAttribute(null=True, attr_name="imp")
 
 
 class TeamEntry(Bound):

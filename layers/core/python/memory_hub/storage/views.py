@@ -47,6 +47,7 @@ class Asset:
     bindings: Any
     created_at: str
     epoch: float
+    fenced: bool | None
     formation: str | None
     importing: set[str] | None
     last_cleared_at: str | None
