@@ -116,3 +116,9 @@ def test_a_longer_batching_window_puts_fewer_vectors_an_add_and_a_batch_ends_at_
     cost.render(cost.report([add, search, batched], stored=3000.0, adds_per_put=6.0), said.append)
     assert any("by `VectorBatchSeconds`" in line for line in said)
     assert cost.report([add, search], stored=3000.0)["batched_add_by_window"] is None
+    record = cost.RouteCost(cost.BATCHED_RECORD_ADD, wru=16, vector_puts=puts, lambda_requests=lambdas, queued=queued)
+    both = cost.report([add, search, batched, record], stored=3000.0, adds_per_put=6.0)
+    assert list(both["batched_record_add_by_window"]) == [str(w) for w in cost.WINDOW_CHOICES]
+    said = []
+    cost.render(both, said.append)
+    assert any("`/v3/atomic/add`, the same way" in line for line in said)

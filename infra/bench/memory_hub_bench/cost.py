@@ -52,6 +52,7 @@ SEARCH = "/v3/conversation/search"
 TURNS_SEARCH = SEARCH + " (turns only: no records)"
 BATCHED = ", VectorWrites Batched"
 BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
+BATCHED_RECORD_ADD = "/v3/atomic/add" + BATCHED
 BATCH_WINDOW_S = 60  # the template's VectorBatchSeconds default
 WINDOW_CHOICES = (60, 120, 300)  # VectorBatchSeconds the report prices the batched add at (300: its maximum)
 BATCH_SIZE = 100  # the template's EmbedQueue batch with VectorWrites Batched: a batch ends at 100 messages
@@ -438,10 +439,8 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
         "month": bill.__dict__ | {"total": bill.total, "with_records": with_records.total,
                                   "search": search.route},
         "search_by_groups": {str(g): sum(search.dollars(LARGE_INDEX // g).values()) * 1e6 for g in GROUP_CHOICES},
-        "batched_add_by_window": None if batched is None else {
-            str(w): [workload_batch(w), puts_per_add(workload_batch(w)),
-                     sum(rebatched(batched, w).dollars(SMALL_INDEX).values()) * 1e6]
-            for w in WINDOW_CHOICES},
+        "batched_add_by_window": _by_window(batched),
+        "batched_record_add_by_window": _by_window(by_route.get(BATCHED_RECORD_ADD)),
         "month_batched": None if batched_bill is None else batched_bill.__dict__ | {
             "total": batched_bill.total, "adds_per_batch": workload_batch(), "window_s": BATCH_WINDOW_S,
             "adds_per_put_here": adds_per_put},
@@ -452,6 +451,20 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
         "prices_checked": prices.CHECKED,
         "unverified": [p.per for p in _all_prices() if not p.verified],
     }  # fmt: skip
+
+
+def _by_window(batched: RouteCost | None) -> dict[str, list[float]] | None:
+    """A batched add's price by ``VectorBatchSeconds``: [adds a batch, PutVectors an add, $ per 1M]."""
+    if batched is None:
+        return None
+    return {
+        str(w): [
+            workload_batch(w),
+            puts_per_add(workload_batch(w)),
+            sum(rebatched(batched, w).dollars(SMALL_INDEX).values()) * 1e6,
+        ]
+        for w in WINDOW_CHOICES
+    }
 
 
 def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
@@ -508,7 +521,9 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
             "Its one-message add by `VectorBatchSeconds` (adds a batch gathers at the month's rate; PutVectors "
             "an add): "
             + ", ".join(f"{w} s ({b:.1f}; {puts:.2f}) → ${usd:,.1f}" for w, (b, puts, usd) in by_window.items())
-            + f" per 1M (a batch ends at {BATCH_SIZE} messages; an item is found by meaning up to the window later).\n"
+            + f" per 1M (a batch ends at {BATCH_SIZE} messages; an item is found by meaning up to the window later)"
+            + _record_line(result.get("batched_record_add_by_window"))
+            + ".\n"
         )
     say("| the same workload on | $ a month | prices used |")
     say("|---|---:|---|")
@@ -516,6 +531,14 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
     for peer, usd, basis in result["peers"]:
         say(f"| {peer} | {usd} | {basis} |")
     say(f"\nPrices not confirmed on {checked} (shown as last published): {'; '.join(result['unverified'])}.")
+
+
+def _record_line(by_window: dict[str, list[float]] | None) -> str:
+    """``atomic/add``'s batched prices by window, at the same rate, for the sentence above."""
+    if not by_window:
+        return ""
+    prices_ = ", ".join(f"{w} s → ${usd:,.1f}" for w, (_, _, usd) in by_window.items())
+    return f"; `/v3/atomic/add`, the same way: {prices_}"
 
 
 def _all_prices() -> list[prices.Price]:
