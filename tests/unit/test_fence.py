@@ -159,3 +159,42 @@ def test_the_fence_names_the_running_imports_the_asset_names_through_any_sequenc
             stored.commit_import(asset, snapshot(JobView, job), {}, [])
         asset = assets.of_scope(scope)
         assert set(_fence(scope.team_id, scope.agent_id).importing or ()) == set(asset.importing or ())
+
+
+def test_a_fence_left_behind_by_a_release_of_before_is_not_trusted_and_the_next_write_puts_it_right(aws):
+    scope = fresh_scope()
+    conversation.add(scope, SAY, writer(scope))
+    asset = assets.of_scope(scope)
+    stale = assets.where_of(asset)
+    moved = int(asset.epoch) + 7  # a clear by a release that knew no fence: the asset alone moves
+    Asset(scope.memory_id, stored.pair_sk(scope.team_id, scope.agent_id)).update(actions=[Asset.epoch.set(moved)])
+    assert int(assets.of_scope(scope).epoch) == moved  # read with its fence, which disagrees
+    new = messages.NewMessage("msg-stale", "user", "stale", 1, term_counts("stale"))
+    with pytest.raises(Cancelled):  # checked on the asset: the fence still says the old epoch
+        messages.add(stale, scope.user_id, "s", None, [new], 1)
+    conversation.add(scope, SAY, writer(scope))
+    assert int(_fence(scope.team_id, scope.agent_id).epoch) == moved
+    assert (scope.team_id, scope.agent_id) in stored._fenced_pairs
+
+
+def test_an_asset_moved_from_the_layout_keyed_by_memory_id_gets_a_trusted_fence(aws, monkeypatch):
+    scope = fresh_scope()
+    asset = _legacy(scope)
+    key = stored.pair_sk(scope.team_id, scope.agent_id)
+    asset.delete()
+    moved = Asset(scope.memory_id, stored.LEGACY_SK, **{k: v for k, v in asset.attribute_values.items() if k != "sk"})
+    moved.save()  # as the first design stored it: under its memory_id alone
+    conversation.add(scope, SAY, writer(scope))  # moves it to its pair's key, then fences it
+    checked = _checked(monkeypatch)
+    conversation.add(scope, SAY, writer(scope))
+    assert checked == [(Fence, stored.fence_sk(scope.team_id, scope.agent_id))]
+    assert Asset.get(scope.memory_id, key, consistent_read=True).fenced is True
+
+
+def test_an_import_starting_on_an_asset_fenced_since_it_was_read_is_noted_in_both(aws):
+    scope = fresh_scope()
+    _legacy(scope)
+    unfenced = assets.of_scope(scope)
+    stored.fence(unfenced)
+    assert stored.begin_import(unfenced, "imp-late", int(unfenced.epoch))
+    assert _fence(scope.team_id, scope.agent_id).importing == {"imp-late"} == assets.of_scope(scope).importing

@@ -23,6 +23,7 @@ stored before keeps working and is keyed by pair from its first use by a write-c
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -43,11 +44,14 @@ TEAM_PREFIX = "team#"
 PAIR_PREFIX = "A#"
 LEGACY_SK = ASSET_SK  # the one asset of a memory_id, as stored before assets were keyed by pair
 FENCE_PREFIX = "fence#"  # a memory's fence: beside its asset, never read as one (see ``_is_asset``)
-# Pairs whose asset, as this process last read it, has a fence: their writes' epoch checks read the
-# fence. Safe when stale: a pair left out is checked on its asset (whose epoch always moves with
-# the fence), and a pair wrongly in (its memory deleted, then created again without a fence by an
-# older release) fails its check once, and the retry's read of the asset puts it right.
+# Pairs whose asset, as this process last read it, has a fence that agrees with it (the same epoch
+# and running imports, read in the same Query): their writes' epoch checks read the fence. Safe
+# when stale: a pair left out is checked on its asset, whose epoch always moves with the fence, and
+# a pair wrongly in fails its check once, and the retry's read of the asset puts it right. A fence
+# that disagrees with its asset (a release of before moved the asset alone: a deploy's mixed
+# minutes, a rollback) is never trusted, and the pair's next write puts it right (``fence``).
 _fenced_pairs: dict[tuple[str, str], None] = {}
+_fenced_lock = threading.Lock()
 _FENCED_PAIRS_KEPT = 4096
 _may_migrate = [True]  # False once this function's role was refused a write to AssetsTable
 
@@ -73,8 +77,12 @@ def spelling(memory_id: str) -> list[views.Asset]:
     if not memory_id or len(memory_id) > MAX_MEMORY_ID_CHARS:
         return []
     for _ in attempts("asset"):
-        stored = (a for a in Asset.query(memory_id, consistent_read=True) if not a.sk.startswith(FENCE_PREFIX))
-        found = [a for a in _views(stored) if _is_asset(a)]
+        items = list(Asset.query(memory_id, consistent_read=True))  # the pairs' assets and their fences
+        fences = {a.sk.removeprefix(FENCE_PREFIX): a for a in items if a.sk.startswith(FENCE_PREFIX)}
+        found = [a for a in _views(a for a in items if not a.sk.startswith(FENCE_PREFIX)) if _is_asset(a)]
+        for asset in found:
+            if asset.sk.startswith(PAIR_PREFIX):
+                _remember(asset, fences.get(asset.sk.removeprefix(PAIR_PREFIX)))
         legacy = [a for a in found if a.sk == LEGACY_SK]
         if not legacy or not _may_migrate[0]:
             return _by_pair(found)
@@ -156,7 +164,7 @@ def create(asset: views.Asset) -> bool:
         transaction.commit()
     except Cancelled:
         return False
-    _remember(asset)
+    _remember(asset, _fence_of(asset, int(asset.epoch)))
     return True
 
 
@@ -165,7 +173,19 @@ def fence_sk(team_id: str, agent_id: str) -> str:
 
 
 def _fence_of(asset: views.Asset, epoch: int) -> Fence:
-    return Fence(asset.memory_id, fence_sk(asset.team_id, asset.agent_id), epoch=epoch)
+    fence_ = Fence(asset.memory_id, fence_sk(asset.team_id, asset.agent_id), epoch=epoch)
+    if asset.importing:
+        fence_.importing = set(asset.importing)
+    return fence_
+
+
+def _agrees(asset: views.Asset, fence_: Any) -> bool:
+    """Whether a fence as read holds the asset's epoch and running imports."""
+    return (
+        fence_ is not None
+        and int(fence_.epoch) == int(asset.epoch)
+        and set(fence_.importing or ()) == set(asset.importing or ())
+    )
 
 
 def _as_read(asset: views.Asset) -> Any:
@@ -174,25 +194,34 @@ def _as_read(asset: views.Asset) -> Any:
     return Asset.fenced.exists() if asset.fenced else Asset.fenced.does_not_exist()
 
 
-def _remember(asset: views.Asset) -> None:
-    """Note whether the pair's asset has a fence, as just read (see ``_fenced_pairs``)."""
+def _remember(asset: views.Asset, fence_: Any) -> None:
+    """Note whether the pair's asset has a fence that agrees with it, as just read together (see
+    ``_fenced_pairs``)."""
     pair = (asset.team_id, asset.agent_id)
-    if not asset.fenced or not asset.sk.startswith(PAIR_PREFIX):
-        _fenced_pairs.pop(pair, None)
-        return
-    if pair not in _fenced_pairs and len(_fenced_pairs) >= _FENCED_PAIRS_KEPT:
-        _fenced_pairs.pop(next(iter(_fenced_pairs)))  # the oldest: it is checked on its asset now
-    _fenced_pairs[pair] = None
+    with _fenced_lock:
+        if not (asset.fenced and _agrees(asset, fence_)):
+            _fenced_pairs.pop(pair, None)
+            return
+        if pair not in _fenced_pairs and len(_fenced_pairs) >= _FENCED_PAIRS_KEPT:
+            _fenced_pairs.pop(next(iter(_fenced_pairs)), None)  # the oldest: checked on its asset now
+        _fenced_pairs[pair] = None
+
+
+def _fenced(team_id: str, agent_id: str) -> bool:
+    with _fenced_lock:
+        return (team_id, agent_id) in _fenced_pairs
 
 
 def fence(asset: views.Asset) -> views.Asset:
-    """Give an asset of before its fence, so its writes' epoch checks read a small item: the fence
-    put and the asset marked in one transaction, while the asset is as read and no import runs
-    into it (the fence starts with none). The asset as it is then — unchanged when it has a fence
-    already, an import runs, a racing change came first or this function may not write assets."""
-    if asset.fenced or asset.importing or not asset.sk.startswith(PAIR_PREFIX):
+    """Give an asset its fence when it has none (an asset of before) or when its fence disagrees
+    with it (a release of before moved the asset alone), so its writes' epoch checks read a small
+    item: the fence put (with the asset's epoch) and the asset marked, in one transaction, while the
+    asset is as read and no import runs into it. The asset as it is then — unchanged when its fence
+    is trusted already, an import runs, a racing change came first or this function may not write
+    assets."""
+    if _fenced(asset.team_id, asset.agent_id) or asset.importing or not asset.sk.startswith(PAIR_PREFIX):
         return asset
-    unchanged = (Asset.epoch == int(asset.epoch)) & Asset.fenced.does_not_exist() & Asset.importing.does_not_exist()
+    unchanged = (Asset.epoch == int(asset.epoch)) & _as_read(asset) & Asset.importing.does_not_exist()
     transaction = Transaction()
     transaction.update("asset", asset, [Asset.fenced.set(True)], condition=unchanged)
     transaction.put("fence", _fence_of(asset, int(asset.epoch)))
@@ -205,7 +234,7 @@ def fence(asset: views.Asset) -> views.Asset:
             raise
         return asset
     fenced = replace(asset, fenced=True)
-    _remember(fenced)
+    _remember(fenced, _fence_of(fenced, int(asset.epoch)))
     return fenced
 
 
@@ -284,7 +313,7 @@ def guard_epoch(
     epoch since ``epoch`` was read: a write never lands in content that is already cleared.
     ``running``: and unless that import still runs into it."""
     memory_id = memory_id_of(team_id, agent_id)
-    if (team_id, agent_id) in _fenced_pairs:
+    if _fenced(team_id, agent_id):
         condition = Fence.epoch == int(epoch)
         if running is not None:
             condition = condition & Fence.importing.contains(running)
@@ -345,22 +374,28 @@ MAX_RUNNING_IMPORTS = 20  # per memory: reads filter on their ids (a filter hold
 
 def begin_import(asset: views.Asset, import_id: str, epoch: int) -> bool:
     """Note ``import_id`` among the imports running into the memory, at ``epoch``: from now on
-    reads leave out what it writes. False when the epoch moved or too many imports run."""
-    running = Asset.importing.does_not_exist() | (size(Asset.importing) < MAX_RUNNING_IMPORTS)  # type: ignore[no-untyped-call]
-    transaction = Transaction()
-    transaction.update(
-        "asset",
-        asset,
-        [Asset.importing.add({import_id})],
-        condition=(Asset.epoch == int(epoch)) & running & _as_read(asset),
-    )
-    if asset.fenced:
-        transaction.update("fence", _fence_of(asset, int(epoch)), [Fence.importing.add({import_id})])
-    try:
-        transaction.commit()
-    except Cancelled:
-        return False
-    return True
+    reads leave out what it writes. False when the epoch moved or too many imports run. (An asset
+    that got its fence since it was read is read again: its fence must name the import too.)"""
+    for _ in range(3):
+        running = Asset.importing.does_not_exist() | (size(Asset.importing) < MAX_RUNNING_IMPORTS)  # type: ignore[no-untyped-call]
+        transaction = Transaction()
+        transaction.update(
+            "asset",
+            asset,
+            [Asset.importing.add({import_id})],
+            condition=(Asset.epoch == int(epoch)) & running & _as_read(asset),
+        )
+        if asset.fenced:
+            transaction.update("fence", _fence_of(asset, int(epoch)), [Fence.importing.add({import_id})])
+        try:
+            transaction.commit()
+            return True
+        except Cancelled:
+            fresh = get_pair(asset.team_id, asset.agent_id)
+            if fresh is None or bool(fresh.fenced) == bool(asset.fenced):
+                return False  # the epoch moved or too many imports run: the fence was not why
+            asset = fresh
+    return False
 
 
 def commit_import(
@@ -404,9 +439,7 @@ def end_import(team_id: str, agent_id: str, import_id: str) -> None:
 
 
 def _view(asset: Asset) -> views.Asset:
-    view = snapshot(views.Asset, asset)
-    _remember(view)
-    return view
+    return snapshot(views.Asset, asset)
 
 
 def _views(assets: Iterable[Asset]) -> list[views.Asset]:

@@ -553,7 +553,7 @@ ITEM_MODELS: tuple[type[Bound], ...] = (
     ItemKey,
 )
 TABLE_MODELS: dict[str, tuple[type[Bound], ...]] = {
-    "assets_table": (Asset, TeamEntry),
+    "assets_table": (Asset, TeamEntry, Fence),
     "scenes_table": (SceneEntry,),
     "keys_table": (ApiKey,),
     "audit_table": (AuditEvent,),
