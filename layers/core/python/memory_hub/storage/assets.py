@@ -6,6 +6,8 @@ is a memory of its own. So the asset is keyed by its pair, inside a partition pe
 
     pk               sk                     what
     <memory_id>      A#<team>:<agent>       the asset of that pair (its content epoch fences clears)
+    <memory_id>      fence#<team>:<agent>   its fence: the asset's epoch and running imports alone,
+                                            what every write's transaction checks (``Fence``)
     <memory_id>      asset                  an asset stored before assets were keyed by pair (legacy);
                                             once moved to its pair's key it is marked ``moved_to``
     team#<team>      <memory_id>            a team's listing (within one team a memory_id names one pair)
@@ -19,6 +21,13 @@ a racing mover simply wins — by
 every function that may write AssetsTable; the functions that may only read it (``read_only``) use
 it where it is, which is enough for them: none writes under an asset's epoch fence. So everything
 stored before keeps working and is keyed by pair from its first use by a write-capable function on.
+
+The fence moves with the asset's epoch and running imports, in the same transactions, so a write's
+epoch check reads a small item rather than the asset (whose ACL and bindings can reach ~45 KB, and
+a transaction bills a check by the item's size, twice). The partition's Query returns it beside
+the asset; a pair is checked on its fence only when the two agreed when last read here
+(``_fenced_pairs``), else on its asset, and an asset of before gets its fence at its next write
+(``fence``).
 """
 
 from __future__ import annotations
