@@ -198,3 +198,39 @@ def test_an_import_starting_on_an_asset_fenced_since_it_was_read_is_noted_in_bot
     stored.fence(unfenced)
     assert stored.begin_import(unfenced, "imp-late", int(unfenced.epoch))
     assert _fence(scope.team_id, scope.agent_id).importing == {"imp-late"} == assets.of_scope(scope).importing
+
+
+def test_with_epoch_checks_on_the_asset_fences_are_kept_but_writes_check_the_asset(aws, monkeypatch):
+    from memory_hub.settings import get_settings
+
+    monkeypatch.setenv("EPOCH_CHECKS", "Asset")  # the first deploy of an upgrade from before fences
+    get_settings.cache_clear()
+    try:
+        scope = fresh_scope()
+        conversation.add(scope, SAY, writer(scope))
+        checked = _checked(monkeypatch)
+        conversation.add(scope, SAY, writer(scope))
+        assert checked == [(Asset, stored.pair_sk(scope.team_id, scope.agent_id))]
+        asset = assets.of_scope(scope)
+        clear.clear(ADMIN, [asset], "req-0000000000000002", lambda: 60_000)
+        assert int(_fence(scope.team_id, scope.agent_id).epoch) == int(assets.of_scope(scope).epoch)  # kept
+        monkeypatch.setenv("EPOCH_CHECKS", "Fence")  # the second deploy
+        get_settings.cache_clear()
+        conversation.add(scope, SAY, writer(scope))
+        assert checked[-1] == (Fence, stored.fence_sk(scope.team_id, scope.agent_id))
+    finally:
+        monkeypatch.delenv("EPOCH_CHECKS")
+        get_settings.cache_clear()
+
+
+def test_epoch_checks_take_only_the_templates_two_values():
+    import os
+
+    from memory_hub.settings import SettingsError, from_environment
+
+    environ = dict(os.environ)  # the unit tier's stack settings
+    environ.pop("EPOCH_CHECKS", None)
+    assert from_environment(environ).epoch_checks == "Fence"
+    assert from_environment(environ | {"EPOCH_CHECKS": "Asset"}).epoch_checks == "Asset"
+    with pytest.raises(SettingsError, match="EPOCH_CHECKS"):
+        from_environment(environ | {"EPOCH_CHECKS": "asset-ish"})

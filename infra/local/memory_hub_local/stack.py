@@ -243,6 +243,7 @@ PARAMETERS_FROM_ENVIRONMENT = {
     "MEMORY_HUB_VECTOR_WRITES": "VectorWrites",
     "MEMORY_HUB_VECTOR_BATCH_S": "VectorBatchSeconds",
     "MEMORY_HUB_VECTOR_GROUPS": "VectorGroups",
+    "MEMORY_HUB_EPOCH_CHECKS": "EpochChecks",
     "MEMORY_HUB_FORMATION_BATCH": "FormationBatch",
     "MEMORY_HUB_FORMATION_IDLE_S": "FormationIdleSeconds",
 }

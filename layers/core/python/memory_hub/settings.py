@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -63,6 +64,9 @@ class Settings(BaseModel):
     # The groups of users a new memory's vector indexes are split into (its users' vectors by a
     # digest of the user id): a search reads its user's group's index only.
     vector_groups: int = Field(1, ge=1, le=256)
+    # What a write's epoch check reads: the memory's fence (a small item) or its asset, as releases
+    # before 2026-12-05 did (the first deploy of an upgrade from one of them: see storage/assets).
+    epoch_checks: Literal["Fence", "Asset"] = "Fence"
     # Formation (the model is called through Bedrock Converse). Off unless the template turns it on.
     formation: bool = False
     formation_model: str = Field("amazon.nova-lite-v1:0", min_length=1)
@@ -97,6 +101,7 @@ ENVIRONMENT = {
     "embed_budget_s": "MEMORY_HUB_EMBED_BUDGET_S",
     "vectors_batched": "VECTOR_WRITES",
     "vector_groups": "VECTOR_GROUPS",
+    "epoch_checks": "EPOCH_CHECKS",
     "formation": "FORMATION",
     "formation_model": "FORMATION_MODEL",
     "formation_batch": "FORMATION_BATCH",

@@ -27,7 +27,10 @@ epoch check reads a small item rather than the asset (whose ACL and bindings can
 a transaction bills a check by the item's size, twice). The partition's Query returns it beside
 the asset; a pair is checked on its fence only when the two agreed when last read here
 (``_fenced_pairs``), else on its asset, and an asset of before gets its fence at its next write
-(``fence``).
+(``fence``). Code of before moves the asset alone, so while a deploy from it runs, a write racing a
+clear made by a function still on it could pass a fence that lags: ``EPOCH_CHECKS=Asset`` (the
+template's ``EpochChecks``) keeps every check on the asset while the fences are kept, for that
+first deploy; a second deploy with ``Fence`` turns the checks over.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from pynamodb.expressions.condition import size
 
 from ..clock import now_ms
 from ..memory_ids import MAX_MEMORY_ID_CHARS, memory_id_of
+from ..settings import get_settings
 from . import aws, layout, views
 from .concurrency import parallel
 from .errors import Cancelled
@@ -322,7 +326,7 @@ def guard_epoch(
     epoch since ``epoch`` was read: a write never lands in content that is already cleared.
     ``running``: and unless that import still runs into it."""
     memory_id = memory_id_of(team_id, agent_id)
-    if _fenced(team_id, agent_id):
+    if get_settings().epoch_checks == "Fence" and _fenced(team_id, agent_id):
         condition = Fence.epoch == int(epoch)
         if running is not None:
             condition = condition & Fence.importing.contains(running)
