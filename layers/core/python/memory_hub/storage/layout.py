@@ -82,6 +82,8 @@ def user_counter_sk(layer: str, user_id: str) -> str:
 
 
 def session_counter_sk(user_id: str, session_id: str) -> str:
+    """A session's counter, as epochs written before 2026-12-05 hold it (no longer written or read:
+    see ``counters``)."""
     return f"S{SEP}{digest(user_id)}{SEP}{digest(session_id)}"
 
 
