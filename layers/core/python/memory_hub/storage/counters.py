@@ -63,7 +63,6 @@ class Where:
         return layout.counter_pk(self.team_id, self.agent_id, self.epoch)
 
 
-_SESSION = "S" + layout.SEP  # the key prefix of a session's counter of before (no longer written)
 TOKENS = ".t"  # suffix of an import's staged token count in ``Counter.staged``
 
 
@@ -179,7 +178,7 @@ def forget_user(where: Where, user_id: str) -> int:
     dropped = 0
     for counter in _user_counters(where, user_id):
         try:
-            legacy = counter.sk.startswith(_SESSION)  # a session's counter of before: no longer kept
+            legacy = counter.sk.startswith(layout.SESSION_COUNTERS)  # a session's counter of before: no longer kept
             counter.delete(condition=None if legacy else Counter.item_count == 0)
             dropped += 1
         except DeleteError as exc:

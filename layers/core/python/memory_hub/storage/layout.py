@@ -81,10 +81,13 @@ def user_counter_sk(layer: str, user_id: str) -> str:
     return f"{layer}{SEP}{digest(user_id)}"
 
 
+SESSION_COUNTERS = f"S{SEP}"  # the key prefix of the counters of before, one a session
+
+
 def session_counter_sk(user_id: str, session_id: str) -> str:
     """A session's counter, as epochs written before 2026-12-05 hold it (no longer written or read:
     see ``counters``)."""
-    return f"S{SEP}{digest(user_id)}{SEP}{digest(session_id)}"
+    return f"{SESSION_COUNTERS}{digest(user_id)}{SEP}{digest(session_id)}"
 
 
 def time_key(ms: int, item_id: str) -> str:
