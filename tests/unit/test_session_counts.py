@@ -81,3 +81,20 @@ def test_a_users_erasure_drops_the_session_counters_an_epoch_of_before_holds(aws
     legacy.save()
     assert counters.forget_user(where, scope.user_id) == 1  # the session's (it counts 4: never moved again)
     assert {c.sk for c in _counters(scope)} == {layout.user_counter_sk("L0", scope.user_id)}
+
+
+def test_a_sessions_count_leaves_out_what_a_running_import_staged_until_its_id_leaves_the_set(aws):
+    from memory_hub.analysis import term_counts
+    from memory_hub.storage import assets as stored
+    from memory_hub.storage import messages
+
+    scope = fresh_scope(session_id="s1")
+    conversation.add(scope, [{"role": "user", "content": f"kept {k}"} for k in range(2)], writer(scope))
+    asset = assets.of_scope(scope)
+    assert stored.begin_import(asset, "imp-s", int(asset.epoch))
+    staged = [messages.NewMessage(f"msg-imp{k}", "user", "imported", k + 1, term_counts("imported")) for k in range(3)]
+    counters.prepare_staging(assets.where_of(asset), [("L0", scope.user_id)])  # as an import's start does
+    messages.add(assets.where_of(asset), scope.user_id, "s1", None, staged, 1, staged="imp-s")
+    assert conversation.count(scope, None, None, writer(scope)).total == 2  # the import still runs
+    stored.end_import(scope.team_id, scope.agent_id, "imp-s")  # its id leaves the set, as its commit does
+    assert conversation.count(scope, None, None, writer(scope)).total == 5
