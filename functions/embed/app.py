@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from memory_hub.clock import request_id
-from memory_hub.domain import meaning
+from memory_hub.domain import vector_upkeep
 from memory_hub.observability import logger
 from memory_hub.settings import get_settings
 
@@ -35,6 +35,6 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         left: int = context.get_remaining_time_in_millis()
         return max(0.0, left / 1000 - MARGIN_S)
 
-    again = meaning.consume(bodies, remaining_s)
+    again = vector_upkeep.consume(bodies, remaining_s)
     logger.info("embed", extra={"messages": len(bodies), "again": len(again)})
     return {"batchItemFailures": [{"itemIdentifier": m} for m in again]}

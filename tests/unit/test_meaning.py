@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memory_hub.domain import meaning
+from memory_hub.domain import meaning, vector_upkeep
 from memory_hub.storage import embeddings, layout, vectors
 
 TEAM_OR_AGENT = st.text(alphabet="ABCXYZabcxyz0189._@-", min_size=1, max_size=64)
@@ -241,7 +241,7 @@ def test_query_is_hard_filtered_and_delete_by_key(index):
     mine = vectors.search_filter(layer="L0", user_id="u", model="m/3")
     assert [m.key for m in vectors.query(index, [1.0, 0.0, 0.0], 10, mine)] == ["msg-a"]
     [placed] = vectors.query(index, [1.0, 0.0, 0.0], 10, mine, with_metadata=True)
-    assert meaning._places([placed]) == {"msg-a": (layout.digest("s"), 1)}  # where it was said, for context
+    assert meaning._places([(placed.key, (0.0, placed.metadata))]) == {"msg-a": (layout.digest("s"), 1)}  # for context
     assert vectors.query(index, [1.0, 0.0, 0.0], 10, mine)[0].metadata == {}  # asked for only when needed
     assert vectors.delete(index, ["msg-a", "msg-unknown"]) == 1  # DeleteVectors calls made (one batch)
     assert vectors.query(index, [1.0, 0.0, 0.0], 10, mine) == []
@@ -309,14 +309,14 @@ def test_a_queue_batch_is_embedded_a_memory_at_a_time_in_chunks_and_a_chunk_not_
     """Messages of one memory are embedded together, up to one PutVectors (500 ids) a chunk; with
     too little time left a chunk is not begun and its messages are delivered again; a chunk's
     retryable ids bring back the messages that named them; a malformed message is dropped."""
-    monkeypatch.setattr(meaning, "enabled", lambda: True)
+    monkeypatch.setattr(vector_upkeep, "enabled", lambda: True)
     seen: list[tuple[str, list[str]]] = []
 
     def chunk(where, named, remaining_s):
         seen.append((where.team_id, [m[0] for m in named]))
         return {"t1-0"} if len(seen) == 1 else set()
 
-    monkeypatch.setattr(meaning, "_consume_chunk", chunk)
+    monkeypatch.setattr(vector_upkeep, "_consume_chunk", chunk)
 
     def body(team: str, n: int, start: int = 0) -> dict:
         ids = [f"{team}-{i}" for i in range(start, start + n)]
@@ -338,6 +338,6 @@ def test_a_queue_batch_is_embedded_a_memory_at_a_time_in_chunks_and_a_chunk_not_
         ("bad", {"ids": "not a message"}),
     ]
     left = iter([60.0, 60.0, 1.0])  # the time left as each chunk is about to begin
-    again = meaning.consume(bodies, lambda: next(left))
+    again = vector_upkeep.consume(bodies, lambda: next(left))
     assert seen == [("t1", ["m1"]), ("t1", ["m3", "m4"])]
     assert again == ["m1", "m2"]

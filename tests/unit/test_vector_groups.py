@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from in_process import fresh_scope, writer
-from memory_hub.domain import assets, conversation, meaning
+from memory_hub.domain import assets, conversation, meaning, vector_upkeep
 from memory_hub.domain.scope import Scope
 from memory_hub.settings import get_settings
 from memory_hub.storage import embeddings, vectors
@@ -148,11 +148,11 @@ def test_the_cleanup_sweeps_every_group_and_drops_an_index_of_another_layout(gro
         _index(scope, one).bucket, vectors.index_name(scope.team_id, scope.agent_id, where.epoch, 3, 1, 4)
     )
     vectors.create_index(elsewhere, 3)  # the same epoch and size, another number of groups
-    report = meaning.backfill(where, lambda: False)
+    report = vector_upkeep.backfill(where, lambda: False)
     assert (report.swept, report.indexes_dropped, report.embedded) == (1, 1, 0)
     assert (_keys(_index(scope, one)), _keys(_index(scope, other))) == ([mine], [theirs])
     assert elsewhere.name not in _names(scope)
-    assert meaning.backfill(where, lambda: False).swept == 0  # as many vectors as items now: nothing read
+    assert vector_upkeep.backfill(where, lambda: False).swept == 0  # as many vectors as items now: nothing read
 
 
 def test_a_queued_embedding_lands_in_its_users_group_index(grouped):
@@ -168,8 +168,8 @@ def test_a_queued_embedding_lands_in_its_users_group_index(grouped):
     [body] = sent
     assert body["groups"] == 16 and body["ids"] == [later]
     grouped.setattr(embeddings, "embed_many", _embedded)
-    assert meaning.consume([("message-1", body)], lambda: 60.0) == []
+    assert vector_upkeep.consume([("message-1", body)], lambda: 60.0) == []
     assert _keys(_index(scope, other)) == [later]
     del body["groups"]  # a message queued before memories had groups: one group
-    assert meaning.consume([("message-2", body)], lambda: 60.0) == []
+    assert vector_upkeep.consume([("message-2", body)], lambda: 60.0) == []
     assert any(name.endswith("-3") for name in _names(scope))  # a name without a group suffix

@@ -31,6 +31,7 @@ gains it, and ``install()`` refuses to patch a moto version nobody has tested.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import copy
 import functools
@@ -202,6 +203,13 @@ def untracked_models() -> None:
 # ---------------------------------------------------------------- fast reads
 
 
+def _wire_binary(value: Any) -> str:
+    """A binary attribute's value as DynamoDB's JSON carries it (base64): moto keeps it as bytes."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def fast_reads() -> None:
     from moto.dynamodb.responses import DynamoResult
 
@@ -223,7 +231,7 @@ def fast_reads() -> None:
         payload = json.loads(body or "{}")
         payload[bulky] = result[bulky]
         headers = {k: v for k, v in dict(headers).items() if k.lower() != "content-length"}
-        return status, headers, json.dumps(payload, separators=(",", ":"))
+        return status, headers, json.dumps(payload, separators=(",", ":"), default=_wire_binary)
 
     DynamoResult.execute_result = execute_result  # type: ignore[method-assign]
 

@@ -31,7 +31,7 @@ from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
 from ..storage.views import Asset
-from . import assets, clear, meaning, persona, provenance, reindex
+from . import assets, clear, meaning, persona, provenance, reindex, vector_upkeep
 from .audit import SYSTEM_CLEANUP
 
 DAY_MS = 86_400_000
@@ -241,7 +241,7 @@ def _meaning(report: Report, asset: Asset, deadline: purge.Deadline) -> None:
     running are never embedded: it embeds them when it commits, and an undo deletes them."""
     where = assets.where_of(asset)
     try:
-        done = meaning.backfill(where, deadline.passed)
+        done = vector_upkeep.backfill(where, deadline.passed)
     except Exception:
         logger.exception("vector backfill of one memory failed; the next run tries again")
         return

@@ -3,16 +3,19 @@
 user's group (``vectors``: a memory's users are spread over ``Where.groups`` indexes).
 
 - Writing never depends on meaning: ``embed_after_write`` embeds within the request's time budget
-  and queues the rest (by id) — or, with batched vector writes (``VectorWrites: Batched``), queues
-  everything, and the queue's consumer puts the vectors of one memory together (``consume``: one
-  ``PutVectors`` for many writes, each billed at least 128 KB). Bedrock throttling or failing
+  and queues the rest (by id). With batched vector writes (``VectorWrites: Batched``) the vectors
+  it made wait in DynamoDB beside their items (``waiting_vectors``), where a search finds them from
+  the next request, and everything is queued: the queue's consumer puts the vectors of one memory
+  together (``consume``: one ``PutVectors`` for many writes, each billed at least 128 KB) and
+  deletes what waited. Bedrock throttling or failing
   never fails or loses a write — the item is found by words at once, its embedding is retried from
   the queue and, failing that, backfilled by the scheduled cleanup, oldest first. A 4xx other than
   throttling is final: logged (without content) and counted, never retried.
 - A vector written after its item was erased is removed again: every writer of vectors reads its
   items back after the put and deletes the vectors of those that are gone.
-- Every erasure removes the vectors of what it erased before it answers (``erase``); a clear or a
-  memory delete drops its old epoch's indexes whole (``drop_epoch``).
+- Every erasure removes the vectors of what it erased before it answers (``erase``: waiting ones
+  too); a clear or a memory delete drops its old epoch's indexes whole (``drop_epoch``), and its
+  purge takes the waiting ones with the epoch's partitions.
 - Vectors record the model id and vector size; a search uses only vectors of the current model,
   and the cleanup re-embeds the others (also after embeddings go from Disabled to Enabled).
 """
@@ -22,15 +25,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any
 
 from ..observability import count_event, logger
 from ..settings import get_settings
-from ..storage import counters, embed_queue, embeddings, messages, records, vectors
-from ..storage.concurrency import parallel, submit
+from ..storage import embed_queue, embeddings, messages, records, vectors, waiting_vectors
+from ..storage.concurrency import for_each, parallel, submit
 from ..storage.counters import Where
 from ..storage.messages import NewMessage
 from ..storage.views import Message, Record
@@ -38,8 +41,6 @@ from .retrieval import Meant, Place
 
 L0 = "L0"
 L1 = "L1"
-BACKFILL_BATCH = 32
-BACKFILL_BATCH_BUDGET_S = 20.0  # the cleanup is not waited for by anyone: a batch may take its time
 QUERY_BUDGET_S = 3.0
 
 
@@ -118,6 +119,7 @@ class Outcome:
     queued: int = 0
     refused: int = 0
     reaped: int = 0
+    waiting: int = 0  # vectors left waiting for the consumer's put (batched writes)
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -127,7 +129,7 @@ def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
     return grouped
 
 
-def _live(where: Where, layer: str, user_id: str, ids: list[str]) -> dict[str, Message | Record]:
+def live_items(where: Where, layer: str, user_id: str, ids: list[str]) -> dict[str, Message | Record]:
     found: dict[str, Any] = (
         messages.get_many(where, user_id, ids) if layer == L0 else records.get_many(where, user_id, ids)
     )
@@ -141,7 +143,7 @@ def embed_ahead(items: Sequence[Piece], budget_s: float | None = None) -> Ahead 
     """Start the model calls for items about to be written, so that they run beside the write
     (the items' ids and texts are known before it); ``embed_after_write`` takes the result. None
     when meaning is off. Whoever starts it settles it (``settle``) if the write fails."""
-    if not items or not enabled() or get_settings().vectors_batched:
+    if not items or not enabled():
         return None
     settings = get_settings()
     budget = settings.embed_budget_s if budget_s is None else budget_s
@@ -155,13 +157,10 @@ def settle(ahead: Ahead | None) -> None:
         wait([ahead])
 
 
-def _embed(
-    where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome, ahead: Ahead | None = None
-) -> list[str]:
-    """Embed (or take what ``ahead`` embedded) and store vectors for ``items``: the ids worth
-    retrying later."""
+def _results(items: Sequence[Piece], budget_s: float, outcome: Outcome, ahead: Ahead | None) -> list[Any]:
+    """The model's outcome for each item (or what ``ahead`` got): a vector, RETRY or FINAL (counted
+    and logged here: never retried)."""
     settings = get_settings()
-    described = model()
     results = (
         ahead.result()
         if ahead is not None
@@ -169,13 +168,31 @@ def _embed(
             settings.embedding_model, settings.embedding_dimensions, [i.text for i in items], budget_s
         )
     )
-    ready = [_vector(i, r, described) for i, r in zip(items, results, strict=True) if isinstance(r, list)]
-    retry = [i.id for i, r in zip(items, results, strict=True) if r == embeddings.RETRY]
     refused = sum(1 for r in results if r == embeddings.FINAL)
     if refused:
         outcome.refused += refused
         logger.warning("embedding refused by the model (final, not retried)", extra={"items": refused})
         count_event("EmbeddingsRefused", refused)
+    return list(results)
+
+
+def embed_and_store(
+    where: Where,
+    items: Sequence[Piece],
+    budget_s: float,
+    outcome: Outcome,
+    ahead: Ahead | None = None,
+    waited: dict[str, list[float]] | None = None,
+) -> list[str]:
+    """Embed (or take what ``ahead`` embedded, or the vectors that ``waited``: by item id) and
+    store vectors for ``items``: the ids worth retrying later."""
+    described = model()
+    kept = waited or {}
+    asked = [i for i in items if i.id not in kept]
+    results = dict(zip((i.id for i in asked), _results(asked, budget_s, outcome, ahead), strict=True)) if asked else {}
+    results |= kept
+    ready = [_vector(i, results[i.id], described) for i in items if isinstance(results[i.id], list)]
+    retry = [i.id for i in items if results[i.id] == embeddings.RETRY]
     users = {i.id: i.user_id for i in items}
     by_index: dict[vectors.Index, list[vectors.Vector]] = {}
     for vector in ready:  # a user's vectors go to the index of the user's group
@@ -184,7 +201,7 @@ def _embed(
     def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], int]:
         """(the keys to retry, the vectors reaped) of one index's put."""
         try:
-            vectors.put(index, settings.embedding_dimensions, chunk)
+            vectors.put(index, get_settings().embedding_dimensions, chunk)
         except Exception:
             logger.exception("vectors not written; queued for later")
             return [v.key for v in chunk], 0
@@ -204,14 +221,44 @@ def _reap(where: Where, index: vectors.Index, items: Sequence[Piece], keys: list
     wanted = set(keys)
     for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
         ids = [i.id for i in group]
-        live = _live(where, layer, user_id, ids)
+        live = live_items(where, layer, user_id, ids)
         gone += [i for i in ids if i not in live]
     if gone:
         vectors.delete(index, gone)
     return len(gone)
 
 
-def _queue(where: Where, layer: str, user_id: str, ids: list[str]) -> bool:
+def layer_of(item_id: str) -> str:
+    """An item's layer from its id (``msg-…`` L0, ``atom-…`` L1)."""
+    return L0 if item_id.startswith("msg-") else L1
+
+
+def _wait(where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome, ahead: Ahead | None) -> None:
+    """Batched writes: embed ``items`` (or take what ``ahead`` embedded) and keep their vectors
+    waiting beside them for the queue's consumer — found by meaning from the next request. An item
+    erased meanwhile (its erasure looked before this write) has its waiting vector deleted again."""
+    described = model()
+    results = _results(items, budget_s, outcome, ahead)
+    made = [(i, r) for i, r in zip(items, results, strict=True) if isinstance(r, list)]
+    if not made:
+        return
+    digest = waiting_vectors.text_digest
+    waiting_vectors.put(
+        (where.item_pk(i.layer, i.user_id), i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made
+    )
+    gone: list[tuple[str, str]] = []
+    for (layer, user_id), group in _groups(i for i, _ in made).items():
+        live = live_items(where, layer, user_id, [i.id for i in group])
+        gone += [(where.item_pk(layer, user_id), i.id) for i in group if i.id not in live]
+    if gone:
+        waiting_vectors.delete(gone)
+    outcome.waiting += len(made) - len(gone)
+    outcome.reaped += len(gone)
+
+
+def _queue(where: Where, layer: str, user_id: str, ids: list[str], *, waiting: bool = False) -> bool:
+    """Queue the ids for the consumer (``waiting``: their vectors may be waiting in DynamoDB: the
+    consumer puts those and deletes them, whatever ``VectorWrites`` says by then)."""
     try:
         for start in range(0, len(ids), embed_queue.MAX_IDS):
             body = {
@@ -224,6 +271,8 @@ def _queue(where: Where, layer: str, user_id: str, ids: list[str]) -> bool:
                 "user_id": user_id,
                 "ids": ids[start : start + embed_queue.MAX_IDS],
             }
+            if waiting:
+                body["waiting"] = True
             if not embed_queue.send(body):
                 return False
         count_event("EmbeddingsQueued", len(ids))
@@ -244,11 +293,16 @@ def embed_after_write(
         settle(ahead)
         return outcome
     budget = get_settings().embed_budget_s if budget_s is None else budget_s
-    if get_settings().vectors_batched:
-        retry = [i.id for i in items]  # the queue's consumer embeds them with others of the memory
+    batched = get_settings().vectors_batched
+    if batched:
+        try:
+            _wait(where, items, budget, outcome, ahead)
+        except Exception:
+            logger.exception("vectors not kept waiting; the queue's consumer embeds them")
+        retry = [i.id for i in items]  # the queue's consumer puts them with others of the memory
     else:
         try:
-            retry = _embed(where, items, budget, outcome, ahead)
+            retry = embed_and_store(where, items, budget, outcome, ahead)
         except Exception:
             logger.exception("embedding after a write failed; queued")
             retry = [i.id for i in items]
@@ -256,7 +310,7 @@ def embed_after_write(
         wanted = set(retry)
         for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
             ids = [i.id for i in group]
-            if _queue(where, layer, user_id, ids):
+            if _queue(where, layer, user_id, ids, waiting=batched):
                 outcome.queued += len(ids)
     return outcome
 
@@ -276,11 +330,20 @@ def after_update(where: Where, after: Record | None) -> None:
         erase(where, [(after.user_id, after.id)])
         return
     outcome = Outcome()
-    if get_settings().vectors_batched:
-        retry = [after.id]  # the old vector goes now, the new one comes from the queue
+    if get_settings().vectors_batched:  # the new vector waits (replacing one that waited), the old one goes now
+        try:
+            _wait(where, [piece(after)], get_settings().embed_budget_s, outcome, None)
+        except Exception:
+            logger.exception("re-embedding an updated record failed")
+        if outcome.waiting:
+            _erase_stored(where, [(after.user_id, after.id)])
+        else:
+            erase(where, [(after.user_id, after.id)])  # a vector waiting still holds the old text
+        _queue(where, L1, after.user_id, [after.id], waiting=True)
+        return
     else:
         try:
-            retry = _embed(where, [piece(after)], get_settings().embed_budget_s, outcome)
+            retry = embed_and_store(where, [piece(after)], get_settings().embed_budget_s, outcome)
         except Exception:
             logger.exception("re-embedding an updated record failed")
             retry = [after.id]
@@ -293,9 +356,37 @@ def after_update(where: Where, after: Record | None) -> None:
 
 def erase(where: Where, erased: Iterable[tuple[str, str]]) -> int:
     """Remove the vectors of erased items (``(user id, item id)``) from every index of the epoch
-    that holds their users (any vector size: the names say whose they are). Never raises (the
-    items are gone already; a leftover vector is reaped by the cleanup's sweep). The ids it asked
-    indexes to delete."""
+    that holds their users (any vector size: the names say whose they are) and, with batched
+    writes, their vectors still waiting (``forget_waiting``). Never raises (the items are gone
+    already; a leftover vector is reaped by the cleanup's sweep). The ids it asked indexes to
+    delete."""
+    pairs = list(erased)
+    if pairs and get_settings().vectors_batched:
+        forget_waiting(where, pairs)
+    return _erase_stored(where, pairs)
+
+
+def forget_waiting(where: Where, erased: Sequence[tuple[str, str]]) -> int:
+    """Delete the waiting vectors of erased items (``(user id, item id)``): each partition they
+    were in is read for what waits there (one keys-only ``Query``: far cheaper than a delete for
+    every item, most of which have none), and what of it was erased is deleted. A write that
+    makes a vector wait reads its items back after, so one landing after this read is deleted by
+    that write. Never raises (the consumer deletes what waited for a gone item): how many went."""
+    by_partition: dict[str, set[str]] = {}
+    for user_id, item_id in erased:
+        by_partition.setdefault(where.item_pk(layer_of(item_id), user_id), set()).add(item_id)
+    try:
+        held = for_each(waiting_vectors.keys_of, list(by_partition))
+        doomed = [(pk, i) for pk, keys in zip(by_partition, held, strict=True) for i in keys if i in by_partition[pk]]
+        return waiting_vectors.delete(doomed) if doomed else 0
+    except Exception:
+        logger.exception("waiting vectors of erased items not deleted; the queue's consumer deletes them")
+        count_event("VectorEraseFailures", 1)
+        return 0
+
+
+def _erase_stored(where: Where, erased: Iterable[tuple[str, str]]) -> int:
+    """``erase`` in S3 Vectors only."""
     by_user: dict[str, list[str]] = {}
     for user_id, item_id in erased:
         by_user.setdefault(user_id, []).append(item_id)
@@ -358,14 +449,40 @@ def semantic(
         type_=type_ if layer == L1 else None,
     )
     top_k = min(vectors.MAX_TOP_K, max(20, 4 * limit))
-    try:
-        hits = vectors.query(_index(where, user_id), vector, top_k, where_filter, with_metadata=with_places)
-    except Exception:
-        logger.exception("vector query failed; answering by words")
-        count_event("VectorQueryFailures", 1)
+
+    def stored() -> list[vectors.Match] | None:
+        try:
+            return vectors.query(_index(where, user_id), vector, top_k, where_filter, with_metadata=with_places)
+        except Exception:
+            logger.exception("vector query failed; answering by words")
+            count_event("VectorQueryFailures", 1)
+            return None
+
+    batched = settings.vectors_batched
+    hits, waiting = parallel(stored, lambda: _waiting(where, layer, user_id)) if batched else (stored(), [])
+    if hits is None:
         return None
-    logger.debug("semantic half", extra={"hits": len(hits), "ms": int((time.monotonic() - started) * 1000)})
-    return Meant([(hit.key, 1.0 - hit.distance) for hit in hits], _places(hits) if with_places else {})
+    near = {hit.key: (1.0 - hit.distance, hit.metadata) for hit in hits}
+    for held in waiting:  # newer than a stored vector of the same item (an updated record's)
+        if vectors.passes(held.metadata, where_filter):
+            near[held.key] = (waiting_vectors.cosine(held.vector, vector), held.metadata)
+    ranked = sorted(near.items(), key=lambda kv: -kv[1][0])[:top_k]
+    logger.debug(
+        "semantic half",
+        extra={"hits": len(hits), "waiting": len(waiting), "ms": int((time.monotonic() - started) * 1000)},
+    )
+    return Meant([(key, score) for key, (score, _) in ranked], _places(ranked) if with_places else {})
+
+
+def _waiting(where: Where, layer: str, user_id: str) -> list[waiting_vectors.Waiting]:
+    """The user's vectors of ``layer`` still waiting for their put (batched writes). A failure
+    answers none: the stored vectors and the words still answer."""
+    try:
+        return waiting_vectors.of_user(where.item_pk(layer, user_id))
+    except Exception:
+        logger.exception("waiting vectors not read; searching the stored ones")
+        count_event("WaitingVectorReadFailures", 1)
+        return []
 
 
 _QUERIES: OrderedDict[tuple[str, int, str], list[float]] = OrderedDict()
@@ -390,171 +507,12 @@ def _query_vector(model_id: str, dimensions: int, text: str) -> Any:
     return vector
 
 
-def _places(hits: Sequence[vectors.Match]) -> dict[str, Place]:
+def _places(found: Sequence[tuple[str, tuple[float, dict[str, Any]]]]) -> dict[str, Place]:
     """Where each found message was said, from its vector's metadata (none for an item without a
     session)."""
     places: dict[str, Place] = {}
-    for hit in hits:
-        session, at = hit.metadata.get("session"), hit.metadata.get("at")
+    for key, (_, metadata) in found:
+        session, at = metadata.get("session"), metadata.get("at")
         if isinstance(session, str) and session != vectors.NONE and isinstance(at, int | float):
-            places[hit.key] = (session, int(at))
+            places[key] = (session, int(at))
     return places
-
-
-# --- the queue's consumer and the cleanup's backfill ---------------------------------------------
-
-
-Named = tuple[str, str, str, list[str]]
-"""One queued message: its id, the layer, the user and the item ids it names."""
-
-CONSUME_CHUNK = vectors.PUT_BATCH  # ids embedded together at most (one PutVectors)
-CONSUME_MIN_S = 5.0  # a chunk is not begun with less time than this left: its messages come again
-
-
-def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[[], float]) -> list[str]:
-    """Embed the items named by queued messages (``(message id, body)``) within the invocation's
-    remaining time, the items of one memory together (one ``PutVectors`` for up to CONSUME_CHUNK
-    of them); the message ids to deliver again (a retryable failure, or time ran out: a chunk is
-    begun only with CONSUME_MIN_S left, so few are cut off halfway). A message of items since
-    erased (or cleared) does nothing."""
-    again: list[str] = []
-    batches: dict[Where, list[Named]] = {}
-    for message_id, body in bodies:
-        try:
-            where = Where(
-                str(body["team_id"]),
-                str(body["agent_id"]),
-                int(body["epoch"]),
-                str(body["memory_id"]),
-                groups=int(body.get("groups", 1)),  # absent: queued before memories had groups
-            )
-            layer, user_id, ids = str(body["layer"]), str(body["user_id"]), [str(i) for i in body["ids"]]
-        except (KeyError, TypeError, ValueError):
-            logger.warning("malformed embedding message dropped", extra={"message_id": message_id})
-            continue
-        if enabled():
-            batches.setdefault(where, []).append((message_id, layer, user_id, ids))
-    for where, named in batches.items():
-        for chunk in _chunks(named):
-            if remaining_s() < CONSUME_MIN_S:
-                again += [message_id for message_id, _, _, _ in chunk]
-                continue
-            retry = _consume_chunk(where, chunk, remaining_s)
-            again += [message_id for message_id, _, _, ids in chunk if retry.intersection(ids)]
-    return again
-
-
-def _chunks(named: list[Named]) -> list[list[Named]]:
-    """Messages of one memory in order, gathered while they name CONSUME_CHUNK ids at most (a
-    message naming more is a chunk of its own)."""
-    chunks: list[list[Named]] = []
-    size = 0
-    for message in named:
-        if not chunks or size + len(message[3]) > CONSUME_CHUNK:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(message)
-        size += len(message[3])
-    return chunks
-
-
-def _consume_chunk(where: Where, chunk: list[Named], remaining_s: Callable[[], float]) -> set[str]:
-    """Embed one chunk's live items: the ids to try again."""
-    # Items of a cleared epoch are gone (or going): nothing of them is read back below, and a
-    # vector put meanwhile is reaped at once or its index dropped by the purge or the cleanup.
-    try:
-        pieces: list[Piece] = []
-        for (layer, user_id), ids in _wanted(chunk).items():
-            live = _live(where, layer, user_id, ids)
-            pieces += [piece(live[i]) for i in ids if i in live]
-        return set(_embed(where, pieces, remaining_s(), Outcome())) if pieces else set()
-    except Exception:
-        logger.exception("queued embeddings failed; delivered again")
-        return {i for _, _, _, ids in chunk for i in ids}
-
-
-def _wanted(named: list[Named]) -> dict[tuple[str, str], list[str]]:
-    """The ids the messages of one memory name, by (layer, user), each once, in order."""
-    wanted: dict[tuple[str, str], dict[str, None]] = {}
-    for _, layer, user_id, ids in named:
-        wanted.setdefault((layer, user_id), {}).update(dict.fromkeys(ids))
-    return {key: list(ids) for key, ids in wanted.items()}
-
-
-def _current(where: Where, report: Backfill) -> list[vectors.Index]:
-    """The memory's indexes of its current epoch, vector size and groups; every other index of an
-    epoch up to the current one (a retired epoch, an old vector size) is dropped on the way."""
-    bucket = vectors.bucket_of(where.team_id, where.agent_id)
-    dimensions = get_settings().embedding_dimensions
-    current: list[vectors.Index] = []
-    for name in vectors.indexes(bucket, vectors.prefix(where.team_id, where.agent_id)):
-        parsed = vectors.parse_name(name)
-        if parsed is None:
-            continue
-        if (parsed.epoch, parsed.dimensions, parsed.groups) == (where.epoch, dimensions, where.groups):
-            current.append(vectors.Index(bucket, name))
-        elif parsed.epoch <= where.epoch and vectors.drop(vectors.Index(bucket, name)):
-            report.indexes_dropped += 1
-    return current
-
-
-def _sweep(home: dict[str, vectors.Index], live: set[str]) -> int:
-    """Delete the vectors (``home``: key → its index) whose items are not ``live``: how many."""
-    orphans: dict[vectors.Index, list[str]] = {}
-    for key, index in home.items():
-        if key not in live:
-            orphans.setdefault(index, []).append(key)
-    for index, keys in orphans.items():
-        vectors.delete(index, keys)
-    return sum(len(keys) for keys in orphans.values())
-
-
-@dataclass
-class Backfill:
-    embedded: int = 0
-    swept: int = 0
-    indexes_dropped: int = 0
-    remaining: int = 0
-
-
-def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
-    """The cleanup's pass over one memory: drop indexes of retired epochs and old vector sizes,
-    delete vectors whose items are gone, and embed items without a vector of the current model,
-    oldest first, until the deadline. A memory with exactly as many vectors of the current model as
-    items (its exact counters) is left after one ListVectors pass: its items are not read."""
-    report = Backfill()
-    settings = get_settings()
-    if not settings.vector_buckets:
-        return report
-    current = _current(where, report)
-    stored: dict[str, dict[str, Any]] = {}
-    home: dict[str, vectors.Index] = {}
-    for index in current:
-        for key, meta in vectors.keys(index):
-            stored[key], home[key] = meta, index
-    if not settings.embeddings and not stored:
-        return report  # meaning is off and no vector is left to sweep: nothing to read
-    described = model()
-    totals = counters.layer_totals(where)
-    if len(stored) == totals.get(L0, 0) + totals.get(L1, 0) and (
-        not settings.embeddings or all(meta.get("model") == described for meta in stored.values())
-    ):
-        return report  # as many vectors as items, all of the current model: nothing to read (the usual day)
-    items: list[Message | Record] = []
-    for user_id in counters.users(where):
-        items += messages.of_user(where, user_id)
-        items += records.of_user(where, user_id)
-    live = {i.id for i in items}
-    report.swept = _sweep(home, live)
-    if not settings.embeddings:
-        return report
-    shown = messages.shown(where, items)  # an import's items wait for its commit (it embeds them then)
-    missing = sorted((piece(i) for i in shown if stored.get(i.id, {}).get("model") != described), key=lambda p: p.at)
-    for start in range(0, len(missing), BACKFILL_BATCH):
-        if deadline_passed():
-            report.remaining = len(missing) - start
-            break
-        outcome = Outcome()
-        _embed(where, missing[start : start + BACKFILL_BATCH], BACKFILL_BATCH_BUDGET_S, outcome)
-        report.embedded += outcome.embedded
-    return report

@@ -170,6 +170,13 @@ def lineage_of(atom_id: str) -> str:
     return f"fl{SEP}{atom_id}{SEP}"
 
 
+WAITING_VECTORS = f"wv{SEP}"  # a vector waiting for its batched PutVectors, in its item's partition
+
+
+def waiting_vector_sk(item_id: str) -> str:
+    return f"{WAITING_VECTORS}{item_id}"
+
+
 def posting_sk(item_id: str, term: str) -> str:
     return f"p{SEP}{item_id}{SEP}{term}"
 

@@ -15,6 +15,7 @@ import threading
 from typing import Any, ClassVar, TypeVar, cast
 
 from pynamodb.attributes import (
+    BinaryAttribute,
     BooleanAttribute,
     JSONAttribute,
     ListAttribute,
@@ -441,6 +442,19 @@ class Counter(_Items):
     staged = MapAttribute(null=True, attr_name="st")  # type: ignore[var-annotated,no-untyped-call]  # a raw map
 
 
+class WaitingVector(_Items):
+    """An item's vector waiting for the batched ``PutVectors`` that stores it in S3 Vectors
+    (``wv␟<item id>`` in the item's partition; ``VectorWrites: Batched``): what a search reads to
+    find the item by meaning meanwhile. The vector is kept in 8 bits a component (``scale``: the
+    largest component ÷ 127), its metadata as S3 Vectors will hold it (ids as digests, never
+    content), and a digest of the text it embeds (a changed text is embedded again)."""
+
+    vector = BinaryAttribute(legacy_encoding=False, attr_name="v")
+    scale = NumberAttribute(attr_name="sc")
+    meta = Json(attr_name="m")
+    text_digest = UnicodeAttribute(attr_name="td")
+
+
 class FormationState(_Items):
     """One user's formation (``fs`` in their L0 partition): the lease that keeps their runs from
     overlapping, whether a run is queued, consecutive failures, the pause and its error, and what
@@ -544,6 +558,7 @@ ITEM_MODELS: tuple[type[Bound], ...] = (
     Unformed,
     PendingRun,
     FormedRun,
+    WaitingVector,
     FormedFile,
     Posting,
     Counter,

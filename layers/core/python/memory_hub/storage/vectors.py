@@ -192,6 +192,12 @@ def search_filter(
     return {"$and": terms}
 
 
+def passes(metadata: dict[str, Any], where: dict[str, Any]) -> bool:
+    """Whether metadata passes a filter of ``search_filter``'s form (``$and`` of ``$eq``), as S3
+    Vectors would judge it: for a vector not stored there yet (``waiting_vectors``)."""
+    return all(metadata.get(field) == test["$eq"] for term in where["$and"] for field, test in term.items())
+
+
 def _client() -> Any:
     return aws.client("s3vectors")
 

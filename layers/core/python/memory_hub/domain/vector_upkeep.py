@@ -1,0 +1,205 @@
+"""The upkeep of a memory's vectors away from requests: the embedding queue's consumer
+(``consume``: the vectors of one memory's writes put together, those that waited in DynamoDB as
+they are, the others embedded now) and the scheduled cleanup's pass (``backfill``: indexes of
+retired epochs and old vector sizes dropped, vectors of gone items swept, items without a vector
+of the current model embedded, oldest first). The rules they keep are ``meaning``'s."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..observability import logger
+from ..settings import get_settings
+from ..storage import counters, messages, records, vectors, waiting_vectors
+from ..storage.counters import Where
+from ..storage.views import Message, Record
+from .meaning import L0, L1, Outcome, Piece, embed_and_store, enabled, live_items, model, piece
+
+BACKFILL_BATCH = 32
+BACKFILL_BATCH_BUDGET_S = 20.0  # the cleanup is not waited for by anyone: a batch may take its time
+
+
+class Named(NamedTuple):
+    """One queued message: its id, the layer, the user, the item ids it names and whether their
+    vectors may be waiting in DynamoDB (a batched write's)."""
+
+    message_id: str
+    layer: str
+    user_id: str
+    ids: list[str]
+    waiting: bool = False
+
+
+CONSUME_CHUNK = vectors.PUT_BATCH  # ids embedded together at most (one PutVectors)
+CONSUME_MIN_S = 5.0  # a chunk is not begun with less time than this left: its messages come again
+
+
+def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[[], float]) -> list[str]:
+    """Embed the items named by queued messages (``(message id, body)``) within the invocation's
+    remaining time, the items of one memory together (one ``PutVectors`` for up to CONSUME_CHUNK
+    of them); the message ids to deliver again (a retryable failure, or time ran out: a chunk is
+    begun only with CONSUME_MIN_S left, so few are cut off halfway). A message of items since
+    erased (or cleared) does nothing."""
+    again: list[str] = []
+    batches: dict[Where, list[Named]] = {}
+    for message_id, body in bodies:
+        try:
+            where = Where(
+                str(body["team_id"]),
+                str(body["agent_id"]),
+                int(body["epoch"]),
+                str(body["memory_id"]),
+                groups=int(body.get("groups", 1)),  # absent: queued before memories had groups
+            )
+            layer, user_id, ids = str(body["layer"]), str(body["user_id"]), [str(i) for i in body["ids"]]
+        except (KeyError, TypeError, ValueError):
+            logger.warning("malformed embedding message dropped", extra={"message_id": message_id})
+            continue
+        named = Named(message_id, layer, user_id, ids, body.get("waiting") is True)
+        if enabled():
+            batches.setdefault(where, []).append(named)
+        elif named.waiting:  # meaning was turned off since: what waits is never put, nor kept
+            waiting_vectors.delete((where.item_pk(layer, user_id), i) for i in ids)
+    for where, chunks in batches.items():
+        for chunk in _chunks(chunks):
+            if remaining_s() < CONSUME_MIN_S:
+                again += [message.message_id for message in chunk]
+                continue
+            retry = _consume_chunk(where, chunk, remaining_s)
+            again += [message.message_id for message in chunk if retry.intersection(message.ids)]
+    return again
+
+
+def _chunks(named: list[Named]) -> list[list[Named]]:
+    """Messages of one memory in order, gathered while they name CONSUME_CHUNK ids at most (a
+    message naming more is a chunk of its own)."""
+    chunks: list[list[Named]] = []
+    size = 0
+    for message in named:
+        if not chunks or size + len(message.ids) > CONSUME_CHUNK:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(message)
+        size += len(message.ids)
+    return chunks
+
+
+def _consume_chunk(where: Where, chunk: list[Named], remaining_s: Callable[[], float]) -> set[str]:
+    """Put one chunk's live items' vectors — those that waited as they are (of the current model
+    and text), the others embedded now — and delete what waited: the ids to try again."""
+    # Items of a cleared epoch are gone (or going): nothing of them is read back below, and a
+    # vector put meanwhile is reaped at once or its index dropped by the purge or the cleanup.
+    try:
+        wanted = _wanted(chunk)
+        flagged = {i for message in chunk if message.waiting for i in message.ids}
+        keys = [(where.item_pk(layer, user), i) for (layer, user), ids in wanted.items() for i in ids if i in flagged]
+        waited = waiting_vectors.get_many(keys) if keys else {}
+        pieces: list[Piece] = []
+        for (layer, user_id), ids in wanted.items():
+            live = live_items(where, layer, user_id, ids)
+            pieces += [piece(live[i]) for i in ids if i in live]
+        described = model()
+        usable = {
+            p.id: waited[p.id].vector
+            for p in pieces
+            if p.id in waited
+            and waited[p.id].metadata.get("model") == described
+            and waited[p.id].text_digest == waiting_vectors.text_digest(p.text)
+        }
+        retry = set(embed_and_store(where, pieces, remaining_s(), Outcome(), waited=usable)) if pieces else set()
+        done = [(pk, i) for pk, i in keys if i in waited and i not in retry]  # put, or its item is gone
+        if done:
+            waiting_vectors.delete(done)
+        return retry
+    except Exception:
+        logger.exception("queued embeddings failed; delivered again")
+        return {i for message in chunk for i in message.ids}
+
+
+def _wanted(named: list[Named]) -> dict[tuple[str, str], list[str]]:
+    """The ids the messages of one memory name, by (layer, user), each once, in order."""
+    wanted: dict[tuple[str, str], dict[str, None]] = {}
+    for message in named:
+        wanted.setdefault((message.layer, message.user_id), {}).update(dict.fromkeys(message.ids))
+    return {key: list(ids) for key, ids in wanted.items()}
+
+
+def _current(where: Where, report: Backfill) -> list[vectors.Index]:
+    """The memory's indexes of its current epoch, vector size and groups; every other index of an
+    epoch up to the current one (a retired epoch, an old vector size) is dropped on the way."""
+    bucket = vectors.bucket_of(where.team_id, where.agent_id)
+    dimensions = get_settings().embedding_dimensions
+    current: list[vectors.Index] = []
+    for name in vectors.indexes(bucket, vectors.prefix(where.team_id, where.agent_id)):
+        parsed = vectors.parse_name(name)
+        if parsed is None:
+            continue
+        if (parsed.epoch, parsed.dimensions, parsed.groups) == (where.epoch, dimensions, where.groups):
+            current.append(vectors.Index(bucket, name))
+        elif parsed.epoch <= where.epoch and vectors.drop(vectors.Index(bucket, name)):
+            report.indexes_dropped += 1
+    return current
+
+
+def _sweep(home: dict[str, vectors.Index], live: set[str]) -> int:
+    """Delete the vectors (``home``: key → its index) whose items are not ``live``: how many."""
+    orphans: dict[vectors.Index, list[str]] = {}
+    for key, index in home.items():
+        if key not in live:
+            orphans.setdefault(index, []).append(key)
+    for index, keys in orphans.items():
+        vectors.delete(index, keys)
+    return sum(len(keys) for keys in orphans.values())
+
+
+@dataclass
+class Backfill:
+    embedded: int = 0
+    swept: int = 0
+    indexes_dropped: int = 0
+    remaining: int = 0
+
+
+def backfill(where: Where, deadline_passed: Callable[[], bool]) -> Backfill:
+    """The cleanup's pass over one memory: drop indexes of retired epochs and old vector sizes,
+    delete vectors whose items are gone, and embed items without a vector of the current model,
+    oldest first, until the deadline. A memory with exactly as many vectors of the current model as
+    items (its exact counters) is left after one ListVectors pass: its items are not read."""
+    report = Backfill()
+    settings = get_settings()
+    if not settings.vector_buckets:
+        return report
+    current = _current(where, report)
+    stored: dict[str, dict[str, Any]] = {}
+    home: dict[str, vectors.Index] = {}
+    for index in current:
+        for key, meta in vectors.keys(index):
+            stored[key], home[key] = meta, index
+    if not settings.embeddings and not stored:
+        return report  # meaning is off and no vector is left to sweep: nothing to read
+    described = model()
+    totals = counters.layer_totals(where)
+    if len(stored) == totals.get(L0, 0) + totals.get(L1, 0) and (
+        not settings.embeddings or all(meta.get("model") == described for meta in stored.values())
+    ):
+        return report  # as many vectors as items, all of the current model: nothing to read (the usual day)
+    items: list[Message | Record] = []
+    for user_id in counters.users(where):
+        items += messages.of_user(where, user_id)
+        items += records.of_user(where, user_id)
+    live = {i.id for i in items}
+    report.swept = _sweep(home, live)
+    if not settings.embeddings:
+        return report
+    shown = messages.shown(where, items)  # an import's items wait for its commit (it embeds them then)
+    missing = sorted((piece(i) for i in shown if stored.get(i.id, {}).get("model") != described), key=lambda p: p.at)
+    for start in range(0, len(missing), BACKFILL_BATCH):
+        if deadline_passed():
+            report.remaining = len(missing) - start
+            break
+        outcome = Outcome()
+        embed_and_store(where, missing[start : start + BACKFILL_BATCH], BACKFILL_BATCH_BUDGET_S, outcome)
+        report.embedded += outcome.embedded
+    return report

@@ -1,0 +1,140 @@
+"""Vectors waiting for their ``PutVectors`` (``VectorWrites: Batched``), kept in DynamoDB beside
+their items so that a search finds a new item by meaning from the next request, as with immediate
+writes, while the queue's consumer gathers the vectors of many writes into one ``PutVectors`` (each
+billed at least 128 KB).
+
+A waiting vector is one item, ``wv␟<item id>`` in its item's partition (``models.WaitingVector``):
+the vector in 8 bits a component with its scale (1,024 components: ~1.3 KB, two write units), the
+metadata S3 Vectors will hold (ids as digests, never content) and a digest of the embedded text.
+A search reads its user's waiting vectors of one layer newest first, at most ``READ_LIMIT`` (one
+strongly consistent ``Query``); the consumer reads them by key, puts them and deletes them. They
+are the item's personal data like its vector in S3 Vectors: an erasure of the item deletes its
+waiting vector before it answers, a user's erasure all of theirs, and a clear's or memory delete's
+purge takes them with the rest of the epoch's partitions.
+
+8 bits a component: a component's error is at most half a step (the largest component ÷ 254), so
+the copy is within √n × largest ÷ 254 of the vector (n components). An embedding spreads its
+length over its components (Titan's 1,024, normalised: each about 0.03, the largest rarely above
+0.15), so the copy's cosine with the vector is above 0.9999 in practice. What S3 Vectors stores is
+the same copy: the consumer puts what waited, and the model is not asked twice."""
+
+from __future__ import annotations
+
+import math
+import operator
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import layout
+from .concurrency import for_each, in_batches
+from .models import WaitingVector
+
+READ_LIMIT = 100  # waiting vectors a search reads at most (one user, one layer): newest first
+_BATCH = 25  # BatchWriteItem's limit
+_GET_BATCH = 100  # BatchGetItem's limit
+_STEPS = 127
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """One waiting vector as read back: its item's id, its components, its metadata and the digest
+    of the text it embeds."""
+
+    key: str
+    vector: list[float]
+    metadata: dict[str, Any]
+    text_digest: str
+
+
+def text_digest(text: str) -> str:
+    return layout.digest(text, 16)
+
+
+def quantize(vector: Sequence[float]) -> tuple[bytes, float]:
+    """The components in 8 bits each (-127…127) and the scale that gives them back."""
+    largest = max((abs(x) for x in vector), default=0.0)
+    scale = largest / _STEPS if largest > 0 else 1.0
+    steps = array("b", (max(-_STEPS, min(_STEPS, round(x / scale))) for x in vector))
+    return steps.tobytes(), scale
+
+
+def restore(data: bytes, scale: float) -> list[float]:
+    return [step * scale for step in array("b", data)]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    if len(a) != len(b):
+        return 0.0  # another vector size (the setting changed): never a match
+    norms = math.sqrt(sum(map(operator.mul, a, a))) * math.sqrt(sum(map(operator.mul, b, b)))
+    return sum(map(operator.mul, a, b)) / norms if norms else 0.0
+
+
+def _row(pk: str, key: str, vector: Sequence[float], metadata: dict[str, Any], digest: str) -> WaitingVector:
+    data, scale = quantize(vector)
+    return WaitingVector(pk, layout.waiting_vector_sk(key), vector=data, scale=scale, meta=metadata, text_digest=digest)
+
+
+def _waiting(row: Any) -> Waiting:
+    key = str(row.sk)[len(layout.WAITING_VECTORS) :]
+    return Waiting(key, restore(bytes(row.vector), float(row.scale)), dict(row.meta or {}), str(row.text_digest))
+
+
+def put(rows: Iterable[tuple[str, str, Sequence[float], dict[str, Any], str]]) -> int:
+    """Write waiting vectors: (partition, item id, vector, metadata, text digest) each; one that is
+    there already (an updated record's) is replaced. How many were written."""
+    built = [_row(*row) for row in rows]
+
+    def one(chunk: list[WaitingVector]) -> None:
+        with WaitingVector.batch_write() as batch:  # retries unprocessed items itself
+            for row in chunk:
+                batch.save(row)
+
+    for_each(one, in_batches(built, _BATCH))
+    return len(built)
+
+
+def of_user(pk: str, limit: int = READ_LIMIT) -> list[Waiting]:
+    """The waiting vectors of one partition (a user's layer), newest first (ids are time-ordered),
+    at most ``limit``: one strongly consistent ``Query`` (a write's vector is found from the next
+    request)."""
+    rows = WaitingVector.query(
+        pk,
+        WaitingVector.sk.startswith(layout.WAITING_VECTORS),
+        consistent_read=True,
+        scan_index_forward=False,
+        limit=limit,
+    )
+    return [_waiting(row) for row in rows]
+
+
+def get_many(keys: Sequence[tuple[str, str]]) -> dict[str, Waiting]:
+    """The waiting vectors of these (partition, item id), by item id (strongly consistent)."""
+    wanted = [(pk, layout.waiting_vector_sk(key)) for pk, key in dict.fromkeys(keys)]
+    found = for_each(
+        lambda chunk: list(WaitingVector.batch_get(chunk, consistent_read=True)), in_batches(wanted, _GET_BATCH)
+    )
+    return {w.key: w for rows in found for w in map(_waiting, rows)}
+
+
+def delete(keys: Iterable[tuple[str, str]]) -> int:
+    """Delete the waiting vectors of these (partition, item id) — one that is not there costs the
+    same write unit, so callers name only items that may have one. How many were named."""
+    doomed = [WaitingVector(pk, layout.waiting_vector_sk(key)) for pk, key in dict.fromkeys(keys)]
+
+    def one(chunk: list[WaitingVector]) -> None:
+        with WaitingVector.batch_write() as batch:
+            for row in chunk:
+                batch.delete(row)
+
+    for_each(one, in_batches(doomed, _BATCH))
+    return len(doomed)
+
+
+def keys_of(pk: str) -> list[str]:
+    """The item ids of every waiting vector of one partition (a user's erasure)."""
+    rows = WaitingVector.query(
+        pk, WaitingVector.sk.startswith(layout.WAITING_VECTORS), consistent_read=True, attributes_to_get=["pk", "sk"]
+    )
+    return [str(row.sk)[len(layout.WAITING_VECTORS) :] for row in rows]

@@ -1,0 +1,214 @@
+"""Batched vector writes keep each new vector waiting in DynamoDB beside its item until the queue's
+consumer puts it (``storage/waiting_vectors.py``, ``domain/meaning.py``; moto in process with the
+local stack's S3 Vectors patch): a search finds the item by meaning from the next request, the
+consumer puts what waited without asking the model again and deletes it, and every erasure takes
+a waiting vector with its item."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from in_process import fresh_scope, writer
+from memory_hub.domain import assets, atomic, clear, conversation, meaning, vector_upkeep
+from memory_hub.domain.principal import Principal
+from memory_hub.domain.scope import Scope
+from memory_hub.settings import get_settings
+from memory_hub.storage import embeddings, layout, vectors, waiting_vectors
+from memory_hub.storage.counters import Where
+from memory_hub.storage.models import WaitingVector
+
+BUCKETS = ",".join(f"memory-hub-vectorbucket{i}" for i in range(4))
+ADMIN = Principal("unit-admin", "admin", ("*",))
+REQUEST = "req-unit-waiting-vectors-01"
+WORDS = ("apple", "boat", "cloud")
+
+
+def _model(model_id: str, dimensions: int, texts: list[str], deadline_s: float) -> list[Any]:
+    """A model of three words, each a dimension, and a little of everything (never a zero vector)."""
+    return [[(1.0 if w in t else 0.0) + 0.05 for w in WORDS] for t in texts]
+
+
+@pytest.fixture
+def batched(aws, monkeypatch):
+    """Meaning on with batched writes, 3-dimensional vectors and the stack's four buckets; the
+    queue's messages are kept (``sent``) and the model's calls counted (``asked``)."""
+    env = {"EMBEDDINGS": "Enabled", "EMBEDDING_DIMENSIONS": "3", "VECTOR_BUCKETS": BUCKETS, "VECTOR_WRITES": "Batched"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    asked: list[str] = []
+
+    def model(model_id: str, dimensions: int, texts: list[str], deadline_s: float) -> list[Any]:
+        asked.extend(texts)
+        return _model(model_id, dimensions, texts, deadline_s)
+
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(embeddings, "embed_many", model)
+    monkeypatch.setattr(meaning.embed_queue, "send", lambda body: sent.append(body) or True)
+    meaning._QUERIES.clear()
+    yield sent, asked
+    for name in env:
+        monkeypatch.delenv(name)
+    get_settings.cache_clear()
+
+
+def _where(scope: Scope) -> Where:
+    asset = assets.of_scope(scope)
+    assert asset is not None
+    return Where.of(asset)
+
+
+def _stored(scope: Scope) -> list[str]:
+    """The keys in S3 Vectors of the scope's user."""
+    where = _where(scope)
+    index = vectors.index_of(scope.team_id, scope.agent_id, where.epoch, 3, scope.user_id, where.groups)
+    return sorted(key for key, _ in vectors.keys(index))
+
+
+def _waiting(scope: Scope, layer: str = "L0") -> list[str]:
+    return sorted(waiting_vectors.keys_of(_where(scope).item_pk(layer, scope.user_id)))
+
+
+def _add(scope: Scope, text: str) -> str:
+    return conversation.add(scope, [{"role": "user", "content": text}], writer(scope)).accepted_ids[0]
+
+
+def _found(scope: Scope, text: str, layer: str = "L0") -> list[str]:
+    meant = meaning.semantic(_where(scope), layer, scope.user_id, text, 10)
+    assert meant is not None
+    return [key for key, _ in meant.order]
+
+
+def _consume(sent: list[dict[str, Any]]) -> list[str]:
+    bodies = [(f"message-{n}", body) for n, body in enumerate(sent)]
+    sent.clear()
+    return vector_upkeep.consume(bodies, lambda: 60.0)
+
+
+def test_a_batched_add_is_found_by_meaning_before_its_vector_is_put(batched):
+    sent, _ = batched
+    scope = fresh_scope()
+    apple, boat = _add(scope, "an apple pie"), _add(scope, "a boat trip")
+    assert _stored(scope) == [] and _waiting(scope) == sorted([apple, boat])
+    assert _found(scope, "apple")[0] == apple and _found(scope, "boat")[0] == boat
+    hits = conversation.search(scope, "apple", 10, None, None, writer(scope), mode="semantic")
+    assert hits.messages[0].id == apple
+    assert all(body.get("waiting") is True for body in sent) and len(sent) == 2
+
+
+def test_the_consumer_puts_what_waited_without_asking_the_model_and_deletes_it(batched):
+    sent, asked = batched
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    asked.clear()
+    assert _consume(sent) == []
+    assert asked == []  # the vector that waited was put as it was
+    assert _stored(scope) == [apple] and _waiting(scope) == []
+    assert _found(scope, "apple") == [apple]  # from S3 Vectors now
+
+
+def test_a_vector_that_waited_for_another_text_or_model_is_embedded_again(batched):
+    sent, asked = batched
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    pk = _where(scope).item_pk("L0", scope.user_id)
+    row = WaitingVector.get(pk, layout.waiting_vector_sk(apple), consistent_read=True)
+    row.update(actions=[WaitingVector.text_digest.set("another text")])
+    asked.clear()
+    assert _consume(sent) == []
+    assert asked == ["an apple pie"] and _stored(scope) == [apple] and _waiting(scope) == []
+
+
+def test_an_erasure_deletes_the_waiting_vector_before_it_answers(batched):
+    scope = fresh_scope()
+    apple, boat = _add(scope, "an apple pie"), _add(scope, "a boat trip")
+    assert conversation.delete(scope, [apple], None, writer(scope), REQUEST).deleted_ids == [apple]
+    assert _waiting(scope) == [boat]
+    assert apple not in _found(scope, "apple")
+
+
+def test_a_clear_leaves_no_waiting_vector_of_the_old_epoch(batched):
+    scope = fresh_scope()
+    _add(scope, "an apple pie")
+    old = _where(scope)
+    asset = assets.of_scope(scope)
+    clear.clear(ADMIN, [asset], REQUEST, lambda: 60_000)
+    assert waiting_vectors.keys_of(old.item_pk("L0", scope.user_id)) == []
+    assert _waiting(scope) == []
+
+
+def test_a_write_whose_item_was_erased_meanwhile_deletes_its_waiting_vector(batched):
+    scope = fresh_scope()
+    _add(scope, "a first message")  # the memory exists
+    where = _where(scope)
+    gone = meaning.Piece("msg-0000000000000-gone", "L0", scope.user_id, "s", None, None, 1, "an apple")
+    outcome = meaning.embed_after_write(where, [gone])
+    assert (outcome.waiting, outcome.reaped) == (0, 1)
+    assert "msg-0000000000000-gone" not in _waiting(scope)
+
+
+def test_an_updated_record_waits_with_its_new_text_and_its_old_vector_goes(batched):
+    sent, _ = batched
+    scope = fresh_scope()
+    added = atomic.add(scope, "likes apple pie", "preference", "", [], {}, writer(scope))
+    assert _consume(sent) == [] and _stored(scope) == [added.id]
+    atomic.update(scope, added.id, {"content": "sails a boat"}, None, writer(scope), REQUEST)
+    assert _stored(scope) == [] and _waiting(scope, "L1") == [added.id]
+    assert _found(scope, "boat", "L1") == [added.id]
+    meant = meaning.semantic(_where(scope), "L1", scope.user_id, "apple", 10)
+    assert meant is not None and dict(meant.order)[added.id] < 0.5  # the new text's vector, not the old one's
+    assert _consume(sent) == [] and _stored(scope) == [added.id] and _waiting(scope, "L1") == []
+
+
+def test_a_search_reads_the_newest_waiting_vectors_only(batched, monkeypatch):
+    scope = fresh_scope()
+    ids = [_add(scope, f"an apple number {n}") for n in range(5)]
+    pk = _where(scope).item_pk("L0", scope.user_id)
+    assert [w.key for w in waiting_vectors.of_user(pk, limit=3)] == ids[::-1][:3]
+
+
+def test_meaning_turned_off_deletes_what_waits_when_its_message_comes(batched, monkeypatch):
+    sent, _ = batched
+    scope = fresh_scope()
+    _add(scope, "an apple pie")
+    monkeypatch.setenv("EMBEDDINGS", "Disabled")
+    get_settings.cache_clear()
+    assert _consume(sent) == [] and _waiting(scope) == [] and _stored(scope) == []
+
+
+def test_immediate_writes_keep_nothing_waiting(batched, monkeypatch):
+    monkeypatch.setenv("VECTOR_WRITES", "Immediate")
+    get_settings.cache_clear()
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    assert _waiting(scope) == [] and _stored(scope) == [apple]
+
+
+unit = st.lists(st.floats(-1.0, 1.0, allow_nan=False), min_size=1, max_size=64).filter(
+    lambda v: any(abs(x) > 1e-6 for x in v)
+)
+
+
+@given(unit)
+def test_a_waiting_vector_is_within_half_a_step_of_each_component(vector):
+    data, scale = waiting_vectors.quantize(vector)
+    restored = waiting_vectors.restore(data, scale)
+    assert len(data) == len(vector)
+    assert all(abs(a - b) <= scale / 2 + 1e-12 for a, b in zip(vector, restored, strict=True))
+
+
+def test_an_embedding_keeps_its_direction_in_eight_bits():
+    """A spread unit vector of 1,024 components (as Titan's are) loses nothing a ranking sees."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(20):
+        raw = [rng.gauss(0.0, 1.0) for _ in range(1024)]
+        norm = math.sqrt(sum(x * x for x in raw))
+        vector = [x / norm for x in raw]
+        restored = waiting_vectors.restore(*waiting_vectors.quantize(vector))
+        assert waiting_vectors.cosine(vector, restored) > 0.9999
