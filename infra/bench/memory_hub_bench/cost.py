@@ -53,7 +53,8 @@ TURNS_SEARCH = SEARCH + " (turns only: no records)"
 BATCHED = ", VectorWrites Batched"
 BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
 BATCHED_RECORD_ADD = "/v3/atomic/add" + BATCHED
-BATCH_WINDOW_S = 60  # the template's VectorBatchSeconds default
+BATCHED_SEARCH = TURNS_SEARCH + BATCHED
+BATCH_WINDOW_S = 300  # the template's VectorBatchSeconds default
 WINDOW_CHOICES = (60, 120, 300)  # VectorBatchSeconds the report prices the batched add at (300: its maximum)
 BATCH_SIZE = 100  # the template's EmbedQueue batch with VectorWrites Batched: a batch ends at 100 messages
 BATCH_SEQUENTIAL_CALLS = 3  # a batch's consumer: read the items, embed them (in parallel), put the vectors
@@ -224,8 +225,9 @@ def batched_add(
     vectors_batched: Callable[[bool], None],
 ) -> tuple[RouteCost, float]:
     """An add (``case``: one new item a request) with ``VectorWrites: Batched``: the request's own
-    calls (measured: the write and one SendMessage), and its share of the queue consumer's
-    (measured over every add it embedded: a model call and a read per item; then priced per batch
+    calls (measured: the write, its model call, its vector kept waiting and one SendMessage), and
+    its share of the queue consumer's (measured over every add it put: reads, the waiting vector's
+    delete, a model call only for a vector that did not wait; then priced per batch
     of ``workload_batch()`` adds: a PutVectors per group of users with an add in it (``puts_per_add``;
     side by side), one Lambda request of ``BATCH_SEQUENTIAL_CALLS`` round trips, a receive and a
     delete per 10 messages). Returns the row (its tokens: the texts the requests sent, as for the
@@ -244,7 +246,8 @@ def batched_add(
     chars = float(_texts(case.body(0)))  # what each request sent to be embedded
     row.route = label + BATCHED
     row.rru += per_item.rru / adds
-    row.embed_calls = per_item.embed_calls / adds
+    row.wru += per_item.wru / adds
+    row.embed_calls += per_item.embed_calls / adds
     row.tokens = row.embed_calls * chars / CHARS_PER_TOKEN
     row.calls["bedrock"] = row.embed_calls
     # its share of a batch: PutVectors, the consumer's invocation beside the API call, the send with
@@ -347,6 +350,15 @@ def measure_routes(
             batched, adds_per_put = batched_add(case, label, target, n, hooks, log, vectors_batched)
             seen = adds_per_put if seen is None else seen
             rows.append(batched)
+        # batched, a search also reads the user's vectors still waiting (one Query a meaning half)
+        progress(f"  cost: {BATCHED_SEARCH}")
+        vectors_batched(True)
+        try:
+            row = route_cost(Case(SEARCH, lambda i: scope.body(**SEARCH_BODY)), target, n, hooks, _Requests(log))
+        finally:
+            vectors_batched(False)
+        row.route = BATCHED_SEARCH
+        rows.append(row)
     return rows, stored, seen
 
 
@@ -426,10 +438,14 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
     prints them; what it shows is all here, so a record renders the same after prices.py changes)."""
     by_route = {row.route: row for row in rows}
     search = by_route.get(TURNS_SEARCH, by_route[SEARCH])  # a record of before has no turns-only row
-    bill = month(by_route[ONE_MESSAGE_ADD], search, stored)
-    with_records = month(by_route[ONE_MESSAGE_ADD], by_route[SEARCH], stored)
     batched = by_route.get(BATCHED_ADD)
-    batched_bill = month(batched, search, stored) if batched is not None else None
+    # the template's default, VectorWrites Batched: its add, and its search (which reads what waits)
+    add, default_search = batched or by_route[ONE_MESSAGE_ADD], by_route.get(BATCHED_SEARCH, search)
+    bill = month(add, default_search, stored)
+    extra = default_search.dollars(GROUP_INDEX)["DynamoDB"] - search.dollars(GROUP_INDEX)["DynamoDB"]
+    with_records = month(add, by_route[SEARCH], stored)
+    with_records.requests_usd += with_records.searches * 2 * max(extra, 0.0)  # each meaning half reads what waits
+    immediate = month(by_route[ONE_MESSAGE_ADD], search, stored) if batched is not None else None
     return {
         "routes": [row.__dict__ | {"billed_ms": row.billed_ms,
                                    "usd_per_million": sum(row.dollars(SMALL_INDEX).values()) * 1e6,
@@ -437,12 +453,13 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
                                    "largest": _largest(row, SMALL_INDEX)}
                    for row in rows],
         "month": bill.__dict__ | {"total": bill.total, "with_records": with_records.total,
-                                  "search": search.route},
-        "search_by_groups": {str(g): sum(search.dollars(LARGE_INDEX // g).values()) * 1e6 for g in GROUP_CHOICES},
+                                  "search": default_search.route, "add": add.route},
+        "search_by_groups": {str(g): sum(default_search.dollars(LARGE_INDEX // g).values()) * 1e6
+                             for g in GROUP_CHOICES},
         "batched_add_by_window": _by_window(batched),
         "batched_record_add_by_window": _by_window(by_route.get(BATCHED_RECORD_ADD)),
-        "month_batched": None if batched_bill is None else batched_bill.__dict__ | {
-            "total": batched_bill.total, "adds_per_batch": workload_batch(), "window_s": BATCH_WINDOW_S,
+        "month_immediate": None if immediate is None else immediate.__dict__ | {
+            "total": immediate.total, "adds_per_batch": workload_batch(), "window_s": BATCH_WINDOW_S,
             "adds_per_put_here": adds_per_put},
         "workload": {"users": USERS, "adds": ADDS, "searches": SEARCHES, "months_kept": MONTHS_KEPT,
                      "turns_held": LARGE_INDEX, "vector_bytes": VECTOR_BYTES, "groups": GROUPS,
@@ -493,9 +510,10 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
         f"storage ${bill['storage_usd']:,.0f} "
         f"(DynamoDB {bill['bytes_per_message']:,.0f} bytes a stored turn, measured; vectors {w['vector_bytes']:,} "
         f"bytes), **${bill['total']:,.0f} a month**"
+        + (f" — its adds priced as the `{bill['add']}` row (the template's default)" if "add" in bill else "")
         + (
-            f" — its searches priced as the `{bill['search']}` row; with formation on, records make each "
-            f"search one vector query more (the `{SEARCH}` row): ${bill['with_records']:,.0f}.\n"
+            f"{',' if 'add' in bill else ' —'} its searches as the `{bill['search']}` row; with formation on, "
+            f"records make each search one vector query more (the `{SEARCH}` row): ${bill['with_records']:,.0f}.\n"
             if "with_records" in bill
             else ".\n"
         )
@@ -507,7 +525,16 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
             + ", ".join(f"{g} → ${usd:,.1f}" for g, usd in by_groups.items())
             + " per 1M (at most 40,000 ÷ groups memories of users in every group).\n"
         )
-    batched = result.get("month_batched")
+    immediate = result.get("month_immediate")
+    if immediate:
+        say(
+            f"The default `VectorWrites: Batched`: the month's rate brings {immediate['adds_per_batch']:.1f} adds "
+            f"to one memory in the {immediate['window_s']} s window, a PutVectors for each group of users among them, "
+            f"{puts_per_add(immediate['adds_per_batch']):.2f} an add ({immediate['adds_per_put_here']:.1f} adds a put "
+            f"here, at the bench's pace). With `VectorWrites: Immediate` (every add its own PutVectors: the "
+            f"`{ONE_MESSAGE_ADD}` row): **${immediate['total']:,.0f} a month**.\n"
+        )
+    batched = result.get("month_batched")  # a record of before 2026-12-05: Immediate was the default
     if batched:
         say(
             f"With `VectorWrites: Batched` (its one-message add's row: the month's rate brings "
@@ -521,7 +548,8 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
             "Its one-message add by `VectorBatchSeconds` (adds a batch gathers at the month's rate; PutVectors "
             "an add): "
             + ", ".join(f"{w} s ({b:.1f}; {puts:.2f}) → ${usd:,.1f}" for w, (b, puts, usd) in by_window.items())
-            + f" per 1M (a batch ends at {BATCH_SIZE} messages; an item is found by meaning up to the window later)"
+            + f" per 1M (a batch ends at {BATCH_SIZE} messages; an item is found by meaning from the next request "
+            "either way: its vector waits in DynamoDB until it is put)"
             + _record_line(result.get("batched_record_add_by_window"))
             + ".\n"
         )

@@ -78,7 +78,7 @@ class Stack:
         ``formation_batch``/``formation_idle_s`` set ``FormationBatch``/``FormationIdleSeconds``;
         without it formation is off and no language model is configured, whatever this process's
         environment says. ``vectors_batched_s``: ``VectorWrites`` Batched with that window."""
-        parameters = {"Embeddings": embeddings, "Formation": "Enabled" if llm_url else "Disabled"}
+        parameters = {**LOCAL_DEFAULTS, "Embeddings": embeddings, "Formation": "Enabled" if llm_url else "Disabled"}
         if formation_batch is not None:
             parameters["FormationBatch"] = str(formation_batch)
         if formation_idle_s is not None:
@@ -234,6 +234,13 @@ class Stack:
         }
 
 
+# Where the local stack departs from the template's defaults. VectorWrites Immediate: each write puts
+# its vectors into the emulated S3 Vectors before it answers, so what a test or a person looks for
+# there is there at once (Batched, the default on AWS, puts them up to VectorBatchSeconds later;
+# searches find an item by meaning from the next request either way). MEMORY_HUB_VECTOR_WRITES=Batched
+# runs the local stack as deployed.
+LOCAL_DEFAULTS = {"VectorWrites": "Immediate"}
+
 # Environment variables `make run` honours, as template parameters (like --parameter-overrides).
 # `Formation` follows MEMORY_HUB_LLM_URL (see environment_parameters).
 PARAMETERS_FROM_ENVIRONMENT = {
@@ -251,10 +258,12 @@ PARAMETERS_FROM_ENVIRONMENT = {
 
 def environment_parameters(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The template parameters ``make run`` takes from the environment: those of
-    PARAMETERS_FROM_ENVIRONMENT, and ``Formation`` Enabled exactly when a language model is
-    configured (``MEMORY_HUB_LLM_URL``: formation sends conversation to that model)."""
+    PARAMETERS_FROM_ENVIRONMENT (over LOCAL_DEFAULTS), and ``Formation`` Enabled exactly when a
+    language model is configured (``MEMORY_HUB_LLM_URL``: formation sends conversation to that
+    model)."""
     environ = os.environ if environ is None else environ
-    parameters = {p: environ[e] for e, p in PARAMETERS_FROM_ENVIRONMENT.items() if environ.get(e)}
+    given = {p: environ[e] for e, p in PARAMETERS_FROM_ENVIRONMENT.items() if environ.get(e)}
+    parameters = LOCAL_DEFAULTS | given
     parameters["Formation"] = "Enabled" if environ.get(URL_VARIABLE, "").strip() else "Disabled"
     return parameters
 
