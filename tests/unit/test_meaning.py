@@ -300,7 +300,7 @@ def test_settings_read_the_templates_meaning_variables():
     assert on.embeddings is True and on.embedding_dimensions == 512
     assert on.vector_buckets == ("v-0", "v-1")
     assert from_environment({**base, "EMBEDDINGS": "Disabled"}).embeddings is False
-    assert on.vectors_batched is False  # the template's VectorWrites default, Immediate
+    assert on.vectors_batched is False  # no VECTOR_WRITES (the template always sets one): Immediate
     assert from_environment({**base, "VECTOR_WRITES": "Batched"}).vectors_batched is True
     assert from_environment({**base, "VECTOR_WRITES": "Immediate"}).vectors_batched is False
 

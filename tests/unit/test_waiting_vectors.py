@@ -164,6 +164,19 @@ def test_an_updated_record_waits_with_its_new_text_and_its_old_vector_goes(batch
     assert _consume(sent) == [] and _stored(scope) == [added.id] and _waiting(scope, "L1") == []
 
 
+def test_a_write_that_fills_a_put_alone_puts_its_vectors_at_once(batched, monkeypatch):
+    """A write giving one index a PutVectors's billed minimum by itself (an import, a long add)
+    has nothing to share: its vectors are put before it answers, and none waits or is queued."""
+    sent, _ = batched
+    monkeypatch.setattr(vectors, "PUT_BILLED_MIN", 3 * (4 * 3 + vectors.VECTOR_OVERHEAD))  # three vectors
+    scope = fresh_scope()
+    say = [{"role": "user", "content": f"an apple number {n}"} for n in range(3)]
+    ids = conversation.add(scope, say, writer(scope)).accepted_ids
+    assert _stored(scope) == sorted(ids) and _waiting(scope) == [] and sent == []
+    fewer = conversation.add(scope, say[:2], writer(scope)).accepted_ids
+    assert _waiting(scope) == sorted(fewer) and [body["ids"] for body in sent] == [fewer]
+
+
 def test_a_search_reads_the_newest_waiting_vectors_only(batched, monkeypatch):
     scope = fresh_scope()
     ids = [_add(scope, f"an apple number {n}") for n in range(5)]

@@ -58,8 +58,9 @@ class Settings(BaseModel):
     vector_buckets: tuple[str, ...] = ()
     embed_queue_url: str | None = None
     embed_budget_s: float = Field(3.0, ge=0, le=20)
-    # True: a write queues its embeddings instead of making them (the queue's consumer puts the
-    # vectors of one memory together, one PutVectors for many writes). False: within the request.
+    # True (VectorWrites Batched): a write keeps its vectors waiting in DynamoDB and queues them
+    # (the queue's consumer puts the vectors of one memory together, one PutVectors for many
+    # writes). False (Immediate): a write puts its vectors within the request.
     vectors_batched: bool = False
     # The groups of users a new memory's vector indexes are split into (its users' vectors by a
     # digest of the user id): a search reads its user's group's index only.

@@ -233,15 +233,33 @@ def layer_of(item_id: str) -> str:
     return L0 if item_id.startswith("msg-") else L1
 
 
-def _wait(where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome, ahead: Ahead | None) -> None:
-    """Batched writes: embed ``items`` (or take what ``ahead`` embedded) and keep their vectors
-    waiting beside them for the queue's consumer — found by meaning from the next request. An item
-    erased meanwhile (its erasure looked before this write) has its waiting vector deleted again."""
-    described = model()
+def _batched(where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome, ahead: Ahead | None) -> list[str]:
+    """Batched writes: embed ``items`` (or take what ``ahead`` embedded). The vectors of an index
+    this write alone gives a ``PutVectors``'s billed minimum (an import, a long add: 30 at 1,024
+    dimensions) are put at once, as ``Immediate`` puts them — nothing to share, and no pile of
+    waiting vectors for a search to read; the others wait for the queue's consumer (``_wait``).
+    The ids to queue: all but those put."""
     results = _results(items, budget_s, outcome, ahead)
-    made = [(i, r) for i, r in zip(items, results, strict=True) if isinstance(r, list)]
+    made = {i.id: r for i, r in zip(items, results, strict=True) if isinstance(r, list)}
+    by_index: dict[str, list[Piece]] = {}
+    for item in items:
+        if item.id in made:
+            by_index.setdefault(_index(where, item.user_id).name, []).append(item)
+    dimensions = get_settings().embedding_dimensions
+    full = [i for group in by_index.values() if vectors.fills_a_put(len(group), dimensions) for i in group]
+    now = {i.id for i in full}
+    retry = embed_and_store(where, full, budget_s, outcome, waited={i: made[i] for i in now}) if full else []
+    _wait(where, [(i, made[i.id]) for i in items if i.id in made and i.id not in now], outcome)
+    return retry + [i.id for i in items if i.id not in now]
+
+
+def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome) -> None:
+    """Keep the vectors ``made`` waiting beside their items for the queue's consumer — found by
+    meaning from the next request. An item erased meanwhile (its erasure looked before this write)
+    has its waiting vector deleted again."""
     if not made:
         return
+    described = model()
     digest = waiting_vectors.text_digest
     waiting_vectors.put(
         (where.item_pk(i.layer, i.user_id), i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made
@@ -296,10 +314,10 @@ def embed_after_write(
     batched = get_settings().vectors_batched
     if batched:
         try:
-            _wait(where, items, budget, outcome, ahead)
+            retry = _batched(where, items, budget, outcome, ahead)
         except Exception:
             logger.exception("vectors not kept waiting; the queue's consumer embeds them")
-        retry = [i.id for i in items]  # the queue's consumer puts them with others of the memory
+            retry = [i.id for i in items]  # the queue's consumer puts them with others of the memory
     else:
         try:
             retry = embed_and_store(where, items, budget, outcome, ahead)
@@ -332,7 +350,7 @@ def after_update(where: Where, after: Record | None) -> None:
     outcome = Outcome()
     if get_settings().vectors_batched:  # the new vector waits (replacing one that waited), the old one goes now
         try:
-            _wait(where, [piece(after)], get_settings().embed_budget_s, outcome, None)
+            _batched(where, [piece(after)], get_settings().embed_budget_s, outcome, None)
         except Exception:
             logger.exception("re-embedding an updated record failed")
         if outcome.waiting:
@@ -361,8 +379,9 @@ def erase(where: Where, erased: Iterable[tuple[str, str]]) -> int:
     already; a leftover vector is reaped by the cleanup's sweep). The ids it asked indexes to
     delete."""
     pairs = list(erased)
-    if pairs and get_settings().vectors_batched:
-        forget_waiting(where, pairs)
+    if pairs and get_settings().vectors_batched:  # both at once: no round trip more
+        _, asked = parallel(lambda: forget_waiting(where, pairs), lambda: _erase_stored(where, pairs))
+        return int(asked)
     return _erase_stored(where, pairs)
 
 

@@ -19,6 +19,7 @@ ItemsTable, one partition per (layer, team + agent, content epoch, user):
     L0#…                            fs / fp / fr␟<run>      (formation: user state, a stored answer, a run done)
     L0#…                            fu␟<s>␟<k>␟<msg id>     (formation: a message to form; <k>: task digest or -)
     L1#…                            ff␟<f> / fl␟<atom>␟<f>  (formed files of the user; the records they came from)
+    L0#… / L1#…                     wv␟<msg or atom id>     (its vector waiting for a batched PutVectors)
     C#<team>:<agent>#<epoch>        L0␟<u> / L1␟<u> / S␟<u>␟<s>   (exact counters: items, term totals)
     PURGE                           <team>:<agent>#<epoch>  (an epoch whose erasure is unfinished)
     CLEANUP                         lease / cursor

@@ -50,6 +50,8 @@ MAX_TOP_K = 100
 LIST_PAGE = 1_000
 NONE = "-"  # the digest field of an absent session or task
 MAX_GROUPS = 256
+PUT_BILLED_MIN = 128 * 1024  # S3 Vectors bills every PutVectors at least this many bytes
+VECTOR_OVERHEAD = 300  # a vector's key and filterable metadata, about
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -190,6 +192,12 @@ def search_filter(
     if type_ is not None:
         terms.append({"type": {"$eq": type_}})
     return {"$and": terms}
+
+
+def fills_a_put(count: int, dimensions: int) -> bool:
+    """Whether ``count`` vectors of ``dimensions`` reach what a ``PutVectors`` is billed at least
+    (30 at 1,024 dimensions): putting them together wastes nothing of the minimum."""
+    return count * (4 * dimensions + VECTOR_OVERHEAD) >= PUT_BILLED_MIN
 
 
 def passes(metadata: dict[str, Any], where: dict[str, Any]) -> bool:
