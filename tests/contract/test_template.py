@@ -725,7 +725,8 @@ def test_meaning_parameters_buckets_and_queue(template):
     assert params["VectorWrites"]["Default"] == "Batched" and env["VECTOR_WRITES"] == {"Ref": "VectorWrites"}
     assert params["VectorBatchSeconds"]["MaxValue"] == params["VectorBatchSeconds"]["Default"] == 300
     assert params["VectorBatchSeconds"]["Default"] == BATCH_WINDOW_S
-    assert {"Sid": "DeleteWaitingVectors", "Effect": "Allow", "Action": "dynamodb:BatchWriteItem",
+    deletes = ["dynamodb:DeleteItem", "dynamodb:BatchWriteItem"]
+    assert {"Sid": "DeleteWaitingVectors", "Effect": "Allow", "Action": deletes,
             "Resource": {"Fn::GetAtt": ["ItemsTable", "Arn"]}} in [s for s, _ in _inline_statements(
                 template["Resources"]["EmbedFunction"])]  # fmt: skip
     assert LOCAL_DEFAULTS == {"VectorWrites": "Immediate"}

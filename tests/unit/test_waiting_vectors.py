@@ -7,13 +7,14 @@ a waiting vector with its item."""
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from in_process import fresh_scope, writer
-from memory_hub.domain import assets, atomic, clear, conversation, meaning, vector_upkeep
+from memory_hub.domain import assets, atomic, clear, conversation, meaning, user_memory, vector_upkeep
 from memory_hub.domain.principal import Principal
 from memory_hub.domain.scope import Scope
 from memory_hub.settings import get_settings
@@ -175,6 +176,84 @@ def test_a_write_that_fills_a_put_alone_puts_its_vectors_at_once(batched, monkey
     assert _stored(scope) == sorted(ids) and _waiting(scope) == [] and sent == []
     fewer = conversation.add(scope, say[:2], writer(scope)).accepted_ids
     assert _waiting(scope) == sorted(fewer) and [body["ids"] for body in sent] == [fewer]
+
+
+def test_an_update_that_overtakes_the_consumers_put_leaves_no_vector_of_the_old_text(batched):
+    """The consumer read the record and what waited (the old text); an update lands before its
+    put. The vector put for the old text is deleted again, the update's waiting vector stays, and
+    the update's own message puts the new one."""
+    sent, _ = batched
+    scope = fresh_scope()
+    added = atomic.add(scope, "likes apple pie", "preference", "", [], {}, writer(scope))
+    first = list(sent)
+    sent.clear()
+    real_put = vectors.put
+    overtaken: list[str] = []
+
+    def put_after_an_update(index, dimensions, chunk):
+        if not overtaken:
+            overtaken.append(added.id)
+            atomic.update(scope, added.id, {"content": "sails a boat"}, None, writer(scope), REQUEST)
+        return real_put(index, dimensions, chunk)
+
+    vectors.put = put_after_an_update
+    try:
+        assert vector_upkeep.consume([("message-0", first[0])], lambda: 60.0) == []
+    finally:
+        vectors.put = real_put
+    assert overtaken == [added.id]
+    assert _stored(scope) == [] and _waiting(scope, "L1") == [added.id]  # the new text's, waiting
+    meant = meaning.semantic(_where(scope), "L1", scope.user_id, "apple", 10)
+    assert meant is not None and dict(meant.order)[added.id] < 0.5
+    assert _consume(sent) == [] and _stored(scope) == [added.id] and _waiting(scope, "L1") == []
+    assert _found(scope, "boat", "L1") == [added.id]
+
+
+def test_an_erasure_deletes_a_waiting_vector_whatever_vector_writes_says_now(batched, monkeypatch):
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    monkeypatch.setenv("VECTOR_WRITES", "Immediate")  # switched since the add
+    get_settings.cache_clear()
+    conversation.delete(scope, [apple], None, writer(scope), REQUEST)
+    assert _waiting(scope) == []
+
+
+def test_a_users_erasure_deletes_every_vector_waiting_in_their_partitions(batched):
+    scope = fresh_scope()
+    _add(scope, "an apple pie")
+    where = _where(scope)
+    orphan = (where.item_pk("L1", scope.user_id), "atom-0000000000000-orphan", [1.0, 0.0, 0.0], {}, "x")
+    waiting_vectors.put([orphan])  # left by an erasure that failed to delete it
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    user_memory.delete(
+        admin, assets.Named(scope.memory_id, scope.team_id, scope.agent_id), scope.user_id, None, REQUEST
+    )
+    assert _waiting(scope) == [] and _waiting(scope, "L1") == []
+
+
+def test_a_partition_never_holds_more_waiting_vectors_than_a_search_reads(batched, monkeypatch):
+    sent, _ = batched
+    monkeypatch.setattr(waiting_vectors, "READ_LIMIT", 2)
+    scope = fresh_scope()
+    first = [_add(scope, f"an apple number {n}") for n in range(2)]
+    third = _add(scope, "an apple number 2")  # two wait already: this one is put at once
+    assert _waiting(scope) == sorted(first) and _stored(scope) == [third]
+    assert [body["ids"] for body in sent] == [[first[0]], [first[1]]]
+
+
+def test_a_waiting_vector_expires_by_itself_should_its_consumer_never_come(batched):
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    row = WaitingVector.get(_where(scope).item_pk("L0", scope.user_id), layout.waiting_vector_sk(apple))
+    assert 0 < int(row.expires) - time.time() <= waiting_vectors.KEPT_S
+
+
+def test_a_text_the_model_refuses_for_good_is_not_queued(batched, monkeypatch):
+    sent, _ = batched
+    monkeypatch.setattr(embeddings, "embed_many", lambda m, d, texts, s: [embeddings.FINAL] * len(texts))
+    scope = fresh_scope()
+    _add(scope, "an apple pie")
+    assert sent == [] and _waiting(scope) == []
 
 
 def test_a_search_reads_the_newest_waiting_vectors_only(batched, monkeypatch):

@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..observability import count_event, logger
@@ -120,6 +120,7 @@ class Outcome:
     refused: int = 0
     reaped: int = 0
     waiting: int = 0  # vectors left waiting for the consumer's put (batched writes)
+    changed: list[str] = field(default_factory=list)  # put for a text its item no longer holds (``recheck``)
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -183,9 +184,13 @@ def embed_and_store(
     outcome: Outcome,
     ahead: Ahead | None = None,
     waited: dict[str, list[float]] | None = None,
+    recheck: bool = False,
 ) -> list[str]:
     """Embed (or take what ``ahead`` embedded, or the vectors that ``waited``: by item id) and
-    store vectors for ``items``: the ids worth retrying later."""
+    store vectors for ``items``: the ids worth retrying later. With ``recheck`` (the queue's
+    consumer, whose items' texts were read before the put), a vector whose item holds another text
+    by the time it is put (an update overtook it) is deleted again and named in
+    ``outcome.changed``."""
     described = model()
     kept = waited or {}
     asked = [i for i in items if i.id not in kept]
@@ -198,34 +203,40 @@ def embed_and_store(
     for vector in ready:  # a user's vectors go to the index of the user's group
         by_index.setdefault(_index(where, users[vector.key]), []).append(vector)
 
-    def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], int]:
-        """(the keys to retry, the vectors reaped) of one index's put."""
+    def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], int, list[str]]:
+        """(the keys to retry, the vectors reaped, those put for a changed text) of one index's put."""
         try:
             vectors.put(index, get_settings().embedding_dimensions, chunk)
         except Exception:
             logger.exception("vectors not written; queued for later")
-            return [v.key for v in chunk], 0
-        return [], _reap(where, index, items, [v.key for v in chunk])
+            return [v.key for v in chunk], 0, []
+        return [], *_reap(where, index, items, [v.key for v in chunk], texts=recheck)
 
     puts = parallel(*[lambda i=index, c=chunk: put(i, c) for index, chunk in by_index.items()]) if by_index else []
-    for (failed, reaped), chunk in zip(puts, by_index.values(), strict=True):
+    for (failed, reaped, changed), chunk in zip(puts, by_index.values(), strict=True):
+        outcome.changed += changed
         retry += failed
         outcome.embedded += 0 if failed else len(chunk)
         outcome.reaped += reaped
     return retry
 
 
-def _reap(where: Where, index: vectors.Index, items: Sequence[Piece], keys: list[str]) -> int:
-    """Delete the vectors just written whose items are gone meanwhile (an erasure overtook us)."""
+def _reap(
+    where: Where, index: vectors.Index, items: Sequence[Piece], keys: list[str], *, texts: bool = False
+) -> tuple[int, list[str]]:
+    """Delete the vectors just written whose items are gone meanwhile (an erasure overtook us) and,
+    with ``texts``, those whose items hold another text by now (an update overtook us): (how many
+    were gone, the ids of those changed)."""
     gone: list[str] = []
+    changed: list[str] = []
     wanted = set(keys)
     for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
-        ids = [i.id for i in group]
-        live = live_items(where, layer, user_id, ids)
-        gone += [i for i in ids if i not in live]
-    if gone:
-        vectors.delete(index, gone)
-    return len(gone)
+        live = live_items(where, layer, user_id, [i.id for i in group])
+        gone += [i.id for i in group if i.id not in live]
+        changed += [i.id for i in group if texts and i.id in live and text_of(live[i.id]) != i.text]
+    if gone or changed:
+        vectors.delete(index, gone + changed)
+    return len(gone), changed
 
 
 def layer_of(item_id: str) -> str:
@@ -236,21 +247,37 @@ def layer_of(item_id: str) -> str:
 def _batched(where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome, ahead: Ahead | None) -> list[str]:
     """Batched writes: embed ``items`` (or take what ``ahead`` embedded). The vectors of an index
     this write alone gives a ``PutVectors``'s billed minimum (an import, a long add: 30 at 1,024
-    dimensions) are put at once, as ``Immediate`` puts them — nothing to share, and no pile of
-    waiting vectors for a search to read; the others wait for the queue's consumer (``_wait``).
-    The ids to queue: all but those put."""
-    results = _results(items, budget_s, outcome, ahead)
+    dimensions) are put at once, as ``Immediate`` puts them — nothing to share — and so are those
+    of a partition whose waiting vectors would pass what a search reads (``READ_LIMIT``: counted
+    beside the model calls), so every waiting vector is read; the others wait for the queue's
+    consumer (``_wait``), as do those whose put failed. The ids to queue: all but those put and
+    those the model refused for good."""
+    partitions = sorted({where.item_pk(i.layer, i.user_id) for i in items})
+    results, waiting = parallel(
+        lambda: _results(items, budget_s, outcome, ahead),
+        lambda: dict(zip(partitions, for_each(waiting_vectors.count, partitions), strict=True)),
+    )
     made = {i.id: r for i, r in zip(items, results, strict=True) if isinstance(r, list)}
     by_index: dict[str, list[Piece]] = {}
+    by_partition: dict[str, int] = {}
     for item in items:
         if item.id in made:
             by_index.setdefault(_index(where, item.user_id).name, []).append(item)
+            pk = where.item_pk(item.layer, item.user_id)
+            by_partition[pk] = by_partition.get(pk, 0) + 1
     dimensions = get_settings().embedding_dimensions
-    full = [i for group in by_index.values() if vectors.fills_a_put(len(group), dimensions) for i in group]
+    crowded = {pk for pk, n in by_partition.items() if waiting[pk] + n > waiting_vectors.READ_LIMIT}
+    full = [
+        i
+        for group in by_index.values()
+        for i in group
+        if vectors.fills_a_put(len(group), dimensions) or where.item_pk(i.layer, i.user_id) in crowded
+    ]
     now = {i.id for i in full}
-    retry = embed_and_store(where, full, budget_s, outcome, waited={i: made[i] for i in now}) if full else []
-    _wait(where, [(i, made[i.id]) for i in items if i.id in made and i.id not in now], outcome)
-    return retry + [i.id for i in items if i.id not in now]
+    failed = embed_and_store(where, full, budget_s, outcome, waited={i: made[i] for i in now}) if full else []
+    _wait(where, [(i, made[i.id]) for i in items if i.id in made and (i.id not in now or i.id in failed)], outcome)
+    final = {i.id for i, r in zip(items, results, strict=True) if r == embeddings.FINAL}  # never retried
+    return [i.id for i in items if (i.id not in now or i.id in failed) and i.id not in final]
 
 
 def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome) -> None:
@@ -374,15 +401,15 @@ def after_update(where: Where, after: Record | None) -> None:
 
 def erase(where: Where, erased: Iterable[tuple[str, str]]) -> int:
     """Remove the vectors of erased items (``(user id, item id)``) from every index of the epoch
-    that holds their users (any vector size: the names say whose they are) and, with batched
-    writes, their vectors still waiting (``forget_waiting``). Never raises (the items are gone
-    already; a leftover vector is reaped by the cleanup's sweep). The ids it asked indexes to
-    delete."""
+    that holds their users (any vector size: the names say whose they are) and their vectors
+    still waiting (``forget_waiting``). Never raises (the items are gone already; a leftover
+    vector is reaped by the cleanup's sweep). The ids it asked indexes to delete."""
     pairs = list(erased)
-    if pairs and get_settings().vectors_batched:  # both at once: no round trip more
-        _, asked = parallel(lambda: forget_waiting(where, pairs), lambda: _erase_stored(where, pairs))
-        return int(asked)
-    return _erase_stored(where, pairs)
+    if not pairs or not get_settings().vector_buckets:
+        return 0
+    # both at once (no round trip more), whatever VectorWrites says now: vectors may wait from before
+    _, asked = parallel(lambda: forget_waiting(where, pairs), lambda: _erase_stored(where, pairs))
+    return int(asked)
 
 
 def forget_waiting(where: Where, erased: Sequence[tuple[str, str]]) -> int:
@@ -400,6 +427,21 @@ def forget_waiting(where: Where, erased: Sequence[tuple[str, str]]) -> int:
         return waiting_vectors.delete(doomed) if doomed else 0
     except Exception:
         logger.exception("waiting vectors of erased items not deleted; the queue's consumer deletes them")
+        count_event("VectorEraseFailures", 1)
+        return 0
+
+
+def drop_waiting(where: Where, user_id: str) -> int:
+    """Delete every vector waiting in a user's partitions (a user's erasure: whatever item it was
+    for, an orphan of a failed erasure included). Never raises: how many went."""
+    pks = [where.item_pk(layer, user_id) for layer in (L0, L1)]
+    try:
+        doomed = [
+            (pk, key) for pk, keys in zip(pks, for_each(waiting_vectors.keys_of, pks), strict=True) for key in keys
+        ]
+        return waiting_vectors.delete(doomed) if doomed else 0
+    except Exception:
+        logger.exception("waiting vectors of an erased user not deleted; they expire")
         count_event("VectorEraseFailures", 1)
         return 0
 

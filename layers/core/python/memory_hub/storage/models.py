@@ -453,6 +453,7 @@ class WaitingVector(_Items):
     scale = NumberAttribute(attr_name="sc")
     meta = Json(attr_name="m")
     text_digest = UnicodeAttribute(attr_name="td")
+    expires = NumberAttribute(null=True)  # TTL (epoch seconds): one its consumer never reached goes by itself
 
 
 class FormationState(_Items):

@@ -7,10 +7,13 @@ A waiting vector is one item, ``wv␟<item id>`` in its item's partition (``mode
 the vector in 8 bits a component with its scale (1,024 components: ~1.3 KB, two write units), the
 metadata S3 Vectors will hold (ids as digests, never content) and a digest of the embedded text.
 A search reads its user's waiting vectors of one layer newest first, at most ``READ_LIMIT`` (one
-strongly consistent ``Query``); the consumer reads them by key, puts them and deletes them. They
-are the item's personal data like its vector in S3 Vectors: an erasure of the item deletes its
-waiting vector before it answers, a user's erasure all of theirs, and a clear's or memory delete's
-purge takes them with the rest of the epoch's partitions.
+strongly consistent ``Query``), and a write never lets a partition hold more (``count``: past it,
+the write puts its vectors at once); the consumer reads them by key, puts them and deletes each
+unless an update has replaced it meanwhile (``delete_unchanged``). They are the item's personal
+data like its vector in S3 Vectors: an erasure of the item deletes its waiting vector before it
+answers, a user's erasure every one in their partitions, and a clear's or memory delete's purge
+takes them with the rest of the epoch's partitions. One its consumer never reached (a message in
+the dead-letter queue) expires after ``KEPT_S`` (ItemsTable's TTL).
 
 8 bits a component: a component's error is at most half a step (the largest component ÷ 254), so
 the copy is within √n × largest ÷ 254 of the vector (n components). An embedding spreads its
@@ -22,16 +25,21 @@ from __future__ import annotations
 
 import math
 import operator
+import time
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pynamodb.constants import COUNT
+from pynamodb.exceptions import DeleteError
+
 from . import layout
 from .concurrency import for_each, in_batches
 from .models import WaitingVector
 
-READ_LIMIT = 100  # waiting vectors a search reads at most (one user, one layer): newest first
+READ_LIMIT = 100  # waiting vectors a search reads at most (one user, one layer), and a partition holds
+KEPT_S = 2 * 86_400  # a waiting vector's TTL: far past any batching window and the queue's retries
 _BATCH = 25  # BatchWriteItem's limit
 _GET_BATCH = 100  # BatchGetItem's limit
 _STEPS = 127
@@ -73,7 +81,9 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 def _row(pk: str, key: str, vector: Sequence[float], metadata: dict[str, Any], digest: str) -> WaitingVector:
     data, scale = quantize(vector)
-    return WaitingVector(pk, layout.waiting_vector_sk(key), vector=data, scale=scale, meta=metadata, text_digest=digest)
+    expires = int(time.time()) + KEPT_S
+    sk = layout.waiting_vector_sk(key)
+    return WaitingVector(pk, sk, vector=data, scale=scale, meta=metadata, text_digest=digest, expires=expires)
 
 
 def _waiting(row: Any) -> Waiting:
@@ -130,6 +140,37 @@ def delete(keys: Iterable[tuple[str, str]]) -> int:
 
     for_each(one, in_batches(doomed, _BATCH))
     return len(doomed)
+
+
+def count(pk: str) -> int:
+    """How many vectors wait in one partition, counted up to ``READ_LIMIT`` (one strongly
+    consistent ``Query`` that answers a count)."""
+    answer = WaitingVector._get_connection().query(
+        pk,
+        range_key_condition=WaitingVector.sk.startswith(layout.WAITING_VECTORS),
+        limit=READ_LIMIT,
+        select=COUNT,
+        consistent_read=True,
+    )
+    return int(answer["Count"])
+
+
+def delete_unchanged(rows: Iterable[tuple[str, str, str]]) -> int:
+    """Delete the waiting vectors of these (partition, item id, text digest) that still wait for
+    that text: one replaced meanwhile (an update's, for its new text) stays for its own message.
+    One conditional ``DeleteItem`` each (a batch write takes no condition). How many went."""
+
+    def one(row: tuple[str, str, str]) -> bool:
+        pk, key, digest = row
+        try:
+            WaitingVector(pk, layout.waiting_vector_sk(key)).delete(condition=WaitingVector.text_digest == digest)
+        except DeleteError as exc:
+            if exc.cause_response_code != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True
+
+    return sum(for_each(one, list(dict.fromkeys(rows))))
 
 
 def keys_of(pk: str) -> list[str]:
