@@ -113,7 +113,8 @@ def _vector(item: Piece, data: list[float], described: str) -> vectors.Vector:
 
 @dataclass
 class Outcome:
-    """What happened to the items of one call (counts only)."""
+    """What happened to the items of one call: counts, and the ids of vectors put for a text that
+    changed meanwhile (``recheck``)."""
 
     embedded: int = 0
     queued: int = 0
