@@ -241,6 +241,17 @@ def test_a_partition_never_holds_more_waiting_vectors_than_a_search_reads(batche
     assert [body["ids"] for body in sent] == [[first[0]], [first[1]]]
 
 
+def test_an_update_in_a_crowded_partition_puts_its_new_vector_and_keeps_it(batched, monkeypatch):
+    scope = fresh_scope()
+    added = atomic.add(scope, "likes apple pie", "preference", "", [], {}, writer(scope))  # waits
+    monkeypatch.setattr(waiting_vectors, "READ_LIMIT", 1)  # now its partition holds all a search reads
+    atomic.update(scope, added.id, {"content": "sails a boat"}, None, writer(scope), REQUEST)
+    assert _stored(scope) == [added.id] and _waiting(scope, "L1") == []
+    assert _found(scope, "boat", "L1") == [added.id]
+    meant = meaning.semantic(_where(scope), "L1", scope.user_id, "apple", 10)
+    assert meant is not None and dict(meant.order)[added.id] < 0.5  # the stored vector is the new text's
+
+
 def test_a_waiting_vector_expires_by_itself_should_its_consumer_never_come(batched):
     scope = fresh_scope()
     apple = _add(scope, "an apple pie")

@@ -381,10 +381,14 @@ def after_update(where: Where, after: Record | None) -> None:
             _batched(where, [piece(after)], get_settings().embed_budget_s, outcome, None)
         except Exception:
             logger.exception("re-embedding an updated record failed")
+        mine = [(after.user_id, after.id)]
+        if outcome.embedded:  # put at once (its partition held all a search reads): what waited is old
+            forget_waiting(where, mine)
+            return
         if outcome.waiting:
-            _erase_stored(where, [(after.user_id, after.id)])
+            _erase_stored(where, mine)
         else:
-            erase(where, [(after.user_id, after.id)])  # a vector waiting still holds the old text
+            erase(where, mine)  # a vector waiting still holds the old text
         _queue(where, L1, after.user_id, [after.id], waiting=True)
         return
     else:
