@@ -495,8 +495,10 @@ def semantic(
     """The meaning half of a search: ids best first with their cosine similarity, from one vector
     query over this memory's current index of the user's group, hard-filtered to the user (and
     the task, the session for L0 and the type for L1 where the request names one) and to the
-    current model; with ``with_places``, also each item's session and time (from the vectors'
-    metadata: the same call).
+    current model — and, with batched writes, beside it the user's vectors of the layer still
+    waiting for their put (one ``Query``), held to the same filter and scored alike, a waiting one
+    in place of a stored one of the same item (it is newer); with ``with_places``, also each
+    item's session and time (from the vectors' metadata: the same calls).
     None when the query cannot be embedded or the vector query fails: the caller answers by words."""
     if not enabled():
         return None
