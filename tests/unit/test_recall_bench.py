@@ -276,3 +276,21 @@ def test_a_search_that_keeps_failing_is_retried_then_counted_as_a_miss(monkeypat
     assert (tally.questions, tally.failed, tally.hits[5], len(tally.latencies)) == (2, 1, 1, 1)
     assert sum(1 for b in target.bodies if b["query"] == "boom") == 1 + recall.RETRIES
     assert endpoint.retries == recall.RETRIES
+
+
+def test_a_recall_run_says_when_its_writes_were_batched() -> None:
+    """``--vector-writes Batched`` runs the section with the template's default and the rendered
+    section says so; a run of before (no such key) or of Immediate renders as it did."""
+    from memory_hub_bench.__main__ import parse
+
+    assert parse(["--recall-only", "--vector-writes", "Batched"]).vector_writes == "Batched"
+    assert parse(["--recall-only"]).vector_writes == "Immediate"
+    empty = {"datasets": {}, "rows": [], "size": [], "notes": []}
+    for result, shown in (
+        (empty | {"vector_writes": "Batched"}, True),
+        (empty, False),
+        (empty | {"vector_writes": "Immediate"}, False),
+    ):
+        lines: list[str] = []
+        recall_print.render(result, lines.append)
+        assert any("`VectorWrites: Batched`" in line for line in lines) is shown

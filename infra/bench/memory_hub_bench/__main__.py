@@ -146,6 +146,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "sections use (Disabled: no Bedrock or S3 Vectors call, search by words alone — like for like with "
         "a peer run without embeddings)",
     )
+    parser.add_argument(
+        "--vector-writes",
+        choices=("Immediate", "Batched"),
+        default="Immediate",
+        help="recall: the VectorWrites its writes and searches run with (the local stack's default, Immediate, "
+        "or Batched, the template's: vectors wait in DynamoDB until the queue's consumer, here within a second, "
+        "puts their 8-bit copies)",
+    )
     parser.add_argument("--recall-only", action="store_true", help="run only the recall section")
     parser.add_argument("--cost-only", action="store_true", help="run only the cost section")
     parser.add_argument(
@@ -375,8 +383,16 @@ def durability_section(run: Run) -> None:
 
 def recall_section(run: Run) -> None:
     config = recall.settings(run.args.quick, run.args.mode)
-    _progress("recall: public data with labelled evidence, over HTTP")
-    run.results["recall"] = recall.run(run.ours, run.log, run.theirs, config, _progress)
+    switch = run.vectors_batched if run.args.vector_writes == "Batched" else None
+    _progress(f"recall: public data with labelled evidence, over HTTP (VectorWrites {run.args.vector_writes})")
+    if switch is not None:
+        switch(True)
+    try:
+        run.results["recall"] = recall.run(run.ours, run.log, run.theirs, config, _progress)
+    finally:
+        if switch is not None:
+            switch(False)
+    run.results["recall"]["vector_writes"] = run.args.vector_writes
 
 
 def formation_section(run: Run) -> None:

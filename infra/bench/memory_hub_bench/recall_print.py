@@ -64,6 +64,11 @@ def _kind_rate(row: dict[str, Any], kind: str) -> float:
 def render(result: dict[str, Any], say: Say) -> None:
     """The section's tables from its results (``recall.run``'s, as bench-results.json keeps them)."""
     say("\n### Recall on public data (hit@k: an evidence turn among the first k results, limit 10)\n")
+    if result.get("vector_writes") == "Batched":
+        say(
+            "Run with `VectorWrites: Batched` (`--vector-writes Batched`): each write's vectors waited in "
+            "DynamoDB until the queue's consumer put their 8-bit copies (within a second on the bench's stack).\n"
+        )
     for name, s in result["datasets"].items():
         say(
             f"- {name}: {s['corpora']} memories (users), {s['turns']} turns, {s['records']} L1 records, "
