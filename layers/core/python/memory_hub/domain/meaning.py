@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..observability import count_event, logger
@@ -113,15 +113,13 @@ def _vector(item: Piece, data: list[float], described: str) -> vectors.Vector:
 
 @dataclass
 class Outcome:
-    """What happened to the items of one call: counts, and the ids of vectors put for a text that
-    changed meanwhile (``recheck``)."""
+    """What happened to the items of one call (counts only)."""
 
     embedded: int = 0
     queued: int = 0
     refused: int = 0
     reaped: int = 0
     waiting: int = 0  # vectors left waiting for the consumer's put (batched writes)
-    changed: list[str] = field(default_factory=list)  # put for a text its item no longer holds (``recheck``)
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -190,8 +188,8 @@ def embed_and_store(
     """Embed (or take what ``ahead`` embedded, or the vectors that ``waited``: by item id) and
     store vectors for ``items``: the ids worth retrying later. With ``recheck`` (the queue's
     consumer, whose items' texts were read before the put), a vector whose item holds another text
-    by the time it is put (an update overtook it) is deleted again and named in
-    ``outcome.changed``."""
+    by the time it is put (an update overtook it) is deleted again: the update's own message puts
+    the new one."""
     described = model()
     kept = waited or {}
     asked = [i for i in items if i.id not in kept]
@@ -204,30 +202,27 @@ def embed_and_store(
     for vector in ready:  # a user's vectors go to the index of the user's group
         by_index.setdefault(_index(where, users[vector.key]), []).append(vector)
 
-    def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], int, list[str]]:
-        """(the keys to retry, the vectors reaped, those put for a changed text) of one index's put."""
+    def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], int]:
+        """(the keys to retry, the vectors reaped) of one index's put."""
         try:
             vectors.put(index, get_settings().embedding_dimensions, chunk)
         except Exception:
             logger.exception("vectors not written; queued for later")
-            return [v.key for v in chunk], 0, []
-        return [], *_reap(where, index, items, [v.key for v in chunk], texts=recheck)
+            return [v.key for v in chunk], 0
+        return [], _reap(where, index, items, [v.key for v in chunk], texts=recheck)
 
     puts = parallel(*[lambda i=index, c=chunk: put(i, c) for index, chunk in by_index.items()]) if by_index else []
-    for (failed, reaped, changed), chunk in zip(puts, by_index.values(), strict=True):
-        outcome.changed += changed
+    for (failed, reaped), chunk in zip(puts, by_index.values(), strict=True):
         retry += failed
         outcome.embedded += 0 if failed else len(chunk)
         outcome.reaped += reaped
     return retry
 
 
-def _reap(
-    where: Where, index: vectors.Index, items: Sequence[Piece], keys: list[str], *, texts: bool = False
-) -> tuple[int, list[str]]:
+def _reap(where: Where, index: vectors.Index, items: Sequence[Piece], keys: list[str], *, texts: bool = False) -> int:
     """Delete the vectors just written whose items are gone meanwhile (an erasure overtook us) and,
-    with ``texts``, those whose items hold another text by now (an update overtook us): (how many
-    were gone, the ids of those changed)."""
+    with ``texts``, those whose items hold another text by now (an update overtook us): how many
+    were gone."""
     gone: list[str] = []
     changed: list[str] = []
     wanted = set(keys)
@@ -237,7 +232,7 @@ def _reap(
         changed += [i.id for i in group if texts and i.id in live and text_of(live[i.id]) != i.text]
     if gone or changed:
         vectors.delete(index, gone + changed)
-    return len(gone), changed
+    return len(gone)
 
 
 def layer_of(item_id: str) -> str:

@@ -110,9 +110,10 @@ def _consume_chunk(where: Where, chunk: list[Named], remaining_s: Callable[[], f
             and waited[p.id].metadata.get("model") == described
             and waited[p.id].text_digest == waiting_vectors.text_digest(p.text)
         }
-        put = Outcome()
         retry = (
-            set(embed_and_store(where, pieces, remaining_s(), put, waited=usable, recheck=True)) if pieces else set()
+            set(embed_and_store(where, pieces, remaining_s(), Outcome(), waited=usable, recheck=True))
+            if pieces
+            else set()
         )
         # put, or its item is gone: what waited goes, if it still waits for the text read above
         done = [(pk, i, waited[i].text_digest) for pk, i in keys if i in waited and i not in retry]

@@ -16,10 +16,10 @@ takes them with the rest of the epoch's partitions. One its consumer never reach
 the dead-letter queue) expires after ``KEPT_S`` (ItemsTable's TTL).
 
 8 bits a component: a component's error is at most half a step (the largest component ÷ 254), so
-the copy is within √n × largest ÷ 254 of the vector (n components). An embedding spreads its
-length over its components (Titan's 1,024, normalised: each about 0.03, the largest rarely above
-0.15), so the copy's cosine with the vector is above 0.9999 in practice. What S3 Vectors stores is
-the same copy: the consumer puts what waited, and the model is not asked twice."""
+the copy is within √n × largest ÷ 254 of the vector (n components). For a vector whose length is
+spread over its components, as an embedding's is, the copy's cosine with it stays above 0.9999 (a
+unit test holds 1,024-component random unit vectors to that). What S3 Vectors stores is the same
+copy: the consumer puts what waited, and the model is not asked twice."""
 
 from __future__ import annotations
 
