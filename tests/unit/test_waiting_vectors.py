@@ -178,7 +178,25 @@ def test_a_write_that_fills_a_put_alone_puts_its_vectors_at_once(batched, monkey
     assert _waiting(scope) == sorted(fewer) and [body["ids"] for body in sent] == [fewer]
 
 
-def test_an_update_that_overtakes_the_consumers_put_leaves_no_vector_of_the_old_text(batched):
+def _overtaking(monkeypatch: Any, scope: Scope, record_id: str, content: str, then: Any = None) -> list[str]:
+    """Make the next ``vectors.put`` wait for an update of the record to ``content`` (and ``then``,
+    called after it): the list holds the record's id once that happened."""
+    real_put = vectors.put
+    overtaken: list[str] = []
+
+    def put_after_an_update(index: Any, dimensions: int, chunk: Any) -> None:
+        if not overtaken:
+            overtaken.append(record_id)
+            atomic.update(scope, record_id, {"content": content}, None, writer(scope), REQUEST)
+            if then is not None:
+                then()
+        return real_put(index, dimensions, chunk)
+
+    monkeypatch.setattr(vectors, "put", put_after_an_update)
+    return overtaken
+
+
+def test_an_update_that_overtakes_the_consumers_put_leaves_no_vector_of_the_old_text(batched, monkeypatch):
     """The consumer read the record and what waited (the old text); an update lands before its
     put. The vector put for the old text is deleted again, the update's waiting vector stays, and
     the update's own message puts the new one."""
@@ -187,26 +205,53 @@ def test_an_update_that_overtakes_the_consumers_put_leaves_no_vector_of_the_old_
     added = atomic.add(scope, "likes apple pie", "preference", "", [], {}, writer(scope))
     first = list(sent)
     sent.clear()
-    real_put = vectors.put
-    overtaken: list[str] = []
-
-    def put_after_an_update(index, dimensions, chunk):
-        if not overtaken:
-            overtaken.append(added.id)
-            atomic.update(scope, added.id, {"content": "sails a boat"}, None, writer(scope), REQUEST)
-        return real_put(index, dimensions, chunk)
-
-    vectors.put = put_after_an_update
-    try:
-        assert vector_upkeep.consume([("message-0", first[0])], lambda: 60.0) == []
-    finally:
-        vectors.put = real_put
+    overtaken = _overtaking(monkeypatch, scope, added.id, "sails a boat")
+    assert vector_upkeep.consume([("message-0", first[0])], lambda: 60.0) == ["message-0"]  # it comes again
     assert overtaken == [added.id]
     assert _stored(scope) == [] and _waiting(scope, "L1") == [added.id]  # the new text's, waiting
     meant = meaning.semantic(_where(scope), "L1", scope.user_id, "apple", 10)
     assert meant is not None and dict(meant.order)[added.id] < 0.5
     assert _consume(sent) == [] and _stored(scope) == [added.id] and _waiting(scope, "L1") == []
     assert _found(scope, "boat", "L1") == [added.id]
+
+
+def test_a_put_of_an_old_text_that_replaced_the_new_ones_vector_is_made_again(batched, monkeypatch):
+    """The harder order: the update's own message is taken, and its vector put, before the
+    consumer's put of the old text, which replaces it. That vector is deleted again and the first
+    message comes again: delivered again, it puts the new text's vector."""
+    sent, _ = batched
+    scope = fresh_scope()
+    added = atomic.add(scope, "likes apple pie", "preference", "", [], {}, writer(scope))
+    first = list(sent)
+    sent.clear()
+    overtaken = _overtaking(monkeypatch, scope, added.id, "sails a boat", then=lambda: _consume(sent))
+    assert vector_upkeep.consume([("message-0", first[0])], lambda: 60.0) == ["message-0"]
+    assert overtaken == [added.id] and _waiting(scope, "L1") == []
+    assert _stored(scope) == []  # the old text's vector replaced the new one's, and went: none is wrong
+    assert vector_upkeep.consume([("message-0", first[0])], lambda: 60.0) == []
+    assert _stored(scope) == [added.id] and _found(scope, "boat", "L1") == [added.id]
+    meant = meaning.semantic(_where(scope), "L1", scope.user_id, "apple", 10)
+    assert meant is not None and dict(meant.order)[added.id] < 0.5
+
+
+def test_two_immediate_updates_racing_leave_the_vector_of_the_text_that_stays(batched, monkeypatch):
+    """With ``Immediate`` writes, an update's put can land after a later update's put (whose text
+    stays): the vector of the text that went is deleted again and the record queued, and its
+    message puts the vector of the text it holds."""
+    sent, _ = batched
+    monkeypatch.setenv("VECTOR_WRITES", "Immediate")
+    get_settings.cache_clear()
+    scope = fresh_scope()
+    added = atomic.add(scope, "likes apple pie", "preference", "", [], {}, writer(scope))
+    assert _stored(scope) == [added.id] and sent == []
+    overtaken = _overtaking(monkeypatch, scope, added.id, "a cloud in the sky")  # the second update's put lands first
+    atomic.update(scope, added.id, {"content": "sails a boat"}, None, writer(scope), REQUEST)
+    assert overtaken == [added.id]
+    assert _stored(scope) == [] and [body["ids"] for body in sent] == [[added.id]]
+    assert _consume(sent) == [] and _stored(scope) == [added.id]
+    assert _found(scope, "cloud", "L1") == [added.id]
+    meant = meaning.semantic(_where(scope), "L1", scope.user_id, "boat", 10)
+    assert meant is not None and dict(meant.order)[added.id] < 0.5  # not the text that went
 
 
 def test_an_erasure_deletes_a_waiting_vector_whatever_vector_writes_says_now(batched, monkeypatch):

@@ -12,7 +12,10 @@ user's group (``vectors``: a memory's users are spread over ``Where.groups`` ind
   the queue and, failing that, backfilled by the scheduled cleanup, oldest first. A 4xx other than
   throttling is final: logged (without content) and counted, never retried.
 - A vector written after its item was erased is removed again: every writer of vectors reads its
-  items back after the put and deletes the vectors of those that are gone.
+  items back after the put and deletes the vectors of those that are gone. One put for a text its
+  item no longer holds (an update committed meanwhile, and its own vector may have been put before
+  this one, which then replaced it) is deleted the same way and its item embedded again from its
+  text of then: queued, or its queued message delivered again.
 - Every erasure removes the vectors of what it erased before it answers (``erase``: waiting ones
   too); a clear or a memory delete drops its old epoch's indexes whole (``drop_epoch``), and its
   purge takes the waiting ones with the epoch's partitions.
@@ -27,7 +30,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..observability import count_event, logger
@@ -113,13 +116,14 @@ def _vector(item: Piece, data: list[float], described: str) -> vectors.Vector:
 
 @dataclass
 class Outcome:
-    """What happened to the items of one call (counts only)."""
+    """What happened to the items of one call: counts, and the ids whose put an update overtook."""
 
     embedded: int = 0
     queued: int = 0
     refused: int = 0
     reaped: int = 0
     waiting: int = 0  # vectors left waiting for the consumer's put (batched writes)
+    overtaken: list[str] = field(default_factory=list)  # put for a text their items no longer hold: deleted
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -183,13 +187,12 @@ def embed_and_store(
     outcome: Outcome,
     ahead: Ahead | None = None,
     waited: dict[str, list[float]] | None = None,
-    recheck: bool = False,
 ) -> list[str]:
     """Embed (or take what ``ahead`` embedded, or the vectors that ``waited``: by item id) and
-    store vectors for ``items``: the ids worth retrying later. With ``recheck`` (the queue's
-    consumer, whose items' texts were read before the put), a vector whose item holds another text
-    by the time it is put (an update overtook it) is deleted again: the update's own message puts
-    the new one."""
+    store vectors for ``items``: the ids worth retrying later. A vector whose item holds another
+    text by the time it is put (an update overtook it) is deleted again and its id is among those
+    to retry (``outcome.overtaken`` too): the update's own vector may have been put before this one,
+    which replaced it, so only embedding the item again from its text of then leaves the right one."""
     described = model()
     kept = waited or {}
     asked = [i for i in items if i.id not in kept]
@@ -202,37 +205,38 @@ def embed_and_store(
     for vector in ready:  # a user's vectors go to the index of the user's group
         by_index.setdefault(_index(where, users[vector.key]), []).append(vector)
 
-    def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], int]:
-        """(the keys to retry, the vectors reaped) of one index's put."""
+    def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], list[str], int]:
+        """(the keys whose put failed, those an update overtook, the vectors reaped) of one index's put."""
         try:
             vectors.put(index, get_settings().embedding_dimensions, chunk)
         except Exception:
             logger.exception("vectors not written; queued for later")
-            return [v.key for v in chunk], 0
-        return [], _reap(where, index, items, [v.key for v in chunk], texts=recheck)
+            return [v.key for v in chunk], [], 0
+        return [], *_reap(where, index, items, [v.key for v in chunk])
 
     puts = parallel(*[lambda i=index, c=chunk: put(i, c) for index, chunk in by_index.items()]) if by_index else []
-    for (failed, reaped), chunk in zip(puts, by_index.values(), strict=True):
-        retry += failed
-        outcome.embedded += 0 if failed else len(chunk)
+    for (failed, overtaken, reaped), chunk in zip(puts, by_index.values(), strict=True):
+        retry += failed + overtaken
+        outcome.embedded += 0 if failed else len(chunk) - len(overtaken)
         outcome.reaped += reaped
+        outcome.overtaken += overtaken
     return retry
 
 
-def _reap(where: Where, index: vectors.Index, items: Sequence[Piece], keys: list[str], *, texts: bool = False) -> int:
-    """Delete the vectors just written whose items are gone meanwhile (an erasure overtook us) and,
-    with ``texts``, those whose items hold another text by now (an update overtook us): how many
-    were gone."""
+def _reap(where: Where, index: vectors.Index, items: Sequence[Piece], keys: list[str]) -> tuple[list[str], int]:
+    """Delete the vectors just written whose items are gone meanwhile (an erasure overtook us) or
+    hold another text by now (an update overtook us): (the ids overtaken by an update, how many
+    were gone). One read of the items, which the check for gone ones needs anyway."""
     gone: list[str] = []
     changed: list[str] = []
     wanted = set(keys)
     for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
         live = live_items(where, layer, user_id, [i.id for i in group])
         gone += [i.id for i in group if i.id not in live]
-        changed += [i.id for i in group if texts and i.id in live and text_of(live[i.id]) != i.text]
+        changed += [i.id for i in group if i.id in live and text_of(live[i.id]) != i.text]
     if gone or changed:
         vectors.delete(index, gone + changed)
-    return len(gone)
+    return changed, len(gone)
 
 
 def layer_of(item_id: str) -> str:
@@ -271,7 +275,9 @@ def _batched(where: Where, items: Sequence[Piece], budget_s: float, outcome: Out
     ]
     now = {i.id for i in full}
     failed = embed_and_store(where, full, budget_s, outcome, waited={i: made[i] for i in now}) if full else []
-    _wait(where, [(i, made[i.id]) for i in items if i.id in made and (i.id not in now or i.id in failed)], outcome)
+    stale = set(outcome.overtaken)  # its text changed meanwhile: the consumer embeds the new one
+    waits = [(i, made[i.id]) for i in items if i.id in made and (i.id not in now or i.id in failed)]
+    _wait(where, [(i, vector) for i, vector in waits if i.id not in stale], outcome)
     final = {i.id for i, r in zip(items, results, strict=True) if r == embeddings.FINAL}  # never retried
     return [i.id for i in items if (i.id not in now or i.id in failed) and i.id not in final]
 

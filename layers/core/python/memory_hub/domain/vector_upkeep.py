@@ -90,7 +90,8 @@ def _consume_chunk(where: Where, chunk: list[Named], remaining_s: Callable[[], f
     """Put one chunk's live items' vectors — those that waited as they are (of the current model
     and text), the others embedded now — and delete what waited, unless an update replaced it
     meanwhile: the ids to try again. A vector put for a text its item no longer holds (an update
-    overtook the put) is deleted again; the update's own message puts the new one."""
+    overtook the put) is deleted again and its message comes again: the update's own message may
+    have been taken before, its vector replaced by this put."""
     # Items of a cleared epoch are gone (or going): nothing of them is read back below, and a
     # vector put meanwhile is reaped at once or its index dropped by the purge or the cleanup.
     try:
@@ -110,11 +111,7 @@ def _consume_chunk(where: Where, chunk: list[Named], remaining_s: Callable[[], f
             and waited[p.id].metadata.get("model") == described
             and waited[p.id].text_digest == waiting_vectors.text_digest(p.text)
         }
-        retry = (
-            set(embed_and_store(where, pieces, remaining_s(), Outcome(), waited=usable, recheck=True))
-            if pieces
-            else set()
-        )
+        retry = set(embed_and_store(where, pieces, remaining_s(), Outcome(), waited=usable)) if pieces else set()
         # put, or its item is gone: what waited goes, if it still waits for the text read above
         done = [(pk, i, waited[i].text_digest) for pk, i in keys if i in waited and i not in retry]
         if done:
