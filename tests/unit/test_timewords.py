@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from memory_hub.domain.timewords import window
 
@@ -92,3 +92,24 @@ def test_relative_spans_end_by_the_day_after_the_reference(phrase):
     start, end = window(f"what happened {phrase}?", REFERENCE)  # type: ignore[misc]
     midnight_after = int(datetime(2023, 7, 13, tzinfo=UTC).timestamp() * 1000)
     assert start < REFERENCE and end <= midnight_after
+
+
+EDGES = [
+    "yesterday", "tomorrow", "last week", "next week", "last weekend", "next weekend", "next month", "last year",
+    "next year", "999 years ago", "12 months ago", "3 weeks ago", "in May", "7 May", "on Friday", "since 2023",
+]  # fmt: skip
+
+
+@given(
+    st.sampled_from(EDGES),
+    st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59), timezones=st.just(UTC)),
+)
+@example("yesterday", datetime(1, 1, 1, tzinfo=UTC))
+@example("next year", datetime(9999, 1, 1, tzinfo=UTC))
+@example("tomorrow", datetime(9999, 12, 31, 12, tzinfo=UTC))
+@example("10 years ago", datetime(5, 1, 1, tzinfo=UTC))
+def test_a_reference_at_the_calendars_ends_names_a_span_or_none(phrase, moment):
+    """Any reference time the API takes (years 1-9999): a span that would leave the calendar is
+    not named, and the query ranks as one without time words — never an error."""
+    span = window(f"what happened {phrase}?", int(moment.timestamp() * 1000))
+    assert span is None or span[0] < span[1]

@@ -57,3 +57,14 @@ def test_relative_time_words_are_read_against_reference_time(api, scope, turns):
 def test_a_bad_reference_time_is_a_400(api, scope):
     found = api.post("/v3/conversation/search", scope.body(query="hiking last week", reference_time="last week"))
     assert found.status == 400, found.body
+
+
+@pytest.mark.parametrize(
+    "query,reference",
+    [("hiking yesterday", "0001-01-01T00:00:00Z"), ("hiking next year", "9999-12-31T23:59:59Z")],
+)
+def test_time_words_past_the_calendars_ends_rank_as_none(api, scope, turns, query, reference):
+    """A reference time at year 1 or 9999 is valid; a span it would push off the calendar names no
+    time, and the query ranks as one without time words (it was a 500)."""
+    for mode in ("keyword", "hybrid"):
+        assert sorted(order(api, scope, query, mode=mode, reference_time=reference)) == sorted(turns.values())

@@ -22,7 +22,8 @@ What is read:
 - a year after ``in``, ``during``, ``of`` or ``since`` (``in 2023``): that year (``since``: from it
   to the reference).
 
-Several expressions make one span from the earliest start to the latest end."""
+Several expressions make one span from the earliest start to the latest end. One that would
+leave the calendar (years 1-9999, what a reference time may be) names no span."""
 
 from __future__ import annotations
 
@@ -169,8 +170,11 @@ PATTERNS: list[tuple[re.Pattern[str], Reader]] = [
 def _spans(text: str, today: date) -> Iterator[Span]:
     for pattern, read in PATTERNS:
         for m in pattern.finditer(text):
-            span = read(today, m)
-            if span is not None:
+            try:
+                span = read(today, m)
+            except (OverflowError, ValueError):
+                continue  # past the calendar's ends (years 1-9999: "next year" of 9999): no span to lift
+            if span is not None and span[0] < span[1]:  # "since 2023" said in 2000 names nothing
                 yield span
 
 
