@@ -174,6 +174,13 @@ def test_team_admin_creates_keys_only_within_its_teams(api, team_admin):
         ("/v3/memory/create", {"agent_id": "agent", "name": 5}),
         ("/v3/memory/list", {"limit": "x"}),
         ("/v3/memory/import", {"agent_id": "agent", "from_team": 5}),
+        # a memory_id's routes: their optional pair names a team too
+        ("/v3/memory/get", {"memory_id": "", "agent_id": "agent"}),
+        ("/v3/memory/update", {"memory_id": "", "agent_id": "agent"}),
+        ("/v3/memory/delete", {"memory_id": "", "agent_id": "agent"}),
+        ("/v3/memory/export", {"memory_id": "", "agent_id": "agent"}),
+        ("/v3/user-memory/delete", {"memory_id": "m", "agent_id": "agent", "user_id": "u", "content_ids": None}),
+        ("/v2/memory?Action=DeleteUserMemory", {"appId": "", "userMemoryId": "u", "agent_id": "agent"}),
     ],
 )
 def test_a_team_the_body_names_outside_the_keys_teams_is_403_before_its_fields(api, team_admin, route, body):

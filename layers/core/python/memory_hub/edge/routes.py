@@ -14,7 +14,9 @@ class Route:
     function: str
     isolated: bool = False  # needs team_id/agent_id/user_id (body or x-tdai-* headers)
     nullable: tuple[str, ...] = ()  # top-level keys whose null is meaningful (elsewhere null = absent)
-    names_team: bool = False  # its body's team_id is the team it acts on: held to the key before the fields
+    # its body may name a team_id (the team it acts on, or which pair spells its memory_id): one
+    # outside the key's teams is refused before the fields are checked
+    names_team: bool = False
     needs_session: bool = False  # a session (body or header) is required: named beside the fields' problems
 
 
@@ -35,25 +37,25 @@ ROUTES: dict[str, Route] = {
     "/v3/formation/run": _isolated("writer", "MemoryFunction"),
     "/v3/conversation/delete": _isolated("writer", "DeleteFunction"),
     "/v3/atomic/delete": _isolated("writer", "DeleteFunction"),
-    "/v3/user-memory/delete": Route("admin", "DeleteFunction", nullable=("content_ids",)),
-    "/v2/memory": Route("admin", "DeleteFunction", nullable=("memoryContentId",)),
+    "/v3/user-memory/delete": Route("admin", "DeleteFunction", nullable=("content_ids",), names_team=True),
+    "/v2/memory": Route("admin", "DeleteFunction", nullable=("memoryContentId",), names_team=True),
     "/v3/chat-memory/clear": Route("admin", "ClearFunction"),
-    "/v3/memory/delete": Route("admin", "ClearFunction"),
+    "/v3/memory/delete": Route("admin", "ClearFunction", names_team=True),
     **{f"/v3/memory/{op}": Route("admin", "AdminFunction", names_team=True) for op in ("create", "list")},
-    "/v3/memory/get": Route("admin", "AdminFunction"),
-    "/v3/memory/update": Route("admin", "AdminFunction", nullable=("retention_days",)),
+    "/v3/memory/get": Route("admin", "AdminFunction", names_team=True),
+    "/v3/memory/update": Route("admin", "AdminFunction", nullable=("retention_days",), names_team=True),
     **{f"/v3/admin/keys/{op}": Route("admin", "AdminFunction") for op in ("create", "list", "revoke")},
     "/v3/audit/query": Route("admin", "AdminFunction"),
     **{
         path: Route("admin", "TransferFunction")
         for path in (
-            "/v3/memory/export",
             "/v3/memory/export/status",
             "/v3/memory/import/start",
             "/v3/memory/import/status",
         )
     },
     "/v3/memory/import": Route("admin", "TransferFunction", names_team=True),
+    "/v3/memory/export": Route("admin", "TransferFunction", names_team=True),
 }
 
 # Served without auth and without the envelope; the console's assets live under /console/.
