@@ -56,6 +56,20 @@ def delete_user_memory(
 _api_handler = lambda_handler_for(app)
 
 
+# The alias's own names for the fields a message names (``<field>: <problem>``, joined by "; ").
+_ALIAS_FIELDS = {"memory_id": "appId", "user_id": "userMemoryId", "content_ids": "memoryContentId"}
+
+
+def _alias_names(message: str) -> str:
+    """``message`` with the fields it names as the alias's request calls them."""
+    parts = []
+    for part in message.split("; "):
+        field, colon, problem = part.partition(": ")
+        head, dot, rest = field.partition(".")
+        parts.append(f"{_ALIAS_FIELDS.get(head, head)}{dot}{rest}{colon}{problem}" if colon else part)
+    return "; ".join(parts)
+
+
 def _alias_answer(response: dict[str, Any]) -> dict[str, Any]:
     """The DeleteUserMemory answer shape: {requestId, result: true} or {requestId, code, message}."""
     answer = json.loads(response.get("body") or "{}")
@@ -66,7 +80,7 @@ def _alias_answer(response: dict[str, Any]) -> dict[str, Any]:
         body = {
             "requestId": request_id,
             "code": int(answer.get("code") or response.get("statusCode", 500)),
-            "message": answer.get("message", ""),
+            "message": _alias_names(str(answer.get("message", ""))),
         }
     return dict(response, body=json.dumps(body, ensure_ascii=False))
 

@@ -343,5 +343,16 @@ def test_alias_errors(api, scope, case, status):
     assert answer.status == status, answer.body
     assert set(answer.body) == {"requestId", "code", "message"}, answer.body
     assert answer.body["code"] == status and isinstance(answer.body["code"], int)
+    named = {part.partition(":")[0].partition(".")[0] for part in answer.body["message"].split("; ")}
+    assert not named & {"memory_id", "user_id", "content_ids"}, answer.body  # the alias's own names
     assert REQUEST_ID.match(answer.body["requestId"]) and answer.body["message"]
     assert count_l0(api, scope) == 1
+
+
+def test_alias_errors_name_the_alias_fields(api):
+    """A 403 for a memory outside the key's teams and a 404 for an unknown one name ``appId``."""
+    team_key = new_key(api, "admin", ["alias-team"])
+    answer = alias(team_key, {"appId": "chat_memory-other-agent", "userMemoryId": "u"})
+    assert answer.status == 403 and answer.body["message"].startswith("appId: "), answer.body
+    answer = alias(api, {"appId": "chat_memory-nosuchteam-nosuchagent", "userMemoryId": "u"})
+    assert answer.status == 404 and answer.body["message"].startswith("appId: "), answer.body
