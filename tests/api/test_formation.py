@@ -236,6 +236,28 @@ def test_consolidation_updates_a_formed_record_by_alias(api, scope):
     assert updated["source_message_ids"] == first + later
 
 
+def test_a_supersede_whose_replacement_was_skipped_erases_nothing(api, scope):
+    """A supersede stands only beside an add or update that wrote: an add skipped because a
+    client's record holds its natural key replaces nothing, so the formed record stays."""
+    add(api, scope, ["I live in Paris"], session="a")
+    settled(api, scope)
+    (formed,) = records(api, scope)
+    client = ok(api.post("/v3/atomic/add", scope.body(content="I moved to Lyon", type="episodic")))
+    for replacement in ("I moved to Lyon", "I moved to Lyon for good"):  # skipped, then written
+        later = add(api, scope, ["I live in Paris no more"], session="b")  # the record is offered: alias 1
+        entries = [
+            {"op": "supersede", "alias": 1, "source_message_ids": later},
+            {"op": "add", "type": "episodic", "content": replacement, "source_message_ids": later},
+        ]
+        dropped = status(api, scope)["dropped"]
+        MODEL.script({"tool_input": {"memories": entries}})
+        done = settled(api, scope)
+        ids = {r["id"] for r in records(api, scope)}
+        if replacement == "I moved to Lyon":
+            assert ids == {formed["id"], client["id"]} and done["dropped"] == dropped, (ids, done)
+    assert formed["id"] not in ids and client["id"] in ids and len(ids) == 2  # written: the supersede stood
+
+
 def test_erasing_a_message_takes_what_was_formed_from_it(api, scope):
     ids = add(api, scope, ["I am allergic to nuts", "I play chess", "I have a cat"], session="e1")
     settled(api, scope)

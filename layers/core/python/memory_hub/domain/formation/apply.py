@@ -7,7 +7,8 @@ record exists is done, one folded into a record holding its natural key is remem
 never reinforces twice), an update whose record moved past the offered version is done, a
 supersede whose record is gone is done. Formation writes only records it formed: an entry whose
 natural key a client's record holds is skipped, and so is an update or supersede of a record a
-client has touched since."""
+client has touched since. A supersede stands only beside what replaces it: it is applied after the
+answer's adds and updates, and skipped when none of them wrote."""
 
 from __future__ import annotations
 
@@ -45,7 +46,11 @@ class Applied:
 
 
 def apply(asset: Asset, scope: Scope, plan: list[dict[str, Any]], context: EventContext) -> Applied:
+    """Adds and updates first; then the supersedes, kept only when the answer added to or updated
+    a record (one skipped — a client's natural key, a source erased meanwhile — replaces nothing),
+    and never of a record the same answer updated."""
     done = Applied()
+    superseding: list[dict[str, Any]] = []
     for entry in plan:
         op = entry.get("op")
         if op == "add":
@@ -53,7 +58,12 @@ def apply(asset: Asset, scope: Scope, plan: list[dict[str, Any]], context: Event
         elif op == "update":
             _update(asset, scope, entry, context, done)
         elif op == "supersede":
+            superseding.append(entry)
+    for entry in superseding:
+        if done.touched and str(entry["record"]) not in done.updated:
             _supersede(asset, scope, entry, context, done)
+        else:
+            done.skipped += 1
     done.events = (
         event_items([NewEvent("formation", LAYER, i, 1) for i in done.added + done.updated + done.superseded], context)
         + done.events
