@@ -156,3 +156,20 @@ def test_the_fast_wire_is_exactly_model_dump_less_the_absent_nulls(kind: type[An
     dumped = answer.model_dump()  # pydantic's own (exclude_if leaves the absent Nones out)
     assert answer.wire() == dumped
     assert dumps(answer.wire()) == dumps(dumped)  # same keys in the same order, same JSON
+
+
+@given(st.text(), st.text(max_size=64))
+def test_wire_bytes_are_what_an_answer_adds_to_the_functions_response(summary, path):
+    """Its JSON in UTF-8 inside the proxy response's body string, as Lambda's runtime writes it."""
+    entry = _entry(path).model_copy(update={"summary": summary})
+    as_body = json.dumps(json.dumps(entry.wire(), ensure_ascii=False, separators=(",", ":")), ensure_ascii=False)
+    assert results.wire_bytes(entry) == len(as_body.encode("utf-8", "surrogatepass")) - 2  # its quotes
+
+
+def test_fitting_keeps_at_least_one_and_stops_before_the_budget() -> None:
+    entries = [_entry("a" * 100) for _ in range(5)]
+    each = results.wire_bytes(entries[0])
+    assert results.fitting(entries, budget=3 * each) == 3
+    assert results.fitting(entries, copies=2, budget=3 * each) == 1
+    assert results.fitting(entries, budget=1) == 1  # one alone always goes: a page is never empty
+    assert results.fitting([], budget=1) == 0

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from in_process import fresh_scope, writer
-from memory_hub.domain import assets, atomic, clear, conversation, persona, scenario
+from memory_hub.domain import assets, atomic, clear, conversation, persona, results, scenario
 from memory_hub.domain.errors import Conflict, Invalid
 from memory_hub.domain.principal import Principal
 from memory_hub.domain.scope import Scope
@@ -105,6 +105,28 @@ def test_scenario_write_versions_read_ls_rm_and_count(aws):
     # back at version 0: expected_version 0 is what it is at, and the next write is version 1 again
     again = scenario.write(scope, "notes/b.md", "reborn", None, 0, auth, REQUEST)
     assert (again.version, again.created) == (1, True)
+
+
+def test_a_scenario_page_that_would_pass_a_lambda_answer_stops_short_and_continues(aws, monkeypatch):
+    """A page of long summaries stops where the function's answer would pass its budget (6 MB on
+    AWS; a small one here), and its next_token gives the rest; total still counts every file."""
+    scope = _fresh()
+    auth = writer(scope)
+    paths = [f"notes/{n:02}.md" for n in range(7)]
+    for path in paths:
+        scenario.write(scope, path, "x", "\u4e2d" * 1024, None, auth, REQUEST)
+    entry = scenario.ls(scope, "", 1, None, auth).entries[0]
+    monkeypatch.setattr(results, "ANSWER_BUDGET", 2 * 3 * results.wire_bytes(entry))  # three entries, twice each
+    seen: list[str] = []
+    token = None
+    for _ in paths:
+        page = scenario.ls(scope, "", 1000, token, auth)
+        assert page.total == 7 and page.entries == page.scenes and len(page.entries) <= 3
+        seen += [e.path for e in page.entries]
+        token = page.next_token
+        if token is None:
+            break
+    assert seen == paths
 
 
 def test_scenario_write_at_a_stale_version_is_a_conflict_naming_the_current_one(aws):

@@ -26,7 +26,7 @@ from ..storage.views import Asset
 from . import tokens
 from .errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from .principal import Authorize, Principal
-from .results import FormationLayers, Visibility
+from .results import FormationLayers, Visibility, fitting
 from .results_admin import Asset as AssetAnswer
 from .results_admin import Assets, AssetWithCounts, LayerCounts
 from .scope import Scope
@@ -292,9 +292,11 @@ def list_assets(principal: Principal, team_id: str | None, limit: int, next_toke
         found = _of_teams(list(principal.team_ids), after, want)
     page = found[:limit]
     stored_assets = stored.of_pairs([(t, a) for _, t, a in page])
-    items = [stored_assets[(t, a)] for _, t, a in page if (t, a) in stored_assets]
-    more = tokens.encode([page[-1][0], page[-1][1]], filters) if len(found) > limit else None
-    return Assets(items=[as_answer(a) for a in items], next_token=more)
+    listed = [(p, as_answer(stored_assets[(p[1], p[2])])) for p in page if (p[1], p[2]) in stored_assets]
+    fit = fitting([answer for _, answer in listed])  # a page of assets at their limits stops short of 6 MB
+    last = listed[fit - 1][0] if fit < len(listed) else page[-1] if page else None
+    more = tokens.encode([last[0], last[1]], filters) if last and (len(found) > limit or fit < len(listed)) else None
+    return Assets(items=[answer for _, answer in listed[:fit]], next_token=more)
 
 
 def _position(value: Any) -> Position:

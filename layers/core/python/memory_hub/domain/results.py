@@ -13,6 +13,8 @@ Rules of these models (``Answer``):
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -68,6 +70,35 @@ def _present_only(schema: dict[str, Any]) -> None:
 
 
 _PRESENT_ONLY: Any = _present_only
+
+
+# Lambda answers a synchronous invocation with at most 6 MB (6,291,456 bytes): the API Gateway proxy
+# response, the answer's JSON a string inside it. A page of items stops short of that, leaving room
+# for the rest of the answer and the headers; a route whose page is cut says so by its next_token.
+# Pages that can pass it at the contract's limits: scenario/ls (1,000 entries, each twice, with
+# 1,024-character summaries) and memory/list (100 assets of 100 ACL entries and bindings). A page
+# of 100 records at theirs is ~6.1 MB, and of messages ~3.4 MB: those routes are left whole.
+ANSWER_BUDGET = 5_800_000
+
+
+def wire_bytes(answer: Answer) -> int:
+    """Bytes ``answer`` takes in the function's response: its JSON in UTF-8 (as the Lambda runtime
+    writes non-ASCII), inside the proxy response's body string (each quote and backslash escaped
+    once more)."""
+    text = json.dumps(answer.wire(), ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-8")) + text.count('"') + text.count("\\")
+
+
+def fitting(answers: Sequence[Answer], copies: int = 1, budget: int | None = None) -> int:
+    """How many of ``answers``, in order, one response carries within the budget (``copies``: each
+    is in the answer that many times, as ``scenario/ls``'s entries and scenes) — at least one."""
+    room = ANSWER_BUDGET if budget is None else budget
+    used = 0
+    for n, answer in enumerate(answers):
+        used += copies * wire_bytes(answer)
+        if used > room and n > 0:
+            return n
+    return len(answers)
 
 
 def absent(description: str | None = None) -> Any:
@@ -130,7 +161,10 @@ class ScenarioList(Answer):
     entries: list[ScenarioEntry] = Field(description="files only, in ascending order of the path's UTF-8 bytes")
     scenes: list[ScenarioEntry] = Field(description="the same list as entries (SDK compatibility)")
     total: int = Field(description="all files under the prefix, not only this page")
-    next_token: str | None = absent("present only when more files follow")
+    next_token: str | None = absent(
+        "present only when more files follow: past `limit`, or sooner when the page's entries would pass"
+        " Lambda's 6 MB answer (long summaries)"
+    )
 
 
 class ScenarioFile(Answer):

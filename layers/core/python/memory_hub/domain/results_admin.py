@@ -162,7 +162,10 @@ class AssetWithCounts(Asset):
 
 class Assets(Answer):
     items: list[Asset] = Field(description="by memory_id, then team_id, then agent_id")
-    next_token: str | None = absent("present only when more assets follow")
+    next_token: str | None = absent(
+        "present only when more assets follow: past `limit`, or sooner when the page would pass Lambda's 6 MB"
+        " answer (assets at their ACL and binding limits)"
+    )
 
 
 # ---------------------------------------------------------------- keys and audit

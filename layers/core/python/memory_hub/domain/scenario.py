@@ -24,7 +24,15 @@ from . import assets, meta, tokens
 from .errors import Conflict
 from .files import Draft, compare_and_swap, number, visible
 from .principal import Authorize
-from .results import ScenarioCounted, ScenarioEntry, ScenarioFile, ScenarioList, ScenarioRemoved, ScenarioWritten
+from .results import (
+    ScenarioCounted,
+    ScenarioEntry,
+    ScenarioFile,
+    ScenarioList,
+    ScenarioRemoved,
+    ScenarioWritten,
+    fitting,
+)
 from .scope import Scope
 
 
@@ -219,7 +227,9 @@ def ls(scope: Scope, prefix: str, limit: int, next_token: str | None, authorize:
         return ScenarioList(entries=[], scenes=[], total=0)
     found, total = listed
     entries = [_entry(scope, item) for item in found[:limit]]
-    more = tokens.encode(entries[-1].path, filters) if len(found) > limit else None
+    fit = fitting(entries, copies=2)  # entries and scenes: a page of long summaries stops short of 6 MB
+    more = tokens.encode(entries[fit - 1].path, filters) if len(found) > limit or fit < len(entries) else None
+    entries = entries[:fit]
     return ScenarioList(entries=entries, scenes=entries, total=total, next_token=more)
 
 
