@@ -449,6 +449,35 @@ def test_a_refresh_while_the_scope_is_applied_does_not_stop_the_set_up(console, 
     console.wait(lambda: console.counts() == {"l0": "0", "l1": "1", "l2": "0", "l3": "0"})
 
 
+def test_an_older_set_up_never_says_ready_for_a_newer_one(console, driver, api, scope):
+    """Another scope applied while the page's first set-up is on its way: the Ready line is the
+    newer set-up's, said once its counts are shown — never the older one's, naming the newer scope
+    before its counts came."""
+    add_record(api, scope, "a record of the first user")
+    console.open()
+    console.wait(lambda: console.counts()["l1"] == "1", message=f"counts: {console.counts()}")
+    other = make_scope()
+    driver.execute_script(  # the first user's answers 2 s late; the other's counts 5 s (the rest at once)
+        "const real = window.fetch, first = arguments[0], other = arguments[1];"
+        "window.fetch = async (url, init) => {"
+        "  const answer = await real(url, init);"
+        "  const body = init && typeof init.body === 'string' ? init.body : '';"
+        "  const ms = body.includes(first) ? 2000 : body.includes(other) && String(url).includes('/count') ? 5000 : 0;"
+        "  if (ms) await new Promise((done) => setTimeout(done, ms));"
+        "  return answer;"
+        "};",
+        scope.user_id,
+        other.user_id,
+    )
+    console.click("setup-apply")  # the first user's set-up, its counts on their way for 2 s
+    for field, value in (("team", other.team_id), ("agent", other.agent_id), ("user", other.user_id)):
+        console.type(field, value)
+    console.click("setup-apply")
+    console.wait_status(r"^Ready: ", "ok", timeout=30)
+    assert other.user_id in console.status()
+    assert console.counts() == {"l0": "0", "l1": "0", "l2": "0", "l3": "0"}
+
+
 def test_key_and_scope_are_set_and_kept_only_in_session_storage(console, driver, api, scope):
     add_record(api, scope, "a first record")
     console.open()

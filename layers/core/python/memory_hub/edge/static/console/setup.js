@@ -28,7 +28,10 @@ function showScope() {
   checkConfirms();
 }
 
+let applying = 0; // the newest set-up: an older one still on its way says nothing more
+
 async function applySetup() {
+  const mine = ++applying;
   const pasted = $("key").value.trim();
   if (pasted && !keepKey(pasted)) {
     say("Error: this browser does not allow session storage; the console cannot keep the key.", "error");
@@ -41,12 +44,15 @@ async function applySetup() {
   if (!storedKey()) { say("Error: paste an API key first.", "error"); $("key").focus(); return; }
   if (!scopeReady()) { say("Error: set team, agent and user id.", "error"); return; }
   say("Checking the key…", "busy");
-  if (await refreshCounts()) {
-    await refreshFormationSetting();
-    await loadCurrent();
-    const box = $("status");
-    if (!box.classList.contains("error")) say(`Ready: ${memoryId()}, user ${scope().user}. ${box.textContent}`, "ok");
-  }
+  // a newer set-up (another scope applied at once) takes over: this one's Ready would name its scope
+  // before its counts are shown
+  if (!(await refreshCounts()) || mine !== applying) return;
+  await refreshFormationSetting();
+  if (mine !== applying) return;
+  await loadCurrent();
+  if (mine !== applying) return;
+  const box = $("status");
+  if (!box.classList.contains("error")) say(`Ready: ${memoryId()}, user ${scope().user}. ${box.textContent}`, "ok");
 }
 
 // Known memories (memory/list needs an admin key): picking one fills team and agent.
