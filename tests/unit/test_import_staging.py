@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 from in_process import fresh_scope, jsonl, writer
 from memory_hub.clock import now_ms, ordered_id
 from memory_hub.domain import assets, atomic, conversation
-from memory_hub.domain.principal import Authorize
+from memory_hub.domain.errors import NotFound
+from memory_hub.domain.principal import Authorize, Principal
 from memory_hub.domain.scope import Scope
-from memory_hub.domain.transfer import applying, exporting, staging, tree
+from memory_hub.domain.transfer import applying, exporting, rollback, staging, tree
+from memory_hub.memory_ids import memory_id_of
 from memory_hub.storage import counters, jobs, messages, records
 from memory_hub.storage.models import Counter, Job, own
 
@@ -138,3 +140,62 @@ def test_a_count_leaves_out_exactly_what_running_imports_staged(items, notes, ru
     expected = items + sum(n for k, n in notes.items() if k not in running)
     assert counters.visible(counter, running)[0] == expected
     assert counters.visible(counter, frozenset())[0] == items + sum(notes.values())
+
+
+# ---------------------------------------------------------------- a memory the import creates
+
+ADMIN = Principal("unit-admin", "admin", ("*",))
+
+
+def _import_into_a_new_pair() -> tuple[Scope, Job]:
+    scope = fresh_scope()
+    memory_id = memory_id_of(scope.team_id, scope.agent_id)
+    job = jobs.new(ordered_id("imp-"), "import", memory_id, scope.team_id, scope.agent_id, "key-x", {})
+    assert jobs.claim(job, "created")
+    applying.write(_tree(), job)
+    return scope, job
+
+
+def _shown(scope: Scope) -> bool:
+    """Whether the memory shows to an admin: memory/get (and every memory_id route) and memory/list
+    agree."""
+    memory_id = memory_id_of(scope.team_id, scope.agent_id)
+    try:
+        assets.describe(ADMIN, assets.Named(memory_id))
+        got = True
+    except NotFound:
+        got = False
+    listed = [a.memory_id for a in assets.list_assets(ADMIN, scope.team_id, 100, None).items]
+    assert got == (memory_id in listed)
+    return got
+
+
+def test_a_memory_an_import_creates_shows_only_once_it_commits(aws):
+    scope, job = _import_into_a_new_pair()
+    asset = assets.of_pair(scope.team_id, scope.agent_id)
+    assert asset is not None and asset.hidden_by == job.sk and not _shown(scope)
+    staging.commit(asset, job, {"counts": {}}, [])
+    assert _shown(scope) and assets.of_pair(scope.team_id, scope.agent_id).owner == "key-x"  # type: ignore[union-attr]
+
+
+def test_a_crashed_import_leaves_no_memory_it_created_to_be_seen(aws):
+    scope, job = _import_into_a_new_pair()
+    own(Job, job).update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])  # its process died
+    assert staging.recover(now_ms()) >= 1  # the cleanup (which may not delete assets) empties it
+    assert not _shown(scope)
+    assert rollback.undo(job)  # the import's status route: the asset goes
+    assert assets.of_pair(scope.team_id, scope.agent_id) is None
+
+
+def test_a_clients_write_during_the_import_makes_the_memory_the_clients(aws):
+    scope, job = _import_into_a_new_pair()
+    auth = writer(scope)
+    conversation.add(scope, [{"role": "user", "content": "the client's own words"}], auth)
+    asset = assets.of_pair(scope.team_id, scope.agent_id)
+    assert _shown(scope) and asset is not None and asset.owner == f"key-writer-{scope.team_id}"
+    own(Job, job).update(actions=[Job.updated_at.set(now_ms() - 10 * 60_000)])
+    staging.recover(now_ms())
+    assert rollback.undo(job) is False  # the recovery took back what it wrote and forgot it
+    assert _shown(scope)  # the client's memory stays, with the client's message only
+    where = assets.where_of(assets.of_pair(scope.team_id, scope.agent_id))  # type: ignore[arg-type]
+    assert [m.content for m in messages.of_user(where, scope.user_id)] == ["the client's own words"]  # the tree's "u"

@@ -133,12 +133,18 @@ def forget_exports(asset: Asset) -> int:
     return blobs.delete_many(keys) if keys else 0
 
 
-def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **fields: Any) -> Asset:
+def ensure(
+    asset: Asset | None, team_id: str, agent_id: str, owner: str, *, hidden_by: str | None = None, **fields: Any
+) -> Asset:
     """The pair's asset, creating it (with its fence) when ``asset`` (the pair's, as just read) is
     None. A conditional create decides a race between creators of the same pair; another pair that
-    spells the same memory_id never stands in the way."""
+    spells the same memory_id never stands in the way. ``hidden_by``: the import creating it (the
+    asset shows once it commits). A write that finds an asset an import created and has not
+    committed makes it its own (``stored.claim``)."""
     memory_id = memory_id_of(team_id, agent_id)
     asset = owned_by(asset, team_id, agent_id)
+    if asset is not None and asset.hidden_by is not None and hidden_by is None:
+        asset = stored.claim(asset, owner, format_ms(now_ms()), fields)
     while asset is None:
         stamp = format_ms(now_ms())
         candidate = stored.new(
@@ -150,6 +156,7 @@ def ensure(asset: Asset | None, team_id: str, agent_id: str, owner: str, **field
             updated_at=stamp,
             epoch=new_epoch(0),
             vector_groups=_groups(),
+            hidden_by=hidden_by,
             **fields,
         )
         if stored.create(candidate):
@@ -192,8 +199,9 @@ def candidates(principal: Principal, named: Named) -> list[Asset]:
         if memory_id_of(team_id, agent_id) != named.memory_id or not principal.covers_team(team_id):
             return []
         asset = stored.get_pair(team_id, agent_id)
-        return [] if asset is None else [asset]
-    return [a for a in stored.spelling(named.memory_id) if principal.covers_team(a.team_id)]
+        return [] if asset is None or asset.hidden_by is not None else [asset]
+    found = stored.spelling(named.memory_id)
+    return [a for a in found if principal.covers_team(a.team_id) and a.hidden_by is None]  # hidden: not there yet
 
 
 def pick(principal: Principal, named: Named, found: list[Asset]) -> Asset:
@@ -292,7 +300,8 @@ def list_assets(principal: Principal, team_id: str | None, limit: int, next_toke
         found = _of_teams(list(principal.team_ids), after, want)
     page = found[:limit]
     stored_assets = stored.of_pairs([(t, a) for _, t, a in page])
-    listed = [(p, as_answer(stored_assets[(p[1], p[2])])) for p in page if (p[1], p[2]) in stored_assets]
+    shown = {pair: a for pair, a in stored_assets.items() if a.hidden_by is None}  # hidden: not there yet
+    listed = [(p, as_answer(shown[(p[1], p[2])])) for p in page if (p[1], p[2]) in shown]
     fit = fitting([answer for _, answer in listed])  # a page of assets at their limits stops short of 6 MB
     last = listed[fit - 1][0] if fit < len(listed) else page[-1] if page else None
     more = tokens.encode([last[0], last[1]], filters) if last and (len(found) > limit or fit < len(listed)) else None

@@ -77,5 +77,7 @@ def query(
 
 
 def _exists(memory_id: str, pairs: list[tuple[str, str]]) -> bool:
-    """Whether one of these splits of ``memory_id`` has an asset now (one read of its partition)."""
-    return any((asset.team_id, asset.agent_id) in pairs for asset in stored_assets.spelling(memory_id))
+    """Whether one of these splits of ``memory_id`` has an asset now (one read of its partition; an
+    asset a running import created is not there yet)."""
+    found = stored_assets.spelling(memory_id)
+    return any((a.team_id, a.agent_id) in pairs and a.hidden_by is None for a in found)

@@ -181,6 +181,26 @@ def create(asset: views.Asset) -> bool:
     return True
 
 
+def claim(asset: views.Asset, owner: str, stamp: str, fields: dict[str, Any]) -> views.Asset:
+    """A client's write to a memory an import created and has not committed (``hidden_by``): the
+    asset becomes the writer's, as if its write had created it (owner, times, the fields it gives),
+    and shows from now on. The asset as it is then (unchanged when this function may not write
+    assets)."""
+    actions = [Asset.hidden_by.remove(), Asset.owner.set(owner), Asset.created_at.set(stamp)]
+    actions += [Asset.updated_at.set(stamp)] + [getattr(Asset, k).set(v) for k, v in fields.items() if v is not None]
+    transaction = Transaction()
+    transaction.update("asset", asset, actions, condition=Asset.hidden_by == str(asset.hidden_by))
+    try:
+        transaction.commit()
+    except Cancelled:
+        pass  # claimed, committed or dropped meanwhile: as it is now
+    except ClientError as exc:
+        if aws.error_code(exc) != "AccessDeniedException":
+            raise
+        return asset  # a function that may not write assets (formation): it stays hidden
+    return get_pair(asset.team_id, asset.agent_id) or asset
+
+
 def fence_sk(team_id: str, agent_id: str) -> str:
     return FENCE_PREFIX + layout.pair(team_id, agent_id)
 
@@ -425,7 +445,8 @@ def commit_import(
     actions = [Job.state.set("done"), Job.updated_at.set(updated), Job.result.set(result)]
     transaction = Transaction()
     condition = Asset.importing.contains(job.sk) & _as_read(asset)
-    transaction.update("asset", asset, [Asset.importing.delete({job.sk})], condition=condition)
+    shown = [Asset.importing.delete({job.sk}), Asset.hidden_by.remove()]  # an asset it created shows now
+    transaction.update("asset", asset, shown, condition=condition)
     if asset.fenced:
         transaction.update("fence", _fence_of(asset, int(asset.epoch)), [Fence.importing.delete({job.sk})])
     transaction.update("job", job, actions)

@@ -170,6 +170,10 @@ class Asset(Bound):
     # True when the memory has its ``Fence`` (every asset since 2026-12-05; one of before gets it at
     # its next write): the epoch checks of its writes read the fence, not this item
     fenced = BooleanAttribute(null=True, attr_name="fz")
+    # the import that created it and has not committed: nothing shows the asset (memory/get, list,
+    # the memory_id routes) until that import commits or a client's write makes it the client's;
+    # an import undone before that drops it
+    hidden_by = UnicodeAttribute(null=True, attr_name="hb")
 
 
 class Fence(Bound):

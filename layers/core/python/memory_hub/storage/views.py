@@ -49,6 +49,7 @@ class Asset:
     epoch: float
     fenced: bool | None
     formation: str | None
+    hidden_by: str | None
     importing: set[str] | None
     last_cleared_at: str | None
     memory_id: str

@@ -36,7 +36,7 @@ def write(parsed: tree.Tree, job: Job) -> Staged:
     existing = assets.of_pair(job.team_id, job.agent_id)
     journal = Journal(asset_created=existing is None)
     journal.save(job)  # before the asset: an import that dies right after creating it drops it again
-    asset = assets.ensure(existing, job.team_id, job.agent_id, job.owner)
+    asset = assets.ensure(existing, job.team_id, job.agent_id, job.owner, hidden_by=job.sk)
     journal.epoch = int(asset.epoch)
     written = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}
     skipped = {"l0": 0, "l1": 0, "l2": 0, "l3": 0}

@@ -105,13 +105,15 @@ def undo(job: Job, *, drop_asset: bool = True) -> bool:
         return False
     asset = assets.of_pair(job.team_id, job.agent_id)
     if asset is not None and (asset.team_id, asset.agent_id) == (job.team_id, job.agent_id):
-        if journal.asset_created and drop_asset and DROP_CREATED_ASSETS:
+        # a memory it created is dropped while it is still hidden: a client's write since made it theirs
+        created = journal.asset_created and asset.hidden_by == job.sk
+        if created and drop_asset and DROP_CREATED_ASSETS:
             _drop(asset, job)
         elif journal.epoch is not None and int(asset.epoch) == journal.epoch:
             _take_back(asset, journal, job)
         stored_assets.end_import(job.team_id, job.agent_id, job.sk)  # its items are gone: nothing to hide
-        if journal.asset_created and not drop_asset and DROP_CREATED_ASSETS:
-            return True
+        if created and not drop_asset and DROP_CREATED_ASSETS:
+            return True  # emptied and still hidden: the import's status route drops it
     forget(job)
     return True
 
