@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from memory_hub.clock import format_ms
-from memory_hub.domain.meta import END, START, split
+from memory_hub.domain.meta import END, START, malformed, split
+from memory_hub.domain.transfer import tree
 from memory_hub.domain.transfer.profile import stored_scene
 
 MS_2000, MS_2100 = 946_684_800_000, 4_102_444_800_000
@@ -63,3 +64,25 @@ def test_times_and_other_keys_survive_and_a_second_pass_changes_nothing(created,
     assert keys == {"version": "7" if versioned else "1", "created_at": created, "updated_at": updated, **other}
     assert content == "body\n"
     assert stored_scene(stored) == stored
+
+
+@pytest.mark.parametrize(
+    "lines,problem",
+    [
+        (["version: 3", "no colon line"], (3, "META line is not `key: value`")),
+        (["version: 2", "created: 2020-01-01T00:00:00Z", "version: 5"], (4, "META key version given twice")),
+        ([": no key"], (2, "META line is not `key: value`")),
+    ],
+)
+def test_a_meta_line_that_would_be_guessed_at_is_refused_with_its_line(lines, problem):
+    """An imported scene's META block is kept, not rewritten: a line that is not ``key: value``, or a
+    key given twice, is the import's problem at its line (the block starts on line 1)."""
+    assert malformed(block(*lines)) == problem
+    with pytest.raises(tree.Malformed) as refused:
+        tree.read({"scene_blocks/a.md": block(*lines).encode()}, tree.Selection())
+    assert refused.value.problems == [f"scene_blocks/a.md:{problem[0]}: {problem[1]}"]
+
+
+def test_a_clean_block_a_blank_line_and_no_block_are_fine():
+    assert malformed(block("version: 1", "", "foo: bar")) is None
+    assert malformed("no block at all\n") is None

@@ -139,6 +139,27 @@ def test_a_record_line_writes_the_records_sources_once_and_formed():
     assert writing.l1_line(_stored())["source_message_ids"] == []
 
 
+@pytest.mark.parametrize(
+    "kept,fields",
+    [
+        ({"priority": 70, "timestamps": ["2026-01-01T00:00:00.000Z"]}, (70, ["2026-01-01T00:00:00.000Z"])),
+        ({"priority": "zzz", "timestamps": 5}, (50, [CREATED])),  # a client's values of other types
+        ({"priority": True, "timestamps": ["a", 1]}, (50, [CREATED])),
+    ],
+)
+def test_tencentdb_fields_are_written_with_their_types_and_anything_else_round_trips(kept, fields):
+    """``priority`` and ``timestamps`` are written as TencentDB's fields only with its types (a
+    number; a list of strings); values of other types stay under metadata.tdai, where reading the
+    line back keeps them (the neutral fields beside them are not taken over them)."""
+    line = writing.l1_line(_stored(meta={"tdai": dict(kept)}))
+    assert (line["priority"], line["timestamps"]) == fields
+    odd = {k: v for k, v in kept.items() if line[k] != v}
+    assert line["metadata"] == ({"tdai": odd} if odd else {})
+    record, problems = _read(line)
+    assert problems == [] and record is not None
+    assert {k: v for k, v in (record.metadata.get("tdai") or {}).items() if k in kept} == kept
+
+
 # ---- in process, over moto ---------------------------------------------------------------------------
 
 

@@ -39,6 +39,26 @@ def split(stored: str) -> tuple[dict[str, str], str]:
     return keys, rest
 
 
+def malformed(stored: str) -> tuple[int, str] | None:
+    """The first line of a leading META block that ``split`` would have to guess at — one that is
+    not ``key: value`` (a blank line aside), or a key given twice — as (its line in the file, the
+    problem); None when the block (or its absence) is clean. An import refuses such a file rather
+    than rewrite it."""
+    if not stored.startswith(START) or stored.find(END, len(START) - 1) < 0:
+        return None
+    seen: set[str] = set()
+    for number, line in enumerate(stored[len(START) : stored.find(END, len(START) - 1)].split("\n"), start=2):
+        if not line.strip():
+            continue
+        key, colon, _ = line.partition(":")
+        if not colon or not key:
+            return number, "META line is not `key: value`"
+        if key in seen:
+            return number, f"META key {key} given twice"
+        seen.add(key)
+    return None
+
+
 def strip(content: str) -> str:
     """Written content loses a leading META block, so a read-modify-write never nests blocks."""
     return split(content)[1]

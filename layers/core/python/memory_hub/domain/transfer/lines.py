@@ -159,13 +159,17 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
     kept = metadata.get(TDAI_KEY)  # what an earlier import kept (an export writes it back)
     tdai = dict(kept) if isinstance(kept, dict) else {}
     legacy = tdai.pop(SOURCES, None)  # a tree exported before sources were the record's own field
-    tdai.update({k: line[k] for k in TDAI_KEPT if k in line})
+    given = {k: line[k] for k in TDAI_KEPT if k in line}
     sources = _sources(line, legacy, where, problems)
     formed = line.get("formed")
     if formed is not None and not isinstance(formed, bool):
         problems.append(f"{where}: formed must be true or false")
     created = _time(line.get("createdAt", line.get("created_at", line.get("updatedAt"))), where, problems, "createdAt")
     updated = _time(line.get("updatedAt", line.get("updated_at", line.get("createdAt"))), where, problems, "updatedAt")
+    neutral = {"priority": NEUTRAL_PRIORITY, "timestamps": [format_ms(created)] if created is not None else None}
+    for key, value in given.items():  # an export writes the neutral value for one it kept under metadata.tdai
+        if key not in tdai or value != neutral[key]:
+            tdai[key] = value
     if created is not None and tdai.get("timestamps") == [format_ms(created)]:
         del tdai["timestamps"]  # the neutral value export writes back anyway
     if tdai.get("priority") == NEUTRAL_PRIORITY:

@@ -141,6 +141,10 @@ def _scene(path: str, shown: str, text: str, tree: Tree, problems: list[str]) ->
     if problem:
         problems.append(f"{shown}:1: path {problem}")
         return
+    bad = meta.malformed(text)
+    if bad is not None:
+        problems.append(f"{shown}:{bad[0]}: {bad[1]}")
+        return
     try:
         tree.files[path] = profile.stored_scene(text)
     except ValueError as exc:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...clock import format_ms
 from .. import meta
-from .shapes import NEUTRAL_PRIORITY, SOURCES, TDAI_FIELDS, TDAI_KEY
+from .shapes import NEUTRAL_PRIORITY, SOURCES, TDAI_KEY
 
 HEAT = re.compile(r"[0-9]{1,9}", re.ASCII)
 
@@ -46,25 +46,40 @@ def sources_of(record: Any, tdai: dict[str, Any]) -> list[str]:
     return [v for v in legacy if isinstance(v, str)] if isinstance(legacy, list) else []
 
 
+def _typed(tdai: dict[str, Any]) -> dict[str, Any]:
+    """The TencentDB fields kept under metadata.tdai that have TencentDB's types (``priority`` a
+    number, ``timestamps`` a list of strings): a client may have put anything there, and a tree
+    TencentDB cannot read is no export of its format."""
+    typed: dict[str, Any] = {}
+    priority = tdai.get("priority")
+    if isinstance(priority, int | float) and not isinstance(priority, bool):
+        typed["priority"] = priority
+    timestamps = tdai.get("timestamps")
+    if isinstance(timestamps, list) and all(isinstance(t, str) for t in timestamps):
+        typed["timestamps"] = timestamps
+    return typed
+
+
 def l1_line(record: Any) -> dict[str, Any]:
     """A record as TencentDB's MemoryRecord, plus Memory Hub's tags, version, reinforced_count and
     formed (always a bool)."""
     stored = dict(record.meta or {})
     tdai = stored.pop(TDAI_KEY, None) if isinstance(stored.get(TDAI_KEY), dict) else None
     tdai = tdai or {}
-    rest = {k: v for k, v in tdai.items() if k not in TDAI_FIELDS}  # each written once, as a field
-    if rest:  # e.g. TencentDB's own id (source_id): kept under metadata.tdai, as imported
+    fields = _typed(tdai)
+    rest = {k: v for k, v in tdai.items() if k not in fields and k != SOURCES}  # each written once
+    if rest:  # e.g. TencentDB's own id (source_id), or a value of the wrong type: under metadata.tdai
         stored[TDAI_KEY] = rest
     created = format_ms(int(record.created_at))
     line: dict[str, Any] = {
         "id": record.id,
         "content": record.content,
         "type": record.type,
-        "priority": tdai.get("priority", NEUTRAL_PRIORITY),
+        "priority": fields.get("priority", NEUTRAL_PRIORITY),
         "scene_name": record.background or "",
         "source_message_ids": sources_of(record, tdai),
         "metadata": stored,
-        "timestamps": tdai.get("timestamps", [created]),
+        "timestamps": fields.get("timestamps", [created]),
         "createdAt": created,
         "updatedAt": format_ms(int(record.updated_at)),
         "sessionKey": record.session_id or "",
