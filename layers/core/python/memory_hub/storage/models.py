@@ -170,9 +170,7 @@ class Asset(Bound):
     # True when the memory has its ``Fence`` (every asset since 2026-12-05; one of before gets it at
     # its next write): the epoch checks of its writes read the fence, not this item
     fenced = BooleanAttribute(null=True, attr_name="fz")
-    # the import that created it and has not committed: nothing shows the asset (memory/get, list,
-    # the memory_id routes) until that import commits or a client's write makes it the client's;
-    # an import undone before that drops it
+    # the import that created it, until it commits or a client's write claims it: not shown till then
     hidden_by = UnicodeAttribute(null=True, attr_name="hb")
 
 
@@ -447,11 +445,9 @@ class Counter(_Items):
 
 
 class WaitingVector(_Items):
-    """An item's vector waiting for the batched ``PutVectors`` that stores it in S3 Vectors
-    (``wv␟<item id>`` in the item's partition; ``VectorWrites: Batched``): what a search reads to
-    find the item by meaning meanwhile. The vector is kept in 8 bits a component (``scale``: the
-    largest component ÷ 127), its metadata as S3 Vectors will hold it (ids as digests, never
-    content), and a digest of the text it embeds (a changed text is embedded again)."""
+    """An item's vector waiting for its batched ``PutVectors`` (``wv␟<item id>`` in the item's
+    partition), read by searches meanwhile (``waiting_vectors``): 8 bits a component with its
+    ``scale``, its S3 Vectors metadata (ids as digests) and a digest of the text it embeds."""
 
     vector = BinaryAttribute(legacy_encoding=False, attr_name="v")
     scale = NumberAttribute(attr_name="sc")
