@@ -86,3 +86,9 @@ def test_a_meta_line_that_would_be_guessed_at_is_refused_with_its_line(lines, pr
 def test_a_clean_block_a_blank_line_and_no_block_are_fine():
     assert malformed(block("version: 1", "", "foo: bar")) is None
     assert malformed("no block at all\n") is None
+
+
+def test_malformed_reads_a_line_as_split_does():
+    """``a:b: c`` is the key ``a:b`` to ``split`` (``: `` first): beside ``a: d`` it is no repeat."""
+    text = block("a:b: c", "a: d")
+    assert malformed(text) is None and split(text)[0] == {"a:b": "c", "a": "d"}

@@ -199,3 +199,37 @@ def test_a_clients_write_during_the_import_makes_the_memory_the_clients(aws):
     assert _shown(scope)  # the client's memory stays, with the client's message only
     where = assets.where_of(assets.of_pair(scope.team_id, scope.agent_id))  # type: ignore[arg-type]
     assert [m.content for m in messages.of_user(where, scope.user_id)] == ["the client's own words"]  # the tree's "u"
+
+
+def test_an_undo_overtaken_by_a_clients_claim_leaves_the_memory_and_takes_back_the_import(aws, monkeypatch):
+    """The undo read the memory hidden by its import; a client's write claims it before the drop:
+    the drop is refused (it deletes only a memory still hidden by that import), and the import's
+    items are taken back instead, the client's write kept."""
+    scope, job = _import_into_a_new_pair()
+    real = assets.of_pair
+
+    def read_then_a_client_writes(team_id: str, agent_id: str) -> Any:
+        seen = real(team_id, agent_id)
+        monkeypatch.setattr(assets, "of_pair", real)
+        conversation.add(scope, [{"role": "user", "content": "the client's own words"}], writer(scope))
+        return seen
+
+    monkeypatch.setattr(assets, "of_pair", read_then_a_client_writes)
+    assert rollback.undo(job)
+    asset = real(scope.team_id, scope.agent_id)
+    assert asset is not None and asset.hidden_by is None and _shown(scope)
+    assert [m.content for m in messages.of_user(assets.where_of(asset), scope.user_id)] == ["the client's own words"]
+
+
+def test_a_write_that_lost_the_create_race_to_an_import_claims_the_memory(aws):
+    scope, _ = _import_into_a_new_pair()
+    asset = assets.ensure(None, scope.team_id, scope.agent_id, "key-client")  # its read found no memory
+    assert asset.hidden_by is None and asset.owner == "key-client" and _shown(scope)
+
+
+def test_a_write_after_the_import_dropped_its_memory_creates_one(aws):
+    scope, job = _import_into_a_new_pair()
+    hidden = assets.of_pair(scope.team_id, scope.agent_id)  # read before the drop
+    assert rollback.undo(job) and assets.of_pair(scope.team_id, scope.agent_id) is None
+    asset = assets.ensure(hidden, scope.team_id, scope.agent_id, "key-client")
+    assert asset.hidden_by is None and assets.of_pair(scope.team_id, scope.agent_id) is not None and _shown(scope)

@@ -143,9 +143,11 @@ def ensure(
     committed makes it its own (``stored.claim``)."""
     memory_id = memory_id_of(team_id, agent_id)
     asset = owned_by(asset, team_id, agent_id)
-    if asset is not None and asset.hidden_by is not None and hidden_by is None:
-        asset = stored.claim(asset, owner, format_ms(now_ms()), fields)
-    while asset is None:
+    while True:
+        if asset is not None and asset.hidden_by is not None and hidden_by is None:
+            asset = stored.claim(asset, owner, format_ms(now_ms()), fields)  # None: the import dropped it
+        if asset is not None:
+            break
         stamp = format_ms(now_ms())
         candidate = stored.new(
             memory_id=memory_id,

@@ -50,7 +50,9 @@ def malformed(stored: str) -> tuple[int, str] | None:
     for number, line in enumerate(stored[len(START) : stored.find(END, len(START) - 1)].split("\n"), start=2):
         if not line.strip():
             continue
-        key, colon, _ = line.partition(":")
+        key, colon, _ = line.partition(": ")  # as ``split`` reads it
+        if not colon:
+            key, colon, _ = line.partition(":")
         if not colon or not key:
             return number, "META line is not `key: value`"
         if key in seen:

@@ -181,11 +181,14 @@ def create(asset: views.Asset) -> bool:
     return True
 
 
-def claim(asset: views.Asset, owner: str, stamp: str, fields: dict[str, Any]) -> views.Asset:
+def claim(asset: views.Asset, owner: str, stamp: str, fields: dict[str, Any]) -> views.Asset | None:
     """A client's write to a memory an import created and has not committed (``hidden_by``): the
     asset becomes the writer's, as if its write had created it (owner, times, the fields it gives),
-    and shows from now on. The asset as it is then (unchanged when this function may not write
-    assets)."""
+    and shows from now on. The asset as it is then — None when the import's undo deleted it first;
+    unchanged when this function may not write assets (formation: it only ever writes after a
+    client's write, which claimed it)."""
+    if not _may_migrate[0]:
+        return asset
     actions = [Asset.hidden_by.remove(), Asset.owner.set(owner), Asset.created_at.set(stamp)]
     actions += [Asset.updated_at.set(stamp)] + [getattr(Asset, k).set(v) for k, v in fields.items() if v is not None]
     transaction = Transaction()
@@ -197,8 +200,9 @@ def claim(asset: views.Asset, owner: str, stamp: str, fields: dict[str, Any]) ->
     except ClientError as exc:
         if aws.error_code(exc) != "AccessDeniedException":
             raise
-        return asset  # a function that may not write assets (formation): it stays hidden
-    return get_pair(asset.team_id, asset.agent_id) or asset
+        _may_migrate[0] = False  # a function that may only read assets: never asked again
+        return asset
+    return get_pair(asset.team_id, asset.agent_id)
 
 
 def fence_sk(team_id: str, agent_id: str) -> str:
@@ -368,12 +372,16 @@ def retire_epoch(
     stamp: str,
     purge_record: PurgeRecord,
     events: list[views.AuditEvent],
+    hidden_by: str | None = None,
 ) -> None:
     """Move the asset to ``new_epoch`` (or delete it and its team listing, with None), note the
     old epoch for purging and record the events — one transaction, the instant a clear (or a
-    memory delete) takes effect. Cancelled ('asset') if the epoch moved since it was read."""
+    memory delete) takes effect. Cancelled ('asset') if the epoch moved since it was read, or,
+    with ``hidden_by``, if that import's mark left it (a client's write claimed it)."""
     transaction = Transaction()
     still = (Asset.epoch == int(asset.epoch)) & _as_read(asset)
+    if hidden_by is not None:
+        still = still & (Asset.hidden_by == hidden_by)
     fence_ = _fence_of(asset, int(asset.epoch))
     if new_epoch is None:
         transaction.delete("asset", asset, condition=still)

@@ -50,12 +50,20 @@ class Result:
 
 
 def retire(
-    asset: views.Asset, target: Target, *, new_epoch: int | None, stamp: str, events: list[views.AuditEvent]
+    asset: views.Asset,
+    target: Target,
+    *,
+    new_epoch: int | None,
+    stamp: str,
+    events: list[views.AuditEvent],
+    hidden_by: str | None = None,
 ) -> None:
     """Move the asset on from ``target``'s epoch (or delete it, with ``new_epoch`` None), with the
     durable note that the epoch still holds data to erase and the events: one transaction
-    (``assets.retire_epoch``). Cancelled ('asset') if the epoch moved since it was read."""
-    assets.retire_epoch(asset, new_epoch=new_epoch, stamp=stamp, purge_record=_record(target), events=events)
+    (``assets.retire_epoch``). Cancelled ('asset') if the epoch moved since it was read (or, with
+    ``hidden_by``, the asset is no longer hidden by that import)."""
+    note = _record(target)
+    assets.retire_epoch(asset, new_epoch=new_epoch, stamp=stamp, purge_record=note, events=events, hidden_by=hidden_by)
 
 
 def _record(target: Target) -> PurgeRecord:

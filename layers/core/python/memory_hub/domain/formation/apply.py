@@ -37,6 +37,7 @@ class Applied:
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     superseded: list[str] = field(default_factory=list)
+    replayed: list[str] = field(default_factory=list)  # updated by an earlier try of the same plan
     skipped: int = 0
     events: list[AuditEvent] = field(default_factory=list)
 
@@ -60,7 +61,8 @@ def apply(asset: Asset, scope: Scope, plan: list[dict[str, Any]], context: Event
         elif op == "supersede":
             superseding.append(entry)
     for entry in superseding:
-        if done.touched and str(entry["record"]) not in done.updated:
+        wrote = done.touched or done.replayed  # a replay's updates were written by its first try
+        if wrote and str(entry["record"]) not in done.updated + done.replayed:
             _supersede(asset, scope, entry, context, done)
         else:
             done.skipped += 1
@@ -97,8 +99,11 @@ def _add(asset: Asset, scope: Scope, entry: dict[str, Any], done: Applied) -> No
 def _update(asset: Asset, scope: Scope, entry: dict[str, Any], context: EventContext, done: Applied) -> None:
     where = assets.where_of(asset)
     record = records.get(where, scope.user_id, str(entry["record"]))
+    if record is not None and record.formed and int(record.version) > int(entry["version"]):
+        done.replayed.append(record.id)  # updated by an earlier try of this plan (runs never overlap)
+        return
     if record is None or not record.formed or int(record.version) != int(entry["version"]):
-        done.skipped += 1  # gone, a client's since, or already updated (a replay)
+        done.skipped += 1  # gone, or a client's since
         return
     sources = list(entry["sources"])
     if provenance.missing(where, scope.user_id, None, sources):

@@ -107,10 +107,12 @@ def undo(job: Job, *, drop_asset: bool = True) -> bool:
     if asset is not None and (asset.team_id, asset.agent_id) == (job.team_id, job.agent_id):
         # a memory it created is dropped while it is still hidden: a client's write since made it theirs
         created = journal.asset_created and asset.hidden_by == job.sk
-        if created and drop_asset and DROP_CREATED_ASSETS:
-            _drop(asset, job)
-        elif journal.epoch is not None and int(asset.epoch) == journal.epoch:
-            _take_back(asset, journal, job)
+        dropping = created and drop_asset and DROP_CREATED_ASSETS
+        if not (dropping and _drop(asset, job)):
+            if dropping:  # a client's write claimed it between the read and the drop: it stays theirs
+                asset = assets.of_pair(job.team_id, job.agent_id) or asset
+            if journal.epoch is not None and int(asset.epoch) == journal.epoch:
+                _take_back(asset, journal, job)
         stored_assets.end_import(job.team_id, job.agent_id, job.sk)  # its items are gone: nothing to hide
         if created and not drop_asset and DROP_CREATED_ASSETS:
             return True  # emptied and still hidden: the import's status route drops it
@@ -118,17 +120,20 @@ def undo(job: Job, *, drop_asset: bool = True) -> bool:
     return True
 
 
-def _drop(asset: Asset, job: Job) -> None:
+def _drop(asset: Asset, job: Job) -> bool:
+    """Delete the memory the import created while it is still hidden by it: False when a clear or a
+    delete moved it on meanwhile, or a client's write claimed it."""
     stamp = now_ms()
     target = purge.Target(
         asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp, job.owner, job.spec.get("request_id")
     )
     try:
-        purge.retire(asset, target, new_epoch=None, stamp=format_ms(stamp), events=[])
+        purge.retire(asset, target, new_epoch=None, stamp=format_ms(stamp), events=[], hidden_by=job.sk)
     except Cancelled:
-        return  # a clear or a delete moved it on: what the import wrote is being erased already
+        return False  # moved on (what the import wrote is being erased already), or claimed
     if purge.run(target, purge.Deadline.after(UNDO_BUDGET_S)).done:
         purge.finish(target, [])  # else the purge record stays and the scheduled cleanup finishes it
+    return True
 
 
 def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
