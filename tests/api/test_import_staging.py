@@ -78,7 +78,7 @@ def test_a_running_import_shows_nothing_and_its_commit_shows_all_of_it(api, hook
     exported_before = _exported(api, target)
     files = _tree(300)
     # held at its scene file: every message and record is written, the commit is next
-    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
+    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": [target.prefix, ".staged/scene-"]}
     with hooks.paused(held) as hook:
         import_id = upload_import(api, target.team_id, target.agent_id, tarball(files))
         with ThreadPoolExecutor(1) as pool:
@@ -163,7 +163,7 @@ def _kill_midway(api: Api, hooks: Any, target: Any) -> str:
     """An import killed (SIGKILL of its process) once its messages and records are written."""
     files = {**_tree(600), "notes/noise.txt": os.urandom(600_000).hex()}  # asynchronous
     import_id = upload_import(api, target.team_id, target.agent_id, tarball(files))
-    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
+    held = {"function": "TransferFunction", "operation": "PutObject", "key_contains": [target.prefix, ".staged/scene-"]}
     with hooks.paused(held) as hook:
         ok(api.post("/v3/memory/import/start", {"import_id": import_id}))
         assert hooks.wait(hook, timeout=120)

@@ -289,7 +289,11 @@ def test_a_failure_midway_takes_back_everything_the_import_wrote(api, hooks):
     _seed(api, target)
     before = snapshot(api, target, ["u"])
     keys_before = outside_imports(target)
-    fail = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/persona-"}
+    fail = {
+        "function": "TransferFunction",
+        "operation": "PutObject",
+        "key_contains": [target.prefix, ".staged/persona-"],
+    }
     with hooks.failing(fail, code="AccessDenied", status=403):
         failed = import_tree(api, target, _big_tree(300))
     assert failed["state"] == "failed", failed
@@ -366,7 +370,11 @@ def test_an_import_killed_midway_leaves_nothing_after_the_cleanup_and_a_retry_su
     created = ok(api.post("/v3/memory/import", {"team_id": target.team_id, "agent_id": target.agent_id}))
     put = requests.put(created["upload_url"], data=tarball(tree), headers=created["headers"], timeout=60)
     assert put.status_code == 200
-    scene = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/" + held_at}
+    scene = {
+        "function": "TransferFunction",
+        "operation": "PutObject",
+        "key_contains": [target.prefix, ".staged/" + held_at],
+    }
     with hooks.paused(scene) as hook:
         answer = ok(api.post("/v3/memory/import/start", {"import_id": created["import_id"]}))
         assert answer["state"] in ("queued", "running"), answer
@@ -398,7 +406,11 @@ def test_a_killed_import_into_a_new_memory_leaves_no_memory(api, hooks):
     target = make_scope()
     tree = _big_tree(300, asynchronous=True)
     import_id = upload_import(api, target.team_id, target.agent_id, tarball(tree))
-    scene = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
+    scene = {
+        "function": "TransferFunction",
+        "operation": "PutObject",
+        "key_contains": [target.prefix, ".staged/scene-"],
+    }
     with hooks.paused(scene) as hook:
         ok(api.post("/v3/memory/import/start", {"import_id": import_id}))
         assert hooks.wait(hook, timeout=120)

@@ -387,8 +387,16 @@ def test_a_failed_import_leaves_no_citation_and_its_messages_cannot_be_cited_mea
         "scene_blocks/new.md": "a new scene",
         "persona.md": "imported persona",
     }
-    scene = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/scene-"}
-    persona = {"function": "TransferFunction", "operation": "PutObject", "key_contains": ".staged/persona-"}
+    scene = {
+        "function": "TransferFunction",
+        "operation": "PutObject",
+        "key_contains": [target.prefix, ".staged/scene-"],
+    }
+    persona = {
+        "function": "TransferFunction",
+        "operation": "PutObject",
+        "key_contains": [target.prefix, ".staged/persona-"],
+    }
     with hooks.failing(persona, code="AccessDenied", status=403), ThreadPoolExecutor(1) as pool:
         with hooks.paused(scene) as hook:
             running = pool.submit(import_tree, api, target, tree)

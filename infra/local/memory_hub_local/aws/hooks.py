@@ -59,8 +59,10 @@ class Hook:
             return False
         if "table" in m and m["table"] not in call.tables:
             return False
-        if "key_contains" in m and (call.key is None or m["key_contains"] not in call.key):
-            return False
+        if "key_contains" in m:  # a string, or a list of strings the key must all contain
+            wanted = m["key_contains"] if isinstance(m["key_contains"], list) else [m["key_contains"]]
+            if call.key is None or not all(part in call.key for part in wanted):
+                return False
         if "action" in m and not any(action == m["action"] for action, _ in call.actions):
             return False
         return "body_contains" not in m or m["body_contains"] in repr(call.body)
