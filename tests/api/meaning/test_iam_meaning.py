@@ -5,7 +5,7 @@ again at the teardown of their stack (helpers.checked_stack)."""
 
 from __future__ import annotations
 
-from helpers import denied_calls, ok
+from helpers import denied_calls, make_scope, ok
 from test_vectors import THROTTLED, wait_for_vector
 
 MEANING_ACTIONS = {
@@ -37,6 +37,13 @@ def _drive_meaning(api, scope, hooks) -> None:
     ok(api.post("/v3/atomic/delete", scope.body(ids=[atom])))
     ok(api.post("/v3/user-memory/delete", {"memory_id": scope.memory_id, "user_id": scope.user_id}))
     ok(api.post("/v3/chat-memory/clear", {"memory_ids": [scope.memory_id]}))
+    # a memory that keeps its vectors: the cleanup's pass lists them (ListVectors), whichever meaning
+    # tests ran on this stack before (the clear above left this scope's epoch without an index)
+    kept = make_scope()
+    said = ok(
+        api.post("/v3/conversation/add", kept.body(session_id="s", messages=[{"role": "user", "content": "iam"}]))
+    )
+    wait_for_vector(kept, said["accepted_ids"][0])
     api.invoke("CleanupFunction", {})
 
 
