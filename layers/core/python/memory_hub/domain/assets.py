@@ -305,8 +305,8 @@ def list_assets(principal: Principal, team_id: str | None, limit: int, next_toke
     shown = {pair: a for pair, a in stored_assets.items() if a.hidden_by is None}  # hidden: not there yet
     listed = [(p, as_answer(shown[(p[1], p[2])])) for p in page if (p[1], p[2]) in shown]
     fit = fitting([answer for _, answer in listed])  # a page of assets at their limits stops short of 6 MB
-    last = listed[fit - 1][0] if fit < len(listed) else page[-1] if page else None
-    more = tokens.encode([last[0], last[1]], filters) if last and (len(found) > limit or fit < len(listed)) else None
+    last = listed[fit - 1][0] if fit < len(listed) else page[-1] if len(found) > limit else None
+    more = tokens.encode([last[0], last[1]], filters) if last is not None else None
     return Assets(items=[answer for _, answer in listed[:fit]], next_token=more)
 
 

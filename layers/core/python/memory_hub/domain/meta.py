@@ -18,22 +18,32 @@ END = "\n-----META-END-----\n"
 OWN_KEYS = ("version", "created_at", "updated_at", "summary")
 
 
+def _block(stored: str) -> tuple[str, str] | None:
+    """(the META block's lines, what follows it) of a leading block; None when there is none."""
+    if not stored.startswith(START):
+        return None
+    end = stored.find(END, len(START) - 1)
+    return None if end < 0 else (stored[len(START) : end], stored[end + len(END) :])
+
+
+def _key_value(line: str) -> tuple[str, str, str]:
+    """A META line as ``split`` reads it: (key, separator, value), at ``": "`` else at ``":"`` (a
+    line with neither is a key of its own, its separator empty)."""
+    parts = line.partition(": ")
+    return parts if parts[1] else line.partition(":")
+
+
 def split(stored: str) -> tuple[dict[str, str], str]:
     """(META keys in file order, content after the block). No block → ({}, stored)."""
-    if not stored.startswith(START):
+    found = _block(stored)
+    if found is None:
         return {}, stored
-    end = stored.find(END, len(START) - 1)
-    if end < 0:
-        return {}, stored
-    block = stored[len(START) : end]
-    rest = stored[end + len(END) :]
+    block, rest = found
     if rest.startswith("\n"):
         rest = rest[1:]
     keys: dict[str, str] = {}
     for line in block.split("\n"):
-        key, sep, value = line.partition(": ")
-        if not sep:
-            key, sep, value = line.partition(":")
+        key, _, value = _key_value(line)
         if key and key not in keys:
             keys[key] = value
     return keys, rest
@@ -44,16 +54,13 @@ def malformed(stored: str) -> tuple[int, str] | None:
     not ``key: value`` (a blank line aside), or a key given twice — as (its line in the file, the
     problem); None when the block (or its absence) is clean. An import refuses such a file rather
     than rewrite it."""
-    if not stored.startswith(START) or stored.find(END, len(START) - 1) < 0:
-        return None
+    found = _block(stored)
     seen: set[str] = set()
-    for number, line in enumerate(stored[len(START) : stored.find(END, len(START) - 1)].split("\n"), start=2):
+    for number, line in enumerate(found[0].split("\n") if found else [], start=2):
         if not line.strip():
             continue
-        key, colon, _ = line.partition(": ")  # as ``split`` reads it
-        if not colon:
-            key, colon, _ = line.partition(":")
-        if not colon or not key:
+        key, sep, _ = _key_value(line)
+        if not sep or not key:
             return number, "META line is not `key: value`"
         if key in seen:
             return number, f"META key {key} given twice"
