@@ -184,8 +184,10 @@ def test_scheduled_functions_have_a_schedule_and_a_watched_dead_letter_queue(tem
         for name, f in functions.items()
         if any(e["Type"] in ("Schedule", "ScheduleV2") for e in f["Properties"].get("Events", {}).values())
     }
-    assert set(scheduled) == {"CleanupFunction"}
+    assert set(scheduled) == {"CleanupFunction", "EmbedFunction"}  # the drain: the test below
     for name, function in scheduled.items():
+        if name == "EmbedFunction":
+            continue
         props = function["Properties"]
         schedule = next(e for e in props["Events"].values() if e["Type"] in ("Schedule", "ScheduleV2"))
         assert (
@@ -202,6 +204,44 @@ def test_scheduled_functions_have_a_schedule_and_a_watched_dead_letter_queue(tem
             in a["Properties"].get("Dimensions", [])
             for a in alarms
         ), f"nobody watches {queue}"
+
+
+def test_a_drain_replaces_the_embedding_queues_event_source_and_finishes_inside_its_visibility(template):
+    """VectorDrainMinutes: the schedule runs EmbedFunction with ``{"drain": true}`` exactly when the
+    queue's event source is off (never both, never neither), a drain's run ends before a message
+    it received could come back, and its failed run loses nothing (what it did not delete stays in
+    EmbedQueue, whose dead-letter queue is watched)."""
+    parameter = template["Parameters"]["VectorDrainMinutes"]
+    assert parameter["Default"] == 60 and 0 in parameter["AllowedValues"]
+    assert template["Conditions"]["VectorsDrained"] == {
+        "Fn::And": [{"Condition": "VectorsBatched"}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "VectorDrainMinutes"}, 0]}]}]
+    }
+    props = template["Resources"]["EmbedFunction"]["Properties"]
+    events = props["Events"]
+    assert events["Queue"]["Properties"]["Enabled"] == {"Fn::If": ["VectorsDrained", False, True]}
+    drain = events["Drain"]["Properties"]
+    assert drain["State"] == {"Fn::If": ["VectorsDrained", "ENABLED", "DISABLED"]}
+    assert drain["Schedule"]["Fn::If"][1] == {"Fn::Sub": "rate(${VectorDrainMinutes} minutes)"}
+    assert json.loads(drain["Input"]) == {"drain": True}
+    from memory_hub.domain import vector_upkeep
+
+    visibility = template["Resources"]["EmbedQueue"]["Properties"]["VisibilityTimeout"]
+    round_s = vector_upkeep.ROUND_BUDGET_S + vector_upkeep.CONSUME_MIN_S
+    assert visibility > round_s, "a round ends before its messages come back"
+    assert props["Timeout"] == {"Fn::If": ["VectorsDrained", 900, 60]}
+    retention = template["Resources"]["EmbedQueue"]["Properties"]["MessageRetentionPeriod"]
+    receives = template["Resources"]["EmbedQueue"]["Properties"]["RedrivePolicy"]["maxReceiveCount"]
+    assert receives * max(parameter["AllowedValues"]) * 60 < retention, "a message meets its tries before it expires"
+    # and someone is told when nothing takes the queue: its oldest message older than five runs' tries
+    [age] = [
+        a["Properties"]
+        for a in _of_type(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["MetricName"] == "ApproximateAgeOfOldestMessage"
+        and a["Properties"]["Dimensions"]
+        == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["EmbedQueue", "QueueName"]}}]
+    ]
+    assert receives * max(parameter["AllowedValues"]) * 60 <= age["Threshold"] < retention
+    assert age["AlarmActions"] == [{"Ref": "AlarmTopic"}]
 
 
 SELF_INVOKING = {"ClearFunction", "TransferFunction"}  # purge and job continuations
@@ -709,11 +749,9 @@ def test_meaning_parameters_buckets_and_queue(template):
     queue = template["Resources"]["EmbedQueue"]["Properties"]
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["EmbedDeadLetterQueue", "Arn"]}
     longest_window = template["Parameters"]["VectorBatchSeconds"]["MaxValue"]
-    assert (
-        queue["VisibilityTimeout"]
-        >= 6 * template["Resources"]["EmbedFunction"]["Properties"]["Timeout"] + longest_window
-    )
-    [event] = template["Resources"]["EmbedFunction"]["Properties"]["Events"].values()
+    _, _, event_source_timeout = template["Resources"]["EmbedFunction"]["Properties"]["Timeout"]["Fn::If"]
+    assert queue["VisibilityTimeout"] >= 6 * event_source_timeout + longest_window
+    event = template["Resources"]["EmbedFunction"]["Properties"]["Events"]["Queue"]
     assert event["Type"] == "SQS" and event["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     # VectorWrites: Batched by default, gathering up to 100 writes for VectorBatchSeconds (Lambda's
     # longest window, 300 s, by default: the window the bench prices), their vectors waiting in
@@ -745,3 +783,8 @@ def test_meaning_parameters_buckets_and_queue(template):
     assert (params["VectorGroups"]["MinValue"], params["VectorGroups"]["MaxValue"]) == (1, vectors.MAX_GROUPS)
     assert (bound["Ge"].ge, bound["Le"].le) == (1, vectors.MAX_GROUPS)
     assert env["VECTOR_GROUPS"] == {"Ref": "VectorGroups"} and params["VectorGroups"]["Default"] == cost.GROUPS
+    from memory_hub.domain import vector_upkeep
+
+    assert params["VectorDrainMinutes"]["Default"] == cost.DRAIN_MINUTES, "the bench prices the default drain"
+    assert tuple(v for v in params["VectorDrainMinutes"]["AllowedValues"] if v) == cost.DRAIN_CHOICES
+    assert cost.DRAIN_ROUND == vector_upkeep.DRAIN_ROUND

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from memory_hub_bench import cost, prices
+from memory_hub_bench import cost, cost_print, prices
 
 
 def test_a_requests_calls_are_tallied_by_service_and_price_class():
@@ -55,11 +55,11 @@ def test_a_batch_puts_once_per_group_of_users_it_reaches():
 
 
 def test_a_search_at_6_million_is_priced_at_its_users_group_index():
-    assert cost.GROUP_INDEX == cost.LARGE_INDEX // cost.GROUPS == 375_000
+    assert cost.GROUP_INDEX == cost.LARGE_INDEX // cost.GROUPS == 46_875
     search = cost.RouteCost("/v3/conversation/search", vector_queries=2)
     grouped = sum(search.dollars(cost.GROUP_INDEX).values())
     whole = sum(search.dollars(cost.LARGE_INDEX).values())
-    assert whole > 5 * grouped  # one index for every user would process 16x the data
+    assert whole > 5 * grouped  # one index for every user would process 128x the data
 
 
 def test_the_month_prices_its_searches_as_its_users_make_them():
@@ -74,7 +74,7 @@ def test_the_month_prices_its_searches_as_its_users_make_them():
     # a record of before, without the turns-only row, priced its searches with records
     assert cost.report([add, with_records], stored=3000.0)["month"]["search"] == cost.SEARCH
     said: list[str] = []
-    cost.render(result, said.append)
+    cost_print.render(result, said.append)
     assert any("with formation on" in line for line in said)
 
 
@@ -89,7 +89,9 @@ def test_the_report_prices_the_months_search_for_each_choice_of_groups():
 def test_a_longer_batching_window_puts_fewer_vectors_an_add_and_a_batch_ends_at_the_queues_size():
     assert cost.workload_batch(60) == pytest.approx(500_000 / (30 * 86_400) * 60)
     assert cost.workload_batch(100_000) == cost.BATCH_SIZE  # a batch ends at 100 messages whatever the window
-    puts, lambdas, queued, trips = cost._batch_shares(cost.workload_batch())
+    assert cost.drained_batch(60) == pytest.approx(500_000 / (30 * 86_400) * 3600)
+    assert cost.drained_batch(100_000) == cost.DRAIN_ROUND  # a drain's round ends at 1,000
+    puts, lambdas, queued, trips = cost._batch_shares(cost.drained_batch())
     batched = cost.RouteCost(
         cost.BATCHED_ADD,
         calls={"dynamodb": 3, "s3vectors": puts},
@@ -99,26 +101,31 @@ def test_a_longer_batching_window_puts_fewer_vectors_an_add_and_a_batch_ends_at_
         queued=queued,
         round_trips=2 + trips,
     )
-    same = cost.rebatched(batched, cost.BATCH_WINDOW_S)  # priced at the default: unchanged
+    same = cost.rebatched(batched, cost.drained_batch(), drained=True)  # priced at the default: unchanged
     assert same.calls == batched.calls and same.round_trips == pytest.approx(batched.round_trips)
     assert same.dollars(cost.SMALL_INDEX) == pytest.approx(batched.dollars(cost.SMALL_INDEX))
-    shorter = cost.rebatched(batched, 60)  # the default is the longest window, 300 s
-    assert shorter.vector_puts == pytest.approx(cost.puts_per_add(cost.workload_batch(60)))
-    assert batched.vector_puts < 0.3 < shorter.vector_puts
-    assert batched.round_trips < shorter.round_trips and batched.lambda_requests < shorter.lambda_requests
+    shorter = cost.rebatched(batched, cost.workload_batch(300), drained=False)  # the event source's longest
+    assert shorter.vector_puts == pytest.approx(cost.puts_per_add(cost.workload_batch(300)))
+    assert batched.vector_puts < 0.2 < 0.7 < shorter.vector_puts  # 128 groups: an hour shares, 300 s hardly
+    assert batched.lambda_requests < shorter.lambda_requests
+    # a drain waits out its last receive (1 s): billed, if spread over the hour's adds
+    assert cost._batch_shares(50, drained=True)[3] - cost._batch_shares(50, drained=False)[3] == pytest.approx(2.0)
     add = cost.RouteCost(cost.ONE_MESSAGE_ADD, wru=19, vector_puts=1)
     search = cost.RouteCost(cost.SEARCH, rru=12, vector_queries=1)
     by_window = cost.report([add, search, batched], stored=3000.0)["batched_add_by_window"]
-    assert list(by_window) == [str(w) for w in cost.WINDOW_CHOICES]
-    dollars = [usd for _, _, usd in by_window.values()]
-    assert dollars == sorted(dollars, reverse=True) and dollars[0] - dollars[-1] > 10  # $ per 1M
+    windows = [f"{m} min" for m in cost.DRAIN_CHOICES] + [f"{w} s" for w in cost.WINDOW_CHOICES]
+    assert list(by_window) == windows
+    dollars = {name: usd for name, (_, _, usd) in by_window.items()}
+    assert dollars["60 min"] < dollars["30 min"] < dollars["15 min"] < dollars["300 s"] < dollars["60 s"]
+    assert dollars["60 s"] - dollars["60 min"] > 10  # $ per 1M
     said: list[str] = []
-    cost.render(cost.report([add, search, batched], stored=3000.0, adds_per_put=6.0), said.append)
-    assert any("by `VectorBatchSeconds`" in line for line in said)
+    cost_print.render(cost.report([add, search, batched], stored=3000.0, adds_per_put=6.0), said.append)
+    assert any("by `VectorDrainMinutes`" in line and "60 min (694.4; 0.18)" in line for line in said)
+    assert any("60 minutes between drains" in line for line in said)
     assert cost.report([add, search], stored=3000.0)["batched_add_by_window"] is None
     record = cost.RouteCost(cost.BATCHED_RECORD_ADD, wru=16, vector_puts=puts, lambda_requests=lambdas, queued=queued)
     both = cost.report([add, search, batched, record], stored=3000.0, adds_per_put=6.0)
-    assert list(both["batched_record_add_by_window"]) == [str(w) for w in cost.WINDOW_CHOICES]
+    assert list(both["batched_record_add_by_window"]) == windows
     said = []
-    cost.render(both, said.append)
+    cost_print.render(both, said.append)
     assert any("`/v3/atomic/add`, the same way" in line for line in said)

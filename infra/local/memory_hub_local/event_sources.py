@@ -53,6 +53,8 @@ def sources(deployment: Deployment) -> list[Source]:
             if event.get("Type") != "SQS":
                 continue
             props = event["Properties"]
+            if deployment.value(props.get("Enabled", True)) in (False, "false", "False"):
+                continue  # a mapping that is off polls nothing (VectorDrainMinutes: a schedule drains)
             queue = props["Queue"]["Fn::GetAtt"][0] if isinstance(props["Queue"], dict) else str(props["Queue"])
             found.append(
                 Source(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from . import event_sources, http
+from . import event_sources, http, schedules
 from .aws.converse import KEY_VARIABLE, MODEL_VARIABLE, PARAMETERS_VARIABLE, URL_VARIABLE
 from .functions import IDLE_RETIRE_S, FunctionPool
 from .gateway import make_servers
@@ -70,6 +70,7 @@ class Stack:
         formation_batch: int | None = None,
         formation_idle_s: int | None = None,
         vectors_batched_s: int | None = None,
+        vectors_drain_min: int = 0,
     ) -> Stack:
         """A stack for the tests and the bench: free ports, nothing on disk, the emulated AWS side's
         test hooks on, and the template's ``Embeddings`` parameter as given. With ``llm_url`` (an
@@ -77,7 +78,8 @@ class Stack:
         template's ``Formation`` Enabled, Converse relayed there as ``llm_model`` — and
         ``formation_batch``/``formation_idle_s`` set ``FormationBatch``/``FormationIdleSeconds``;
         without it formation is off and no language model is configured, whatever this process's
-        environment says. ``vectors_batched_s``: ``VectorWrites`` Batched with that window."""
+        environment says. ``vectors_batched_s``: ``VectorWrites`` Batched with that window, its queue's
+        event source on (``vectors_drain_min`` 0) or off for a drain that often (``VectorDrainMinutes``)."""
         parameters = {**LOCAL_DEFAULTS, "Embeddings": embeddings, "Formation": "Enabled" if llm_url else "Disabled"}
         if formation_batch is not None:
             parameters["FormationBatch"] = str(formation_batch)
@@ -85,6 +87,7 @@ class Stack:
             parameters["FormationIdleSeconds"] = str(formation_idle_s)
         if vectors_batched_s is not None:
             parameters |= {"VectorWrites": "Batched", "VectorBatchSeconds": str(vectors_batched_s)}
+            parameters |= {"VectorDrainMinutes": str(vectors_drain_min)}
         return cls(
             port=0,
             lambda_port=0,
@@ -137,6 +140,8 @@ class Stack:
             http.serve(server)
         # SQS event sources, polled as Lambda polls them
         self._pollers = event_sources.start(self.deployment, self.pool, self.aws_url, self.pool.credentials)
+        # and the template's rate schedules, fired as EventBridge fires them
+        self._timers = schedules.start(self.deployment, self.pool)
         if restarted:
             self._undo_imports_left_running()
         if self.warm:
@@ -208,6 +213,7 @@ class Stack:
 
     def stop(self) -> None:
         event_sources.stop(getattr(self, "_pollers", []))
+        schedules.stop(getattr(self, "_timers", []))
         for server in self._servers:
             server.shutdown()
             server.server_close()
@@ -249,6 +255,7 @@ PARAMETERS_FROM_ENVIRONMENT = {
     "MEMORY_HUB_EMBEDDINGS": "Embeddings",
     "MEMORY_HUB_VECTOR_WRITES": "VectorWrites",
     "MEMORY_HUB_VECTOR_BATCH_S": "VectorBatchSeconds",
+    "MEMORY_HUB_VECTOR_DRAIN_MIN": "VectorDrainMinutes",
     "MEMORY_HUB_VECTOR_GROUPS": "VectorGroups",
     "MEMORY_HUB_EPOCH_CHECKS": "EpochChecks",
     "MEMORY_HUB_FORMATION_BATCH": "FormationBatch",

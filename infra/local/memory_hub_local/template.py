@@ -136,6 +136,14 @@ class Statement:
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """A function's enabled ``Schedule`` event: its expression and the event it sends (``Input``)."""
+
+    expression: str
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Function:
     logical_id: str
     name: str
@@ -147,7 +155,7 @@ class Function:
     layers: tuple[Path, ...]
     policy: tuple[Statement, ...]
     routes: tuple[tuple[str, str], ...] = ()
-    schedules: tuple[str, ...] = ()
+    schedules: tuple[Schedule, ...] = ()
 
     def allows(self, action: str, resource: str) -> bool:
         return any(statement.allows(action, resource) for statement in self.policy)
@@ -354,13 +362,16 @@ def deploy(region: str, secret_arns: dict[str, str], parameters: dict[str, str] 
             if event["Type"] == "Api":
                 routes.append((event["Properties"]["Path"], event["Properties"]["Method"].upper()))
             elif event["Type"] in ("Schedule", "ScheduleV2"):
-                schedules.append(str(deployment.value(event["Properties"].get("Schedule", ""))))
+                schedule = deployment.value(event["Properties"])
+                if schedule.get("State", "ENABLED") != "DISABLED" and schedule.get("Enabled", True) is not False:
+                    given = schedule.get("Input")
+                    schedules.append(Schedule(str(schedule.get("Schedule", "")), json.loads(given) if given else {}))
         deployment.functions[logical_id] = Function(
             logical_id=logical_id,
             name=names[logical_id],
             code_uri=ROOT / sam["CodeUri"],
             handler=props["Handler"],
-            timeout=int(props.get("Timeout", 3)),
+            timeout=int(deployment.value(props.get("Timeout", 3))),
             memory=int(props.get("MemorySize", 128)),
             environment=environment,
             layers=layers,

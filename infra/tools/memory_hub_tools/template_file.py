@@ -22,7 +22,7 @@ class _CfnLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no type s
 
 
 def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    name = suffix if suffix in ("Ref", "Condition") else f"Fn::{suffix}"
     if isinstance(node, yaml.ScalarNode):
         value: Any = loader.construct_scalar(node)
         if suffix == "GetAtt":

@@ -90,8 +90,8 @@ def test_a_memorys_users_are_spread_over_indexes_and_a_search_reads_its_users_on
     for user in users:
         wait_for_vector(user, ids[user.user_id])
     placed = {user: vectors_of([item])[item][0][1] for user, item in ids.items()}
-    assert all(name.endswith("of16") for name in placed.values()), placed  # the template's VectorGroups
-    assert len(set(placed.values())) > 1  # twelve users, sixteen groups: not one index for all
+    assert all(name.endswith("of128") for name in placed.values()), placed  # the template's VectorGroups
+    assert len(set(placed.values())) > 1  # twelve users, 128 groups: not one index for all
     since = hooks.last_seq()
     assert semantic(api, scope, "conversation", "tomatoes") == [ids[scope.user_id]]
     read = [arn for c in calls_of(hooks, since, "QueryVectors") for _, arn in c["actions"]]

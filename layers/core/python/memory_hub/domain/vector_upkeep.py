@@ -1,18 +1,21 @@
 """The upkeep of a memory's vectors away from requests: the embedding queue's consumer
 (``consume``: the vectors of one memory's writes put together, those that waited in DynamoDB as
-they are, the others embedded now) and the scheduled cleanup's pass (``backfill``: indexes of
+they are, the others embedded now; ``drain``: the whole queue taken by a scheduled run, in rounds
+that ``consume`` each) and the scheduled cleanup's pass (``backfill``: indexes of
 retired epochs and old vector sizes dropped, vectors of gone items swept, items without a vector
 of the current model embedded, oldest first). The rules they keep are ``meaning``'s."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..observability import logger
 from ..settings import get_settings
-from ..storage import counters, messages, records, vectors, waiting_vectors
+from ..storage import counters, embed_queue, messages, records, vectors, waiting_vectors
 from ..storage.counters import Where
 from ..storage.views import Message, Record
 from .meaning import L0, L1, Outcome, Piece, embed_and_store, enabled, live_items, model, piece
@@ -34,6 +37,67 @@ class Named(NamedTuple):
 
 CONSUME_CHUNK = vectors.PUT_BATCH  # ids embedded together at most (one PutVectors)
 CONSUME_MIN_S = 5.0  # a chunk is not begun with less time than this left: its messages come again
+
+
+DRAIN_ROUND = 1_000  # messages a drain's round gathers before it puts their vectors
+# A round's messages are done within this of its first receive: well inside the queue's 660 s
+# visibility timeout, so none of them is received again while its round runs.
+ROUND_BUDGET_S = 420.0
+
+
+@dataclass
+class Drained:
+    """What a drain did: messages received, those left to come again, rounds."""
+
+    messages: int = 0
+    again: int = 0
+    rounds: int = 0
+
+
+def body_of(message_id: str, raw: str) -> dict[str, Any] | None:
+    """A queued message's body, or None (logged) for one that is not a JSON object: it is dropped."""
+    try:
+        body = json.loads(raw or "")
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        logger.warning("embedding message that is not a JSON object dropped", extra={"message_id": message_id})
+        return None
+    return body
+
+
+def drain(remaining_s: Callable[[], float]) -> Drained:
+    """Take the embedding queue whole, as a scheduled run does (``VectorDrainMinutes``, the queue's
+    event source off): rounds of up to DRAIN_ROUND messages, each round's vectors put as ``consume``
+    puts a batch's (every message of one memory's group of users in that round shares a
+    ``PutVectors``) and its handled messages deleted. A message to try again is not deleted: it
+    comes back after the visibility timeout, to a later drain. Ends when a receive finds the
+    queue empty, or with less than CONSUME_MIN_S left."""
+    drained = Drained()
+    empty = False
+    while not empty and remaining_s() >= CONSUME_MIN_S:
+        began = time.monotonic()
+        received: list[embed_queue.Received] = []
+        while len(received) < DRAIN_ROUND and remaining_s() >= CONSUME_MIN_S:
+            got = embed_queue.receive(DRAIN_ROUND - len(received))
+            empty = not got
+            if empty:
+                break
+            received += got
+        if not received:
+            break
+        bodies = [(m.message_id, body) for m in received if (body := body_of(m.message_id, m.body)) is not None]
+        again = set(consume(bodies, _round_clock(remaining_s, began + ROUND_BUDGET_S)))
+        embed_queue.delete([m for m in received if m.message_id not in again])
+        drained.rounds += 1
+        drained.messages += len(received)
+        drained.again += sum(1 for m in received if m.message_id in again)
+    return drained
+
+
+def _round_clock(remaining_s: Callable[[], float], ends: float) -> Callable[[], float]:
+    """The time left to a round: the invocation's, or what is left of the round's budget if less."""
+    return lambda: min(remaining_s(), ends - time.monotonic())
 
 
 def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[[], float]) -> list[str]:
@@ -62,14 +126,28 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
             batches.setdefault(where, []).append(named)
         elif named.waiting:  # meaning was turned off since: what waits is never put, nor kept
             waiting_vectors.delete((where.item_pk(layer, user_id), i) for i in ids)
-    for where, chunks in batches.items():
-        for chunk in _chunks(chunks):
+    for where, of_memory in batches.items():
+        # a group's messages side by side (in order), so a chunk's edge splits one group's put at most
+        of_memory.sort(key=_by_group(where.groups))
+        for chunk in _chunks(of_memory):
             if remaining_s() < CONSUME_MIN_S:
                 again += [message.message_id for message in chunk]
                 continue
             retry = _consume_chunk(where, chunk, remaining_s)
             again += [message.message_id for message in chunk if retry.intersection(message.ids)]
     return again
+
+
+def _by_group(groups: int) -> Callable[[Named], int]:
+    """A message's group of users (its vector index) in a memory of ``groups``; 0 for a count out of range."""
+
+    def group(message: Named) -> int:
+        try:
+            return vectors.group_of(message.user_id, groups)
+        except ValueError:
+            return 0
+
+    return group
 
 
 def _chunks(named: list[Named]) -> list[list[Named]]:

@@ -1,14 +1,33 @@
-"""The queue of embeddings still to make (Amazon SQS): a message names items by id, never by content."""
+"""The queue of embeddings still to make (Amazon SQS): a message names items by id, never by content.
+
+Its event source runs ``EmbedFunction`` on batches; with ``VectorDrainMinutes`` that source is off
+and the function drains the queue itself on a schedule (``receive``, then ``delete`` what it did)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ..observability import logger
 from ..settings import get_settings
 from . import aws
 
 MAX_IDS = 1_000  # per message: well under SQS's 256 KiB body with ids of up to 64 characters
+RECEIVE_MAX = 10  # messages a ReceiveMessage brings at most (SQS's limit), and a DeleteMessageBatch takes
+# A drain's receives long-poll for a second: an empty answer then means the queue is empty, where a
+# short poll (which asks a sample of SQS's servers) may answer empty while messages wait.
+RECEIVE_WAIT_S = 1
+
+
+@dataclass(frozen=True)
+class Received:
+    """One message a drain received: its id, the handle that deletes it, its body."""
+
+    message_id: str
+    receipt: str
+    body: str
 
 
 def send(body: dict[str, Any]) -> bool:
@@ -18,3 +37,31 @@ def send(body: dict[str, Any]) -> bool:
         return False
     aws.client("sqs").send_message(QueueUrl=url, MessageBody=json.dumps(body, separators=(",", ":")))
     return True
+
+
+def receive(most: int) -> list[Received]:
+    """Up to ``most`` (at most RECEIVE_MAX) messages; none when the queue is empty (or the stack has none).
+    They stay invisible to other receives for the queue's visibility timeout."""
+    url = get_settings().embed_queue_url
+    if not url or most <= 0:
+        return []
+    answer = aws.client("sqs").receive_message(
+        QueueUrl=url, MaxNumberOfMessages=min(RECEIVE_MAX, most), WaitTimeSeconds=RECEIVE_WAIT_S
+    )
+    return [Received(m["MessageId"], m["ReceiptHandle"], m.get("Body") or "") for m in answer.get("Messages", [])]
+
+
+def delete(done: Sequence[Received]) -> int:
+    """Delete received messages (RECEIVE_MAX a call); the number SQS deleted. One it did not
+    delete comes back after the visibility timeout, and doing it again does nothing new."""
+    url = get_settings().embed_queue_url
+    deleted = 0
+    for start in range(0, len(done), RECEIVE_MAX) if url else ():
+        chunk = done[start : start + RECEIVE_MAX]
+        answer = aws.client("sqs").delete_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m.receipt} for i, m in enumerate(chunk)]
+        )
+        deleted += len(answer.get("Successful", []))
+        if answer.get("Failed"):
+            logger.warning("embedding messages not deleted", extra={"failed": len(answer["Failed"])})
+    return deleted

@@ -1,0 +1,77 @@
+"""The local stack fires the template's schedules as EventBridge would (moto fires none): a
+``rate(…)`` schedule that the parameters enable invokes its function with the event's ``Input``
+once a period; a disabled one (the embedding drain with ``VectorDrainMinutes`` 0, or with
+``VectorWrites`` Immediate) and a ``cron(…)`` one are not fired; the queue's event source is on
+exactly when the drain is off."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from memory_hub_local import event_sources, schedules
+from memory_hub_local.template import deploy
+
+SECRETS = {"TokenSecret": "arn:aws:secretsmanager:us-east-1:000000000000:secret:t", "LlmApiKey": "arn:x"}
+
+
+@pytest.mark.parametrize(
+    ("expression", "seconds"),
+    [
+        ("rate(1 minute)", 60.0),
+        ("rate(15 minutes)", 900.0),
+        ("rate( 2 hours )", 7200.0),
+        ("rate(1 day)", 86400.0),
+        ("rate(0 minutes)", None),
+        ("cron(0 3 * * ? *)", None),
+        ("rate(5 seconds)", None),
+    ],
+)
+def test_a_rate_expression_gives_its_period(expression, seconds):
+    assert schedules.period_s(expression) == seconds
+
+
+def _deployment(**parameters: str) -> Any:
+    return deploy("us-east-1", SECRETS, parameters)
+
+
+def _drain(deployment: Any) -> list[Any]:
+    return list(deployment.functions["EmbedFunction"].schedules)
+
+
+def test_the_drain_is_scheduled_only_when_the_event_source_is_off():
+    drained = _deployment(VectorWrites="Batched", VectorDrainMinutes="30")
+    [drain] = _drain(drained)
+    assert (schedules.period_s(drain.expression), drain.event) == (1800.0, {"drain": True})
+    assert "EmbedFunction" not in {s.function for s in event_sources.sources(drained)}
+    for parameters in ({"VectorWrites": "Batched", "VectorDrainMinutes": "0"}, {"VectorWrites": "Immediate"}):
+        polled = _deployment(**parameters)
+        assert _drain(polled) == [], parameters
+        assert "EmbedFunction" in {s.function for s in event_sources.sources(polled)}, parameters
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self.invoked: list[tuple[str, Any]] = []
+        self.fired = threading.Event()
+
+    def invoke(self, name: str, event: Any) -> Any:
+        self.invoked.append((name, event))
+        self.fired.set()
+        return type("Invocation", (), {"error": None})()
+
+
+def test_a_timer_invokes_its_function_with_the_schedules_event_once_a_period():
+    pool, stopping = _Pool(), threading.Event()
+    timer = schedules.Timer("EmbedFunction", 0.05, {"drain": True}, pool, stopping)  # type: ignore[arg-type]
+    timer.start()
+    assert pool.fired.wait(5), "the timer never fired"
+    time.sleep(0.2)
+    stopping.set()
+    assert pool.invoked[0] == ("EmbedFunction", {"drain": True})
+    assert 2 <= timer.runs == len(pool.invoked), "once a period, not once"
+    count = len(pool.invoked)
+    time.sleep(0.2)
+    assert len(pool.invoked) <= count + 1, "a stopped timer fires no more"
