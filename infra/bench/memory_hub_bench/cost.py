@@ -44,7 +44,7 @@ CHARS_PER_TOKEN = 4
 GB, TB = 1024**3, 1024**4
 USERS, ADDS, SEARCHES, MONTHS_KEPT = 10_000, 50, 20, 12
 LARGE_INDEX = USERS * ADDS * MONTHS_KEPT  # 6 million vectors in the memory
-GROUPS = 16  # the template's VectorGroups default: a memory's users spread over this many indexes
+GROUPS = 128  # the template's VectorGroups default: a memory's users spread over this many indexes
 GROUP_INDEX = LARGE_INDEX // GROUPS  # what a search reads at 6 million (10,000 users spread evenly)
 GROUP_CHOICES = (1, 16, 64, 128)  # VectorGroups the report prices the month's search at
 ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
@@ -54,9 +54,13 @@ BATCHED = ", VectorWrites Batched"
 BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
 BATCHED_RECORD_ADD = "/v3/atomic/add" + BATCHED
 BATCHED_SEARCH = TURNS_SEARCH + BATCHED
-BATCH_WINDOW_S = 300  # the template's VectorBatchSeconds default
+BATCH_WINDOW_S = 300  # the template's VectorBatchSeconds default (with VectorDrainMinutes 0)
 WINDOW_CHOICES = (60, 120, 300)  # VectorBatchSeconds the report prices the batched add at (300: its maximum)
 BATCH_SIZE = 100  # the template's EmbedQueue batch with VectorWrites Batched: a batch ends at 100 messages
+DRAIN_MINUTES = 60  # the template's VectorDrainMinutes default: EmbedFunction drains its queue hourly
+DRAIN_CHOICES = (15, 30, 60)  # VectorDrainMinutes the report prices the batched add at
+DRAIN_ROUND = 1_000  # memory_hub.domain.vector_upkeep.DRAIN_ROUND: a drain puts a round of this many messages
+DRAIN_WAIT_TRIPS = 100  # a drain's last receive long-polls 1 s for an empty queue (× ROUND_TRIP_MS)
 BATCH_SEQUENTIAL_CALLS = 3  # a batch's consumer: read the items, embed them (in parallel), put the vectors
 S3_PUT_CLASS = {"PutObject", "CopyObject", "PostObject", "ListObjectsV2", "ListObjects", "CreateMultipartUpload"}
 S3_FREE = {"DeleteObject", "DeleteObjects"}
@@ -184,20 +188,28 @@ def one_message_add(target: Target, scope: Scope) -> Case:
     )
 
 
-def workload_batch(window_s: float = BATCH_WINDOW_S) -> float:
-    """Adds one batch of the embedding queue gathers at the month's rate, all in one memory: adds a
-    second × the batching window (≈ 11.6 with the defaults), at most a batch of the queue's."""
-    return min(USERS * ADDS / (30 * 86_400) * window_s, BATCH_SIZE)
+def workload_batch(window_s: float = BATCH_WINDOW_S, most: int = BATCH_SIZE) -> float:
+    """Adds one batch of the embedding queue's event source gathers at the month's rate, all in one
+    memory: adds a second × the batching window (≈ 57.9 at 300 s), at most a batch of the queue's
+    (``most``: a drain's round instead, ``drained_batch``)."""
+    return min(USERS * ADDS / (30 * 86_400) * window_s, most)
 
 
-def _batch_shares(b: float) -> tuple[float, float, float, float]:
-    """An add's share of a batch of ``b`` adds: (PutVectors, Lambda requests, SQS requests, round trips)."""
-    return puts_per_add(b), 1 + 1 / b, 1 + 2 * math.ceil(b / 10) / b, BATCH_SEQUENTIAL_CALLS / b
+def drained_batch(minutes: int = DRAIN_MINUTES) -> float:
+    """Adds a drain every ``minutes`` puts together at the month's rate (≈ 694 hourly), at most a round."""
+    return workload_batch(minutes * 60, DRAIN_ROUND)
 
 
-def rebatched(row: RouteCost, window_s: float) -> RouteCost:
-    """``row`` (a batched add priced at ``BATCH_WINDOW_S``) with the queue gathering ``window_s``."""
-    was, now = _batch_shares(workload_batch()), _batch_shares(workload_batch(window_s))
+def _batch_shares(b: float, drained: bool = True) -> tuple[float, float, float, float]:
+    """An add's share of a batch of ``b`` adds: (PutVectors, Lambda requests, SQS requests, round
+    trips) — a drain's batch also waits out its last receive's long poll."""
+    trips = (BATCH_SEQUENTIAL_CALLS + (DRAIN_WAIT_TRIPS if drained else 0)) / b
+    return puts_per_add(b), 1 + 1 / b, 1 + 2 * math.ceil(b / 10) / b, trips
+
+
+def rebatched(row: RouteCost, b: float, drained: bool) -> RouteCost:
+    """``row`` (a batched add priced at the default drain's batch) with a batch of ``b`` adds."""
+    was, now = _batch_shares(drained_batch()), _batch_shares(b, drained)
     return replace(
         row,
         calls=row.calls | {"s3vectors": now[0]},
@@ -211,7 +223,8 @@ def rebatched(row: RouteCost, window_s: float) -> RouteCost:
 def puts_per_add(batch: float, groups: int = GROUPS) -> float:
     """PutVectors an add costs when a batch of ``batch`` adds (at random, by users spread evenly)
     is put index by index: a group with at least one add in the window takes one PutVectors —
-    ``groups × (1 − e^(−batch ÷ groups))`` a batch, ≈ 0.71 an add with the defaults."""
+    ``groups × (1 − e^(−batch ÷ groups))`` a batch, ≈ 0.18 an add with the defaults (an hourly drain
+    of 694 adds over 128 groups)."""
     return groups * (1 - math.exp(-batch / groups)) / batch
 
 
@@ -227,11 +240,12 @@ def batched_add(
     """An add (``case``: one new item a request) with ``VectorWrites: Batched``: the request's own
     calls (measured: the write, its model call, its vector kept waiting and one SendMessage), and
     its share of the queue consumer's (measured over every add it put: reads, the waiting vector's
-    delete, a model call only for a vector that did not wait; then priced per batch
-    of ``workload_batch()`` adds: a PutVectors per group of users with an add in it (``puts_per_add``;
-    side by side), one Lambda request of ``BATCH_SEQUENTIAL_CALLS`` round trips, a receive and a
-    delete per 10 messages). Returns the row (its tokens: the texts the requests sent, as for the
-    other rows) and the adds per PutVectors seen here."""
+    delete, a model call only for a vector that did not wait; then priced per batch of
+    ``drained_batch()`` adds, the template's default drain: a PutVectors per group of users with an
+    add in it (``puts_per_add``; side by side), one Lambda request of ``BATCH_SEQUENTIAL_CALLS``
+    round trips and its last receive's wait, a receive and a delete per 10 messages). Returns the
+    row (its tokens: the texts the requests sent, as for the other rows) and the adds per
+    PutVectors seen here."""
     vectors_batched(True)
     try:
         log.take()
@@ -252,7 +266,7 @@ def batched_add(
     row.calls["bedrock"] = row.embed_calls
     # its share of a batch: PutVectors, the consumer's invocation beside the API call, the send with
     # a share of the receives and deletes, the consumer's round trips
-    puts, row.lambda_requests, row.queued, trips = _batch_shares(workload_batch())
+    puts, row.lambda_requests, row.queued, trips = _batch_shares(drained_batch())
     row.calls["s3vectors"] = row.vector_puts = puts
     row.round_trips += trips
     puts = sum(1 for c in consumer if c["operation"] == "PutVectors" and c["status"] == 200)
@@ -419,14 +433,6 @@ def peers() -> list[tuple[str, str, str]]:
 SMALL_INDEX = 1_000
 
 
-def _fmt(value: float, digits: int = 1) -> str:
-    return f"{value:,.{digits}f}"
-
-
-def _calls(calls: dict[str, float]) -> str:
-    return ", ".join(f"{service} {count:.3g}" for service, count in sorted(calls.items(), key=lambda kv: -kv[1]))
-
-
 def _largest(row: RouteCost, index_vectors: int) -> list[tuple[str, float]]:
     """The three services a request spends most on (USD a request), the largest first."""
     spent = sorted(row.dollars(index_vectors).items(), key=lambda kv: -kv[1])
@@ -459,7 +465,7 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
         "batched_add_by_window": _by_window(batched),
         "batched_record_add_by_window": _by_window(by_route.get(BATCHED_RECORD_ADD)),
         "month_immediate": None if immediate is None else immediate.__dict__ | {
-            "total": immediate.total, "adds_per_batch": workload_batch(), "window_s": BATCH_WINDOW_S,
+            "total": immediate.total, "adds_per_batch": drained_batch(), "drain_minutes": DRAIN_MINUTES,
             "adds_per_put_here": adds_per_put},
         "workload": {"users": USERS, "adds": ADDS, "searches": SEARCHES, "months_kept": MONTHS_KEPT,
                      "turns_held": LARGE_INDEX, "vector_bytes": VECTOR_BYTES, "groups": GROUPS,
@@ -471,102 +477,17 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
 
 
 def _by_window(batched: RouteCost | None) -> dict[str, list[float]] | None:
-    """A batched add's price by ``VectorBatchSeconds``: [adds a batch, PutVectors an add, $ per 1M]."""
+    """A batched add's price by drain (``60 min``: ``VectorDrainMinutes``) and by the event source's
+    window (``300 s``: ``VectorBatchSeconds``, ``VectorDrainMinutes`` 0): [adds a batch, PutVectors
+    an add, $ per 1M]."""
     if batched is None:
         return None
+    batches = [(f"{m} min", drained_batch(m), True) for m in DRAIN_CHOICES]
+    batches += [(f"{w} s", workload_batch(w), False) for w in WINDOW_CHOICES]
     return {
-        str(w): [
-            workload_batch(w),
-            puts_per_add(workload_batch(w)),
-            sum(rebatched(batched, w).dollars(SMALL_INDEX).values()) * 1e6,
-        ]
-        for w in WINDOW_CHOICES
+        name: [b, puts_per_add(b), sum(rebatched(batched, b, drained).dollars(SMALL_INDEX).values()) * 1e6]
+        for name, b, drained in batches
     }
-
-
-def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
-    """The cost tables (Markdown) from the section's results (``report``'s)."""
-    checked = result["prices_checked"]
-    say(f"\n### Cost at list prices (us-east-1, on-demand; prices of {checked}: memory_hub_bench/prices.py)\n")
-    say(
-        "| route | AWS calls a request | DynamoDB RRU / WRU | S3 PUT / GET | S3 Vectors put / query | Bedrock tokens "
-        "| Lambda requests / billed ms | $ per 1M | $ per 1M, 6M vectors in the memory | largest, $ per 1M |"
-    )
-    say("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for r in result["routes"]:
-        largest = ", ".join(f"{name} {usd * 1e6:,.1f}" for name, usd in r["largest"])
-        say(
-            f"| `{r['route']}` | {_calls(r['calls'])} | {_fmt(r['rru'])} / {_fmt(r['wru'])} | {_fmt(r['s3_put'])} / "
-            f"{_fmt(r['s3_get'])} | {_fmt(r['vector_puts'])} / {_fmt(r['vector_queries'])} | {_fmt(r['tokens'], 0)} | "
-            f"{_fmt(r['lambda_requests'])} / {r['billed_ms']} | {_fmt(r['usd_per_million'])} | "
-            f"{_fmt(r['usd_per_million_6m_vectors'])} | {largest} |"
-        )
-    bill, w = result["month"], result["workload"]
-    say(
-        f"\n**A month** of {w['users']:,} users each adding {w['adds']} one-message turns and searching "
-        f"{w['searches']} times, kept {w['months_kept']} months (steady state: {w['turns_held']:,} turns held in one "
-        f"memory, its users in {w.get('groups', 1)} groups: a search reads an index of "
-        f"{w.get('group_index', w['turns_held']):,} vectors): requests ${bill['requests_usd']:,.0f}, "
-        f"storage ${bill['storage_usd']:,.0f} "
-        f"(DynamoDB {bill['bytes_per_message']:,.0f} bytes a stored turn, measured; vectors {w['vector_bytes']:,} "
-        f"bytes), **${bill['total']:,.0f} a month**"
-        + (f" — its adds priced as the `{bill['add']}` row (the template's default)" if "add" in bill else "")
-        + (
-            f"{',' if 'add' in bill else ' —'} its searches as the `{bill['search']}` row; with formation on, "
-            f"records make each search one vector query more (the `{SEARCH}` row): ${bill['with_records']:,.0f}.\n"
-            if "with_records" in bill
-            else ".\n"
-        )
-    )
-    by_groups = result.get("search_by_groups")
-    if by_groups:
-        say(
-            f"The month's search (`{bill['search']}`) at 6 million vectors in the memory, by `VectorGroups`: "
-            + ", ".join(f"{g} → ${usd:,.1f}" for g, usd in by_groups.items())
-            + " per 1M (at most 40,000 ÷ groups memories of users in every group).\n"
-        )
-    immediate = result.get("month_immediate")
-    if immediate:
-        say(
-            f"The default `VectorWrites: Batched`: the month's rate brings {immediate['adds_per_batch']:.1f} adds "
-            f"to one memory in the {immediate['window_s']} s window, a PutVectors for each group of users among them, "
-            f"{puts_per_add(immediate['adds_per_batch']):.2f} an add ({immediate['adds_per_put_here']:.1f} adds a put "
-            f"here, at the bench's pace). With `VectorWrites: Immediate` (every add its own PutVectors: the "
-            f"`{ONE_MESSAGE_ADD}` row): **${immediate['total']:,.0f} a month**.\n"
-        )
-    batched = result.get("month_batched")  # a record of before 2026-12-05: Immediate was the default
-    if batched:
-        say(
-            f"With `VectorWrites: Batched` (its one-message add's row: the month's rate brings "
-            f"{batched['adds_per_batch']:.1f} adds to one memory in the {batched['window_s']} s window, "
-            f"a PutVectors for each group of users among them, {puts_per_add(batched['adds_per_batch']):.2f} an add; "
-            f"{batched['adds_per_put_here']:.1f} here, at the bench's pace): **${batched['total']:,.0f} a month**.\n"
-        )
-    by_window = result.get("batched_add_by_window")
-    if by_window:
-        say(
-            "Its one-message add by `VectorBatchSeconds` (adds a batch gathers at the month's rate; PutVectors "
-            "an add): "
-            + ", ".join(f"{w} s ({b:.1f}; {puts:.2f}) → ${usd:,.1f}" for w, (b, puts, usd) in by_window.items())
-            + f" per 1M (a batch ends at {BATCH_SIZE} messages; an item is found by meaning from the next request "
-            "either way: its vector waits in DynamoDB until it is put)"
-            + _record_line(result.get("batched_record_add_by_window"))
-            + ".\n"
-        )
-    say("| the same workload on | $ a month | prices used |")
-    say("|---|---:|---|")
-    say(f"| Memory Hub (this table) | ${bill['total']:,.0f} | the rows above |")
-    for peer, usd, basis in result["peers"]:
-        say(f"| {peer} | {usd} | {basis} |")
-    say(f"\nPrices not confirmed on {checked} (shown as last published): {'; '.join(result['unverified'])}.")
-
-
-def _record_line(by_window: dict[str, list[float]] | None) -> str:
-    """``atomic/add``'s batched prices by window, at the same rate, for the sentence above."""
-    if not by_window:
-        return ""
-    prices_ = ", ".join(f"{w} s → ${usd:,.1f}" for w, (_, _, usd) in by_window.items())
-    return f"; `/v3/atomic/add`, the same way: {prices_}"
 
 
 def _all_prices() -> list[prices.Price]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import cost, durability, formation_print, recall_print, tables
+from . import cost_print, durability, formation_print, recall_print, tables
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "performance.md"
@@ -50,7 +50,7 @@ SECTIONS: dict[str, Section] = {
     "durability": Section(("durability",), lambda results, say: durability.render(results["durability"], say)),
     "recall": Section(("recall",), lambda results, say: recall_print.render(results["recall"], say)),
     "formation": Section(("formation",), lambda results, say: formation_print.render(results["formation"], say)),
-    "cost": Section(("cost",), lambda results, say: cost.render(results["cost"], say)),
+    "cost": Section(("cost",), lambda results, say: cost_print.render(results["cost"], say)),
 }
 
 MARK = re.compile(r"<!-- bench:([\w-]+):(begin|end) -->")

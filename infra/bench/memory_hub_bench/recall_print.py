@@ -69,6 +69,12 @@ def render(result: dict[str, Any], say: Say) -> None:
             "Run with `VectorWrites: Batched` (`--vector-writes Batched`): each write's vectors waited in "
             "DynamoDB until the queue's consumer put their 8-bit copies (within a second on the bench's stack).\n"
         )
+    if result.get("vector_writes") == "Drained":
+        say(
+            "Run with the template's defaults, `VectorWrites: Batched` drained hourly (`--vector-writes Drained`): "
+            "no drain ran, so each search found by meaning the newest 100 vectors of its user that waited in "
+            "DynamoDB (8 bits a component) and those that writes past them put at once.\n"
+        )
     for name, s in result["datasets"].items():
         say(
             f"- {name}: {s['corpora']} memories (users), {s['turns']} turns, {s['records']} L1 records, "
