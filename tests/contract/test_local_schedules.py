@@ -75,3 +75,17 @@ def test_a_timer_invokes_its_function_with_the_schedules_event_once_a_period():
     count = len(pool.invoked)
     time.sleep(0.2)
     assert len(pool.invoked) <= count + 1, "a stopped timer fires no more"
+
+
+def test_a_run_that_cannot_start_leaves_the_schedule_firing():
+    class Broken(_Pool):
+        def invoke(self, name: str, event: Any) -> Any:
+            super().invoke(name, event)
+            raise BrokenPipeError("the environment died")
+
+    pool, stopping = Broken(), threading.Event()
+    timer = schedules.Timer("EmbedFunction", 0.05, {"drain": True}, pool, stopping).start()  # type: ignore[arg-type]
+    time.sleep(0.3)
+    schedules.stop([timer])
+    assert len(pool.invoked) >= 2, "it fired again after a run raised"
+    assert timer.thread is not None and not timer.thread.is_alive(), "stop waited for it"

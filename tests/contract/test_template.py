@@ -226,9 +226,12 @@ def test_a_drain_replaces_the_embedding_queues_event_source_and_finishes_inside_
     from memory_hub.domain import vector_upkeep
 
     visibility = template["Resources"]["EmbedQueue"]["Properties"]["VisibilityTimeout"]
-    round_s = vector_upkeep.ROUND_BUDGET_S + vector_upkeep.CONSUME_MIN_S
-    assert visibility > round_s, "a round ends before its messages come back"
-    assert props["Timeout"] == {"Fn::If": ["VectorsDrained", 900, 60]}
+    _, drained_timeout, polled_timeout = props["Timeout"]["Fn::If"]
+    # Lambda refuses an event source mapping (even one that is off) on a queue whose visibility
+    # timeout is below the function's; and a run must end before what it received comes back
+    assert vector_upkeep.ROUND_BUDGET_S + vector_upkeep.CONSUME_MIN_S < drained_timeout < visibility
+    assert polled_timeout < drained_timeout < min(v for v in parameter["AllowedValues"] if v) * 60, "no overlap"
+    assert props["EventInvokeConfig"] == {"MaximumRetryAttempts": 0}, "a failed run waits for the next"
     retention = template["Resources"]["EmbedQueue"]["Properties"]["MessageRetentionPeriod"]
     receives = template["Resources"]["EmbedQueue"]["Properties"]["RedrivePolicy"]["maxReceiveCount"]
     assert receives * max(parameter["AllowedValues"]) * 60 < retention, "a message meets its tries before it expires"

@@ -6,6 +6,7 @@ try again for a later drain, in rounds, and drops a message that is not a JSON o
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -100,14 +101,14 @@ def test_a_drain_puts_a_memorys_waiting_vectors_with_one_put_and_empties_the_que
     assert _held(queue) == (4, 0) and puts == [], "each write queued its vectors and put none"
     assert _waiting(scope) == sorted(ids)
 
-    drained = vector_upkeep.drain(lambda: 60.0)
+    drained = vector_upkeep.drain(lambda: 300.0)
 
     assert (drained.messages, drained.again, drained.rounds) == (4, 0, 1)
     assert _stored(scope) == sorted(ids) and _stored(other) == [theirs]
     assert sorted(n for _, n in puts) == [1, 3], "one PutVectors a memory's group, whatever the writes"
     assert _waiting(scope) == [] and _waiting(other) == [], "what waited goes once it is put"
     assert _held(queue) == (0, 0), "every message it did is deleted"
-    assert vector_upkeep.drain(lambda: 60.0) == vector_upkeep.Drained(), "an empty queue: nothing to do"
+    assert vector_upkeep.drain(lambda: 300.0) == vector_upkeep.Drained(), "an empty queue: nothing to do"
 
 
 def test_a_message_to_try_again_stays_in_the_queue_for_a_later_drain(queue, monkeypatch):
@@ -122,7 +123,7 @@ def test_a_message_to_try_again_stays_in_the_queue_for_a_later_drain(queue, monk
         return again + failing
 
     monkeypatch.setattr(vector_upkeep, "consume", consume)
-    drained = vector_upkeep.drain(lambda: 60.0)
+    drained = vector_upkeep.drain(lambda: 300.0)
     assert (drained.messages, drained.again) == (2, 1)
     assert _held(queue) == (0, 1), "its message is not deleted: it comes back after the visibility timeout"
     assert first in _stored(scope)
@@ -132,7 +133,7 @@ def test_a_drain_goes_on_round_after_round_until_the_queue_is_empty(queue, monke
     monkeypatch.setattr(vector_upkeep, "DRAIN_ROUND", 3)
     scope = fresh_scope()
     ids = [_add(scope, f"apple number {n}") for n in range(7)]
-    drained = vector_upkeep.drain(lambda: 60.0)
+    drained = vector_upkeep.drain(lambda: 300.0)
     assert (drained.messages, drained.rounds, drained.again) == (7, 3, 0)
     assert _stored(scope) == sorted(ids) and _held(queue) == (0, 0)
     assert [n for _, n in puts] == [3, 3, 1], "a round's vectors together"
@@ -141,14 +142,14 @@ def test_a_drain_goes_on_round_after_round_until_the_queue_is_empty(queue, monke
 def test_a_drain_with_too_little_time_left_receives_nothing(queue):
     scope = fresh_scope()
     _add(scope, "an apple")
-    assert vector_upkeep.drain(lambda: vector_upkeep.CONSUME_MIN_S - 0.1) == vector_upkeep.Drained()
+    assert vector_upkeep.drain(lambda: vector_upkeep.ROUND_MIN_S - 0.1) == vector_upkeep.Drained()
     assert _held(queue) == (1, 0), "left for the next drain, never received"
 
 
 def test_a_message_that_is_not_a_json_object_is_dropped(queue):
     for body in ("not json", "[1, 2]"):
         aws_clients.client("sqs").send_message(QueueUrl=queue, MessageBody=body)
-    drained = vector_upkeep.drain(lambda: 60.0)
+    drained = vector_upkeep.drain(lambda: 300.0)
     assert (drained.messages, drained.again) == (2, 0)
     assert _held(queue) == (0, 0)
 
@@ -167,7 +168,7 @@ def test_the_handler_drains_on_the_schedules_event_and_consumes_a_batch_otherwis
     class Context:
         @staticmethod
         def get_remaining_time_in_millis() -> int:
-            return 60_000
+            return 600_000
 
     scope = fresh_scope()
     added = _add(scope, "a cloud")
@@ -187,8 +188,26 @@ def test_a_round_keeps_a_groups_messages_together_so_a_chunk_edge_splits_one_put
     team = fresh_scope()
     a, b = (Scope(team.team_id, team.agent_id, users[g], "s") for g in (0, 1))
     ids = [_add(scope, f"apple {n}") for n in range(2) for scope in (a, b)]
-    drained = vector_upkeep.drain(lambda: 60.0)
+    drained = vector_upkeep.drain(lambda: 300.0)
     assert (drained.messages, drained.again) == (4, 0)
     assert sorted(puts) == sorted([(vectors.index_of(a.team_id, a.agent_id, _where(a).epoch, 3, u, 2).name, 2)
                                    for u in (a.user_id, b.user_id)])  # fmt: skip
     assert _stored(a) == sorted(ids[0::2]) and _stored(b) == sorted(ids[1::2])
+
+
+def test_a_steady_trickle_of_writes_never_holds_a_round_open(queue, monkeypatch):
+    """A receive that always brings a message (a writer never pausing): the round ends when its
+    gathering time is up, and no round follows a short one."""
+    monkeypatch.setattr(vector_upkeep, "GATHER_S", 0.2)
+    sent = iter(range(10**6))
+
+    def receive(most: int) -> list[embed_queue.Received]:
+        time.sleep(0.01)  # one message a long poll brings as soon as it comes
+        return [embed_queue.Received(f"m{next(sent)}", "handle", "[]")]
+
+    monkeypatch.setattr(embed_queue, "receive", receive)
+    deleted: list[str] = []
+    monkeypatch.setattr(embed_queue, "delete", lambda done: deleted.extend(m.message_id for m in done) or len(done))
+    drained = vector_upkeep.drain(lambda: 300.0)
+    assert drained.rounds == 1 and 0 < drained.messages < vector_upkeep.DRAIN_ROUND
+    assert len(deleted) == drained.messages, "every message it received was done (here: dropped)"

@@ -202,8 +202,10 @@ def drained_batch(minutes: int = DRAIN_MINUTES) -> float:
 
 def _batch_shares(b: float, drained: bool = True) -> tuple[float, float, float, float]:
     """An add's share of a batch of ``b`` adds: (PutVectors, Lambda requests, SQS requests, round
-    trips) — a drain's batch also waits out its last receive's long poll."""
-    trips = (BATCH_SEQUENTIAL_CALLS + (DRAIN_WAIT_TRIPS if drained else 0)) / b
+    trips) — a drain also makes the receives and deletes itself (the event source's are Lambda's)
+    and waits out its last receive's long poll."""
+    own = DRAIN_WAIT_TRIPS + 2 * math.ceil(b / 10) if drained else 0
+    trips = (BATCH_SEQUENTIAL_CALLS + own) / b
     return puts_per_add(b), 1 + 1 / b, 1 + 2 * math.ceil(b / 10) / b, trips
 
 

@@ -42,9 +42,11 @@ class Timer:
     pool: FunctionPool
     stopping: threading.Event
     runs: int = 0
+    thread: threading.Thread | None = None
 
     def start(self) -> Timer:
-        threading.Thread(target=self._run, daemon=True, name=f"schedule-{self.function}").start()
+        self.thread = threading.Thread(target=self._run, daemon=True, name=f"schedule-{self.function}")
+        self.thread.start()
         return self
 
     def _run(self) -> None:
@@ -53,7 +55,11 @@ class Timer:
 
     def fire(self) -> None:
         self.runs += 1
-        outcome = self.pool.invoke(self.function, self.event)
+        try:
+            outcome = self.pool.invoke(self.function, self.event)
+        except Exception:  # the schedule outlives a run that could not even start, as EventBridge's does
+            log.exception("scheduled run of %s could not run", self.function)
+            return
         if outcome.error is not None:
             log.warning("scheduled run of %s failed", self.function)
 
@@ -71,6 +77,11 @@ def start(deployment: Deployment, pool: FunctionPool) -> list[Timer]:
     return timers
 
 
-def stop(timers: list[Timer]) -> None:
+def stop(timers: list[Timer], wait_s: float = 2.0) -> None:
+    """No run starts from here on; one running is waited for ``wait_s`` at most (it fails once the
+    stack's function environments are closed)."""
     for timer in timers:
         timer.stopping.set()
+    for timer in timers:
+        if timer.thread is not None:
+            timer.thread.join(wait_s)

@@ -39,10 +39,12 @@ CONSUME_CHUNK = vectors.PUT_BATCH  # ids embedded together at most (one PutVecto
 CONSUME_MIN_S = 5.0  # a chunk is not begun with less time than this left: its messages come again
 
 
-DRAIN_ROUND = 1_000  # messages a drain's round gathers before it puts their vectors
-# A round's messages are done within this of its first receive: well inside the queue's 660 s
-# visibility timeout, so none of them is received again while its round runs.
+DRAIN_ROUND = 1_000  # messages a drain's round gathers at most before it puts their vectors
+GATHER_S = 30.0  # a round gathers for this long at most: a steady trickle of writes never holds it open
+# A round's messages are done within this of its first receive, and a run (600 s) ends before the
+# first message it received could come back to it (the queue's 660 s visibility timeout).
 ROUND_BUDGET_S = 420.0
+ROUND_MIN_S = 60.0  # a round is begun only with this much of the invocation left: its messages get done
 
 
 @dataclass
@@ -67,23 +69,25 @@ def body_of(message_id: str, raw: str) -> dict[str, Any] | None:
 
 
 def drain(remaining_s: Callable[[], float]) -> Drained:
-    """Take the embedding queue whole, as a scheduled run does (``VectorDrainMinutes``, the queue's
-    event source off): rounds of up to DRAIN_ROUND messages, each round's vectors put as ``consume``
-    puts a batch's (every message of one memory's group of users in that round shares a
-    ``PutVectors``) and its handled messages deleted. A message to try again is not deleted: it
-    comes back after the visibility timeout, to a later drain. Ends when a receive finds the
-    queue empty, or with less than CONSUME_MIN_S left."""
+    """Take the embedding queue, as a scheduled run does (``VectorDrainMinutes``, the queue's event
+    source off): rounds of up to DRAIN_ROUND messages gathered for GATHER_S at most, each round's
+    vectors put as ``consume`` puts a batch's (every message of one memory's group of users in that
+    round shares a ``PutVectors``) and its handled messages deleted. A message to try again is not
+    deleted: it comes back after the visibility timeout, to a later run. Another round follows only
+    a full one (a backlog); a round ends short when a receive finds the queue empty or its
+    gathering time is up, and none begins with less than ROUND_MIN_S left, so no message is
+    received only to be left undone."""
     drained = Drained()
-    empty = False
-    while not empty and remaining_s() >= CONSUME_MIN_S:
+    full = True
+    while full and remaining_s() >= ROUND_MIN_S:
         began = time.monotonic()
         received: list[embed_queue.Received] = []
-        while len(received) < DRAIN_ROUND and remaining_s() >= CONSUME_MIN_S:
+        while len(received) < DRAIN_ROUND and time.monotonic() - began < GATHER_S:
             got = embed_queue.receive(DRAIN_ROUND - len(received))
-            empty = not got
-            if empty:
+            if not got:
                 break
             received += got
+        full = len(received) >= DRAIN_ROUND
         if not received:
             break
         bodies = [(m.message_id, body) for m in received if (body := body_of(m.message_id, m.body)) is not None]
