@@ -8,7 +8,7 @@ meaning; an item erased before its batch ran gets no vector."""
 from __future__ import annotations
 
 from helpers import TABLES, eventually, make_scope, ok, own_stack, scan, stored_vectors
-from test_vectors import add_messages, add_record, calls_of, semantic, vectors_of, wait_for_vectors
+from test_vectors import add_messages, add_record, calls_of, semantic, two_memories_write, vectors_of, wait_for_vectors
 
 WINDOW_S = 8  # long enough that the writes below fall into one batch on a busy machine
 stack, api, hooks = own_stack("Enabled", vectors_batched_s=WINDOW_S)
@@ -26,12 +26,8 @@ def _index_of(call: dict) -> str:
 
 
 def test_writes_queue_their_embeddings_and_one_put_carries_a_memorys_batch(api, hooks):
-    scope, other = make_scope(), make_scope()
     seq = hooks.last_seq()
-    ids = add_messages(api, scope, "I adopted a small dog named Rex")
-    ids += add_messages(api, scope, "We walk along the river every morning", session="s2")
-    ids.append(add_record(api, scope, "Rex is a beagle", background="pets"))
-    theirs = add_messages(api, other, "my sister plays the cello")
+    scope, other, ids, theirs = two_memories_write(api)
     # the writes embedded their items but put no vector: their vectors wait, and were queued
     assert len(calls_of(hooks, seq, "InvokeModel", "MemoryFunction")) == 4
     assert calls_of(hooks, seq, "PutVectors", "MemoryFunction") == []

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from helpers import TABLES, eventually, make_scope, own_stack, scan, stored_vectors
-from test_vectors import add_messages, add_record, calls_of, semantic
+from helpers import TABLES, eventually, own_stack, scan, stored_vectors
+from test_vectors import calls_of, semantic, two_memories_write
 
 stack, api, hooks = own_stack("Enabled", vectors_batched_s=1, vectors_drain_min=60)
 
@@ -21,12 +21,8 @@ def _waiting() -> set[str]:
 def test_the_schedule_replaces_the_event_source_and_its_run_puts_a_memorys_writes_together(stack, api, hooks):
     [timer] = [t for t in stack._timers if t.function == "EmbedFunction"]
     assert (timer.period_s, timer.event) == (3600.0, {"drain": True}), "the template's schedule, fired locally"
-    scope, other = make_scope(), make_scope()
     seq = hooks.last_seq()
-    ids = add_messages(api, scope, "I adopted a small dog named Rex")
-    ids += add_messages(api, scope, "We walk along the river every morning", session="s2")
-    ids.append(add_record(api, scope, "Rex is a beagle", background="pets"))
-    theirs = add_messages(api, other, "my sister plays the cello")
+    scope, other, ids, theirs = two_memories_write(api)
     assert semantic(api, scope, "conversation", "puppy")[:1] == [ids[0]], "found by meaning from what waits"
     time.sleep(3)  # the event source's 1 s window would have run by now, were it on
     assert calls_of(hooks, seq, "ReceiveMessage", "EmbedFunction") == [], "the event source is off"

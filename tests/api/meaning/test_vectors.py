@@ -55,6 +55,16 @@ def add_record(api, scope: Scope, content: str, **fields: Any) -> str:
     return str(ok(api.post("/v3/atomic/add", scope.body(content=content, **fields)))["id"])
 
 
+def two_memories_write(api) -> tuple[Scope, Scope, list[str], list[str]]:
+    """Writes of two memories, to be put by a batch or a drain: in one, two messages of two sessions
+    and a record; in the other, a message. (scope, other, the first's ids, the other's)."""
+    scope, other = make_scope(), make_scope()
+    ids = add_messages(api, scope, "I adopted a small dog named Rex")
+    ids += add_messages(api, scope, "We walk along the river every morning", session="s2")
+    ids.append(add_record(api, scope, "Rex is a beagle", background="pets"))
+    return scope, other, ids, add_messages(api, other, "my sister plays the cello")
+
+
 def semantic(api, scope: Scope, route: str, query: str, **fields: Any) -> list[str]:
     data = ok(api.post(f"/v3/{route}/search", scope.body(query=query, mode="semantic", limit=20, **fields)))
     key = "messages" if route == "conversation" else "items"
