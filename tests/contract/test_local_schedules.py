@@ -6,13 +6,14 @@ exactly when the drain is off."""
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from typing import Any
 
 import pytest
 from memory_hub_local import event_sources, schedules
-from memory_hub_local.template import deploy
+from memory_hub_local.template import deploy, load_raw
 
 SECRETS = {"TokenSecret": "arn:aws:secretsmanager:us-east-1:000000000000:secret:t", "LlmApiKey": "arn:x"}
 
@@ -41,15 +42,26 @@ def _drain(deployment: Any) -> list[Any]:
     return list(deployment.functions["EmbedFunction"].schedules)
 
 
-def test_the_drain_is_scheduled_only_when_the_event_source_is_off():
+def test_the_drain_is_scheduled_only_with_vector_drain_minutes_and_its_queue_is_never_polled():
     drained = _deployment(VectorWrites="Batched", VectorDrainMinutes="30")
     [drain] = _drain(drained)
     assert (schedules.period_s(drain.expression), drain.event) == (1800.0, {"drain": True})
-    assert "EmbedFunction" not in {s.function for s in event_sources.sources(drained)}
+    environment = drained.functions["MemoryFunction"].environment
+    assert environment["VECTOR_QUEUE_URL"] and environment["VECTOR_QUEUE_URL"] != environment["EMBED_QUEUE_URL"]
+    polled = {s.queue_url for s in event_sources.sources(drained) if s.function == "EmbedFunction"}
+    assert polled == {environment["EMBED_QUEUE_URL"]}, "what a write could not embed: within minutes"
     for parameters in ({"VectorWrites": "Batched", "VectorDrainMinutes": "0"}, {"VectorWrites": "Immediate"}):
-        polled = _deployment(**parameters)
-        assert _drain(polled) == [], parameters
-        assert "EmbedFunction" in {s.function for s in event_sources.sources(polled)}, parameters
+        deployment = _deployment(**parameters)
+        assert _drain(deployment) == [], parameters
+        assert deployment.functions["MemoryFunction"].environment["VECTOR_QUEUE_URL"] == "", parameters
+
+
+def test_a_mapping_that_is_off_polls_nothing(monkeypatch):
+    deployment = _deployment()
+    raw = copy.deepcopy(load_raw())
+    raw["Resources"]["EmbedFunction"]["Properties"]["Events"]["Queue"]["Properties"]["Enabled"] = False
+    monkeypatch.setattr(event_sources, "load_raw", lambda: raw)
+    assert "EmbedFunction" not in {s.function for s in event_sources.sources(deployment)}
 
 
 class _Pool:

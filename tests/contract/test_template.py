@@ -206,45 +206,58 @@ def test_scheduled_functions_have_a_schedule_and_a_watched_dead_letter_queue(tem
         ), f"nobody watches {queue}"
 
 
-def test_a_drain_replaces_the_embedding_queues_event_source_and_finishes_inside_its_visibility(template):
-    """VectorDrainMinutes: the schedule runs EmbedFunction with ``{"drain": true}`` exactly when the
-    queue's event source is off (never both, never neither), a drain's run ends before a message
-    it received could come back, and its failed run loses nothing (what it did not delete stays in
-    EmbedQueue, whose dead-letter queue is watched)."""
+def test_a_drain_takes_the_waiting_vectors_queue_on_a_schedule_and_finishes_inside_its_visibility(template):
+    """VectorDrainMinutes: the batched writes' waiting vectors go to VectorQueue, which only the
+    schedule's runs of EmbedFunction (``{"drain": true}``) take; what a write could not embed stays on
+    EmbedQueue and its event source (retried within minutes). A run ends before a message it
+    received could come back, a failed run waits for the next, runs never overlap, and someone is
+    told when nothing takes the queue."""
     parameter = template["Parameters"]["VectorDrainMinutes"]
     assert parameter["Default"] == 60 and 0 in parameter["AllowedValues"]
     assert template["Conditions"]["VectorsDrained"] == {
         "Fn::And": [{"Condition": "VectorsBatched"}, {"Fn::Not": [{"Fn::Equals": [{"Ref": "VectorDrainMinutes"}, 0]}]}]
     }
-    props = template["Resources"]["EmbedFunction"]["Properties"]
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["VECTOR_QUEUE_URL"] == {"Fn::If": ["VectorsDrained", {"Ref": "VectorQueue"}, ""]}
+    resources = template["Resources"]
+    props = resources["EmbedFunction"]["Properties"]
     events = props["Events"]
-    assert events["Queue"]["Properties"]["Enabled"] == {"Fn::If": ["VectorsDrained", False, True]}
+    polled = {e["Properties"]["Queue"]["Fn::GetAtt"][0] for e in events.values() if e["Type"] == "SQS"}
+    assert polled == {"EmbedQueue"} and "Enabled" not in events["Queue"]["Properties"], "no event source on VectorQueue"
     drain = events["Drain"]["Properties"]
     assert drain["State"] == {"Fn::If": ["VectorsDrained", "ENABLED", "DISABLED"]}
     assert drain["Schedule"]["Fn::If"][1] == {"Fn::Sub": "rate(${VectorDrainMinutes} minutes)"}
     assert json.loads(drain["Input"]) == {"drain": True}
     from memory_hub.domain import vector_upkeep
 
-    visibility = template["Resources"]["EmbedQueue"]["Properties"]["VisibilityTimeout"]
     _, drained_timeout, polled_timeout = props["Timeout"]["Fn::If"]
-    # Lambda refuses an event source mapping (even one that is off) on a queue whose visibility
-    # timeout is below the function's; and a run must end before what it received comes back
-    assert vector_upkeep.ROUND_BUDGET_S + vector_upkeep.CONSUME_MIN_S < drained_timeout < visibility
+    for queue in ("EmbedQueue", "VectorQueue"):
+        visibility = resources[queue]["Properties"]["VisibilityTimeout"]
+        # Lambda refuses an event source whose queue's visibility is below the function's timeout;
+        # and a run must end before what it received comes back
+        assert vector_upkeep.ROUND_BUDGET_S + vector_upkeep.CONSUME_MIN_S < drained_timeout < visibility, queue
+        dlq = resources[queue]["Properties"]["RedrivePolicy"]
+        assert dlq["deadLetterTargetArn"] == {"Fn::GetAtt": ["EmbedDeadLetterQueue", "Arn"]}, queue
     assert polled_timeout < drained_timeout < min(v for v in parameter["AllowedValues"] if v) * 60, "no overlap"
     assert props["EventInvokeConfig"] == {"MaximumRetryAttempts": 0}, "a failed run waits for the next"
-    retention = template["Resources"]["EmbedQueue"]["Properties"]["MessageRetentionPeriod"]
-    receives = template["Resources"]["EmbedQueue"]["Properties"]["RedrivePolicy"]["maxReceiveCount"]
+    retention = resources["VectorQueue"]["Properties"]["MessageRetentionPeriod"]
+    receives = resources["VectorQueue"]["Properties"]["RedrivePolicy"]["maxReceiveCount"]
     assert receives * max(parameter["AllowedValues"]) * 60 < retention, "a message meets its tries before it expires"
-    # and someone is told when nothing takes the queue: its oldest message older than five runs' tries
     [age] = [
         a["Properties"]
         for a in _of_type(template, "AWS::CloudWatch::Alarm").values()
         if a["Properties"]["MetricName"] == "ApproximateAgeOfOldestMessage"
         and a["Properties"]["Dimensions"]
-        == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["EmbedQueue", "QueueName"]}}]
+        == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["VectorQueue", "QueueName"]}}]
     ]
     assert receives * max(parameter["AllowedValues"]) * 60 <= age["Threshold"] < retention
     assert age["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    # whoever queues embeddings may queue to both; the drain consumes both
+    both = [{"Fn::GetAtt": ["EmbedQueue", "Arn"]}, {"Fn::GetAtt": ["VectorQueue", "Arn"]}]
+    statements = [st for f in _functions(template).values() for st, _ in _inline_statements(f)]
+    senders = [st for st in statements if st.get("Sid") == "QueueEmbeddings"]
+    assert senders and all(st["Resource"] == both for st in senders)
+    assert [st["Resource"] for st in statements if st.get("Sid") == "ConsumeEmbedQueue"] == [both]
 
 
 SELF_INVOKING = {"ClearFunction", "TransferFunction"}  # purge and job continuations
@@ -650,12 +663,12 @@ RECALL_ACTIONS = {
     },
 }
 # The queues each function may use (by logical id), and what for.
-QUEUES = {
-    "MemoryFunction": {"EmbedQueue", "FormationQueue"},  # embeddings; formation runs after an add
-    "TransferFunction": {"EmbedQueue", "FormationQueue"},
+QUEUES = {  # embeddings (and the drain's waiting vectors); formation runs after an add
+    "MemoryFunction": {"EmbedQueue", "VectorQueue", "FormationQueue"},
+    "TransferFunction": {"EmbedQueue", "VectorQueue", "FormationQueue"},
     "DeleteFunction": {"FormationQueue"},  # a removed formed file is formed again
-    "EmbedFunction": {"EmbedQueue"},
-    "FormationFunction": {"EmbedQueue", "FormationQueue"},
+    "EmbedFunction": {"EmbedQueue", "VectorQueue"},
+    "FormationFunction": {"EmbedQueue", "VectorQueue", "FormationQueue"},
     "CleanupFunction": {"FormationQueue"},  # an abandoned import's undo may remove formed files
 }
 VECTOR_BUCKETS = [f"VectorBucket{i}" for i in range(4)]
@@ -730,9 +743,10 @@ def test_vector_actions_name_only_the_stacks_vector_buckets_and_their_indexes(te
         queues = set()
         for statement, _ in _inline_statements(function):
             if any(a.startswith("sqs:") for a in _action_list(statement)):
-                resource = statement["Resource"]
-                assert isinstance(resource, dict) and resource["Fn::GetAtt"][1] == "Arn", name
-                queues.add(resource["Fn::GetAtt"][0])
+                named = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+                for resource in named:
+                    assert isinstance(resource, dict) and resource["Fn::GetAtt"][1] == "Arn", name
+                    queues.add(resource["Fn::GetAtt"][0])
         assert queues == QUEUES.get(name, set()), f"{name}: {sorted(queues)}"
 
 

@@ -1,11 +1,13 @@
-"""The scheduled drain of the embedding queue (``VectorDrainMinutes``: the queue's event source off,
-``EmbedFunction`` receiving the queue itself, ``domain/vector_upkeep.drain``), against moto's SQS in
-process: it takes the queue whole, puts the vectors that waited of one memory's group of users with
-one ``PutVectors`` however many writes queued them, deletes the messages it did and leaves those to
-try again for a later drain, in rounds, and drops a message that is not a JSON object."""
+"""The scheduled drain of batched writes' waiting vectors (``VectorDrainMinutes``: they are queued to
+VectorQueue, which ``EmbedFunction`` receives itself, ``domain/vector_upkeep.drain``), against moto's
+SQS in process: it takes the queue whole, puts the vectors that waited of one memory's group of
+users with one ``PutVectors`` however many writes queued them, deletes the messages it did and
+leaves those to try again for a later drain, in rounds, and drops a message that is not a JSON
+object; what a write could not embed still goes to EmbedQueue (its event source: within minutes)."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
@@ -29,16 +31,20 @@ def _model(model_id: str, dimensions: int, texts: list[str], deadline_s: float) 
 
 @pytest.fixture
 def queue(aws, monkeypatch) -> Any:
-    """Meaning on, batched writes into an embedding queue of the test's own (moto's state outlives
-    a test), 3-dimensional vectors, one group of users a memory; the queue's URL."""
-    url = aws_clients.client("sqs").create_queue(QueueName=f"embed-{uuid.uuid4().hex}")["QueueUrl"]
+    """Meaning on, batched writes drained from a VectorQueue of the test's own beside an EmbedQueue
+    (moto's state outlives a test), 3-dimensional vectors, one group of users a memory; the
+    drained queue's URL (the other's in ``EMBED_QUEUE_URL``)."""
+    sqs = aws_clients.client("sqs")
+    url = sqs.create_queue(QueueName=f"vectors-{uuid.uuid4().hex}")["QueueUrl"]
+    retries = sqs.create_queue(QueueName=f"embed-{uuid.uuid4().hex}")["QueueUrl"]
     env = {
         "EMBEDDINGS": "Enabled",
         "EMBEDDING_DIMENSIONS": "3",
         "VECTOR_BUCKETS": BUCKETS,
         "VECTOR_WRITES": "Batched",
         "VECTOR_GROUPS": "1",
-        "EMBED_QUEUE_URL": url,
+        "EMBED_QUEUE_URL": retries,
+        "VECTOR_QUEUE_URL": url,
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -211,3 +217,26 @@ def test_a_steady_trickle_of_writes_never_holds_a_round_open(queue, monkeypatch)
     drained = vector_upkeep.drain(lambda: 300.0)
     assert drained.rounds == 1 and 0 < drained.messages < vector_upkeep.DRAIN_ROUND
     assert len(deleted) == drained.messages, "every message it received was done (here: dropped)"
+
+
+def test_what_a_write_could_not_embed_goes_to_the_queue_retried_within_minutes(queue, monkeypatch):
+    """The drain's queue carries waiting vectors only: an item the request could not embed (the
+    model throttled) is queued to EmbedQueue, whose event source embeds it within minutes, not at
+    the next drain; in one write, the other item waits for the drain."""
+
+    def model(model_id: str, dimensions: int, texts: list[str], deadline_s: float) -> list[Any]:
+        return [embeddings.RETRY if "boat" in t else v for t, v in zip(texts, _model("", 3, texts, 0), strict=True)]
+
+    monkeypatch.setattr(embeddings, "embed_many", model)
+    scope = fresh_scope()
+    waits, failed = conversation.add(
+        scope, [{"role": "user", "content": "an apple"}, {"role": "user", "content": "a boat"}], writer(scope)
+    ).accepted_ids
+    retries = get_settings().embed_queue_url
+    assert retries and retries != queue
+    assert _held(queue) == (1, 0) and _held(retries) == (1, 0)
+    [message] = aws_clients.client("sqs").receive_message(QueueUrl=retries)["Messages"]
+    assert json.loads(message["Body"])["ids"] == [failed] and "waiting" not in json.loads(message["Body"])
+    assert _waiting(scope) == [waits]
+    assert vector_upkeep.drain(lambda: 300.0).messages == 1, "the drain takes its own queue only"
+    assert _stored(scope) == [waits] and _held(retries) == (0, 1)

@@ -1,14 +1,16 @@
 """Batched vector writes drained on a schedule (the template's defaults: ``VectorWrites: Batched``,
-``VectorDrainMinutes: 60``): the embedding queue's event source is off, the writes' vectors wait in
-DynamoDB (found by meaning from what waits) until EmbedFunction's scheduled run receives the whole
-queue and puts each memory group's vectors with one ``PutVectors``, under its own IAM policy."""
+``VectorDrainMinutes: 60``): the writes' vectors wait in DynamoDB (found by meaning from what waits)
+and are queued to VectorQueue, which no event source polls, until EmbedFunction's scheduled run
+receives it whole and puts each memory group's vectors with one ``PutVectors``, under its own IAM
+policy; what a write could not embed goes to EmbedQueue, whose event source embeds it within
+minutes, without waiting for the drain."""
 
 from __future__ import annotations
 
 import time
 
 from helpers import TABLES, eventually, own_stack, scan, stored_vectors
-from test_vectors import calls_of, semantic, two_memories_write
+from test_vectors import THROTTLED, add_messages, calls_of, semantic, two_memories_write, wait_for_vector
 
 stack, api, hooks = own_stack("Enabled", vectors_batched_s=1, vectors_drain_min=60)
 
@@ -24,8 +26,8 @@ def test_the_schedule_replaces_the_event_source_and_its_run_puts_a_memorys_write
     seq = hooks.last_seq()
     scope, other, ids, theirs = two_memories_write(api)
     assert semantic(api, scope, "conversation", "puppy")[:1] == [ids[0]], "found by meaning from what waits"
-    time.sleep(3)  # the event source's 1 s window would have run by now, were it on
-    assert calls_of(hooks, seq, "ReceiveMessage", "EmbedFunction") == [], "the event source is off"
+    time.sleep(3)  # EmbedQueue's event source (a 1 s window here) would have put them by now
+    assert calls_of(hooks, seq, "PutVectors", "EmbedFunction") == [], "nothing polls the drain's queue"
     assert set(ids + theirs) <= _waiting() and not set(ids + theirs) & set(stored_vectors())
 
     drained = api.invoke("EmbedFunction", {"drain": True})
@@ -40,3 +42,16 @@ def test_the_schedule_replaces_the_event_source_and_its_run_puts_a_memorys_write
     assert semantic(api, other, "conversation", "puppy") == [theirs[0]]
     again = api.invoke("EmbedFunction", {"drain": True})
     assert again == {"messages": 0, "again": 0, "rounds": 0}, "the queue was taken whole"
+
+
+def test_what_a_write_could_not_embed_is_embedded_within_minutes_not_at_the_next_drain(api, hooks):
+    scope, _, _, _ = two_memories_write(api)
+    seq = hooks.last_seq()
+    hook = hooks.add({"operation": "InvokeModel", "function": "MemoryFunction"}, "fail", None, THROTTLED)
+    try:
+        [message] = add_messages(api, scope, "the zebra crossing on Elm street")
+    finally:
+        hooks.remove(hook)
+    wait_for_vector(scope, message)  # EmbedQueue's event source, no drain
+    assert [c["status"] for c in calls_of(hooks, seq, "PutVectors", "EmbedFunction")][-1:] == [200]
+    assert semantic(api, scope, "conversation", "pedestrian crossing")[:1] == [message]

@@ -57,6 +57,7 @@ class Settings(BaseModel):
     embedding_dimensions: int = Field(1024, ge=1, le=4096)
     vector_buckets: tuple[str, ...] = ()
     embed_queue_url: str | None = None
+    vector_queue_url: str | None = None  # VectorDrainMinutes: waiting vectors, drained on a schedule
     embed_budget_s: float = Field(3.0, ge=0, le=20)
     # True (VectorWrites Batched): a write keeps its vectors waiting in DynamoDB and queues them
     # (the queue's consumer puts the vectors of one memory together, one PutVectors for many
@@ -99,6 +100,7 @@ ENVIRONMENT = {
     "embedding_dimensions": "EMBEDDING_DIMENSIONS",
     "vector_buckets": "VECTOR_BUCKETS",
     "embed_queue_url": "EMBED_QUEUE_URL",
+    "vector_queue_url": "VECTOR_QUEUE_URL",
     "embed_budget_s": "MEMORY_HUB_EMBED_BUDGET_S",
     "vectors_batched": "VECTOR_WRITES",
     "vector_groups": "VECTOR_GROUPS",

@@ -124,6 +124,7 @@ class Outcome:
     reaped: int = 0
     waiting: int = 0  # vectors left waiting for the consumer's put (batched writes)
     overtaken: list[str] = field(default_factory=list)  # put for a text their items no longer hold: deleted
+    waited: list[str] = field(default_factory=list)  # the ids whose vectors were put to wait
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -293,6 +294,7 @@ def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome)
     waiting_vectors.put(
         (where.item_pk(i.layer, i.user_id), i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made
     )
+    outcome.waited += [i.id for i, _ in made]
     gone: list[tuple[str, str]] = []
     for (layer, user_id), group in _groups(i for i, _ in made).items():
         live = live_items(where, layer, user_id, [i.id for i in group])
@@ -320,7 +322,7 @@ def _queue(where: Where, layer: str, user_id: str, ids: list[str], *, waiting: b
             }
             if waiting:
                 body["waiting"] = True
-            if not embed_queue.send(body):
+            if not embed_queue.send(body, waiting=waiting):
                 return False
         count_event("EmbeddingsQueued", len(ids))
         return True
@@ -354,11 +356,14 @@ def embed_after_write(
             logger.exception("embedding after a write failed; queued")
             retry = [i.id for i in items]
     if retry:
-        wanted = set(retry)
+        wanted, waited = set(retry), set(outcome.waited)
         for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
-            ids = [i.id for i in group]
-            if _queue(where, layer, user_id, ids, waiting=batched):
-                outcome.queued += len(ids)
+            # what waits, for the batch's put (or the drain's); what could not be embedded, to be
+            # embedded within minutes
+            for waits in (True, False):
+                ids = [i.id for i in group if (i.id in waited) == waits]
+                if ids and _queue(where, layer, user_id, ids, waiting=waits):
+                    outcome.queued += len(ids)
     return outcome
 
 
@@ -390,7 +395,7 @@ def after_update(where: Where, after: Record | None) -> None:
             _erase_stored(where, mine)
         else:
             erase(where, mine)  # a vector waiting still holds the old text
-        _queue(where, L1, after.user_id, [after.id], waiting=True)
+        _queue(where, L1, after.user_id, [after.id], waiting=after.id in outcome.waited)
         return
     else:
         try:

@@ -1,7 +1,9 @@
-"""The queue of embeddings still to make (Amazon SQS): a message names items by id, never by content.
+"""The queues of embeddings still to make (Amazon SQS): a message names items by id, never by content.
 
-Its event source runs ``EmbedFunction`` on batches; with ``VectorDrainMinutes`` that source is off
-and the function drains the queue itself on a schedule (``receive``, then ``delete`` what it did)."""
+``EmbedQueue``'s event source runs ``EmbedFunction`` on batches: what a write could not embed, and
+batched writes' waiting vectors. With ``VectorDrainMinutes`` the waiting vectors go to
+``VectorQueue`` instead (``send(…, waiting=True)``), which the function drains itself on a schedule
+(``receive``, then ``delete`` what it did), so a failed embedding is still retried within minutes."""
 
 from __future__ import annotations
 
@@ -30,9 +32,16 @@ class Received:
     body: str
 
 
-def send(body: dict[str, Any]) -> bool:
-    """Queue one message; False when the stack has no queue."""
-    url = get_settings().embed_queue_url
+def _drained_url() -> str | None:
+    """The queue a drain takes: VectorQueue with ``VectorDrainMinutes``, else EmbedQueue."""
+    settings = get_settings()
+    return settings.vector_queue_url or settings.embed_queue_url
+
+
+def send(body: dict[str, Any], *, waiting: bool = False) -> bool:
+    """Queue one message (``waiting``: of vectors waiting in DynamoDB, for the drain's queue when
+    there is one); False when the stack has no queue."""
+    url = _drained_url() if waiting else get_settings().embed_queue_url
     if not url:
         return False
     aws.client("sqs").send_message(QueueUrl=url, MessageBody=json.dumps(body, separators=(",", ":")))
@@ -40,9 +49,9 @@ def send(body: dict[str, Any]) -> bool:
 
 
 def receive(most: int) -> list[Received]:
-    """Up to ``most`` (at most RECEIVE_MAX) messages; none when the queue is empty (or the stack has none).
-    They stay invisible to other receives for the queue's visibility timeout."""
-    url = get_settings().embed_queue_url
+    """Up to ``most`` (at most RECEIVE_MAX) messages of the drain's queue; none when it is empty (or
+    the stack has none). They stay invisible to other receives for the queue's visibility timeout."""
+    url = _drained_url()
     if not url or most <= 0:
         return []
     answer = aws.client("sqs").receive_message(
@@ -52,9 +61,9 @@ def receive(most: int) -> list[Received]:
 
 
 def delete(done: Sequence[Received]) -> int:
-    """Delete received messages (RECEIVE_MAX a call); the number SQS deleted. One it did not
-    delete comes back after the visibility timeout, and doing it again does nothing new."""
-    url = get_settings().embed_queue_url
+    """Delete messages ``receive`` brought (RECEIVE_MAX a call); the number SQS deleted. One it did
+    not delete comes back after the visibility timeout, and doing it again does nothing new."""
+    url = _drained_url()
     deleted = 0
     for start in range(0, len(done), RECEIVE_MAX) if url else ():
         chunk = done[start : start + RECEIVE_MAX]
