@@ -1,8 +1,9 @@
 """EmbedFunction: puts the vectors of batched writes (``VectorWrites: Batched``) and makes the
 embeddings a write could not make in its own time (Bedrock throttled or failing, or a write of many
-items), from the embedding queue. Two ways in: an SQS event source mapping with partial batch
-responses, or, with ``VectorDrainMinutes``, a schedule whose event (``{"drain": true}``) has it
-receive the whole queue itself, so that the writes of a longer window share each ``PutVectors``.
+items), from the embedding queues. Two ways in: EmbedQueue's event source mapping with partial
+batch responses, and, with ``VectorDrainMinutes``, a schedule whose event (``{"drain": true}``) has
+it receive VectorQueue (the batched writes' waiting vectors) itself, so that the writes of a longer
+window share each ``PutVectors``.
 A message names items by id; an item erased meanwhile, or a message of a memory cleared since, does
 nothing. A message that fails again is delivered again later and, after a few tries, lands in the
 dead-letter queue — the scheduled cleanup backfills what is still missing either way."""

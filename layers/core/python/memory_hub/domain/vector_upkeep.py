@@ -1,7 +1,7 @@
 """The upkeep of a memory's vectors away from requests: the embedding queue's consumer
 (``consume``: the vectors of one memory's writes put together, those that waited in DynamoDB as
-they are, the others embedded now; ``drain``: the whole queue taken by a scheduled run, in rounds
-that ``consume`` each) and the scheduled cleanup's pass (``backfill``: indexes of
+they are, the others embedded now; ``drain``: the waiting vectors' queue taken by a scheduled
+run, in rounds that ``consume`` each) and the scheduled cleanup's pass (``backfill``: indexes of
 retired epochs and old vector sizes dropped, vectors of gone items swept, items without a vector
 of the current model embedded, oldest first). The rules they keep are ``meaning``'s."""
 
@@ -69,8 +69,8 @@ def body_of(message_id: str, raw: str) -> dict[str, Any] | None:
 
 
 def drain(remaining_s: Callable[[], float]) -> Drained:
-    """Take the embedding queue, as a scheduled run does (``VectorDrainMinutes``, the queue's event
-    source off): rounds of up to DRAIN_ROUND messages gathered for GATHER_S at most, each round's
+    """Take the queue of waiting vectors (``VectorDrainMinutes``: VectorQueue, which no event source
+    polls), as a scheduled run does: rounds of up to DRAIN_ROUND messages gathered for GATHER_S at most, each round's
     vectors put as ``consume`` puts a batch's (every message of one memory's group of users in that
     round shares a ``PutVectors``) and its handled messages deleted. A message to try again is not
     deleted: it comes back after the visibility timeout, to a later run. Another round follows only
