@@ -8,6 +8,7 @@ A message names items by id; an item erased meanwhile, or a message of a memory 
 nothing. A message that fails again is delivered again later and, after a few tries, lands in the
 dead-letter queue — the scheduled cleanup backfills what is still missing either way."""
 
+import time
 from typing import Any
 
 from memory_hub.clock import request_id
@@ -16,6 +17,10 @@ from memory_hub.observability import logger
 from memory_hub.settings import get_settings
 
 MARGIN_S = 5.0
+# A batch of an event source is done within this, whatever the function's timeout (600 s with a
+# drain): the queues' visibility timeout (660 s) is 6 x 60 s plus the longest batching window, as
+# Lambda advises for a 60 s consumer, so a batch is never delivered again while it runs.
+BATCH_BUDGET_S = 55.0
 
 get_settings()  # a missing setting fails the cold start, naming the variable
 
@@ -33,6 +38,11 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.info("embed drain", extra=done)
         return done
 
+    began = time.monotonic()
+
+    def batch_remaining_s() -> float:
+        return min(remaining_s(), BATCH_BUDGET_S - (time.monotonic() - began))
+
     bodies: list[tuple[str, dict[str, Any]]] = []
     for record in (event or {}).get("Records", []) if isinstance(event, dict) else []:
         message_id = str(record.get("messageId", ""))
@@ -40,6 +50,6 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if body is not None:
             bodies.append((message_id, body))
 
-    again = vector_upkeep.consume(bodies, remaining_s)
+    again = vector_upkeep.consume(bodies, batch_remaining_s)
     logger.info("embed", extra={"messages": len(bodies), "again": len(again)})
     return {"batchItemFailures": [{"itemIdentifier": m} for m in again]}

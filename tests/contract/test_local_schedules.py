@@ -54,6 +54,8 @@ def test_the_drain_is_scheduled_only_with_vector_drain_minutes_and_its_queue_is_
         deployment = _deployment(**parameters)
         assert _drain(deployment) == [], parameters
         assert deployment.functions["MemoryFunction"].environment["VECTOR_QUEUE_URL"] == "", parameters
+        queues = {s.queue_url for s in event_sources.sources(deployment) if s.function == "EmbedFunction"}
+        assert len(queues) == 2, "no drain: VectorQueue's own event source takes what is left in it"
 
 
 def test_a_mapping_that_is_off_polls_nothing(monkeypatch):

@@ -222,8 +222,10 @@ def test_a_drain_takes_the_waiting_vectors_queue_on_a_schedule_and_finishes_insi
     resources = template["Resources"]
     props = resources["EmbedFunction"]["Properties"]
     events = props["Events"]
-    polled = {e["Properties"]["Queue"]["Fn::GetAtt"][0] for e in events.values() if e["Type"] == "SQS"}
-    assert polled == {"EmbedQueue"} and "Enabled" not in events["Queue"]["Properties"], "no event source on VectorQueue"
+    polled = {e["Properties"]["Queue"]["Fn::GetAtt"][0]: e["Properties"] for e in events.values() if e["Type"] == "SQS"}
+    assert set(polled) == {"EmbedQueue", "VectorQueue"} and "Enabled" not in polled["EmbedQueue"]
+    # VectorQueue's own event source is on only when no drain takes it: what is left when it is turned off
+    assert polled["VectorQueue"]["Enabled"] == {"Fn::If": ["VectorsDrained", False, True]}
     drain = events["Drain"]["Properties"]
     assert drain["State"] == {"Fn::If": ["VectorsDrained", "ENABLED", "DISABLED"]}
     assert drain["Schedule"]["Fn::If"][1] == {"Fn::Sub": "rate(${VectorDrainMinutes} minutes)"}

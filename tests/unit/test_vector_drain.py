@@ -182,6 +182,11 @@ def test_the_handler_drains_on_the_schedules_event_and_consumes_a_batch_otherwis
     assert _stored(scope) == [added] and _held(queue) == (0, 0)
     batch = {"Records": [{"messageId": "m1", "body": "not json"}]}
     assert app.lambda_handler(batch, Context()) == {"batchItemFailures": []}
+    # an event source's batch keeps the 60 s consumer's time whatever the timeout (600 s with a drain)
+    given: list[float] = []
+    monkeypatch.setattr(vector_upkeep, "consume", lambda bodies, remaining_s: given.append(remaining_s()) or [])
+    app.lambda_handler({"Records": [{"messageId": "m2", "body": "{}"}]}, Context())
+    assert 0 < given[0] <= app.BATCH_BUDGET_S < 60
 
 
 def test_a_round_keeps_a_groups_messages_together_so_a_chunk_edge_splits_one_put_at_most(queue, monkeypatch, puts):
@@ -236,7 +241,28 @@ def test_what_a_write_could_not_embed_goes_to_the_queue_retried_within_minutes(q
     assert retries and retries != queue
     assert _held(queue) == (1, 0) and _held(retries) == (1, 0)
     [message] = aws_clients.client("sqs").receive_message(QueueUrl=retries)["Messages"]
-    assert json.loads(message["Body"])["ids"] == [failed] and "waiting" not in json.loads(message["Body"])
+    assert json.loads(message["Body"])["ids"] == [failed]
     assert _waiting(scope) == [waits]
     assert vector_upkeep.drain(lambda: 300.0).messages == 1, "the drain takes its own queue only"
     assert _stored(scope) == [waits] and _held(retries) == (0, 1)
+
+
+def test_a_write_that_failed_after_keeping_vectors_waiting_has_them_put_within_minutes(queue, monkeypatch, puts):
+    """The write kept its vectors waiting, then failed (reading its items back): its message goes
+    to EmbedQueue, flagged as waiting, so the consumer puts what waited and deletes it — not the
+    model again, and nothing left waiting for the drain or for the TTL."""
+    real = meaning.live_items
+    monkeypatch.setattr(meaning, "live_items", lambda *args: (_ for _ in ()).throw(RuntimeError("read failed")))
+    scope = fresh_scope()
+    added = _add(scope, "an apple")
+    monkeypatch.setattr(meaning, "live_items", real)
+    monkeypatch.setattr(vector_upkeep, "live_items", real)
+    retries = get_settings().embed_queue_url
+    assert _held(queue) == (0, 0) and _held(retries) == (1, 0) and _waiting(scope) == [added]
+    [message] = aws_clients.client("sqs").receive_message(QueueUrl=retries)["Messages"]
+    body = json.loads(message["Body"])
+    assert body["ids"] == [added] and body["waiting"] is True
+    asked: list[str] = []
+    monkeypatch.setattr(embeddings, "embed_many", lambda m, d, texts, s: asked.extend(texts) or _model(m, d, texts, s))
+    assert vector_upkeep.consume([("m", body)], lambda: 60.0) == []
+    assert asked == [] and _stored(scope) == [added] and _waiting(scope) == []

@@ -160,7 +160,7 @@ def test_a_queued_embedding_lands_in_its_users_group_index(grouped):
     scope = fresh_scope(one, "s1")
     _add(scope, "an apple")
     sent: list[dict] = []
-    grouped.setattr(meaning.embed_queue, "send", lambda body, waiting=False: sent.append(body) or True)
+    grouped.setattr(meaning.embed_queue, "send", lambda body, to_drain=False: sent.append(body) or True)
     grouped.setattr(
         embeddings, "embed_many", lambda model_id, dimensions, texts, deadline_s: [embeddings.RETRY] * len(texts)
     )

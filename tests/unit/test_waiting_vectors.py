@@ -49,7 +49,7 @@ def batched(aws, monkeypatch):
 
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(embeddings, "embed_many", model)
-    monkeypatch.setattr(meaning.embed_queue, "send", lambda body, waiting=False: sent.append(body) or True)
+    monkeypatch.setattr(meaning.embed_queue, "send", lambda body, to_drain=False: sent.append(body) or True)
     meaning._QUERIES.clear()
     yield sent, asked
     for name in env:

@@ -124,7 +124,7 @@ class Outcome:
     reaped: int = 0
     waiting: int = 0  # vectors left waiting for the consumer's put (batched writes)
     overtaken: list[str] = field(default_factory=list)  # put for a text their items no longer hold: deleted
-    waited: list[str] = field(default_factory=list)  # the ids whose vectors were put to wait
+    waited: list[str] = field(default_factory=list)  # the ids whose vectors wait (kept: not erased meanwhile)
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -294,7 +294,6 @@ def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome)
     waiting_vectors.put(
         (where.item_pk(i.layer, i.user_id), i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made
     )
-    outcome.waited += [i.id for i, _ in made]
     gone: list[tuple[str, str]] = []
     for (layer, user_id), group in _groups(i for i, _ in made).items():
         live = live_items(where, layer, user_id, [i.id for i in group])
@@ -302,12 +301,17 @@ def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome)
     if gone:
         waiting_vectors.delete(gone)
     outcome.waiting += len(made) - len(gone)
+    outcome.waited += [i.id for i, _ in made if (where.item_pk(i.layer, i.user_id), i.id) not in gone]
     outcome.reaped += len(gone)
 
 
-def _queue(where: Where, layer: str, user_id: str, ids: list[str], *, waiting: bool = False) -> bool:
+def _queue(
+    where: Where, layer: str, user_id: str, ids: list[str], *, waiting: bool = False, drain: bool = False
+) -> bool:
     """Queue the ids for the consumer (``waiting``: their vectors may be waiting in DynamoDB: the
-    consumer puts those and deletes them, whatever ``VectorWrites`` says by then)."""
+    consumer puts those and deletes them, whatever ``VectorWrites`` says by then). ``drain``: their
+    vectors surely wait, so they may wait for the drain's queue (with ``VectorDrainMinutes``);
+    the others are embedded within minutes."""
     try:
         for start in range(0, len(ids), embed_queue.MAX_IDS):
             body = {
@@ -322,7 +326,7 @@ def _queue(where: Where, layer: str, user_id: str, ids: list[str], *, waiting: b
             }
             if waiting:
                 body["waiting"] = True
-            if not embed_queue.send(body, waiting=waiting):
+            if not embed_queue.send(body, to_drain=drain):
                 return False
         count_event("EmbeddingsQueued", len(ids))
         return True
@@ -358,11 +362,11 @@ def embed_after_write(
     if retry:
         wanted, waited = set(retry), set(outcome.waited)
         for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
-            # what waits, for the batch's put (or the drain's); what could not be embedded, to be
-            # embedded within minutes
+            # what surely waits, for the batch's put (or the drain's); the rest (not embedded, or a
+            # failure after some vectors were kept waiting) to be embedded or put within minutes
             for waits in (True, False):
                 ids = [i.id for i in group if (i.id in waited) == waits]
-                if ids and _queue(where, layer, user_id, ids, waiting=waits):
+                if ids and _queue(where, layer, user_id, ids, waiting=batched, drain=waits):
                     outcome.queued += len(ids)
     return outcome
 
@@ -395,7 +399,7 @@ def after_update(where: Where, after: Record | None) -> None:
             _erase_stored(where, mine)
         else:
             erase(where, mine)  # a vector waiting still holds the old text
-        _queue(where, L1, after.user_id, [after.id], waiting=after.id in outcome.waited)
+        _queue(where, L1, after.user_id, [after.id], waiting=True, drain=after.id in outcome.waited)
         return
     else:
         try:

@@ -2,7 +2,7 @@
 
 ``EmbedQueue``'s event source runs ``EmbedFunction`` on batches: what a write could not embed, and
 batched writes' waiting vectors. With ``VectorDrainMinutes`` the waiting vectors go to
-``VectorQueue`` instead (``send(…, waiting=True)``), which the function drains itself on a schedule
+``VectorQueue`` instead (``send(…, to_drain=True)``), which the function drains itself on a schedule
 (``receive``, then ``delete`` what it did), so a failed embedding is still retried within minutes."""
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ def _drained_url() -> str | None:
     return settings.vector_queue_url or settings.embed_queue_url
 
 
-def send(body: dict[str, Any], *, waiting: bool = False) -> bool:
-    """Queue one message (``waiting``: of vectors waiting in DynamoDB, for the drain's queue when
+def send(body: dict[str, Any], *, to_drain: bool = False) -> bool:
+    """Queue one message (``to_drain``: of vectors waiting in DynamoDB, for the drain's queue when
     there is one); False when the stack has no queue."""
-    url = _drained_url() if waiting else get_settings().embed_queue_url
+    url = _drained_url() if to_drain else get_settings().embed_queue_url
     if not url:
         return False
     aws.client("sqs").send_message(QueueUrl=url, MessageBody=json.dumps(body, separators=(",", ":")))
