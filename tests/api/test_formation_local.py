@@ -288,11 +288,14 @@ def test_a_batching_window_gathers_messages_sent_while_it_is_open_into_one_invoc
 def test_the_template_s_formation_source_is_batch_1_at_concurrency_10(stack):
     from memory_hub_local import event_sources
 
-    found = {s.function: s for s in event_sources.sources(stack.deployment)}
-    assert (found["FormationFunction"].batch_size, found["FormationFunction"].concurrency) == (1, 10)
-    assert found["FormationFunction"].partial and found["EmbedFunction"].concurrency == 5
-    # VectorWrites Immediate (the default): the embedding queue only carries retries, a 1 s window
-    assert (found["EmbedFunction"].batch_size, found["EmbedFunction"].window_s) == (10, 1.0)
+    found = {(s.function, s.queue_url.rsplit("/", 1)[1]): s for s in event_sources.sources(stack.deployment)}
+    formation, embed = found["FormationFunction", "FormationQueue"], found["EmbedFunction", "EmbedQueue"]
+    assert (formation.batch_size, formation.concurrency) == (1, 10)
+    assert formation.partial and embed.concurrency == 5
+    # VectorWrites Immediate (the default): the embedding queue only carries retries, a 1 s window;
+    # no drain, so VectorQueue's own event source is on (it takes what a drain would)
+    assert (embed.batch_size, embed.window_s) == (10, 1.0)
+    assert ("EmbedFunction", "VectorQueue") in found
 
 
 # ---------------------------------------------------------------- `make run`'s banner
