@@ -9,6 +9,7 @@ nothing. A message that fails again is delivered again later and, after a few tr
 dead-letter queue — the scheduled cleanup backfills what is still missing either way."""
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from memory_hub.clock import request_id
@@ -33,8 +34,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return max(0.0, left / 1000 - MARGIN_S)
 
     if isinstance(event, dict) and event.get("drain") is True:
-        drained = vector_upkeep.drain(remaining_s)
-        done = {"messages": drained.messages, "again": drained.again, "rounds": drained.rounds}
+        done = asdict(vector_upkeep.drain(remaining_s))  # counts only: messages, again, rounds
         logger.info("embed drain", extra=done)
         return done
 
