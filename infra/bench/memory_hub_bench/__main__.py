@@ -153,8 +153,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="recall: the VectorWrites its writes and searches run with (the local stack's default, Immediate, "
         "or Batched: vectors wait in DynamoDB until the queue's consumer, here within a second, puts their 8-bit "
         "copies; or Drained, the template's defaults: Batched with an hourly drain, which the bench's stack "
-        "never reaches, so every vector a search finds by meaning waited, or was put by a write past what a "
-        "search reads of them)",
+        "never runs, however long the bench takes, so every vector a search finds by meaning waited, or was "
+        "put by a write past what a search reads of them; a search reads its user's waiting vectors of each "
+        "layer it asks, up to 100, at every size of the memory)",
     )
     parser.add_argument("--recall-only", action="store_true", help="run only the recall section")
     parser.add_argument("--cost-only", action="store_true", help="run only the cost section")
@@ -268,8 +269,10 @@ def main(argv: list[str] | None = None) -> int:
         "argv": docs.shown_argv(sys.argv[1:] if argv is None else argv),
     }
     with open(os.devnull, "wb") as quiet:
-        if args.vector_writes == "Drained":  # the template's defaults: a drain the bench never reaches
-            stack = Stack.with_hooks(quiet, args.embeddings, vectors_batched_s=300, vectors_drain_min=60)
+        if args.vector_writes == "Drained":  # the template's defaults, the hourly drain held for the whole run
+            stack = Stack.with_hooks(
+                quiet, args.embeddings, vectors_batched_s=300, vectors_drain_min=60, fire_schedules=False
+            )
         else:
             stack = Stack.with_hooks(quiet, args.embeddings)
         stack.start()

@@ -72,8 +72,9 @@ def render(result: dict[str, Any], say: Say) -> None:
     if result.get("vector_writes") == "Drained":
         say(
             "Run with the template's defaults, `VectorWrites: Batched` drained hourly (`--vector-writes Drained`): "
-            "no drain ran, so each search found by meaning the newest 100 vectors of its user that waited in "
-            "DynamoDB (8 bits a component) and those that writes past them put at once.\n"
+            "no drain ran (the bench holds the schedule), so each search read the newest 100 vectors of its user "
+            "that waited in DynamoDB (8 bits a component) in each layer it searched, counted in its items read at "
+            "every size, and found by meaning those and the ones that writes past them put at once.\n"
         )
     for name, s in result["datasets"].items():
         say(

@@ -46,6 +46,7 @@ class Stack:
     warm: bool = True
     idle_retire_s: float = IDLE_RETIRE_S  # an environment idle this long is retired, as Lambda does (0: never)
     parameters: dict[str, str] = field(default_factory=dict)
+    fire_schedules: bool = True  # fire the template's rate(…) schedules (the bench holds them to run at known times)
     # The language model the emulated Bedrock relays Converse to (MEMORY_HUB_LLM_URL, _MODEL, _KEY):
     # None takes this process's environment; "" none (the functions never see these).
     llm_url: str | None = None
@@ -71,6 +72,7 @@ class Stack:
         formation_idle_s: int | None = None,
         vectors_batched_s: int | None = None,
         vectors_drain_min: int = 0,
+        fire_schedules: bool = True,
     ) -> Stack:
         """A stack for the tests and the bench: free ports, nothing on disk, the emulated AWS side's
         test hooks on, and the template's ``Embeddings`` parameter as given. With ``llm_url`` (an
@@ -79,7 +81,8 @@ class Stack:
         ``formation_batch``/``formation_idle_s`` set ``FormationBatch``/``FormationIdleSeconds``;
         without it formation is off and no language model is configured, whatever this process's
         environment says. ``vectors_batched_s``: ``VectorWrites`` Batched with that window, its queue's
-        event source on (``vectors_drain_min`` 0) or off for a drain that often (``VectorDrainMinutes``)."""
+        event source on (``vectors_drain_min`` 0) or off for a drain that often (``VectorDrainMinutes``).
+        ``fire_schedules`` False: no schedule fires by itself (``pool.invoke`` runs one when wanted)."""
         parameters = {**LOCAL_DEFAULTS, "Embeddings": embeddings, "Formation": "Enabled" if llm_url else "Disabled"}
         if formation_batch is not None:
             parameters["FormationBatch"] = str(formation_batch)
@@ -99,6 +102,7 @@ class Stack:
             llm_url=llm_url or "",
             llm_model=llm_model or "",
             llm_key=llm_key or "",
+            fire_schedules=fire_schedules,
         )
 
     @property
@@ -141,7 +145,7 @@ class Stack:
         # SQS event sources, polled as Lambda polls them
         self._pollers = event_sources.start(self.deployment, self.pool, self.aws_url, self.pool.credentials)
         # and the template's rate schedules, fired as EventBridge fires them
-        self._timers = schedules.start(self.deployment, self.pool)
+        self._timers = schedules.start(self.deployment, self.pool) if self.fire_schedules else []
         if restarted:
             self._undo_imports_left_running()
         if self.warm:
