@@ -7,7 +7,9 @@ a waiting vector with its item."""
 from __future__ import annotations
 
 import math
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -360,3 +362,39 @@ def test_an_embedding_keeps_its_direction_in_eight_bits():
         vector = [x / norm for x in raw]
         restored = waiting_vectors.restore(*waiting_vectors.quantize(vector))
         assert waiting_vectors.cosine(vector, restored) > 0.9999
+
+
+def test_a_write_that_raced_past_the_count_puts_its_own_vector_so_none_goes_unread(batched, monkeypatch):
+    sent, _ = batched
+    monkeypatch.setattr(waiting_vectors, "READ_LIMIT", 2)
+    scope = fresh_scope()
+    first = [_add(scope, f"an apple number {n}") for n in range(2)]
+    counted = waiting_vectors.count
+    # the count before the write ran before another writer's rows landed: it saw one waiting
+    monkeypatch.setattr(waiting_vectors, "count", lambda pk, limit=None: 1 if limit is None else counted(pk, limit))
+    third = _add(scope, "an apple number 2")
+    assert _waiting(scope) == sorted(first) and _stored(scope) == [third]
+    assert [body["ids"] for body in sent] == [[first[0]], [first[1]]]  # the third is not queued
+    assert sorted(_found(scope, "apple")) == sorted([*first, third])
+
+
+@pytest.mark.parametrize("writers", [2, 3, 5])
+def test_writers_that_all_count_before_any_writes_leave_no_vector_unread(batched, monkeypatch, writers):
+    monkeypatch.setattr(waiting_vectors, "READ_LIMIT", 2)
+    scope = fresh_scope()
+    held = _add(scope, "an apple number 0")
+    counted, everyone = waiting_vectors.count, threading.Barrier(writers)
+
+    def count(pk: str, limit: int | None = None) -> int:
+        n = counted(pk, limit)
+        if limit is None:  # the count before the write: every writer counts before any writes
+            everyone.wait(timeout=30)
+        return n
+
+    monkeypatch.setattr(waiting_vectors, "count", count)
+    with ThreadPoolExecutor(writers) as pool:
+        added = list(pool.map(lambda n: _add(scope, f"an apple number {n + 1}"), range(writers)))
+    everything = sorted([held, *added])
+    waiting, stored = _waiting(scope), _stored(scope)
+    assert len(waiting) <= 2 and sorted(set(waiting) | set(stored)) == everything
+    assert sorted(_found(scope, "apple")) == everything

@@ -31,7 +31,7 @@ from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.counters import Where
 from ..storage.views import Asset
-from . import assets, clear, meaning, persona, provenance, reindex, vector_upkeep
+from . import assets, clear, persona, provenance, reindex, vector_erasure, vector_upkeep
 from .audit import SYSTEM_CLEANUP
 
 DAY_MS = 86_400_000
@@ -178,7 +178,7 @@ def _retention(report: Report, asset: Asset, now: int) -> None:
     # a record edited or reinforced since it was read is younger than thought: its version and
     # updated_at checks keep it
     removed_l1, recorded_l1 = records.expire(where, old_l1, events("L1"))
-    meaning.erase(where, [(item.user_id, item.id) for item in removed_l0 + removed_l1])
+    vector_erasure.erase(where, [(item.user_id, item.id) for item in removed_l0 + removed_l1])
     for user_id, gone in _by_user(removed_l0).items():  # expiry drops the ids from records citing them
         provenance.expired(where, user_id, [m.id for m in gone])
         formation_store.unmark_messages(where, user_id, gone)

@@ -18,7 +18,7 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import Deadline, parallel
 from ..storage.counters import Where
 from ..storage.views import Asset, AuditEvent, Message, Record
-from . import formed, meaning
+from . import formed, vector_erasure
 from .assets import forget_exports
 
 LAYER = "L1"
@@ -36,7 +36,7 @@ def forget_erased(asset: Asset, where: Where, erased: Sequence[Message | Record]
     vectors and every export of the memory (an export may hold what was deleted). How many
     exports it erased (an answer's ``files_deleted`` counts them)."""
     owned = [(item.user_id, item.id) for item in erased]
-    _, exports = parallel(lambda: meaning.erase(where, owned), lambda: forget_exports(asset))
+    _, exports = parallel(lambda: vector_erasure.erase(where, owned), lambda: forget_exports(asset))
     return int(exports)
 
 

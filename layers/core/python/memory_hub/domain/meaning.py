@@ -16,8 +16,8 @@ user's group (``vectors``: a memory's users are spread over ``Where.groups`` ind
   item no longer holds (an update committed meanwhile, and its own vector may have been put before
   this one, which then replaced it) is deleted the same way and its item embedded again from its
   text of then: queued, or its queued message delivered again.
-- Every erasure removes the vectors of what it erased before it answers (``erase``: waiting ones
-  too); a clear or a memory delete drops its old epoch's indexes whole (``drop_epoch``), and its
+- Every erasure removes the vectors of what it erased before it answers (``vector_erasure``:
+  waiting ones too); a clear or a memory delete drops its old epoch's indexes whole (``drop_epoch``), and its
   purge takes the waiting ones with the epoch's partitions.
 - Vectors record the model id and vector size; a search uses only vectors of the current model,
   and the cleanup re-embeds the others (also after embeddings go from Disabled to Enabled).
@@ -40,6 +40,7 @@ from ..storage.concurrency import for_each, parallel, submit
 from ..storage.counters import Where
 from ..storage.messages import NewMessage
 from ..storage.views import Message, Record
+from . import vector_erasure
 from .retrieval import Meant, Place
 
 L0 = "L0"
@@ -240,11 +241,6 @@ def _reap(where: Where, index: vectors.Index, items: Sequence[Piece], keys: list
     return changed, len(gone)
 
 
-def layer_of(item_id: str) -> str:
-    """An item's layer from its id (``msg-…`` L0, ``atom-…`` L1)."""
-    return L0 if item_id.startswith("msg-") else L1
-
-
 def _batched(where: Where, items: Sequence[Piece], budget_s: float, outcome: Outcome, ahead: Ahead | None) -> list[str]:
     """Batched writes: embed ``items`` (or take what ``ahead`` embedded). The vectors of an index
     this write alone gives a ``PutVectors``'s billed minimum (an import, a long add: 30 at 1,024
@@ -278,31 +274,47 @@ def _batched(where: Where, items: Sequence[Piece], budget_s: float, outcome: Out
     failed = embed_and_store(where, full, budget_s, outcome, waited={i: made[i] for i in now}) if full else []
     stale = set(outcome.overtaken)  # its text changed meanwhile: the consumer embeds the new one
     waits = [(i, made[i.id]) for i in items if i.id in made and (i.id not in now or i.id in failed)]
-    _wait(where, [(i, vector) for i, vector in waits if i.id not in stale], outcome)
+    spilt = _wait(where, [(i, vector) for i, vector in waits if i.id not in stale], outcome, budget_s)
     final = {i.id for i, r in zip(items, results, strict=True) if r == embeddings.FINAL}  # never retried
-    return [i.id for i in items if (i.id not in now or i.id in failed) and i.id not in final]
+    return [i.id for i in items if (i.id not in now or i.id in failed) and i.id not in final | spilt]
 
 
-def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome) -> None:
+def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome, budget_s: float) -> set[str]:
     """Keep the vectors ``made`` waiting beside their items for the queue's consumer — found by
     meaning from the next request. An item erased meanwhile (its erasure looked before this write)
-    has its waiting vector deleted again."""
+    has its waiting vector deleted again. Each partition is counted again after the write (beside
+    that read of the items): one that holds more than a search reads (``READ_LIMIT``), because
+    writes raced past the count before them, has this write's vectors put at once and their rows
+    deleted — the writer that counts last sees every row written before, so no partition stays
+    over. The ids put so (not to queue)."""
     if not made:
-        return
+        return set()
     described = model()
     digest = waiting_vectors.text_digest
-    waiting_vectors.put(
-        (where.item_pk(i.layer, i.user_id), i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made
+    pk = {i.id: where.item_pk(i.layer, i.user_id) for i, _ in made}
+    waiting_vectors.put((pk[i.id], i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made)
+    groups = list(_groups(i for i, _ in made).items())
+    partitions = sorted(set(pk.values()))
+    lives, counts = parallel(
+        lambda: for_each(lambda g: live_items(where, g[0][0], g[0][1], [i.id for i in g[1]]), groups),
+        lambda: for_each(lambda p: waiting_vectors.count(p, waiting_vectors.READ_LIMIT + 1), partitions),
     )
-    gone: list[tuple[str, str]] = []
-    for (layer, user_id), group in _groups(i for i, _ in made).items():
-        live = live_items(where, layer, user_id, [i.id for i in group])
-        gone += [(where.item_pk(layer, user_id), i.id) for i in group if i.id not in live]
+    live = {key for found in lives for key in found}
+    gone = [(pk[i.id], i.id) for i, _ in made if i.id not in live]
     if gone:
         waiting_vectors.delete(gone)
-    outcome.waiting += len(made) - len(gone)
-    outcome.waited += [i.id for i, _ in made if (where.item_pk(i.layer, i.user_id), i.id) not in gone]
+    over = {p for p, n in zip(partitions, counts, strict=True) if n > waiting_vectors.READ_LIMIT}
+    spill = [(i, r) for i, r in made if pk[i.id] in over and i.id in live]
+    spill_ids = [(i.id, r) for i, r in spill]
+    failed = embed_and_store(where, [i for i, _ in spill], budget_s, outcome, waited=dict(spill_ids)) if spill else []
+    put = {i.id for i, _ in spill if i.id not in failed}
+    if put:
+        waiting_vectors.delete_unchanged((pk[i.id], i.id, digest(i.text)) for i, _ in spill if i.id in put)
+    outcome.waiting += len(made) - len(gone) - len(put)
+    # a put that failed here is retried within minutes (EmbedQueue), not left to the drain
+    outcome.waited += [i.id for i, _ in made if i.id in live and pk[i.id] not in over]
     outcome.reaped += len(gone)
+    return put
 
 
 def _queue(
@@ -383,7 +395,7 @@ def after_update(where: Where, after: Record | None) -> None:
     if after is None:
         return
     if not enabled():
-        erase(where, [(after.user_id, after.id)])
+        vector_erasure.erase(where, [(after.user_id, after.id)])
         return
     outcome = Outcome()
     if get_settings().vectors_batched:  # the new vector waits (replacing one that waited), the old one goes now
@@ -393,12 +405,12 @@ def after_update(where: Where, after: Record | None) -> None:
             logger.exception("re-embedding an updated record failed")
         mine = [(after.user_id, after.id)]
         if outcome.embedded:  # put at once (its partition held all a search reads): what waited is old
-            forget_waiting(where, mine)
+            vector_erasure.forget_waiting(where, mine)
             return
         if outcome.waiting:
-            _erase_stored(where, mine)
+            vector_erasure.erase_stored(where, mine)
         else:
-            erase(where, mine)  # a vector waiting still holds the old text
+            vector_erasure.erase(where, mine)  # a vector waiting still holds the old text
         _queue(where, L1, after.user_id, [after.id], waiting=True, drain=after.id in outcome.waited)
         return
     else:
@@ -409,80 +421,9 @@ def after_update(where: Where, after: Record | None) -> None:
             retry = [after.id]
     if outcome.embedded:
         return
-    erase(where, [(after.user_id, after.id)])
+    vector_erasure.erase(where, [(after.user_id, after.id)])
     if retry:
         _queue(where, L1, after.user_id, [after.id])
-
-
-def erase(where: Where, erased: Iterable[tuple[str, str]]) -> int:
-    """Remove the vectors of erased items (``(user id, item id)``) from every index of the epoch
-    that holds their users (any vector size: the names say whose they are) and their vectors
-    still waiting (``forget_waiting``). Never raises (the items are gone already; a leftover
-    vector is reaped by the cleanup's sweep). The ids it asked indexes to delete."""
-    pairs = list(erased)
-    if not pairs or not get_settings().vector_buckets:
-        return 0
-    # both at once (no round trip more), whatever VectorWrites says now: vectors may wait from before
-    _, asked = parallel(lambda: forget_waiting(where, pairs), lambda: _erase_stored(where, pairs))
-    return int(asked)
-
-
-def forget_waiting(where: Where, erased: Sequence[tuple[str, str]]) -> int:
-    """Delete the waiting vectors of erased items (``(user id, item id)``): each partition they
-    were in is read for what waits there (one keys-only ``Query``: far cheaper than a delete for
-    every item, most of which have none), and what of it was erased is deleted. A write that
-    makes a vector wait reads its items back after, so one landing after this read is deleted by
-    that write. Never raises (the consumer deletes what waited for a gone item): how many went."""
-    by_partition: dict[str, set[str]] = {}
-    for user_id, item_id in erased:
-        by_partition.setdefault(where.item_pk(layer_of(item_id), user_id), set()).add(item_id)
-    try:
-        held = for_each(waiting_vectors.keys_of, list(by_partition))
-        doomed = [(pk, i) for pk, keys in zip(by_partition, held, strict=True) for i in keys if i in by_partition[pk]]
-        return waiting_vectors.delete(doomed) if doomed else 0
-    except Exception:
-        logger.exception("waiting vectors of erased items not deleted; the queue's consumer deletes them")
-        count_event("VectorEraseFailures", 1)
-        return 0
-
-
-def drop_waiting(where: Where, user_id: str) -> int:
-    """Delete every vector waiting in a user's partitions (a user's erasure: whatever item it was
-    for, an orphan of a failed erasure included). Never raises: how many went."""
-    pks = [where.item_pk(layer, user_id) for layer in (L0, L1)]
-    try:
-        doomed = [
-            (pk, key) for pk, keys in zip(pks, for_each(waiting_vectors.keys_of, pks), strict=True) for key in keys
-        ]
-        return waiting_vectors.delete(doomed) if doomed else 0
-    except Exception:
-        logger.exception("waiting vectors of an erased user not deleted; they expire")
-        count_event("VectorEraseFailures", 1)
-        return 0
-
-
-def _erase_stored(where: Where, erased: Iterable[tuple[str, str]]) -> int:
-    """``erase`` in S3 Vectors only."""
-    by_user: dict[str, list[str]] = {}
-    for user_id, item_id in erased:
-        by_user.setdefault(user_id, []).append(item_id)
-    if not by_user or not get_settings().vector_buckets:
-        return 0
-    try:
-        bucket = vectors.bucket_of(where.team_id, where.agent_id)
-        names = vectors.indexes(bucket, vectors.epoch_prefix(where.team_id, where.agent_id, where.epoch))
-        asked: set[str] = set()
-        for name in names:
-            parsed = vectors.parse_name(name)
-            ids = [i for user, held in by_user.items() if parsed is None or parsed.holds(user) for i in held]
-            if ids:
-                vectors.delete(vectors.Index(bucket, name), ids)
-                asked.update(ids)
-        return len(asked)
-    except Exception:
-        logger.exception("vectors of erased items not deleted; the cleanup sweeps them")
-        count_event("VectorEraseFailures", 1)
-        return 0
 
 
 def drop_epoch(team_id: str, agent_id: str, epoch: int) -> int:

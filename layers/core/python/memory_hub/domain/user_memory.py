@@ -14,7 +14,7 @@ from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from ..storage.views import Asset, AuditEvent
-from . import assets, erasure, formed, meaning, reindex
+from . import assets, erasure, formed, reindex, vector_erasure
 from .audit import user_target
 from .principal import Principal
 from .results_admin import UserItemDeleted, UserMemoryDeleted, UserMemoryErased
@@ -60,7 +60,7 @@ def delete(
             lambda: _nothing_deleted(removed_l0, removed_l1, target, context),
             lambda: formed.drop_user(asset, where, user_id, context),
             lambda: citations.drop_user(where, user_id),
-            lambda: meaning.drop_waiting(where, user_id),  # whatever waits in their partitions
+            lambda: vector_erasure.drop_waiting(where, user_id),  # whatever waits in their partitions
             lambda: counters.forget_user(where, user_id),
             lambda: reindex.forget(where, user_id),
             lambda: erasure.forget_erased(asset, where, [*removed_l0, *removed_l1]),

@@ -8,7 +8,8 @@ the vector in 8 bits a component with its scale (1,024 components: ~1.3 KB, two 
 metadata S3 Vectors will hold (ids as digests, never content) and a digest of the embedded text.
 A search reads its user's waiting vectors of one layer newest first, at most ``READ_LIMIT`` (one
 strongly consistent ``Query``), and a write never lets a partition hold more (``count``: past it,
-the write puts its vectors at once); the consumer reads them by key, puts them and deletes each
+the write puts its vectors at once; counted again after its rows land, one over it because writes
+raced has the writer put its own at once and delete their rows); the consumer reads them by key, puts them and deletes each
 unless an update has replaced it meanwhile (``delete_unchanged``). They are the item's personal
 data like its vector in S3 Vectors: an erasure of the item deletes its waiting vector before it
 answers, a user's erasure every one in their partitions, and a clear's or memory delete's purge
@@ -142,13 +143,13 @@ def delete(keys: Iterable[tuple[str, str]]) -> int:
     return len(doomed)
 
 
-def count(pk: str) -> int:
-    """How many vectors wait in one partition, counted up to ``READ_LIMIT`` (one strongly
-    consistent ``Query`` that answers a count)."""
+def count(pk: str, limit: int | None = None) -> int:
+    """How many vectors wait in one partition, counted up to ``limit`` (``READ_LIMIT`` by default;
+    one strongly consistent ``Query`` that answers a count, billed for the rows it counts)."""
     answer = WaitingVector._get_connection().query(
         pk,
         range_key_condition=WaitingVector.sk.startswith(layout.WAITING_VECTORS),
-        limit=READ_LIMIT,
+        limit=READ_LIMIT if limit is None else limit,
         select=COUNT,
         consistent_read=True,
     )

@@ -22,7 +22,7 @@ from ...storage.audit import EventContext
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
 from ...storage.views import Asset, Job
-from .. import assets, erasure, meaning, meta
+from .. import assets, erasure, meta, vector_erasure
 from ..files import Draft, compare_and_swap, number, visible
 from ..scope import Scope
 
@@ -152,7 +152,9 @@ def _take_back(asset: Asset, journal: Journal, job: Job) -> None:
     _forget_cites(where, journal)
     for user, ids in journal.l0.items():
         _erase_messages(asset, where, user, ids, context, job.sk)
-    meaning.erase(where, [(user, i) for part in (journal.l0, journal.l1) for user, ids in part.items() for i in ids])
+    vector_erasure.erase(
+        where, [(user, i) for part in (journal.l0, journal.l1) for user, ids in part.items() for i in ids]
+    )
     _take_back_files(asset, journal, job)
 
 

@@ -29,7 +29,7 @@ from ...storage.concurrency import in_batches
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
 from ...storage.views import Asset, AuditEvent, Job, Record
-from .. import meaning, provenance
+from .. import provenance, vector_erasure
 from ..errors import Conflict
 from . import landing
 from .common import HEARTBEAT_S, STALLED_MS, stalled
@@ -140,7 +140,7 @@ def _fold_one(where: Where, user: str, record: Record) -> bool:
             provenance.uncite(where, user, holder.id, added)
             return False  # cleared, or the client's record changed meanwhile: both stay
     records.delete(where, [record], lambda part: [])
-    meaning.erase(where, [(user, record.id)])
+    vector_erasure.erase(where, [(user, record.id)])
     return True
 
 
