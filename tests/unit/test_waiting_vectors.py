@@ -364,18 +364,48 @@ def test_an_embedding_keeps_its_direction_in_eight_bits():
         assert waiting_vectors.cosine(vector, restored) > 0.9999
 
 
-def test_a_write_that_raced_past_the_count_puts_its_own_vector_so_none_goes_unread(batched, monkeypatch):
-    sent, _ = batched
+def _raced(monkeypatch) -> list[tuple[list[str], bool]]:
+    """A partition read whole by two, and a write whose count before it ran before another
+    writer's rows landed (it saw one waiting); what is queued, and whether to the drain."""
     monkeypatch.setattr(waiting_vectors, "READ_LIMIT", 2)
+    counted = waiting_vectors.count
+    monkeypatch.setattr(waiting_vectors, "count", lambda pk, limit=None: 1 if limit is None else counted(pk, limit))
+    routed: list[tuple[list[str], bool]] = []
+    monkeypatch.setattr(
+        meaning.embed_queue, "send", lambda body, to_drain=False: routed.append((body, to_drain)) or True
+    )
+    return routed
+
+
+def test_a_write_that_raced_past_the_count_puts_its_own_vector_so_none_goes_unread(batched, monkeypatch):
+    routed = _raced(monkeypatch)
     scope = fresh_scope()
     first = [_add(scope, f"an apple number {n}") for n in range(2)]
-    counted = waiting_vectors.count
-    # the count before the write ran before another writer's rows landed: it saw one waiting
-    monkeypatch.setattr(waiting_vectors, "count", lambda pk, limit=None: 1 if limit is None else counted(pk, limit))
     third = _add(scope, "an apple number 2")
     assert _waiting(scope) == sorted(first) and _stored(scope) == [third]
-    assert [body["ids"] for body in sent] == [[first[0]], [first[1]]]  # the third is not queued
-    assert sorted(_found(scope, "apple")) == sorted([*first, third])
+    assert [(body["ids"], drain) for body, drain in routed] == [([first[0]], True), ([first[1]], True)]
+    assert sorted(_found(scope, "apple")) == sorted([*first, third])  # a search reads two waiting
+
+
+def test_a_raced_write_whose_own_put_fails_is_retried_within_minutes_not_by_the_drain(batched, monkeypatch):
+    routed = _raced(monkeypatch)
+    scope = fresh_scope()
+    first = [_add(scope, f"an apple number {n}") for n in range(2)]
+    put, failing = vectors.put, [True]
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        if failing[0]:
+            raise RuntimeError("S3 Vectors throttled")
+        return put(*args, **kwargs)
+
+    monkeypatch.setattr(vectors, "put", flaky)
+    third = _add(scope, "an apple number 2")
+    assert _waiting(scope) == sorted([*first, third]) and _stored(scope) == []
+    body, drain = routed[-1]
+    assert body["ids"] == [third] and body["waiting"] is True and drain is False
+    failing[0] = False
+    assert vector_upkeep.consume([("retry", body)], lambda: 60.0) == []  # EmbedQueue's consumer
+    assert _waiting(scope) == sorted(first) and _stored(scope) == [third]
 
 
 @pytest.mark.parametrize("writers", [2, 3, 5])

@@ -42,9 +42,8 @@ from ..storage.messages import NewMessage
 from ..storage.views import Message, Record
 from . import vector_erasure
 from .retrieval import Meant, Place
+from .vector_erasure import L0, L1
 
-L0 = "L0"
-L1 = "L1"
 QUERY_BUDGET_S = 3.0
 
 
@@ -125,7 +124,9 @@ class Outcome:
     reaped: int = 0
     waiting: int = 0  # vectors left waiting for the consumer's put (batched writes)
     overtaken: list[str] = field(default_factory=list)  # put for a text their items no longer hold: deleted
-    waited: list[str] = field(default_factory=list)  # the ids whose vectors wait (kept: not erased meanwhile)
+    # the ids whose vectors wait for the drain: kept (not erased meanwhile), in a partition a search
+    # reads whole (one over READ_LIMIT, whose spilt put failed, is retried from EmbedQueue instead)
+    waited: list[str] = field(default_factory=list)
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:

@@ -9,12 +9,12 @@ metadata S3 Vectors will hold (ids as digests, never content) and a digest of th
 A search reads its user's waiting vectors of one layer newest first, at most ``READ_LIMIT`` (one
 strongly consistent ``Query``), and a write never lets a partition hold more (``count``: past it,
 the write puts its vectors at once; counted again after its rows land, one over it because writes
-raced has the writer put its own at once and delete their rows); the consumer reads them by key, puts them and deletes each
-unless an update has replaced it meanwhile (``delete_unchanged``). They are the item's personal
-data like its vector in S3 Vectors: an erasure of the item deletes its waiting vector before it
-answers, a user's erasure every one in their partitions, and a clear's or memory delete's purge
-takes them with the rest of the epoch's partitions. One its consumer never reached (a message in
-the dead-letter queue) expires after ``KEPT_S`` (ItemsTable's TTL).
+raced has the writer put its own at once and delete their rows); the consumer reads them by key,
+puts them and deletes each unless an update has replaced it meanwhile (``delete_unchanged``). They
+are the item's personal data like its vector in S3 Vectors: an erasure of the item deletes its
+waiting vector before it answers, a user's erasure every one in their partitions, and a clear's
+or memory delete's purge takes them with the rest of the epoch's partitions. One its consumer
+never reached (a message in the dead-letter queue) expires after ``KEPT_S`` (ItemsTable's TTL).
 
 8 bits a component: a component's error is at most half a step (the largest component ÷ 254), so
 the copy is within √n × largest ÷ 254 of the vector (n components). For a vector whose length is
@@ -106,16 +106,16 @@ def put(rows: Iterable[tuple[str, str, Sequence[float], dict[str, Any], str]]) -
     return len(built)
 
 
-def of_user(pk: str, limit: int = READ_LIMIT) -> list[Waiting]:
+def of_user(pk: str, limit: int | None = None) -> list[Waiting]:
     """The waiting vectors of one partition (a user's layer), newest first (ids are time-ordered),
-    at most ``limit``: one strongly consistent ``Query`` (a write's vector is found from the next
-    request)."""
+    at most ``limit`` (``READ_LIMIT`` by default): one strongly consistent ``Query`` (a write's
+    vector is found from the next request)."""
     rows = WaitingVector.query(
         pk,
         WaitingVector.sk.startswith(layout.WAITING_VECTORS),
         consistent_read=True,
         scan_index_forward=False,
-        limit=limit,
+        limit=READ_LIMIT if limit is None else limit,
     )
     return [_waiting(row) for row in rows]
 
