@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memory_hub import observability
 from memory_hub.edge.routes import PUBLIC_GET, ROUTES
 from memory_hub_local.template import ROOT, TEMPLATE, load_raw
 
@@ -807,3 +808,30 @@ def test_meaning_parameters_buckets_and_queue(template):
     assert params["VectorDrainMinutes"]["Default"] == cost.DRAIN_MINUTES, "the bench prices the default drain"
     assert tuple(v for v in params["VectorDrainMinutes"]["AllowedValues"] if v) == cost.DRAIN_CHOICES
     assert cost.DRAIN_ROUND == vector_upkeep.DRAIN_ROUND
+
+
+def test_a_full_vector_bucket_is_alarmed_on_the_metric_the_functions_count(template, capsys):
+    """Each refusal of a new index by a full bucket is counted (``vectors.INDEX_QUOTA_METRIC``),
+    and an alarm watches that very metric: the namespace and dimensions the count is emitted with."""
+    from memory_hub.storage import vectors
+
+    capsys.readouterr()
+    observability.count_event(vectors.INDEX_QUOTA_METRIC)
+    [emitted] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "_aws" in line]
+    [directive] = emitted["_aws"]["CloudWatchMetrics"]
+    assert [m["Name"] for m in directive["Metrics"]] == [vectors.INDEX_QUOTA_METRIC]
+    [alarm] = [
+        a["Properties"]
+        for a in _of_type(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["MetricName"] == vectors.INDEX_QUOTA_METRIC
+    ]
+    assert alarm["Namespace"] == directive["Namespace"]
+    assert alarm["Dimensions"] == [
+        {"Name": d, "Value": emitted[d]} for [*names] in directive["Dimensions"] for d in names
+    ]
+    assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == (
+        "Sum",
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]

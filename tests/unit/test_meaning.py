@@ -236,6 +236,26 @@ def test_first_write_creates_the_index_and_racing_creators_are_fine(index):
     assert sorted(k for k, _ in vectors.keys(index)) == [f"msg-{i}" for i in range(4)]
 
 
+def test_a_full_bucket_refuses_a_new_index_counted_and_raised_so_the_vectors_wait(index, monkeypatch):
+    from memory_hub_local.aws.s3vectors import limits
+
+    counted: list[tuple[str, int]] = []
+    monkeypatch.setattr(vectors, "count_event", lambda name, value=1: counted.append((name, value)))
+    vectors.create_index(vectors.Index(index.bucket, vectors.index_name("team", "agent", 7, 5)), 5)
+    held = len(vectors.indexes(index.bucket, "m"))  # every index name of this layout starts so
+    monkeypatch.setattr(limits, "MAX_INDEXES", held)  # the bucket holds its quota now
+    with pytest.raises(ClientError) as refused:
+        vectors.put(index, 3, [_v("msg-a", [1.0, 0.0, 0.0])])
+    assert refused.value.response["Error"]["Code"] == "ServiceQuotaExceededException"
+    assert counted == [(vectors.INDEX_QUOTA_METRIC, 1)]
+    vectors.create_index(vectors.Index(index.bucket, vectors.index_name("team", "agent", 7, 5)), 5)  # exists: fine
+    assert counted == [(vectors.INDEX_QUOTA_METRIC, 1)]
+    monkeypatch.setattr(limits, "MAX_INDEXES", held + 1)
+    vectors.put(index, 3, [_v("msg-a", [1.0, 0.0, 0.0])])  # the quota raised: the retry goes through
+    assert [k for k, _ in vectors.keys(index)] == ["msg-a"]
+    vectors.drop(vectors.Index(index.bucket, vectors.index_name("team", "agent", 7, 5)))
+
+
 def test_query_is_hard_filtered_and_delete_by_key(index):
     vectors.put(index, 3, [_v("msg-a", [1.0, 0.0, 0.0]), _v("msg-b", [0.9, 0.1, 0.0], user="other")])
     mine = vectors.search_filter(layer="L0", user_id="u", model="m/3")

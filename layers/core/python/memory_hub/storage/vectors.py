@@ -30,7 +30,7 @@ Limits honoured here (S3 Vectors): ≤ 500 vectors per ``PutVectors`` and keys p
 ``DeleteVectors``, ``topK`` ≤ 100, ≤ 1,000 vectors per ``ListVectors`` page, ≤ 500 indexes per
 ``ListIndexes`` page, 10,000 indexes per vector bucket (a memory takes at most one per group it
 has users in, per vector size; past the quota a write's vectors wait in the queue and its items are
-found by words).
+found by words — counted, ``VectorIndexQuotaReached``, and alarmed).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..observability import count_event, logger
 from ..settings import get_settings
 from . import aws, layout
 from .concurrency import in_batches, parallel
@@ -53,6 +54,7 @@ MAX_GROUPS = 256
 PUT_BILLED_MIN = 128 * 1024  # S3 Vectors bills every PutVectors at least this many bytes
 VECTOR_OVERHEAD = 300  # a vector's key and filterable metadata, about
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+INDEX_QUOTA_METRIC = "VectorIndexQuotaReached"  # a bucket refused an index: it holds its quota
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,10 @@ def _missing(exc: BaseException) -> bool:
 
 
 def create_index(index: Index, dimensions: int) -> None:
-    """Create the index (cosine, float32); an index that exists already — a racing creator — is fine."""
+    """Create the index (cosine, float32); an index that exists already — a racing creator — is fine.
+    A bucket that holds its quota of indexes refuses it: counted (``VectorIndexQuotaReached``,
+    ``VectorIndexQuotaAlarm``) and raised, so the vectors wait in their queue (found by words, and
+    by meaning while they wait in DynamoDB) until the quota is raised."""
     try:
         _client().create_index(
             vectorBucketName=index.bucket,
@@ -225,7 +230,11 @@ def create_index(index: Index, dimensions: int) -> None:
             distanceMetric="cosine",
         )
     except Exception as exc:
-        if aws.error_code(exc) != "ConflictException":
+        code = aws.error_code(exc)
+        if code == "ServiceQuotaExceededException":
+            logger.warning("vector bucket full: index not created", extra={"bucket": index.bucket})
+            count_event(INDEX_QUOTA_METRIC, 1)
+        if code != "ConflictException":
             raise
 
 
