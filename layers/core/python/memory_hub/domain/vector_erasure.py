@@ -15,7 +15,7 @@ from ..storage import vectors, waiting_vectors
 from ..storage.concurrency import for_each, parallel
 from ..storage.counters import Where
 
-L0 = "L0"
+L0 = "L0"  # the layers' names, as items, partitions and vectors' metadata spell them
 L1 = "L1"
 
 

@@ -18,7 +18,8 @@ from ..settings import get_settings
 from ..storage import counters, embed_queue, messages, records, vectors, waiting_vectors
 from ..storage.counters import Where
 from ..storage.views import Message, Record
-from .meaning import L0, L1, Outcome, Piece, embed_and_store, enabled, live_items, model, piece
+from .meaning import Outcome, Piece, embed_and_store, enabled, live_items, model, piece
+from .vector_erasure import L0, L1
 
 BACKFILL_BATCH = 32
 BACKFILL_BATCH_BUDGET_S = 20.0  # the cleanup is not waited for by anyone: a batch may take its time
