@@ -17,8 +17,8 @@ user's group (``vectors``: a memory's users are spread over ``Where.groups`` ind
   this one, which then replaced it) is deleted the same way and its item embedded again from its
   text of then: queued, or its queued message delivered again.
 - Every erasure removes the vectors of what it erased before it answers (``vector_erasure``:
-  waiting ones too); a clear or a memory delete drops its old epoch's indexes whole (``drop_epoch``), and its
-  purge takes the waiting ones with the epoch's partitions.
+  waiting ones too); a clear or a memory delete drops its old epoch's indexes whole
+  (``drop_epoch``), and its purge takes the waiting ones with the epoch's partitions.
 - Vectors record the model id and vector size; a search uses only vectors of the current model,
   and the cleanup re-embeds the others (also after embeddings go from Disabled to Enabled).
 """
@@ -286,8 +286,9 @@ def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome,
     has its waiting vector deleted again. Each partition is counted again after the write (beside
     that read of the items): one that holds more than a search reads (``READ_LIMIT``), because
     writes raced past the count before them, has this write's vectors put at once and their rows
-    deleted — the writer that counts last sees every row written before, so no partition stays
-    over. The ids put so (not to queue)."""
+    deleted — the writer that counts last sees every row written before, so a partition stays over
+    only while such a put has failed (those ids go to EmbedQueue, not to the drain). The ids put so
+    (not to queue)."""
     if not made:
         return set()
     described = model()
