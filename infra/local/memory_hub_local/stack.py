@@ -33,6 +33,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def reserve_port() -> socket.socket:
+    """A free port held until its server has bound it: a socket bound there with SO_REUSEADDR that
+    never listens. Meanwhile no other bind to port 0 and no outgoing connection is given that port
+    (a port only looked up, as ``free_port`` does, was taken in that gap under a loaded test run),
+    while the server, which sets SO_REUSEADDR too, binds it beside. Close it once the server listens."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
 @dataclass
 class Stack:
     port: int = 3000
@@ -118,9 +129,16 @@ class Stack:
         return f"http://127.0.0.1:{self.aws_port}"
 
     def start(self) -> Stack:
-        for name in ("port", "lambda_port", "aws_port"):
-            if getattr(self, name) == 0:
-                setattr(self, name, free_port())
+        held = {name: reserve_port() for name in ("port", "lambda_port", "aws_port") if getattr(self, name) == 0}
+        for name, sock in held.items():
+            setattr(self, name, int(sock.getsockname()[1]))
+        try:
+            return self._start()
+        finally:  # every server listens by now (or the start failed): the ports are theirs
+            for sock in held.values():
+                sock.close()
+
+    def _start(self) -> Stack:
         restarted = self.data_dir is not None and Path(self.data_dir).is_dir() and any(Path(self.data_dir).iterdir())
         self.credentials = Credentials.create(self.data_dir)
         # the SAM transform (a child process) runs for this process beside the AWS side's own
