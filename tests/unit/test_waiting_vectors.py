@@ -369,7 +369,9 @@ def _raced(monkeypatch) -> list[tuple[list[str], bool]]:
     writer's rows landed (it saw one waiting); what is queued, and whether to the drain."""
     monkeypatch.setattr(waiting_vectors, "READ_LIMIT", 2)
     counted = waiting_vectors.count
-    monkeypatch.setattr(waiting_vectors, "count", lambda pk, limit=None: 1 if limit is None else counted(pk, limit))
+    monkeypatch.setattr(
+        waiting_vectors, "count", lambda pk, limit=None, consistent=True: 1 if limit is None else counted(pk, limit)
+    )
     routed: list[tuple[list[str], bool]] = []
     monkeypatch.setattr(
         meaning.embed_queue, "send", lambda body, to_drain=False: routed.append((body, to_drain)) or True
@@ -415,8 +417,8 @@ def test_writers_that_all_count_before_any_writes_leave_no_vector_unread(batched
     held = _add(scope, "an apple number 0")
     counted, everyone = waiting_vectors.count, threading.Barrier(writers)
 
-    def count(pk: str, limit: int | None = None) -> int:
-        n = counted(pk, limit)
+    def count(pk: str, limit: int | None = None, consistent: bool = True) -> int:
+        n = counted(pk, limit, consistent=consistent)
         if limit is None:  # the count before the write: every writer counts before any writes
             everyone.wait(timeout=30)
         return n

@@ -31,6 +31,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..observability import count_event, logger
@@ -247,13 +248,17 @@ def _batched(where: Where, items: Sequence[Piece], budget_s: float, outcome: Out
     this write alone gives a ``PutVectors``'s billed minimum (an import, a long add: 30 at 1,024
     dimensions) are put at once, as ``Immediate`` puts them — nothing to share — and so are those
     of a partition whose waiting vectors would pass what a search reads (``READ_LIMIT``: counted
-    beside the model calls), so every waiting vector is read; the others wait for the queue's
+    beside the model calls, eventually consistent — ``_wait`` counts again, strongly), so every
+    waiting vector is read; the others wait for the queue's
     consumer (``_wait``), as do those whose put failed. The ids to queue: all but those put and
     those the model refused for good."""
     partitions = sorted({where.item_pk(i.layer, i.user_id) for i in items})
     results, waiting = parallel(
         lambda: _results(items, budget_s, outcome, ahead),
-        lambda: dict(zip(partitions, for_each(waiting_vectors.count, partitions), strict=True)),
+        # a guess (eventually consistent, half the read units): the count after the write decides
+        lambda: dict(
+            zip(partitions, for_each(partial(waiting_vectors.count, consistent=False), partitions), strict=True)
+        ),
     )
     made = {i.id: r for i, r in zip(items, results, strict=True) if isinstance(r, list)}
     by_index: dict[str, list[Piece]] = {}

@@ -143,15 +143,16 @@ def delete(keys: Iterable[tuple[str, str]]) -> int:
     return len(doomed)
 
 
-def count(pk: str, limit: int | None = None) -> int:
+def count(pk: str, limit: int | None = None, *, consistent: bool = True) -> int:
     """How many vectors wait in one partition, counted up to ``limit`` (``READ_LIMIT`` by default;
-    one strongly consistent ``Query`` that answers a count, billed for the rows it counts)."""
+    one ``Query`` that answers a count, billed for the rows it counts: half as much when not
+    ``consistent``, which may miss the latest writes)."""
     answer = WaitingVector._get_connection().query(
         pk,
         range_key_condition=WaitingVector.sk.startswith(layout.WAITING_VECTORS),
         limit=READ_LIMIT if limit is None else limit,
         select=COUNT,
-        consistent_read=True,
+        consistent_read=consistent,
     )
     return int(answer["Count"])
 
