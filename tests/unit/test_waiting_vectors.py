@@ -364,7 +364,7 @@ def test_an_embedding_keeps_its_direction_in_eight_bits():
         assert waiting_vectors.cosine(vector, restored) > 0.9999
 
 
-def _raced(monkeypatch) -> list[tuple[list[str], bool]]:
+def _raced(monkeypatch) -> list[tuple[dict[str, Any], bool]]:
     """A partition read whole by two, and a write whose count before it ran before another
     writer's rows landed (it saw one waiting); what is queued, and whether to the drain."""
     monkeypatch.setattr(waiting_vectors, "READ_LIMIT", 2)
@@ -372,7 +372,7 @@ def _raced(monkeypatch) -> list[tuple[list[str], bool]]:
     monkeypatch.setattr(
         waiting_vectors, "count", lambda pk, limit=None, consistent=True: 1 if limit is None else counted(pk, limit)
     )
-    routed: list[tuple[list[str], bool]] = []
+    routed: list[tuple[dict[str, Any], bool]] = []
     monkeypatch.setattr(
         meaning.embed_queue, "send", lambda body, to_drain=False: routed.append((body, to_drain)) or True
     )
