@@ -39,11 +39,12 @@ from ..settings import get_settings
 from ..storage import embed_queue, embeddings, messages, records, vectors, waiting_vectors
 from ..storage.concurrency import for_each, parallel, submit
 from ..storage.counters import Where
+from ..storage.messages import LAYER as L0
 from ..storage.messages import NewMessage
+from ..storage.records import LAYER as L1
 from ..storage.views import Message, Record
 from . import vector_erasure
 from .retrieval import Meant, Place
-from .vector_erasure import L0, L1
 
 QUERY_BUDGET_S = 3.0
 
@@ -312,8 +313,8 @@ def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome,
         waiting_vectors.delete(gone)
     over = {p for p, n in zip(partitions, counts, strict=True) if n > waiting_vectors.READ_LIMIT}
     spill = [(i, r) for i, r in made if pk[i.id] in over and i.id in live]
-    spill_ids = [(i.id, r) for i, r in spill]
-    failed = embed_and_store(where, [i for i, _ in spill], budget_s, outcome, waited=dict(spill_ids)) if spill else []
+    waited = {i.id: r for i, r in spill}
+    failed = embed_and_store(where, [i for i, _ in spill], budget_s, outcome, waited=waited) if spill else []
     put = {i.id for i, _ in spill if i.id not in failed}
     if put:
         waiting_vectors.delete_unchanged((pk[i.id], i.id, digest(i.text)) for i, _ in spill if i.id in put)

@@ -14,9 +14,8 @@ from ..settings import get_settings
 from ..storage import vectors, waiting_vectors
 from ..storage.concurrency import for_each, parallel
 from ..storage.counters import Where
-
-L0 = "L0"  # the layers' names, as items, partitions and vectors' metadata spell them
-L1 = "L1"
+from ..storage.messages import LAYER as L0
+from ..storage.records import LAYER as L1
 
 
 def layer_of(item_id: str) -> str:

@@ -17,9 +17,10 @@ from ..observability import logger
 from ..settings import get_settings
 from ..storage import counters, embed_queue, messages, records, vectors, waiting_vectors
 from ..storage.counters import Where
+from ..storage.messages import LAYER as L0
+from ..storage.records import LAYER as L1
 from ..storage.views import Message, Record
 from .meaning import Outcome, Piece, embed_and_store, enabled, live_items, model, piece
-from .vector_erasure import L0, L1
 
 BACKFILL_BATCH = 32
 BACKFILL_BATCH_BUDGET_S = 20.0  # the cleanup is not waited for by anyone: a batch may take its time
