@@ -286,7 +286,7 @@ def test_drop_epoch_removes_every_index_of_that_epoch_only(stack_buckets):
     bucket = vectors.bucket_of("t9", "a9")
     for epoch, dims in ((1, 3), (1, 4), (2, 3)):
         vectors.create_index(vectors.Index(bucket, vectors.index_name("t9", "a9", epoch, dims)), dims)
-    assert vectors.drop_epoch("t9", "a9", 1) == 2
+    assert vectors.drop_epoch(bucket, "t9", "a9", 1) == 2
     assert vectors.indexes(bucket, vectors.prefix("t9", "a9")) == [vectors.index_name("t9", "a9", 2, 3)]
     vectors.drop(vectors.Index(bucket, vectors.index_name("t9", "a9", 2, 3)))
 

@@ -54,16 +54,16 @@ def _add(scope: Scope, text: str) -> str:
 
 
 def _names(scope: Scope) -> list[str]:
-    return sorted(
-        vectors.indexes(vectors.bucket_of(scope.team_id, scope.agent_id), vectors.prefix(scope.team_id, scope.agent_id))
-    )
+    asset = assets.of_scope(scope)
+    assert asset is not None
+    return sorted(vectors.indexes(Where.of(asset).vector_bucket, vectors.prefix(scope.team_id, scope.agent_id)))
 
 
 def _index(scope: Scope, user_id: str) -> vectors.Index:
     asset = assets.of_scope(scope)
     assert asset is not None
     where = Where.of(asset)
-    return vectors.index_of(scope.team_id, scope.agent_id, where.epoch, 3, user_id, where.groups)
+    return vectors.index_of(where.vector_bucket, scope.team_id, scope.agent_id, where.epoch, 3, user_id, where.groups)
 
 
 def _keys(index: vectors.Index) -> list[str]:

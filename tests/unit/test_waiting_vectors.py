@@ -68,7 +68,9 @@ def _where(scope: Scope) -> Where:
 def _stored(scope: Scope) -> list[str]:
     """The keys in S3 Vectors of the scope's user."""
     where = _where(scope)
-    index = vectors.index_of(scope.team_id, scope.agent_id, where.epoch, 3, scope.user_id, where.groups)
+    index = vectors.index_of(
+        where.vector_bucket, scope.team_id, scope.agent_id, where.epoch, 3, scope.user_id, where.groups
+    )
     return sorted(key for key, _ in vectors.keys(index))
 
 

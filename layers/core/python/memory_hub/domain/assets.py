@@ -19,7 +19,7 @@ from ..clock import format_ms, now_ms
 from ..memory_ids import memory_id_of
 from ..settings import get_settings
 from ..storage import assets as stored
-from ..storage import blobs, bucket, counters, scenes
+from ..storage import blobs, bucket, counters, scenes, vectors
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.views import Asset
@@ -158,6 +158,7 @@ def ensure(
             updated_at=stamp,
             epoch=new_epoch(0),
             vector_groups=_groups(),
+            vector_bucket=vectors.bucket_of(team_id, agent_id) or None,
             hidden_by=hidden_by,
             **fields,
         )

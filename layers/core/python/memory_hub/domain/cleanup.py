@@ -199,9 +199,7 @@ def _orphans(asset: Asset, now: int, deadline: purge.Deadline) -> int:
     if not asset.last_cleared_at or now - parse_ms(asset.last_cleared_at) > ORPHAN_WINDOW_MS:
         return 0
     result = purge.Result()
-    target = purge.Target(
-        asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch) - 1, parse_ms(asset.last_cleared_at)
-    )
+    target = purge.Target.of(asset, int(asset.epoch) - 1, parse_ms(asset.last_cleared_at))
     purge.objects(target, result, deadline)
     return result.files
 

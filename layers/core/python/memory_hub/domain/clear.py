@@ -89,9 +89,7 @@ def _retire(
     for _ in attempts("clear"):
         before = assets.counts(asset)
         stamp_ms = now_ms()
-        target = purge.Target(
-            asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp_ms, actor, request_id
-        )
+        target = purge.Target.of(asset, int(asset.epoch), stamp_ms, actor, request_id)
         context = EventContext(asset.team_id, actor, request_id, asset.agent_id, asset.memory_id)
         wanted = [NewEvent(action, layer, asset.memory_id, getattr(before, layer.lower())) for layer in LAYERS]
         if drop:

@@ -18,7 +18,7 @@ user's group (``vectors``: a memory's users are spread over ``Where.groups`` ind
   text of then: queued, or its queued message delivered again.
 - Every erasure removes the vectors of what it erased before it answers (``vector_erasure``:
   waiting ones too); a clear or a memory delete drops its old epoch's indexes whole
-  (``drop_epoch``), and its purge takes the waiting ones with the epoch's partitions.
+  (``purge``), and its purge takes the waiting ones with the epoch's partitions.
 - Vectors record the model id and vector size; a search uses only vectors of the current model,
   and the cleanup re-embeds the others (also after embeddings go from Disabled to Enabled).
 """
@@ -97,7 +97,9 @@ def new_messages(user_id: str, session_id: str | None, task_id: str | None, new:
 def _index(where: Where, user_id: str) -> vectors.Index:
     """The index of the user's vectors of the current size."""
     dims = get_settings().embedding_dimensions
-    return vectors.index_of(where.team_id, where.agent_id, where.epoch, dims, user_id, where.groups)
+    return vectors.index_of(
+        where.vector_bucket, where.team_id, where.agent_id, where.epoch, dims, user_id, where.groups
+    )
 
 
 def _vector(item: Piece, data: list[float], described: str) -> vectors.Vector:
@@ -340,6 +342,7 @@ def _queue(
                 "epoch": int(where.epoch),
                 "memory_id": where.memory_id,
                 "groups": where.groups,
+                "bucket": where.bucket,
                 "layer": layer,
                 "user_id": user_id,
                 "ids": ids[start : start + embed_queue.MAX_IDS],
@@ -432,11 +435,6 @@ def after_update(where: Where, after: Record | None) -> None:
     vector_erasure.erase(where, [(after.user_id, after.id)])
     if retry:
         _queue(where, L1, after.user_id, [after.id])
-
-
-def drop_epoch(team_id: str, agent_id: str, epoch: int) -> int:
-    """Drop every index of a retired content epoch (a clear, a memory delete): the indexes dropped."""
-    return vectors.drop_epoch(team_id, agent_id, epoch)
 
 
 def semantic(

@@ -78,7 +78,7 @@ def erase_stored(where: Where, erased: Iterable[tuple[str, str]]) -> int:
     if not by_user or not get_settings().vector_buckets:
         return 0
     try:
-        bucket = vectors.bucket_of(where.team_id, where.agent_id)
+        bucket = where.vector_bucket
         names = vectors.indexes(bucket, vectors.epoch_prefix(where.team_id, where.agent_id, where.epoch))
         asked: set[str] = set()
         for name in names:

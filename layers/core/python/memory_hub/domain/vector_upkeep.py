@@ -122,6 +122,7 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
                 int(body["epoch"]),
                 str(body["memory_id"]),
                 groups=int(body.get("groups", 1)),  # absent: queued before memories had groups
+                bucket=str(body.get("bucket") or ""),  # absent: queued before memories were pinned
             )
             layer, user_id, ids = str(body["layer"]), str(body["user_id"]), [str(i) for i in body["ids"]]
         except (KeyError, TypeError, ValueError):
@@ -217,7 +218,7 @@ def _wanted(named: list[Named]) -> dict[tuple[str, str], list[str]]:
 def _current(where: Where, report: Backfill) -> list[vectors.Index]:
     """The memory's indexes of its current epoch, vector size and groups; every other index of an
     epoch up to the current one (a retired epoch, an old vector size) is dropped on the way."""
-    bucket = vectors.bucket_of(where.team_id, where.agent_id)
+    bucket = where.vector_bucket
     dimensions = get_settings().embedding_dimensions
     current: list[vectors.Index] = []
     for name in vectors.indexes(bucket, vectors.prefix(where.team_id, where.agent_id)):

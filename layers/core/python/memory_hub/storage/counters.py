@@ -24,7 +24,7 @@ from pynamodb.exceptions import DeleteError
 from pynamodb.expressions.operand import Path
 from pynamodb.expressions.update import Action
 
-from . import layout
+from . import layout, vectors
 from .concurrency import for_each
 from .models import Counter
 from .transactions import Transaction
@@ -36,7 +36,8 @@ class Where:
     """One memory epoch: every counter and item key derives from it. ``staged``: the imports
     running into it, as its asset said when it was read — reads leave out what they wrote (their
     items and their share of the counters); empty for writers and erasures, which see everything.
-    ``groups``: the memory's groups of users in its vector indexes (the asset's, fixed for its life)."""
+    ``groups``: the memory's groups of users in its vector indexes (the asset's, fixed for its life);
+    ``bucket``: the vector bucket pinned on its asset ('' for a memory of before: ``vector_bucket``)."""
 
     team_id: str
     agent_id: str
@@ -44,12 +45,19 @@ class Where:
     memory_id: str = ""
     staged: frozenset[str] = field(default=frozenset())
     groups: int = 1
+    bucket: str = ""
 
     @classmethod
     def of(cls, asset: Asset, staged: frozenset[str] = frozenset()) -> Where:
         """The asset's current epoch."""
         groups = int(asset.vector_groups or 1)
-        return cls(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id, staged, groups)
+        bucket = asset.vector_bucket or ""
+        return cls(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id, staged, groups, bucket)
+
+    @property
+    def vector_bucket(self) -> str:
+        """The vector bucket the memory's indexes are in ('' when the stack has none)."""
+        return vectors.home(self.team_id, self.agent_id, self.bucket or None)
 
     def everything(self) -> Where:
         """The same epoch, staged items included (erasures reach what an import has written)."""

@@ -164,9 +164,10 @@ class Asset(Bound):
     # ids of the imports running into this memory: what they wrote stays invisible until each
     # commits (its id leaves the set in one conditional write; see ``domain/transfer``)
     importing = UnicodeSetAttribute(null=True, attr_name="imp")
-    # the groups of users its vector indexes are split into (``vectors``), fixed when it is
-    # created; absent: one (a memory of before)
+    # its vector indexes (``vectors``), both fixed when it is created; absent on a memory of before:
+    # the groups of users they are split into (one), and the bucket they are pinned to (the rule's)
     vector_groups = NumberAttribute(null=True, attr_name="vg")
+    vector_bucket = UnicodeAttribute(null=True, attr_name="vb")
     # True when the memory has its ``Fence`` (every asset since 2026-12-05; one of before gets it at
     # its next write): the epoch checks of its writes read the fence, not this item
     fenced = BooleanAttribute(null=True, attr_name="fz")
@@ -377,10 +378,8 @@ class Record(_Items):
     updated_at = NumberAttribute()
     natural_key = UnicodeAttribute()
     terms = NumberAttribute(default=0)
-    # the index format its postings were written in (none: before impact order)
-    index_format = NumberAttribute(null=True, attr_name="ix")
-    # ids of imported lines that reinforced this record (natural-key dedup): a re-import skips them
-    absorbed = UnicodeSetAttribute(null=True, attr_name="ab")
+    index_format = NumberAttribute(null=True, attr_name="ix")  # its postings' format (none: before impact order)
+    absorbed = UnicodeSetAttribute(null=True, attr_name="ab")  # imported lines it absorbed: a re-import skips them
     # provenance: the messages shown as its sources (the newest 100, in the order they came) and
     # every message it ever cited (each has a citation entry; see ``citations``)
     sources: ListAttribute[str] = ListAttribute(of=UnicodeAttribute, null=True, attr_name="src")  # type: ignore[arg-type]  # as team_ids
@@ -521,6 +520,7 @@ class PurgeRecord(_Items):
     retired_ms = NumberAttribute()
     actor = UnicodeAttribute(null=True)
     request_id = UnicodeAttribute(null=True)
+    bucket = UnicodeAttribute(null=True, attr_name="vb")  # the memory's pinned vector bucket
 
 
 class Lease(_Items):

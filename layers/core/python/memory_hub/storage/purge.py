@@ -33,10 +33,19 @@ class Target:
     retired_ms: int
     actor: str | None = None
     request_id: str | None = None
+    bucket: str = ""  # the memory's pinned vector bucket ('' for a memory of before)
+
+    @classmethod
+    def of(
+        cls, asset: views.Asset, epoch: int, retired_ms: int, actor: str | None = None, request_id: str | None = None
+    ) -> Target:
+        """One epoch of the asset's memory."""
+        pinned = asset.vector_bucket or ""
+        return cls(asset.memory_id, asset.team_id, asset.agent_id, epoch, retired_ms, actor, request_id, pinned)
 
     @property
     def where(self) -> Where:
-        return Where(self.team_id, self.agent_id, self.epoch, self.memory_id)
+        return Where(self.team_id, self.agent_id, self.epoch, self.memory_id, bucket=self.bucket)
 
 
 @dataclass
@@ -78,11 +87,13 @@ def _record(target: Target) -> PurgeRecord:
         retired_ms=target.retired_ms,
         actor=target.actor,
         request_id=target.request_id,
+        bucket=target.bucket or None,
     )
 
 
 def _target(r: PurgeRecord) -> Target:
-    return Target(r.memory_id, r.team_id, r.agent_id, int(r.epoch), int(r.retired_ms), r.actor, r.request_id)
+    epoch, retired = int(r.epoch), int(r.retired_ms)
+    return Target(r.memory_id, r.team_id, r.agent_id, epoch, retired, r.actor, r.request_id, r.bucket or "")
 
 
 def pending() -> list[Target]:
@@ -203,7 +214,7 @@ def run(target: Target, deadline: Deadline) -> Result:
         and items(target, result, deadline)
     )
     if finished:  # the epoch's vectors go with it: its indexes are dropped whole
-        vectors.drop_epoch(target.team_id, target.agent_id, target.epoch)
+        vectors.drop_epoch(target.where.vector_bucket, target.team_id, target.agent_id, target.epoch)
     if finished:
         counters.drop(target.where)
     result.done = finished

@@ -1,7 +1,10 @@
 """Vectors in Amazon S3 Vectors: indexes per memory, content epoch, vector size and group of users.
 
 Layout. The stack has a few vector buckets (``Settings.vector_buckets``). A memory (team + agent)
-lives in one of them, chosen by a digest of the pair. Its users are spread over ``groups`` groups
+lives in one of them, chosen by a digest of the pair among the stack's buckets when the memory is
+created and pinned on its asset (``Where.bucket``), so a bucket added to the stack later takes new
+memories and moves none; a memory of before has no pin and lives where that rule put it over the
+stack's first ``LEGACY_BUCKETS`` (the four every stack had then). Its users are spread over ``groups`` groups
 by a digest of the user id (fixed for the memory's life: the stack's ``VectorGroups`` when the
 memory was created, 1 for a memory of before), and each content epoch, vector size and group has
 its own index there, created by the first write into it:
@@ -55,6 +58,7 @@ PUT_BILLED_MIN = 128 * 1024  # S3 Vectors bills every PutVectors at least this m
 VECTOR_OVERHEAD = 300  # a vector's key and filterable metadata, about
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 INDEX_QUOTA_METRIC = "VectorIndexQuotaReached"  # a bucket refused an index: it holds its quota
+LEGACY_BUCKETS = 4  # the buckets of every stack before memories were pinned to theirs
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,8 @@ def index_name(team_id: str, agent_id: str, epoch: int, dimensions: int, group: 
 
 
 def bucket_of(team_id: str, agent_id: str, buckets: Sequence[str] | None = None) -> str:
-    """The vector bucket of a memory ('' when the stack has none)."""
+    """The vector bucket the digest rule gives a memory among ``buckets`` (the stack's by default;
+    '' when there are none): where a new memory is pinned."""
     names = list(buckets if buckets is not None else get_settings().vector_buckets)
     if not names:
         return ""
@@ -114,10 +119,20 @@ def bucket_of(team_id: str, agent_id: str, buckets: Sequence[str] | None = None)
     return names[int(digest[:8], 16) % len(names)]
 
 
-def index_of(team_id: str, agent_id: str, epoch: int, dimensions: int, user_id: str, groups: int = 1) -> Index:
-    """The index that holds ``user_id``'s vectors of this size in a memory of ``groups`` groups."""
+def home(team_id: str, agent_id: str, pinned: str | None) -> str:
+    """The vector bucket a memory lives in: the one pinned on its asset, or — a memory of before,
+    with no pin — the digest rule's over the stack's first ``LEGACY_BUCKETS``."""
+    if pinned:
+        return pinned
+    return bucket_of(team_id, agent_id, get_settings().vector_buckets[:LEGACY_BUCKETS])
+
+
+def index_of(
+    bucket: str, team_id: str, agent_id: str, epoch: int, dimensions: int, user_id: str, groups: int = 1
+) -> Index:
+    """The index of ``bucket`` that holds ``user_id``'s vectors of this size in a memory of ``groups`` groups."""
     group = group_of(user_id, groups)
-    return Index(bucket_of(team_id, agent_id), index_name(team_id, agent_id, epoch, dimensions, group, groups))
+    return Index(bucket, index_name(team_id, agent_id, epoch, dimensions, group, groups))
 
 
 @dataclass(frozen=True)
@@ -360,10 +375,12 @@ def keys(index: Index) -> Iterator[tuple[str, dict[str, Any]]]:
             return
 
 
-def drop_epoch(team_id: str, agent_id: str, epoch: int) -> int:
-    """Drop every index of one content epoch of a memory (any vector size or group): the number dropped. A
-    stack without vector buckets — or a bucket that does not exist — has nothing to drop."""
-    bucket = bucket_of(team_id, agent_id)
+def drop_epoch(bucket: str, team_id: str, agent_id: str, epoch: int) -> int:
+    """Drop every index of one content epoch of a memory in its ``bucket`` (any vector size or group):
+    the number dropped. A stack without vector buckets — or a bucket that does not exist — has
+    nothing to drop."""
+    if not bucket:
+        return 0
     try:
         names = indexes(bucket, epoch_prefix(team_id, agent_id, epoch))
     except Exception as exc:

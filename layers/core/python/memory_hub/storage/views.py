@@ -62,6 +62,7 @@ class Asset:
     status: str
     team_id: str
     updated_at: str  # as created_at
+    vector_bucket: str | None
     vector_groups: float | None
     visibility: str
 

@@ -124,9 +124,7 @@ def _drop(asset: Asset, job: Job) -> bool:
     """Delete the memory the import created while it is still hidden by it: False when a clear or a
     delete moved it on meanwhile, or a client's write claimed it."""
     stamp = now_ms()
-    target = purge.Target(
-        asset.memory_id, asset.team_id, asset.agent_id, int(asset.epoch), stamp, job.owner, job.spec.get("request_id")
-    )
+    target = purge.Target.of(asset, int(asset.epoch), stamp, job.owner, job.spec.get("request_id"))
     try:
         purge.retire(asset, target, new_epoch=None, stamp=format_ms(stamp), events=[], hidden_by=job.sk)
     except Cancelled:

@@ -19,6 +19,7 @@ the next start of the local stack — and its id leaves the set only once its it
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from types import TracebackType
 
 from ...clock import now_ms
@@ -99,7 +100,9 @@ def finish(job: Job) -> set[str]:
         return set()
     gone: set[str] = set()
     if journal.epoch is not None:
-        where = Where(job.team_id, job.agent_id, journal.epoch, job.memory_id)
+        asset = stored_assets.get_pair(job.team_id, job.agent_id)  # its vector bucket, for ``fold``'s erasures
+        found = Where.of(asset) if asset is not None else Where(job.team_id, job.agent_id, 0)
+        where = replace(found, epoch=int(journal.epoch), memory_id=job.memory_id, staged=frozenset())
         reinforce_after_commit(where, journal)
         gone = fold(where, journal, job.sk)
         landing.land(job, journal)
