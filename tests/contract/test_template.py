@@ -674,7 +674,10 @@ QUEUES = {  # embeddings (and the drain's waiting vectors); formation runs after
     "FormationFunction": {"EmbedQueue", "VectorQueue", "FormationQueue"},
     "CleanupFunction": {"FormationQueue"},  # an abandoned import's undo may remove formed files
 }
-VECTOR_BUCKETS = [f"VectorBucket{i}" for i in range(4)]
+VECTOR_BUCKETS = [f"VectorBucket{i}" for i in range(16)]
+UNNAMED_BUCKETS = VECTOR_BUCKETS[:4]  # the stack's buckets of before: CloudFormation names them
+STACK_UUID = {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}
+NAMED = "arn:${AWS::Partition}:s3vectors:${AWS::Region}:${AWS::AccountId}:bucket/mh-${Stack}-v*"
 
 
 def _inline_statements(function: dict[str, Any]) -> list[tuple[dict[str, Any], str | None]]:
@@ -732,8 +735,10 @@ def test_bedrock_is_the_configured_foundation_model_only_and_only_with_embedding
 
 
 def test_vector_actions_name_only_the_stacks_vector_buckets_and_their_indexes(template):
-    buckets = [{"Fn::GetAtt": [b, "VectorBucketArn"]} for b in VECTOR_BUCKETS]
-    indexes = [{"Fn::Sub": f"${{{b}.VectorBucketArn}}/index/*"} for b in VECTOR_BUCKETS]
+    buckets = [{"Fn::GetAtt": [b, "VectorBucketArn"]} for b in UNNAMED_BUCKETS]
+    buckets.append({"Fn::Sub": [NAMED, {"Stack": STACK_UUID}]})
+    indexes = [{"Fn::Sub": f"${{{b}.VectorBucketArn}}/index/*"} for b in UNNAMED_BUCKETS]
+    indexes.append({"Fn::Sub": [NAMED + "/index/*", {"Stack": STACK_UUID}]})
     for name, function in _functions(template).items():
         for statement, _ in _inline_statements(function):
             actions = [a for a in _action_list(statement) if a.startswith("s3vectors:")]
@@ -753,13 +758,41 @@ def test_vector_actions_name_only_the_stacks_vector_buckets_and_their_indexes(te
         assert queues == QUEUES.get(name, set()), f"{name}: {sorted(queues)}"
 
 
+def test_the_vector_buckets_after_the_first_four_are_named_after_the_stack_and_only_they_match_its_policies(
+    template,
+):
+    """Buckets 4 and up carry the stack's id in their names, so one policy entry names them all
+    (and no other stack's); the first four keep CloudFormation's names (renaming them would replace
+    them, and their vectors with them)."""
+    from memory_hub_local.template import deploy, local_names
+
+    resources = template["Resources"]
+    for logical_id in UNNAMED_BUCKETS:
+        assert "VectorBucketName" not in resources[logical_id].get("Properties", {}), logical_id
+    for i, logical_id in enumerate(VECTOR_BUCKETS[4:], start=4):
+        assert resources[logical_id]["Properties"]["VectorBucketName"] == {
+            "Fn::Sub": [f"mh-${{Stack}}-v{i}", {"Stack": STACK_UUID}]
+        }
+        assert resources[logical_id]["DeletionPolicy"] == resources[logical_id]["UpdateReplacePolicy"] == "Retain"
+    names, arns = local_names("us-east-1", {})
+    memory = deploy("us-east-1", {}).functions["MemoryFunction"]
+    for logical_id in VECTOR_BUCKETS:
+        assert 3 <= len(names[logical_id]) <= 63 and names[logical_id] == names[logical_id].lower()
+        assert memory.allows("s3vectors:QueryVectors", arns[logical_id] + "/index/m0-1-3")
+        assert memory.allows("s3vectors:ListIndexes", arns[logical_id])
+    assert len(set(names[b] for b in VECTOR_BUCKETS)) == len(VECTOR_BUCKETS)
+    another = arns["VectorBucket4"].replace("-0000-4000-", "-0000-4001-")  # another stack's bucket 4
+    assert not memory.allows("s3vectors:QueryVectors", another + "/index/m0-1-3")
+    assert not memory.allows("s3vectors:ListIndexes", another)
+
+
 def test_meaning_parameters_buckets_and_queue(template):
     params = template["Parameters"]
     assert params["Embeddings"]["AllowedValues"] == ["Enabled", "Disabled"]
     assert params["EmbeddingModel"]["Default"] == "amazon.titan-embed-text-v2:0"
     assert params["EmbeddingDimensions"]["Default"] == 1024
     assert template["Conditions"]["EmbeddingsEnabled"] == {"Fn::Equals": [{"Ref": "Embeddings"}, "Enabled"]}
-    assert sorted(_of_type(template, "AWS::S3Vectors::VectorBucket")) == VECTOR_BUCKETS
+    assert sorted(_of_type(template, "AWS::S3Vectors::VectorBucket")) == sorted(VECTOR_BUCKETS)
     env = template["Globals"]["Function"]["Environment"]["Variables"]
     assert env["EMBEDDINGS"] == {"Ref": "Embeddings"}
     assert env["EMBEDDING_MODEL"] == {"Ref": "EmbeddingModel"}

@@ -22,7 +22,7 @@ from memory_hub.storage.counters import Where
 from memory_hub.storage.models import Asset
 
 FOUR = [f"memory-hub-vectorbucket{i}" for i in range(4)]  # the template's, as the local stack names them
-SIX = FOUR + ["memory-hub-vectorbucket4", "memory-hub-vectorbucket5"]
+SIX = [*FOUR, "memory-hub-vectorbucket4", "memory-hub-vectorbucket5"]
 ADMIN = Principal("unit-admin", "admin", ("*",))
 
 

@@ -203,8 +203,12 @@ def test_a_round_keeps_a_groups_messages_together_so_a_chunk_edge_splits_one_put
     ids = [_add(scope, f"apple {n}") for n in range(2) for scope in (a, b)]
     drained = vector_upkeep.drain(lambda: 300.0)
     assert (drained.messages, drained.again) == (4, 0)
-    assert sorted(puts) == sorted([(vectors.index_of(_where(a).vector_bucket, a.team_id, a.agent_id, _where(a).epoch, 3, u, 2).name, 2)
-                                   for u in (a.user_id, b.user_id)])  # fmt: skip
+    where = _where(a)
+    index = [
+        vectors.index_of(where.vector_bucket, a.team_id, a.agent_id, where.epoch, 3, u, 2)
+        for u in (a.user_id, b.user_id)
+    ]
+    assert sorted(puts) == sorted((i.name, 2) for i in index)
     assert _stored(a) == sorted(ids[0::2]) and _stored(b) == sorted(ids[1::2])
 
 

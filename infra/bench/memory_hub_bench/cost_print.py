@@ -56,7 +56,7 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
         say(
             f"The month's search (`{bill['search']}`) at 6 million vectors in the memory, by `VectorGroups`: "
             + ", ".join(f"{g} → ${usd:,.1f}" for g, usd in by_groups.items())
-            + " per 1M (at most 40,000 ÷ groups memories of users in every group).\n"
+            + " per 1M (at most 160,000 ÷ groups memories of users in every group).\n"
         )
     _batched_lines(result, say)
     say("| the same workload on | $ a month | prices used |")

@@ -30,6 +30,11 @@ STACK_NAME = "memory-hub"
 ACCOUNT = "123456789012"  # moto's account
 PARTITION = "aws"
 LOCAL_BUCKET = "memory-hub-local"
+STACK_UUID = "00000000-0000-4000-8000-000000000000"  # the local stack's id, as the third part of AWS::StackId
+
+
+def stack_id(region: str) -> str:
+    return f"arn:{PARTITION}:cloudformation:{region}:{ACCOUNT}:stack/{STACK_NAME}/{STACK_UUID}"
 
 
 class _NoManagedPolicies:
@@ -181,6 +186,7 @@ class Deployment:
             "AWS::Region": self.region,
             "AWS::AccountId": ACCOUNT,
             "AWS::StackName": STACK_NAME,
+            "AWS::StackId": stack_id(self.region),
             "AWS::Partition": PARTITION,
             "AWS::URLSuffix": "amazonaws.com",
         }.get(name)
@@ -267,6 +273,10 @@ def _fn_select(deployment: Deployment, arg: Any) -> Any:
     return deployment.value(arg[1])[int(deployment.value(arg[0]))]
 
 
+def _fn_split(deployment: Deployment, arg: Any) -> Any:
+    return str(deployment.value(arg[1])).split(str(deployment.value(arg[0])))
+
+
 def _fn_equals(deployment: Deployment, arg: Any) -> Any:
     return str(deployment.value(arg[0])) == str(deployment.value(arg[1]))
 
@@ -279,6 +289,7 @@ _INTRINSICS: dict[str, Callable[[Deployment, Any], Any]] = {
     "Fn::If": _fn_if,
     "Fn::Join": _fn_join,
     "Fn::Select": _fn_select,
+    "Fn::Split": _fn_split,
     "Fn::Equals": _fn_equals,
     "Fn::Not": lambda deployment, arg: not deployment.value(arg[0]),
     "Fn::And": lambda deployment, arg: all(deployment.value(a) for a in arg),
@@ -317,7 +328,10 @@ def local_names(region: str, secret_arns: dict[str, str]) -> tuple[dict[str, str
         elif kind == "AWS::Lambda::LayerVersion":
             arns[logical_id] = f"{prefix}:lambda:{region}:{ACCOUNT}:layer:{name}:1"
         elif kind == "AWS::S3Vectors::VectorBucket":  # CloudFormation names them in lower case
-            name = f"{STACK_NAME}-{logical_id.lower()}"
+            given = resource.get("Properties", {}).get("VectorBucketName")
+            name = (
+                str(Deployment(region, {}, {}, {}, cfn).value(given)) if given else f"{STACK_NAME}-{logical_id.lower()}"
+            )
             arns[logical_id] = f"{prefix}:s3vectors:{region}:{ACCOUNT}:bucket/{name}"
         names[logical_id] = name
     return names, arns
