@@ -10,6 +10,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from in_process import fresh_scope, writer
 from memory_hub.domain import assets, clear, conversation, meaning, vector_upkeep
 from memory_hub.domain.principal import Principal
@@ -20,6 +22,7 @@ from memory_hub.storage import aws as aws_clients
 from memory_hub.storage import embeddings, purge, vectors
 from memory_hub.storage.counters import Where
 from memory_hub.storage.models import Asset
+from test_layout import team_ids
 
 FOUR = [f"memory-hub-vectorbucket{i}" for i in range(4)]  # the template's, as the local stack names them
 SIX = [*FOUR, "memory-hub-vectorbucket4", "memory-hub-vectorbucket5"]
@@ -193,3 +196,20 @@ def test_an_imports_finish_erases_in_the_pinned_bucket(meaning_on):
     staging.finish(job)  # type: ignore[arg-type]
     home = vectors.bucket_of(scope.team_id, scope.agent_id, SIX)
     assert [(w.epoch, w.memory_id, w.vector_bucket) for w in seen] == [(7, "mem-x", home)] * 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(team=team_ids, agent=team_ids, more=st.integers(0, 60), pin=st.sampled_from(["", "a-pinned-bucket"]))
+def test_a_memory_is_where_its_pin_says_else_where_the_rule_put_it_among_four(team, agent, more, pin):
+    """Any pair, any number of buckets added: a pinned memory is in its pinned bucket; an unpinned
+    one where the rule puts it over the first four, whatever came after them; a new memory is
+    pinned among all of them."""
+    stack = [*FOUR, *(f"bucket-{i}" for i in range(more))]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VECTOR_BUCKETS", ",".join(stack))
+        get_settings.cache_clear()
+        where = Where(team, agent, 1, bucket=pin)
+        assert where.vector_bucket == (pin or vectors.bucket_of(team, agent, FOUR))
+        assert vectors.bucket_of(team, agent) in stack
+        assert vectors.bucket_of(team, agent) == vectors.bucket_of(team, agent, stack)  # one rule, stable
+    get_settings.cache_clear()
