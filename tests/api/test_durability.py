@@ -58,9 +58,9 @@ class Running:
 
 
 def ports() -> tuple[int, int, int]:
-    from memory_hub_local.stack import free_port
+    from memory_hub_local.stack import held_port
 
-    return free_port(), free_port(), free_port()
+    return held_port(), held_port(), held_port()
 
 
 def start(data: Path, **environment: str) -> Running:

@@ -302,9 +302,9 @@ def test_the_template_s_formation_source_is_batch_1_at_concurrency_10(stack):
 
 
 def ports() -> list[str]:
-    from memory_hub_local.stack import free_port
+    from memory_hub_local.stack import held_port
 
-    return ["--port", str(free_port()), "--lambda-port", str(free_port()), "--aws-port", str(free_port())]
+    return ["--port", str(held_port()), "--lambda-port", str(held_port()), "--aws-port", str(held_port())]
 
 
 def local(*extra: str) -> list[str]:

@@ -54,9 +54,9 @@ class Running:
 
 
 def command(data: Path) -> list[str]:
-    from memory_hub_local.stack import free_port
+    from memory_hub_local.stack import held_port
 
-    api, lam, aws = free_port(), free_port(), free_port()
+    api, lam, aws = held_port(), held_port(), held_port()
     ports = ["--port", str(api), "--lambda-port", str(lam), "--aws-port", str(aws)]
     return [MEMORY_HUB, "local", "--data-dir", str(data), *ports]
 

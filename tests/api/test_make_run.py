@@ -59,9 +59,9 @@ def start(command: list[str], port: int, **environment: str) -> Running:
 
 
 def ports() -> tuple[int, int, int]:
-    from memory_hub_local.stack import free_port
+    from memory_hub_local.stack import held_port
 
-    return free_port(), free_port(), free_port()
+    return held_port(), held_port(), held_port()
 
 
 def test_make_run_prints_what_a_person_needs_and_remembers_across_a_restart(tmp_path):
@@ -137,6 +137,7 @@ def test_a_port_in_use_is_one_clear_line_and_a_non_zero_exit(taken):
 
     api, lam, aws = ports()
     with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # beside the port's reservation
         holder.bind(("127.0.0.1", api if taken == "api" else aws))
         holder.listen()
         result = subprocess.run(

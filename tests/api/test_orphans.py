@@ -37,9 +37,9 @@ time.sleep(3600)
 
 
 def ports() -> tuple[int, int, int]:
-    from memory_hub_local.stack import free_port
+    from memory_hub_local.stack import held_port
 
-    return free_port(), free_port(), free_port()
+    return held_port(), held_port(), held_port()
 
 
 def in_session(session: int) -> dict[int, str]:

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 from memory_hub_local import http
-from memory_hub_local.stack import reserve_port
+from memory_hub_local.stack import held_port, reserve_port
 
 
 class _Hello(http.Handler):
@@ -48,3 +48,19 @@ def test_a_reserved_port_is_taken_by_its_server_and_by_nothing_else():
         server.server_close()
     finally:
         held.close()
+
+
+def test_a_held_port_stays_reserved_while_servers_come_and_go_on_it():
+    """``held_port`` is for a server another process starts (a test's ``make run``): it keeps the
+    reservation, so the port is the server's across a restart and nobody else's in between."""
+    port = held_port()
+    for _ in range(2):  # a start, a stop, a start again on the same port
+        server = http.Server(("127.0.0.1", port), _Hello)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as answer:
+            assert answer.read() == b"hello"
+        server.shutdown()
+        server.server_close()
+        with socket.socket() as other, pytest.raises(OSError) as taken:
+            other.bind(("127.0.0.1", port))  # still reserved once its server is gone
+        assert taken.value.errno == errno.EADDRINUSE

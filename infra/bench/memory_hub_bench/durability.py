@@ -288,11 +288,11 @@ class Launched:
 def launch(data: Path, output: Path) -> Launched:
     """Start a stack on ``data`` (free ports) and wait for its banner; a stack that exits or prints
     no banner in time is killed and fails the section, its output said."""
-    from memory_hub_local.stack import free_port
+    from memory_hub_local.stack import held_port
 
     command = [sys.executable, "-m", "memory_hub_local", "--data-dir", str(data)]
     for flag in ("--port", "--lambda-port", "--aws-port"):
-        command += [flag, str(free_port())]
+        command += [flag, str(held_port())]
     environment = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_HUB_TEST_")}
     with open(output, "wb") as out:
         began = time.perf_counter()

@@ -44,6 +44,19 @@ def reserve_port() -> socket.socket:
     return sock
 
 
+_HELD: list[socket.socket] = []  # ``held_port``'s reservations, kept while this process lives
+
+
+def held_port() -> int:
+    """A free port for a server that another process starts (``make run`` in a test, the bench's
+    durability runs): reserved as ``reserve_port`` does for as long as this process lives, so
+    nothing else takes it between the look-up and that server's bind, nor while the server restarts
+    on it. A server that does not set SO_REUSEADDR could not bind it: the local stack's all do."""
+    sock = reserve_port()
+    _HELD.append(sock)
+    return int(sock.getsockname()[1])
+
+
 @dataclass
 class Stack:
     port: int = 3000
