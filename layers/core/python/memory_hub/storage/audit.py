@@ -9,9 +9,8 @@ from typing import Any
 
 from ..clock import format_ms, now_ms, ordered_id
 from . import layout, views
+from .concurrency import for_each
 from .models import AuditEvent, own, snapshot
-
-ALL_SHARD = "all"
 
 
 @dataclass(frozen=True)
@@ -39,14 +38,15 @@ def event_items(events: list[NewEvent], context: EventContext) -> list[views.Aud
         pk = layout.audit_pair_pk(context.team_id, context.agent_id)
     else:
         pk = layout.audit_key_pk(context.team_id)
+    ids = [ordered_id("evt-") for _ in events]
     return [
         _view(
             pk,
-            ordered_id("evt-"),
+            event_id,
             memory_id=context.memory_id,
             team_id=context.team_id,
             agent_id=context.agent_id,
-            shard=ALL_SHARD,
+            shard=layout.audit_all_shard(event_id),
             action=e.action,
             layer=e.layer,
             target=e.target,
@@ -55,7 +55,7 @@ def event_items(events: list[NewEvent], context: EventContext) -> list[views.Aud
             request_id=context.request_id,
             at=at,
         )
-        for e in events
+        for event_id, e in zip(ids, events, strict=True)
     ]
 
 
@@ -139,7 +139,13 @@ def of_team(team_id: str, before: str | None, action: str | None, limit: int) ->
 
 
 def of_everyone(before: str | None, action: str | None, limit: int) -> list[views.AuditEvent]:
-    return _newest(AuditEvent.by_all.query, ALL_SHARD, before, action, limit)
+    """Every event, newest first (the all-teams view: each of its partitions at once, merged) —
+    a global index: eventually consistent."""
+    shards = layout.audit_all_partitions()
+    parts = for_each(
+        lambda shard: _newest(AuditEvent.by_all.query, shard, before, action, limit), shards, width=len(shards)
+    )
+    return sorted((e for part in parts for e in part), key=lambda e: e.event_id, reverse=True)[:limit]
 
 
 def _view(pk: str, event_id: str, **attributes: Any) -> views.AuditEvent:

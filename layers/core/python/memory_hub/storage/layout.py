@@ -214,6 +214,23 @@ def audit_key_pk(team_id: str) -> str:
     return f"K#{team_id}"
 
 
+AUDIT_ALL = "all"  # the all-teams view's partition (``by-all``) as events before 2026-12-05 hold it
+AUDIT_ALL_SHARDS = 16  # the view's partitions since
+
+
+def audit_all_shard(event_id: str) -> str:
+    """The all-teams view's partition of a new event: one of ``AUDIT_ALL_SHARDS`` by a digest of its
+    id. Every audited write of the stack lands in that view, and one partition of an index takes
+    about 1,000 writes a second — with time-ordered ids always at its end, where DynamoDB cannot
+    split it — so the view is spread over several, which a read of it queries together."""
+    return f"{AUDIT_ALL}{SEP}{int(digest(event_id)[:8], 16) % AUDIT_ALL_SHARDS}"
+
+
+def audit_all_partitions() -> list[str]:
+    """Every partition of the all-teams view, the one of before first."""
+    return [AUDIT_ALL] + [f"{AUDIT_ALL}{SEP}{n}" for n in range(AUDIT_ALL_SHARDS)]
+
+
 def fits_key(value: str, limit: int = 1024) -> bool:
     """Whether ``value`` may appear in a key at all (an id longer than any we issue names nothing)."""
     return len(value.encode("utf-8")) <= limit

@@ -283,7 +283,7 @@ class AuditEvent(Bound):
     memory_id = UnicodeAttribute(null=True)
     team_id = UnicodeAttribute()
     agent_id = UnicodeAttribute(null=True)
-    shard = UnicodeAttribute(null=True)  # "all" on exactly one copy: the all-teams view
+    shard = UnicodeAttribute(null=True)  # on exactly one copy: its all-teams view partition (layout)
     action = UnicodeAttribute()
     layer = UnicodeAttribute()
     target = UnicodeAttribute(null=True)
