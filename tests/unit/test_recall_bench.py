@@ -294,3 +294,36 @@ def test_a_recall_run_says_when_its_writes_were_batched() -> None:
         lines: list[str] = []
         recall_print.render(result, lines.append)
         assert any("`VectorWrites: Batched`" in line for line in lines) is shown
+
+
+class _Log:
+    """A call log that answers each search with two DynamoDB calls: 3 items in 1.0 read unit, 2 in 4.5."""
+
+    def take(self) -> list[dict[str, Any]]:
+        return [
+            {"service": "dynamodb", "read": 3, "capacity": [{"TableName": "t", "ReadCapacityUnits": 1.0}]},
+            {"service": "dynamodb", "read": 2, "capacity": [{"TableName": "t", "ReadCapacityUnits": 4.5}]},
+            {"service": "s3vectors", "read": 0, "capacity": None},
+        ]
+
+
+def test_a_search_counts_its_items_and_its_read_units_and_the_size_table_prints_both() -> None:
+    endpoint = recall.Endpoint(FakeTarget(refuse_mode=False), _Log(), "team")  # type: ignore[arg-type]
+    questions = [Question("q1", "pet", frozenset({"D1:1"}), "k")]
+    loaded = recall.Loaded(Corpus("c", [], questions), Scope("team", "recall", "u"), {"msg-a": frozenset({"D1:1"})})
+    row = recall.questions_pass(endpoint, [loaded], "L0 messages", "d", None).row()
+    assert (row["items_read_p50"], row["read_units_p50"]) == (5, 5.5)
+    size = {"system": "s", "level": "L0", "mode": "m", "items_1x": 1, "items_10x": 10, "questions": 1}
+    lines: list[str] = []
+    result = {
+        "rows": [],
+        "notes": [],
+        "datasets": {},
+        "size": [{**size, "1x": row, "10x": {**row, "read_units_p50": 11.0}}],
+    }
+    recall_print.render(result, lines.append)
+    assert "| s | L0 (1 → 10 items, 1 questions) | m | DynamoDB read units p50 | 5.5 | 11.0 | 2.00 |" in lines
+    before = {k: v for k, v in row.items() if not k.startswith("read_units")}  # a record of before has none
+    lines.clear()
+    recall_print.render({**result, "size": [{**size, "1x": before, "10x": before}]}, lines.append)
+    assert not any("read units" in line for line in lines) and any("items read p50" in line for line in lines)

@@ -66,6 +66,13 @@ def first_hit(results: Sequence[Iterable[str]], evidence: frozenset[str]) -> int
     return None
 
 
+def read_units(calls: Sequence[dict[str, Any]]) -> float:
+    """DynamoDB read units of these calls, as the emulated DynamoDB counted them (AWS's rules): a
+    search's true read cost, where ``read`` counts items whatever their size (a waiting vector's
+    row is ~1.3 KB, a posting a tenth of that)."""
+    return sum(float(e.get("ReadCapacityUnits", 0.0)) for c in calls for e in c.get("capacity") or [])
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile (NaN for no values)."""
     if not values:
@@ -86,6 +93,7 @@ class Tally:
     hits: dict[int, int] = field(default_factory=lambda: dict.fromkeys(KS, 0))
     latencies: list[float] = field(default_factory=list)
     reads: list[float] = field(default_factory=list)
+    units: list[float] = field(default_factory=list)  # DynamoDB read units a search used
     modes_used: Counter[str] = field(default_factory=Counter)
     failed: int = 0  # searches that failed after retries: counted as misses
     kinds: dict[str, list[int]] = field(default_factory=dict)  # question kind -> [questions, hits@10]
@@ -97,6 +105,7 @@ class Tally:
         read: float | None = None,
         used: str | None = None,
         kind: str | None = None,
+        units: float | None = None,
     ) -> None:
         self.questions += 1
         if kind is not None:
@@ -110,6 +119,8 @@ class Tally:
             self.latencies.append(ms)
         if read is not None:
             self.reads.append(read)
+        if units is not None:
+            self.units.append(units)
         if used is not None:
             self.modes_used[used] += 1
 
@@ -134,6 +145,8 @@ class Tally:
             "p95_ms": round(percentile(self.latencies, 0.95), 1),
             "items_read_p50": percentile(self.reads, 0.5),
             "items_read_p95": percentile(self.reads, 0.95),
+            "read_units_p50": percentile(self.units, 0.5),
+            "read_units_p95": percentile(self.units, 0.95),
             "hit@10_by_kind": {k: round(h / n, 4) for k, (n, h) in sorted(self.kinds.items()) if n},
             "hits": {str(k): self.hits[k] for k in KS},  # the counts the tables' rates are printed from
             "kinds": {k: [n, h] for k, (n, h) in sorted(self.kinds.items()) if n},
@@ -335,14 +348,16 @@ def questions_pass(
                 if tally.failed == 1:
                     endpoint.note(f"{endpoint.target.name}: first failed search: {str(error)[:160]}")
                 continue
-            read = sum(c["read"] for c in endpoint.log.take()) if endpoint.log is not None else None
+            calls = endpoint.log.take() if endpoint.log is not None else None
+            read = sum(c["read"] for c in calls) if calls is not None else None
+            units = read_units(calls) if calls is not None else None
             found = [sources.get(i, frozenset()) for i in ids]
-            tally.add(first_hit(found, question.evidence), ms, read, used, question.kind)
+            tally.add(first_hit(found, question.evidence), ms, read, used, question.kind, units)
     row = tally.row()
     progress(
         f"recall: {endpoint.target.name}: {dataset} {level} ({tally.questions} questions, mode {tally.mode}): "
         f"hit@1/5/10 {row['hit@1']}/{row['hit@5']}/{row['hit@10']}, p50/p95 {row['p50_ms']}/{row['p95_ms']} ms, "
-        f"items read p50 {row['items_read_p50']}"
+        f"items read p50 {row['items_read_p50']}, read units p50 {row['read_units_p50']}"
     )
     if tally.failed:
         endpoint.note(f"{endpoint.target.name}: {dataset} {level}: {tally.failed} searches failed, counted as misses")

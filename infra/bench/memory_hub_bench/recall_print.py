@@ -108,11 +108,13 @@ def render(result: dict[str, Any], say: Say) -> None:
             for measure, key, digits in (
                 ("items read p50", "items_read_p50", 0),
                 ("items read p95", "items_read_p95", 0),
+                ("DynamoDB read units p50", "read_units_p50", 1),
+                ("DynamoDB read units p95", "read_units_p95", 1),
                 ("p50 ms", "p50_ms", 1),
                 ("p95 ms", "p95_ms", 1),
                 ("hit@10", "hit@10", 3),
             ):
-                a, b = float(one[key]), float(ten[key])
+                a, b = float(one.get(key, math.nan)), float(ten.get(key, math.nan))  # a run of before: none
                 if math.isnan(a) and math.isnan(b):
                     continue
                 ratio = b / a if a and not math.isnan(a) else math.nan
