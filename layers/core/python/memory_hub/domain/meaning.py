@@ -17,8 +17,8 @@ user's group (``vectors``: a memory's users are spread over ``Where.groups`` ind
   this one, which then replaced it) is deleted the same way and its item embedded again from its
   text of then: queued, or its queued message delivered again.
 - Every erasure removes the vectors of what it erased before it answers (``vector_erasure``:
-  waiting ones too); a clear or a memory delete drops its old epoch's indexes whole
-  (``purge``), and its purge takes the waiting ones with the epoch's partitions.
+  waiting ones too); a clear's or a memory delete's purge (``purge``) drops its old epoch's indexes
+  whole and takes the waiting ones with the epoch's partitions.
 - Vectors record the model id and vector size; a search uses only vectors of the current model,
   and the cleanup re-embeds the others (also after embeddings go from Disabled to Enabled).
 """
