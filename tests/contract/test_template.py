@@ -786,6 +786,24 @@ def test_the_vector_buckets_after_the_first_four_are_named_after_the_stack_and_o
     assert not memory.allows("s3vectors:ListIndexes", another)
 
 
+def test_every_functions_environment_fits_lambdas_4_kb_with_awss_longer_names():
+    """Lambda allows 4 KB of environment variables a function (names and values). The local stack's
+    physical names are short; on AWS a generated name carries the stack's name and a random suffix:
+    each variable that holds a name, ARN or URL is counted here 80 characters longer (a stack name
+    of 40 characters), and the vector buckets' names as AWS would give them."""
+    from memory_hub_local.template import deploy
+
+    for name, function in deploy("ap-southeast-2", {}).functions.items():
+        env = function.environment
+        longer = sum(
+            80 for value in env.values() if any(m in str(value) for m in ("arn:", "https://", "Table", "local"))
+        )
+        entries = str(env["VECTOR_BUCKETS"]).split(",")  # each at S3 Vectors' longest name (an ARN's prefix kept)
+        buckets = sum(len(b) - len(b.rsplit("bucket/", 1)[-1]) + 63 for b in entries) + len(entries)
+        size = sum(len(k) + len(str(v)) for k, v in env.items() if k != "VECTOR_BUCKETS") + buckets + longer
+        assert size <= 4096, f"{name}: {size} bytes"
+
+
 def test_meaning_parameters_buckets_and_queue(template):
     params = template["Parameters"]
     assert params["Embeddings"]["AllowedValues"] == ["Enabled", "Disabled"]
@@ -798,7 +816,9 @@ def test_meaning_parameters_buckets_and_queue(template):
     assert env["EMBEDDING_MODEL"] == {"Ref": "EmbeddingModel"}
     assert env["EMBEDDING_DIMENSIONS"] == {"Ref": "EmbeddingDimensions"}
     assert env["EMBED_QUEUE_URL"] == {"Ref": "EmbedQueue"}
-    assert env["VECTOR_BUCKETS"]["Fn::Join"][1] == [{"Fn::GetAtt": [b, "VectorBucketArn"]} for b in VECTOR_BUCKETS]
+    assert env["VECTOR_BUCKETS"]["Fn::Join"][1] == [
+        {"Fn::Select": [1, {"Fn::Split": ["bucket/", {"Fn::GetAtt": [b, "VectorBucketArn"]}]}]} for b in VECTOR_BUCKETS
+    ]  # the names, in order (a GetAtt each: a function comes after its buckets)
     queue = template["Resources"]["EmbedQueue"]["Properties"]
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["EmbedDeadLetterQueue", "Arn"]}
     longest_window = template["Parameters"]["VectorBatchSeconds"]["MaxValue"]
