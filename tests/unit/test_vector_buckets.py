@@ -22,6 +22,7 @@ from memory_hub.storage import aws as aws_clients
 from memory_hub.storage import embeddings, purge, vectors
 from memory_hub.storage.counters import Where
 from memory_hub.storage.models import Asset
+from memory_hub.storage.views import Asset as ViewedAsset
 from test_layout import team_ids
 
 FOUR = [f"memory-hub-vectorbucket{i}" for i in range(4)]  # the template's, as the local stack names them
@@ -134,12 +135,18 @@ def test_a_memory_of_before_lives_in_the_first_four_buckets_by_the_rule(meaning_
     assert list(_held(scope)) == [legacy] and later in _keys(legacy, scope)
 
 
-def test_a_clear_drops_the_old_epochs_indexes_in_the_pinned_bucket(meaning_on):
-    _buckets(meaning_on, SIX)
+def _pinned_memory(monkeypatch) -> tuple[Scope, ViewedAsset]:
+    """Six buckets, and a memory the rule pins elsewhere than among four, with one message."""
+    _buckets(monkeypatch, SIX)
     scope = _moved_by_more_buckets()
     _add(scope, "an apple pie")
     asset = assets.of_scope(scope)
     assert asset is not None
+    return scope, asset
+
+
+def test_a_clear_drops_the_old_epochs_indexes_in_the_pinned_bucket(meaning_on):
+    scope, asset = _pinned_memory(meaning_on)
     home, before = asset.vector_bucket, _held(scope)
     assert home is not None and list(before) == [home]
     assert clear.clear(ADMIN, [asset], "req-unit-buckets-0002", lambda: 60_000).all_cleared
@@ -147,11 +154,7 @@ def test_a_clear_drops_the_old_epochs_indexes_in_the_pinned_bucket(meaning_on):
 
 
 def test_a_purge_record_keeps_the_pinned_bucket(meaning_on):
-    _buckets(meaning_on, SIX)
-    scope = _moved_by_more_buckets()
-    _add(scope, "an apple pie")
-    asset = assets.of_scope(scope)
-    assert asset is not None
+    scope, asset = _pinned_memory(meaning_on)
     target = purge.Target.of(asset, int(asset.epoch), 1)
     assert target.bucket == asset.vector_bucket and target.where.vector_bucket == asset.vector_bucket
     assert purge._target(purge._record(target)) == target  # a continuation or the cleanup reads it back
