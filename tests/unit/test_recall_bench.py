@@ -307,7 +307,7 @@ class _Log:
         ]
 
 
-def test_a_search_counts_its_items_and_its_read_units_and_the_size_table_prints_both() -> None:
+def test_a_search_counts_its_items_and_its_read_units_and_the_tables_print_both() -> None:
     endpoint = recall.Endpoint(FakeTarget(refuse_mode=False), _Log(), "team")  # type: ignore[arg-type]
     questions = [Question("q1", "pet", frozenset({"D1:1"}), "k")]
     loaded = recall.Loaded(Corpus("c", [], questions), Scope("team", "recall", "u"), {"msg-a": frozenset({"D1:1"})})
@@ -316,14 +316,16 @@ def test_a_search_counts_its_items_and_its_read_units_and_the_size_table_prints_
     size = {"system": "s", "level": "L0", "mode": "m", "items_1x": 1, "items_10x": 10, "questions": 1}
     lines: list[str] = []
     result = {
-        "rows": [],
+        "rows": [row],
         "notes": [],
         "datasets": {},
         "size": [{**size, "1x": row, "10x": {**row, "read_units_p50": 11.0}}],
     }
     recall_print.render(result, lines.append)
     assert "| s | L0 (1 → 10 items, 1 questions) | m | DynamoDB read units p50 | 5.5 | 11.0 | 2.00 |" in lines
+    assert any(line.startswith("| d | L0 messages |") and line.endswith("| 5 / 5 | 5.5 / 5.5 |") for line in lines)
     before = {k: v for k, v in row.items() if not k.startswith("read_units")}  # a record of before has none
     lines.clear()
-    recall_print.render({**result, "size": [{**size, "1x": before, "10x": before}]}, lines.append)
-    assert not any("read units" in line for line in lines) and any("items read p50" in line for line in lines)
+    recall_print.render({**result, "rows": [before], "size": [{**size, "1x": before, "10x": before}]}, lines.append)
+    assert not any("read units p50 |" in line for line in lines) and any("items read p50" in line for line in lines)
+    assert any(line.startswith("| d | L0 messages |") and line.endswith("| 5 / 5 | – / – |") for line in lines)
