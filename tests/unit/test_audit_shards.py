@@ -46,3 +46,14 @@ def test_the_view_is_read_newest_first_across_its_partitions_and_the_one_of_befo
         if token is None:
             break
     assert seen == newest  # each event once, in order, across pages and partitions
+
+
+def test_an_action_filter_reads_the_view_across_its_partitions_too(aws):
+    team = f"t{uuid.uuid4().hex[:8]}"
+    context = audit.EventContext(team, "unit-actor", "req-unit-audit-0002", "agent", f"{team}:agent")
+    wanted = [audit.NewEvent("scenario_rm" if i % 9 == 0 else "delete", "L0", f"msg-{i}", 1) for i in range(60)]
+    events = audit.event_items(wanted, context)
+    audit.put(events)
+    rare = sorted((e.event_id for e in events if e.action == "scenario_rm"), reverse=True)
+    found = [e.event_id for e in audit.of_everyone(None, "scenario_rm", 1000) if e.team_id == team]
+    assert found == rare and len(rare) == 7

@@ -27,6 +27,7 @@ from test_layout import team_ids
 
 FOUR = [f"memory-hub-vectorbucket{i}" for i in range(4)]  # the template's, as the local stack names them
 SIX = [*FOUR, "memory-hub-vectorbucket4", "memory-hub-vectorbucket5"]
+EIGHT = [*SIX, "memory-hub-vectorbucket6", "memory-hub-vectorbucket7"]
 ADMIN = Principal("unit-admin", "admin", ("*",))
 
 
@@ -44,7 +45,7 @@ def _buckets(monkeypatch, names: list[str]) -> None:
 def meaning_on(aws, monkeypatch):
     """Meaning on, 3-dimensional vectors, the stack's four vector buckets and two more (made here)."""
     client = aws_clients.client("s3vectors")
-    for name in SIX[len(FOUR) :]:
+    for name in EIGHT[len(FOUR) :]:
         if name not in {b["vectorBucketName"] for b in client.list_vector_buckets()["vectorBuckets"]}:
             client.create_vector_bucket(vectorBucketName=name)
     env = {"EMBEDDINGS": "Enabled", "EMBEDDING_DIMENSIONS": "3", "VECTOR_GROUPS": "1"}
@@ -82,7 +83,7 @@ def _where(scope: Scope) -> Where:
 
 def _held(scope: Scope) -> dict[str, list[str]]:
     """The memory's index names, by the bucket that holds them (buckets holding none left out)."""
-    found = {name: vectors.indexes(name, vectors.prefix(scope.team_id, scope.agent_id)) for name in SIX}
+    found = {name: vectors.indexes(name, vectors.prefix(scope.team_id, scope.agent_id)) for name in EIGHT}
     return {name: held for name, held in found.items() if held}
 
 
@@ -114,10 +115,11 @@ def test_a_new_memory_is_pinned_to_the_rules_bucket_among_all_of_the_stacks(mean
 
 
 def test_a_memory_keeps_its_bucket_when_the_stack_gains_buckets(meaning_on):
-    scope = _moved_by_more_buckets()
+    _buckets(meaning_on, SIX)
+    scope = _moved_by_more_buckets()  # pinned among six, elsewhere than the rule of before says
     first = _add(scope, "an apple pie")
-    home = vectors.bucket_of(scope.team_id, scope.agent_id, FOUR)
-    _buckets(meaning_on, SIX)  # two buckets added: the rule now says another one for this memory
+    home = vectors.bucket_of(scope.team_id, scope.agent_id, SIX)
+    _buckets(meaning_on, EIGHT)  # two buckets more; the rule of before points elsewhere still
     later = _add(scope, "an apple tart")
     assert list(_held(scope)) == [home] and _keys(home, scope) == sorted([first, later])
     found = conversation.search(scope, "apple", 10, None, None, writer(scope))
@@ -205,14 +207,31 @@ def test_an_imports_finish_erases_in_the_pinned_bucket(meaning_on):
 @given(team=team_ids, agent=team_ids, more=st.integers(0, 60), pin=st.sampled_from(["", "a-pinned-bucket"]))
 def test_a_memory_is_where_its_pin_says_else_where_the_rule_put_it_among_four(team, agent, more, pin):
     """Any pair, any number of buckets added: a pinned memory is in its pinned bucket; an unpinned
-    one where the rule puts it over the first four, whatever came after them; a new memory is
-    pinned among all of them."""
+    one where the rule puts it over the first four, whatever came after them."""
     stack = [*FOUR, *(f"bucket-{i}" for i in range(more))]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VECTOR_BUCKETS", ",".join(stack))
         get_settings.cache_clear()
         where = Where(team, agent, 1, bucket=pin)
         assert where.vector_bucket == (pin or vectors.bucket_of(team, agent, FOUR))
-        assert vectors.bucket_of(team, agent) in stack
-        assert vectors.bucket_of(team, agent) == vectors.bucket_of(team, agent, stack)  # one rule, stable
     get_settings.cache_clear()
+
+
+def test_the_cleanup_drops_what_a_release_of_before_put_where_its_rule_said(meaning_on):
+    """A function of before (mid-deploy, or after a rollback) puts a pinned memory's vectors in the
+    bucket the rule over four gives it: the cleanup's backfill drops that index and keeps the
+    memory's own, and finds every item there."""
+    scope, asset = _pinned_memory(meaning_on)
+    where = Where.of(asset)
+    legacy = vectors.bucket_of(scope.team_id, scope.agent_id, FOUR)
+    stray = vectors.index_of(legacy, scope.team_id, scope.agent_id, where.epoch, 3, scope.user_id, where.groups)
+    vectors.put(stray, 3, [vectors.Vector("msg-x", [1.0, 0.0, 0.1], {"layer": "L0", "model": meaning.model()})])
+    assert sorted(_held(scope)) == sorted([asset.vector_bucket, legacy])
+    report = vector_upkeep.backfill(where, lambda: False)
+    assert report.indexes_dropped == 1 and list(_held(scope)) == [asset.vector_bucket]
+    assert len(_keys(str(asset.vector_bucket), scope)) == 1  # the memory's own vector, where it lives
+    _unpin(scope)  # a memory of before lives in that bucket: nothing of it is a stray
+    _add(scope, "an apple tart")
+    of_before = Where.of(assets.of_scope(scope))  # type: ignore[arg-type]
+    assert vector_upkeep.backfill(of_before, lambda: False).indexes_dropped == 0
+    assert legacy in _held(scope)

@@ -229,7 +229,20 @@ def _current(where: Where, report: Backfill) -> list[vectors.Index]:
             current.append(vectors.Index(bucket, name))
         elif parsed.epoch <= where.epoch and vectors.drop(vectors.Index(bucket, name)):
             report.indexes_dropped += 1
+    report.indexes_dropped += _strays(where)
     return current
+
+
+def _strays(where: Where) -> int:
+    """Drop what a memory pinned elsewhere has in the bucket the rule of before gives it: only a
+    release of before puts vectors there (its functions, for the minutes a deploy updates them one
+    by one, or after a rollback), and nothing else reads or erases them. The backfill embeds those
+    items again where the memory lives. How many indexes went."""
+    legacy = vectors.home(where.team_id, where.agent_id, None)
+    if not where.bucket or where.bucket == legacy:
+        return 0
+    stray = vectors.indexes(legacy, vectors.prefix(where.team_id, where.agent_id))
+    return sum(1 for name in stray if vectors.drop(vectors.Index(legacy, name)))
 
 
 def _sweep(home: dict[str, vectors.Index], live: set[str]) -> int:

@@ -101,7 +101,13 @@ FILTERED_PAGE = 1_000  # events read per call when an action filter skips most o
 
 
 def _newest(
-    query: Callable[..., Any], key: str, before: str | None, action: str | None, limit: int, **more: Any
+    query: Callable[..., Any],
+    key: str,
+    before: str | None,
+    action: str | None,
+    limit: int,
+    filtered_page: int = FILTERED_PAGE,
+    **more: Any,
 ) -> list[views.AuditEvent]:
     """Events of one partition of a table or index, newest first, older than ``before``. DynamoDB
     reads ``limit`` events a call when every one read is answered; with an action filter (applied
@@ -116,7 +122,7 @@ def _newest(
             filter_condition=_filters(action),
             scan_index_forward=False,
             limit=limit,
-            page_size=limit if action is None else max(limit, FILTERED_PAGE),
+            page_size=limit if action is None else max(limit, filtered_page),
             **more,
         )
     ]
@@ -140,11 +146,16 @@ def of_team(team_id: str, before: str | None, action: str | None, limit: int) ->
 
 def of_everyone(before: str | None, action: str | None, limit: int) -> list[views.AuditEvent]:
     """Every event, newest first (the all-teams view: each of its partitions at once, merged) —
-    a global index: eventually consistent."""
+    a global index: eventually consistent. Each partition reads its newest ``limit`` (the newest of
+    all may sit in one), so a page costs up to 17 times a partition's; with an action filter each
+    reads its share of a filtered page a call."""
     shards = layout.audit_all_partitions()
-    parts = for_each(
-        lambda shard: _newest(AuditEvent.by_all.query, shard, before, action, limit), shards, width=len(shards)
-    )
+    page = FILTERED_PAGE // len(shards)
+
+    def newest(shard: str) -> list[views.AuditEvent]:
+        return _newest(AuditEvent.by_all.query, shard, before, action, limit, page)
+
+    parts = for_each(newest, shards, width=len(shards))
     return sorted((e for part in parts for e in part), key=lambda e: e.event_id, reverse=True)[:limit]
 
 
