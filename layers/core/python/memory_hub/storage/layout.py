@@ -223,12 +223,16 @@ def audit_all_shard(event_id: str) -> str:
     id. Every audited write of the stack lands in that view, and one partition of an index takes
     about 1,000 writes a second — with time-ordered ids always at its end, where DynamoDB cannot
     split it — so the view is spread over several, which a read of it queries together."""
-    return f"{AUDIT_ALL}{SEP}{int(digest(event_id)[:8], 16) % AUDIT_ALL_SHARDS}"
+    return _audit_all(int(digest(event_id)[:8], 16) % AUDIT_ALL_SHARDS)
+
+
+def _audit_all(shard: int) -> str:
+    return f"{AUDIT_ALL}{SEP}{shard}"
 
 
 def audit_all_partitions() -> list[str]:
     """Every partition of the all-teams view, the one of before first."""
-    return [AUDIT_ALL] + [f"{AUDIT_ALL}{SEP}{n}" for n in range(AUDIT_ALL_SHARDS)]
+    return [AUDIT_ALL] + [_audit_all(n) for n in range(AUDIT_ALL_SHARDS)]
 
 
 def fits_key(value: str, limit: int = 1024) -> bool:
