@@ -102,7 +102,7 @@ def test_a_message_of_format_3_is_uncounted_one_a_posting_beside_sampled_ones(aw
     and are erased by what they added, in counters that also sum sampled postings."""
     where, pk, ids = _added(["apple pie", "apple tart"])
     old = messages.get_many(where, "u", ids[:1])[ids[0]]
-    Message(pk, old.id).update(actions=[Message.index_format.set(3)])  # as format 3 wrote it:
+    Message(pk, old.sk).update(actions=[Message.index_format.set(3)])  # as format 3 wrote it:
     for row in postings.indexed(old):  # its postings carry nothing and its terms counted one each
         Posting(pk, row.sk).update(actions=[Posting.document_frequency.remove()])
         moved = 1 - int(row.document_frequency)

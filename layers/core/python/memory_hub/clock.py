@@ -120,13 +120,30 @@ class _OrderedIds:
 
 
 _ids = _OrderedIds()
+TIME_OFFSET_MS = 62_135_596_800_000  # ms from 0001-01-01 to 1970-01-01: times from year 1 are non-negative
+_TIME_HEX = 13  # any time of the years 0001-9999, offset as above, in hex
 
 
 def ordered_id(prefix: str) -> str:
     return _ids.next(prefix)
 
 
-ISSUED_ID = re.compile(r"(msg|atom)-[0-9a-f]{26}", re.ASCII)
+def message_id(at_ms: int) -> str:
+    """A message's id: ordered like every id issued here, then the message's own time (13 hex,
+    counted from year 1), so that storage can key the message by its time (``id_time``)."""
+    return f"{_ids.next('msg-')}{at_ms + TIME_OFFSET_MS:0{_TIME_HEX}x}"
+
+
+ISSUED_ID = re.compile(r"(msg|atom)-[0-9a-f]{26}|msg-[0-9a-f]{39}", re.ASCII)
+_TIMED_ID = re.compile(r"msg-[0-9a-f]{39}", re.ASCII)
+
+
+def id_time(value: str) -> int | None:
+    """The message time an id of ``message_id`` carries (ms since 1970); None for any other id
+    (an id issued before ids carried it, a record's, a derived one, a foreign one)."""
+    if _TIMED_ID.fullmatch(value) is None:
+        return None
+    return int(value[-_TIME_HEX:], 16) - TIME_OFFSET_MS
 
 
 def id_ms(value: str) -> int:

@@ -143,10 +143,11 @@ def _newest(where: Where, layer: str, users: list[str], floor: int) -> set[str]:
     if floor <= 0:
         return set()
     newest = messages.newest if layer == "L0" else records.newest
+    time_key: Callable[[Any], str] = messages.time_key if layer == "L0" else lambda record: str(record.lsi1)
     candidates = []
     for user in users:
         args = (where, user, None, None, None, None, floor)
-        candidates += [(item.lsi1, item.id) for item in newest(*args)]
+        candidates += [(time_key(item), item.id) for item in newest(*args)]
     return {item_id for _, item_id in heapq.nlargest(floor, candidates)}
 
 

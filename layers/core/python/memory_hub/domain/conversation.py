@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..analysis import term_counts
-from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, ordered_id, parse_ms, time_window
+from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, parse_ms, time_window
+from ..clock import message_id as new_message_id
 from ..storage import counters, messages, postings, records
 from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
@@ -46,15 +47,10 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> Adde
     if not scope.session_id:
         raise Invalid(SESSION_REQUIRED)
     start = now_ms()
+    times = [parse_ms(m["timestamp"]) if m.get("timestamp") else start + index for index, m in enumerate(batch)]
     new = [
-        messages.NewMessage(
-            ordered_id("msg-"),
-            m["role"],
-            m["content"],
-            parse_ms(m["timestamp"]) if m.get("timestamp") else start + index,
-            term_counts(m["content"]),
-        )
-        for index, m in enumerate(batch)
+        messages.NewMessage(new_message_id(at), m["role"], m["content"], at, term_counts(m["content"]))
+        for at, m in zip(times, batch, strict=True)
     ]
     pieces = meaning.new_messages(scope.user_id, scope.session_id, scope.task_id, new)
     ahead = meaning.embed_ahead(pieces)  # the model calls run beside the write; the vectors go after it

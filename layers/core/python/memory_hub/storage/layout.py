@@ -9,7 +9,8 @@ limits at every valid input (partition keys ≤ 2,048 bytes, sort keys ≤ 1,024
 ItemsTable, one partition per (layer, team + agent, content epoch, user):
 
     pk                              sk                      lsi1 (by-time)   lsi2 (by-session)   lsi3 (by-term)
-    L0#<team>:<agent>#<epoch>#<u>   msg-…                   <time>#<id>      <s>␟<time>#<id>     —
+    L0#<team>:<agent>#<epoch>#<u>   m␟<time>#<msg id>       —                <s>␟<time>#<id>     —
+    L0#…                            msg-…                   <time>#<id>      <s>␟<time>#<id>     —
     L0#…                            t␟<t>␟3<impact>␟<msg id> (a message's posting, keyed by term: in no index)
     L1#<team>:<agent>#<epoch>#<u>   atom-…                  <time>#<id>      —                   —
     L1#…                            nk␟<natural key>        —                —                   —
@@ -27,7 +28,9 @@ ItemsTable, one partition per (layer, team + agent, content epoch, user):
 
 ``<u>``, ``<s>``: 32-hex digests of user and session id; ``<t>``: 20-hex digest of a search term;
 ``␟`` is U+001F, which no id may contain. ``<time>`` is a fixed-width millisecond count, so string
-order is time order. Search postings (``t␟…``, ``p␟…``: ``postings``) live beside the items they
+order is time order. A message is kept under its time when its id carries it (every id issued
+since ids did): the table's order is then time order, and ``by-time`` holds only the messages kept
+under their id (``message_sk``). Search postings (``t␟…``, ``p␟…``: ``postings``) live beside the items they
 index: erasing a user's partitions erases their index too. (Messages indexed before their postings
 were keyed by term hold ``p␟<msg id>␟<t>`` postings until the re-index rewrites them.)
 
@@ -38,10 +41,14 @@ from __future__ import annotations
 
 import hashlib
 
+from ..clock import TIME_OFFSET_MS, id_time
+
 SEP = "\x1f"
 ID_DIGEST = 32
 TERM_DIGEST = 20
-_TIME_OFFSET = 62_135_596_800_000  # ms from 0001-01-01 to 1970-01-01: keeps time keys non-negative
+_TIME_OFFSET = TIME_OFFSET_MS  # keeps time keys non-negative
+MESSAGES = f"m{SEP}"  # the sort keys of messages keyed by their time
+LEGACY_MESSAGES = "msg-"  # the sort keys of messages keyed by their id alone
 
 PURGE_PK = "PURGE"
 CLEANUP_PK = "CLEANUP"
@@ -101,6 +108,24 @@ def time_bound(ms: int | None, *, upper: bool) -> str:
     if ms is None:
         return "~" if upper else "0"  # every time key starts with a digit
     return f"{ms + _TIME_OFFSET:015d}#" + ("~" if upper else "")
+
+
+def message_sk(message_id: str) -> str:
+    """Where a message is kept: by its time (``m␟<time>#<id>``) when its id carries that time
+    (``clock.message_id``), so the table's own order is time order and the ``by-time`` index needs
+    no entry of it; else (ids issued before, derived from an import's foreign ids) by its id, with a
+    ``by-time`` entry."""
+    at = id_time(message_id)
+    return message_id if at is None else MESSAGES + time_key(at, message_id)
+
+
+def is_message_sk(sk: str) -> bool:
+    return sk.startswith(MESSAGES) or sk.startswith(LEGACY_MESSAGES)
+
+
+def message_time_bounds(start: int | None, end: int | None) -> tuple[str, str]:
+    """The sort-key range of the messages keyed by time between ``start`` and ``end`` (inclusive)."""
+    return MESSAGES + time_bound(start, upper=False), MESSAGES + time_bound(end, upper=True)
 
 
 def session_key(session_id: str, ms: int, item_id: str) -> str:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import Any, TypeVar
 
+from ..clock import id_time
 from . import assets, counters, layout, postings, views
-from .concurrency import Deadline, in_batches
+from .concurrency import Deadline, in_batches, parallel
 from .counters import Where
 from .errors import Cancelled, Unfinished
 from .models import Message, snapshot
@@ -39,11 +42,14 @@ def _row(
     recorded_at: int,
     staged: str | None = None,
 ) -> Message:
+    sk = layout.message_sk(message.id)
+    if sk != message.id and id_time(message.id) != message.timestamp:
+        raise ValueError("a message id that carries a time carries its message's time")
     return Message(
         where.item_pk(LAYER, user_id),
-        message.id,
+        sk,
         id=message.id,
-        lsi1=layout.time_key(message.timestamp, message.id),
+        lsi1=layout.time_key(message.timestamp, message.id) if sk == message.id else None,
         lsi2=layout.session_key(session_id, message.timestamp, message.id),
         user_id=user_id,
         session_id=session_id,
@@ -132,7 +138,9 @@ def newest(
     end: int | None,
     limit: int | None,
 ) -> Iterator[views.Message]:
-    """Newest first (ties: larger id first); reads ``limit`` items, not the partition."""
+    """Newest first (ties: larger id first); reads ``limit`` items, not the partition. Without a
+    session: the messages kept by time (the table's order) and those kept by id (the ``by-time``
+    index), both read at once and merged."""
     pk = where.item_pk(LAYER, user_id)
     if session_id is not None:
         low, high = layout.session_bounds(session_id, start, end)
@@ -147,18 +155,32 @@ def newest(
                 page_size=page_size(where, limit),
             )
         )
+    low, high = layout.message_time_bounds(start, end)
+    options: dict[str, Any] = {
+        "filter_condition": _filter(where, task_id),
+        "scan_index_forward": False,
+        "consistent_read": True,
+        "limit": limit,
+        "page_size": page_size(where, limit),
+    }
     condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
-    return _views(
-        Message.by_time.query(
-            pk,
-            condition,
-            filter_condition=_filter(where, task_id),
-            scan_index_forward=False,
-            consistent_read=True,
-            limit=limit,
-            page_size=page_size(where, limit),
-        )
+    keyed_by_time, keyed_by_id = parallel(
+        lambda: _begun(_views(Message.query(pk, Message.sk.between(low, high), **options))),
+        lambda: _begun(_views(Message.by_time.query(pk, condition, **options))),
     )
+    both = heapq.merge(keyed_by_time, keyed_by_id, key=time_key, reverse=True)
+    return both if limit is None else islice(both, limit)
+
+
+def _begun(found: Iterator[views.Message]) -> Iterator[views.Message]:
+    """``found`` with its first page read now (two reads begin at once)."""
+    first = next(found, None)
+    return iter(()) if first is None else chain([first], found)
+
+
+def time_key(message: views.Message) -> str:
+    """The order of messages by time (ties: by id), wherever they are kept."""
+    return layout.time_key(int(message.timestamp), message.id)
 
 
 def count(
@@ -174,21 +196,34 @@ def count(
         return Message.by_session.count(
             pk, Message.lsi2.between(low, high), filter_condition=_filter(where, task_id), consistent_read=True
         )
+    low, high = layout.message_time_bounds(start, end)
     condition = Message.lsi1.between(layout.time_bound(start, upper=False), layout.time_bound(end, upper=True))
-    return Message.by_time.count(pk, condition, filter_condition=_filter(where, task_id), consistent_read=True)
+    hidden = _filter(where, task_id)
+    return sum(
+        parallel(
+            lambda: Message.count(pk, Message.sk.between(low, high), filter_condition=hidden, consistent_read=True),
+            lambda: Message.by_time.count(pk, condition, filter_condition=hidden, consistent_read=True),
+        )
+    )
 
 
 def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, views.Message]:
     """The messages among ``ids`` (strongly consistent; 100 keys per call), but those of imports
     still running (``where.staged``)."""
     pk = where.item_pk(LAYER, user_id)
-    return {m.id: m for m in shown(where, _views(Message.batch_get([(pk, i) for i in ids], consistent_read=True)))}
+    keys = [(pk, layout.message_sk(i)) for i in ids]
+    return {m.id: m for m in shown(where, _views(Message.batch_get(keys, consistent_read=True)))}
 
 
 def of_user(where: Where, user_id: str) -> list[views.Message]:
-    return list(
-        _views(Message.query(where.item_pk(LAYER, user_id), Message.sk.startswith("msg-"), consistent_read=True))
-    )
+    """Every message of the user, in id order (the order they were added)."""
+    pk = where.item_pk(LAYER, user_id)
+    found = [
+        message
+        for prefix in (layout.LEGACY_MESSAGES, layout.MESSAGES)
+        for message in _views(Message.query(pk, Message.sk.startswith(prefix), consistent_read=True))
+    ]
+    return sorted(found, key=lambda m: m.id)
 
 
 def delete(

@@ -330,9 +330,9 @@ class MessagesBySession(LocalSecondaryIndex["Message"]):  # type: ignore[no-unty
 
 
 class Message(_Items):
-    """An L0 message. ``terms``: its number of search tokens (BM25 document length)."""
+    """An L0 message: ``terms`` its search tokens (BM25 length); ``lsi1`` only if kept by id (``layout``)."""
 
-    lsi1 = UnicodeAttribute()
+    lsi1 = UnicodeAttribute(null=True)
     lsi2 = UnicodeAttribute()
     id = UnicodeAttribute()
     user_id = UnicodeAttribute()

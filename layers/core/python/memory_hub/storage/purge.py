@@ -183,7 +183,7 @@ def partition(pk: str, deadline: Deadline) -> tuple[int, int, bool]:
         )
         rows = list(result)
         _delete_keys(rows)
-        messages += sum(1 for r in rows if r.sk.startswith("msg-"))
+        messages += sum(1 for r in rows if layout.is_message_sk(r.sk))
         records += sum(1 for r in rows if r.sk.startswith("atom-"))
         after = result.last_evaluated_key
         if after is None:

@@ -1,8 +1,9 @@
 """Which lines of an imported tree become which items, under which ids. An id is kept when this
 service could have issued it; a foreign one (TencentDB's) becomes a stable id derived from it. A
 line whose item is there already (same id, same content) is skipped. When its id is taken by an
-item with other content, the line gets an id derived from both — stable too, so importing the same
-tree again finds it and changes nothing."""
+item with other content, or is a new message's id that carries another time than the line's (a
+message is kept under the time its id carries), the line gets an id derived from both — stable
+too, so importing the same tree again finds it and changes nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import hashlib
 from collections import defaultdict
 
 from ...analysis import term_counts
-from ...clock import issued_here, ordered_id
+from ...clock import id_time, issued_here, ordered_id
+from ...clock import message_id as new_message_id
 from ...storage import messages, records
 from ...storage.counters import Where
 from . import tree
@@ -54,10 +56,10 @@ def messages_to_add(where: Where, parsed: tree.Tree, skipped: dict[str, int], ci
                 continue
             wanted[message_id] = m
         found = messages.get_many(where, user, list(wanted)) if wanted else {}
-        taken = {  # ids held by other content: the lines' own alternatives, looked up too
+        taken = {  # ids held by other content, or new ones that carry another time: alternatives, looked up too
             i: derived_id("msg-", m.timestamp, f"{i}:{m.role}:{m.content}")
             for i, m in wanted.items()
-            if i in found and found[i].content != m.content
+            if (found[i].content != m.content if i in found else id_time(i) not in (None, m.timestamp))
         }
         found.update(messages.get_many(where, user, list(taken.values())) if taken else {})
         new, final = [], {}
@@ -69,7 +71,7 @@ def messages_to_add(where: Where, parsed: tree.Tree, skipped: dict[str, int], ci
                 skipped["l0"] += 1
                 continue
             if there is not None:
-                message_id = final[planned_id] = ordered_id("msg-")  # the alternative is taken as well: a new id
+                message_id = final[planned_id] = new_message_id(message.timestamp)  # the alternative is taken too
             at, counts = message.timestamp, term_counts(message.content)
             new.append(messages.NewMessage(message_id, message.role, message.content, at, counts, message.recorded_at))
         for source, planned_id in named:
