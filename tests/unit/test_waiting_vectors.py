@@ -116,16 +116,79 @@ def test_the_consumer_puts_what_waited_without_asking_the_model_and_deletes_it(b
     assert _found(scope, "apple") == [apple]  # from S3 Vectors now
 
 
-def test_a_vector_that_waited_for_another_text_or_model_is_embedded_again(batched):
+@pytest.mark.parametrize("off", ["text", "model"])
+def test_a_carried_copy_of_another_text_or_model_is_embedded_again(batched, off):
     sent, asked = batched
     scope = fresh_scope()
     apple = _add(scope, "an apple pie")
-    pk = _where(scope).item_pk("L0", scope.user_id)
-    row = WaitingVector.get(pk, layout.waiting_vector_sk(apple), consistent_read=True)
-    row.update(actions=[WaitingVector.text_digest.set("another text")])
+    [body] = sent
+    if off == "text":  # as when an update replaced the row: its own message carries the new copy
+        body["vectors"][apple][2] = "another text"
+    else:
+        body["model"] = "another-model/3"
     asked.clear()
     assert _consume(sent) == []
-    assert asked == ["an apple pie"] and _stored(scope) == [apple] and _waiting(scope) == []
+    assert asked == ["an apple pie"] and _stored(scope) == [apple]
+    assert _waiting(scope) == ([apple] if off == "text" else [])  # a row of another text waits for its message
+
+
+def test_the_consumer_reads_no_row_when_the_message_carries_the_copy(batched, monkeypatch):
+    sent, asked = batched
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    [body] = sent
+    assert set(body["vectors"]) == {apple} and body["model"] == meaning.model()
+
+    def unread(keys: Any) -> Any:
+        raise AssertionError("the consumer read a waiting row")
+
+    monkeypatch.setattr(waiting_vectors, "get_many", unread)
+    asked.clear()
+    assert _consume(sent) == [] and asked == []
+    assert _stored(scope) == [apple] and _waiting(scope) == []
+
+
+def _before(scope: Scope, key: str, vector: list[float], text: str) -> None:
+    """A waiting row as a release of before wrote it: 8 bits a component and the whole metadata."""
+    where = _where(scope)
+    data, scale = waiting_vectors.quantize(vector)
+    metadata = vectors.metadata(
+        layer="L0",
+        user_id=scope.user_id,
+        session_id=scope.session_id,
+        task_id=None,
+        type_=None,
+        at_ms=1,
+        model=meaning.model(),
+    )
+    pk, sk = where.item_pk("L0", scope.user_id), layout.waiting_vector_sk(key)
+    WaitingVector(pk, sk, vector=data, scale=scale, meta=metadata, text_digest=waiting_vectors.text_digest(text)).save()
+
+
+def test_a_row_of_before_is_read_by_searches_and_put_by_a_message_of_before(batched):
+    sent, asked = batched
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    [body] = sent
+    del body["vectors"], body["model"]  # a message of before names the item only
+    vector = _model("", 3, ["an apple pie"], 1.0)[0]
+    _before(scope, apple, vector, "an apple pie")
+    assert _found(scope, "apple")[0] == apple  # searches read it as before
+    asked.clear()
+    assert _consume(sent) == [] and asked == []  # its 8 bits are put as they are
+    assert _stored(scope) == [apple] and _waiting(scope) == []
+
+
+def test_a_rows_four_bit_copy_is_never_put(batched):
+    sent, asked = batched
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    [body] = sent
+    del body["vectors"], body["model"]  # no copy carried: only the row's 4 bits, the search's
+    asked.clear()
+    assert _consume(sent) == []
+    assert asked == ["an apple pie"]  # embedded again, not the 4-bit copy put
+    assert _stored(scope) == [apple] and _waiting(scope) == []
 
 
 def test_an_erasure_deletes_the_waiting_vector_before_it_answers(batched):
@@ -432,3 +495,51 @@ def test_writers_that_all_count_before_any_writes_leave_no_vector_unread(batched
     waiting, stored = _waiting(scope), _stored(scope)
     assert len(waiting) <= 2 and sorted(set(waiting) | set(stored)) == everything
     assert sorted(_found(scope, "apple")) == everything
+
+
+@given(unit)
+def test_the_searchs_copy_keeps_each_component_within_half_a_step_unless_past_three_rms(vector):
+    data, step = waiting_vectors.pack(vector)
+    restored = waiting_vectors.unpack(data, step, len(vector))
+    assert len(data) == (len(vector) + 1) // 2 and len(restored) == len(vector)
+    reach = 8 * step  # ±3 root mean squares
+    for a, b in zip(vector, restored, strict=True):
+        assert abs(a - b) <= step / 2 + 1e-12 or (abs(a) >= reach - 1e-12 and abs(b) == 7.5 * step)
+
+
+def test_an_embedding_keeps_its_direction_in_four_bits():
+    """A spread unit vector of 1,024 components: a score off by a few thousandths, for an hour at most."""
+    import random
+
+    rng = random.Random(11)
+    for _ in range(20):
+        raw = [rng.gauss(0.0, 1.0) for _ in range(1024)]
+        norm = math.sqrt(sum(x * x for x in raw))
+        vector = [x / norm for x in raw]
+        assert waiting_vectors.cosine(vector, waiting_vectors.unpack(*waiting_vectors.pack(vector), 1024)) > 0.99
+
+
+def test_a_waiting_row_is_one_write_unit_at_every_valid_id():
+    """The row a batched write puts (and its consumer deletes) stays under 1 KB at 1,024 dimensions,
+    the longest team and agent ids, any user and session, and a model name of Bedrock's length."""
+    from memory_hub.clock import message_id
+    from memory_hub_local.aws.capacity import item_size
+
+    longest = "x" * 64
+    where = Where(longest, longest, 2**63, "memory", groups=128)
+    user = "u" * 1024
+    metadata = vectors.metadata(
+        layer="L0",
+        user_id=user,
+        session_id="s" * 1024,
+        task_id="t" * 1024,
+        type_=None,
+        at_ms=253_402_300_799_999,
+        model="amazon.titan-embed-text-v2:0/1024",
+    )
+    row = waiting_vectors._row(
+        where.item_pk("L0", user), message_id(253_402_300_799_999), [0.03] * 1024, metadata, "d" * 16
+    )
+    assert item_size(row.serialize()) <= 1024
+    [back] = [waiting_vectors._waiting(row)]
+    assert back.metadata == metadata and not back.exact

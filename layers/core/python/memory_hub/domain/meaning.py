@@ -131,6 +131,7 @@ class Outcome:
     # the ids whose vectors wait for the drain: kept (not erased meanwhile), in a partition a search
     # reads whole (one over READ_LIMIT, whose spilt put failed, is retried from EmbedQueue instead)
     waited: list[str] = field(default_factory=list)
+    carried: dict[str, list[Any]] = field(default_factory=dict)  # their consumer's copies (``waiting_vectors``)
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -303,6 +304,8 @@ def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome,
     digest = waiting_vectors.text_digest
     pk = {i.id: where.item_pk(i.layer, i.user_id) for i, _ in made}
     waiting_vectors.put((pk[i.id], i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made)
+    # the consumer's copies, for whichever message names them (should this write fail from here on)
+    outcome.carried |= {i.id: waiting_vectors.carried(r, digest(i.text)) for i, r in made}
     groups = list(_groups(i for i, _ in made).items())
     partitions = sorted(set(pk.values()))
     lives, counts = parallel(
@@ -328,15 +331,26 @@ def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome,
 
 
 def _queue(
-    where: Where, layer: str, user_id: str, ids: list[str], *, waiting: bool = False, drain: bool = False
+    where: Where,
+    layer: str,
+    user_id: str,
+    ids: list[str],
+    *,
+    waiting: bool = False,
+    drain: bool = False,
+    carried: dict[str, list[Any]] | None = None,
 ) -> bool:
     """Queue the ids for the consumer (``waiting``: their vectors may be waiting in DynamoDB: the
     consumer puts those and deletes them, whatever ``VectorWrites`` says by then). ``drain``: their
     vectors surely wait, so they may wait for the drain's queue (with ``VectorDrainMinutes``);
-    the others are embedded within minutes."""
+    the others are embedded within minutes. ``carried``: the consumer's copies of their vectors, by
+    id (``waiting_vectors.carried``), which the messages carry: the consumer puts them as they are."""
+    copies = {i: carried[i] for i in ids if i in carried} if carried else {}
+    per_message = waiting_vectors.CARRIED_PER_MESSAGE if copies else embed_queue.MAX_IDS
     try:
-        for start in range(0, len(ids), embed_queue.MAX_IDS):
-            body = {
+        for start in range(0, len(ids), per_message):
+            part = ids[start : start + per_message]
+            body: dict[str, Any] = {
                 "team_id": where.team_id,
                 "agent_id": where.agent_id,
                 "epoch": int(where.epoch),
@@ -345,10 +359,13 @@ def _queue(
                 "bucket": where.bucket,
                 "layer": layer,
                 "user_id": user_id,
-                "ids": ids[start : start + embed_queue.MAX_IDS],
+                "ids": part,
             }
             if waiting:
                 body["waiting"] = True
+            if copies:
+                body["model"] = model()
+                body["vectors"] = {i: copies[i] for i in part if i in copies}
             if not embed_queue.send(body, to_drain=drain):
                 return False
         count_event("EmbeddingsQueued", len(ids))
@@ -389,7 +406,7 @@ def embed_after_write(
             # failure after some vectors were kept waiting) to be embedded or put within minutes
             for waits in (True, False):
                 ids = [i.id for i in group if (i.id in waited) == waits]
-                if ids and _queue(where, layer, user_id, ids, waiting=batched, drain=waits):
+                if ids and _queue(where, layer, user_id, ids, waiting=batched, drain=waits, carried=outcome.carried):
                     outcome.queued += len(ids)
     return outcome
 
@@ -422,7 +439,8 @@ def after_update(where: Where, after: Record | None) -> None:
             vector_erasure.erase_stored(where, mine)
         else:
             vector_erasure.erase(where, mine)  # a vector waiting still holds the old text
-        _queue(where, L1, after.user_id, [after.id], waiting=True, drain=after.id in outcome.waited)
+        waits = after.id in outcome.waited
+        _queue(where, L1, after.user_id, [after.id], waiting=True, drain=waits, carried=outcome.carried)
         return
     else:
         try:

@@ -76,6 +76,11 @@ def item_pk(layer: str, team_id: str, agent_id: str, epoch: int, user_id: str) -
     return f"{layer}#{memory_part(team_id, agent_id, epoch)}#{digest(user_id)}"
 
 
+def user_digest_of(pk: str) -> str:
+    """The digest of the user an ``item_pk`` partition belongs to."""
+    return pk.rsplit("#", 1)[1]
+
+
 def layer_of(pk: str) -> str:
     """The layer of an ``item_pk`` partition (``L0`` or ``L1``)."""
     return pk.split("#", 1)[0]

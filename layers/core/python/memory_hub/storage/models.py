@@ -444,13 +444,13 @@ class Counter(_Items):
 
 
 class WaitingVector(_Items):
-    """An item's vector waiting for its batched ``PutVectors`` (``wv␟<item id>`` in the item's
-    partition), read by searches meanwhile (``waiting_vectors``): 8 bits a component with its
-    ``scale``, its S3 Vectors metadata (ids as digests) and a digest of the text it embeds."""
+    """An item's vector waiting for its batched put (``wv␟<item id>``), read by searches meanwhile:
+    see ``waiting_vectors``. ``packed``: 4 bits a component (``vector``: 8, on rows of before)."""
 
-    vector = BinaryAttribute(legacy_encoding=False, attr_name="v")
+    vector = BinaryAttribute(legacy_encoding=False, attr_name="v", null=True)
+    packed = BinaryAttribute(legacy_encoding=False, attr_name="q", null=True)
     scale = NumberAttribute(attr_name="sc")
-    meta = Json(attr_name="m")
+    meta = Json(attr_name="m")  # a list on 4-bit rows, a dict on rows of before
     text_digest = UnicodeAttribute(attr_name="td")
     expires = NumberAttribute(null=True)  # TTL (epoch seconds): one its consumer never reached goes by itself
 

@@ -3,27 +3,39 @@ their items so that a search finds a new item by meaning from the next request, 
 writes, while the queue's consumer gathers the vectors of many writes into one ``PutVectors`` (each
 billed at least 128 KB).
 
-A waiting vector is one item, ``wv␟<item id>`` in its item's partition (``models.WaitingVector``):
-the vector in 8 bits a component with its scale (1,024 components: ~1.3 KB, two write units), the
-metadata S3 Vectors will hold (ids as digests, never content) and a digest of the embedded text.
+A vector waits in two copies, each for one reader:
+
+- *the search's*, one item ``wv␟<item id>`` in its item's partition (``models.WaitingVector``): 4
+  bits a component with its step (1,024 components: 512 bytes), the filterable metadata S3 Vectors
+  will hold but what the partition says (layer, user), and a digest of the embedded text — under
+  1 KB, so one write unit to put and one to delete (8 bits a component and the whole metadata were
+  ~1.4 KB: two each);
+- *the consumer's*, in the queue's message that names the item (``carried``): 8 bits a component
+  with its scale and the text's digest (~1.4 KB of the message's 256 KB, ``CARRIED_PER_MESSAGE``
+  items at most), which is what S3 Vectors gets — the consumer never reads the row.
+
 A search reads its user's waiting vectors of one layer newest first, at most ``READ_LIMIT`` (one
 strongly consistent ``Query``), and a write never lets a partition hold more (``count``: past it,
 the write puts its vectors at once; counted again after its rows land, one over it because writes
-raced has the writer put its own at once and delete their rows); the consumer reads them by key,
-puts them and deletes each unless an update has replaced it meanwhile (``delete_unchanged``). They
-are the item's personal data like its vector in S3 Vectors: an erasure of the item deletes its
-waiting vector before it answers, a user's erasure every one in their partitions, and a clear's
-or memory delete's purge takes them with the rest of the epoch's partitions. One its consumer
-never reached (a message in the dead-letter queue) expires after ``KEPT_S`` (ItemsTable's TTL).
+raced has the writer put its own at once and delete their rows); the consumer puts the copies its
+messages carry and deletes each row unless an update has replaced it meanwhile
+(``delete_unchanged``). Rows are the item's personal data like its vector in S3 Vectors: an
+erasure of the item deletes its waiting vector before it answers, a user's erasure every one in
+their partitions, and a clear's or memory delete's purge takes them with the rest of the epoch's
+partitions. One its consumer never reached (a message in the dead-letter queue) expires after
+``KEPT_S`` (ItemsTable's TTL). Rows of before (8 bits, the whole metadata) are read as they are,
+by searches and by a consumer whose message carries no copy.
 
 8 bits a component: a component's error is at most half a step (the largest component ÷ 254), so
-the copy is within √n × largest ÷ 254 of the vector (n components). For a vector whose length is
-spread over its components, as an embedding's is, the copy's cosine with it stays above 0.9999 (a
-unit test holds 1,024-component random unit vectors to that). What S3 Vectors stores is the same
-copy: the consumer puts what waited, and the model is not asked twice."""
+the copy is within √n × largest ÷ 254 of the vector (n components); for a vector whose length is
+spread over its components, as an embedding's is, the copy's cosine with it stays above 0.9999.
+4 bits: 16 levels at the midpoints of steps of 6 × the components' root mean square ÷ 16 (a
+component past ±3 root mean squares takes the end level); a 1,024-component random unit vector's
+copy keeps a cosine above 0.99 with it (tested) — a score off by ~0.003, for an hour at most."""
 
 from __future__ import annotations
 
+import base64
 import math
 import operator
 import time
@@ -40,10 +52,16 @@ from .concurrency import for_each, in_batches
 from .models import WaitingVector
 
 READ_LIMIT = 100  # waiting vectors a search reads at most (one user, one layer), and a partition holds
+CARRIED_PER_MESSAGE = 100  # consumer's copies a queue message carries at most (~1.4 KB each of SQS's 256 KB)
 KEPT_S = 2 * 86_400  # a waiting vector's TTL: far past any batching window and the queue's retries
 _BATCH = 25  # BatchWriteItem's limit
 _GET_BATCH = 100  # BatchGetItem's limit
 _STEPS = 127
+_CLIP = 3.0  # a 4-bit copy spans this many root mean squares of the components either side of zero
+_LEVELS = 16
+_HIGH = bytes(b >> 4 for b in range(256))
+_LOW = bytes(b & 15 for b in range(256))
+_KEPT = ("session", "task", "type", "at", "model")  # the metadata a row keeps (its partition says the rest)
 
 
 @dataclass(frozen=True)
@@ -55,6 +73,7 @@ class Waiting:
     vector: list[float]
     metadata: dict[str, Any]
     text_digest: str
+    exact: bool = True  # 8 bits a component: what S3 Vectors may get (a 4-bit copy is the search's only)
 
 
 def text_digest(text: str) -> str:
@@ -73,6 +92,41 @@ def restore(data: bytes, scale: float) -> list[float]:
     return [step * scale for step in array("b", data)]
 
 
+def pack(vector: Sequence[float]) -> tuple[bytes, float]:
+    """The components in 4 bits each, two a byte, and the step that gives them back (``unpack``)."""
+    n = len(vector)
+    rms = math.sqrt(sum(x * x for x in vector) / n) if n else 0.0
+    step = 2 * _CLIP * rms / _LEVELS if rms > 0 else 1.0
+    middle = _LEVELS // 2
+    codes = [min(_LEVELS - 1, max(0, math.floor(x / step) + middle)) for x in vector] + [middle] * (n % 2)
+    return bytes((codes[i] << 4) | codes[i + 1] for i in range(0, len(codes), 2)), step
+
+
+def unpack(data: bytes, step: float, n: int) -> list[float]:
+    """The ``n`` components ``pack`` gave ``data`` and ``step`` for: each its step's midpoint."""
+    codes = [0] * (2 * len(data))
+    codes[0::2] = data.translate(_HIGH)
+    codes[1::2] = data.translate(_LOW)
+    middle = _LEVELS / 2 - 0.5
+    return [(code - middle) * step for code in codes[:n]]
+
+
+def carried(vector: Sequence[float], digest: str) -> list[Any]:
+    """The consumer's copy of a vector, for the queue's message: 8 bits a component (base64), the
+    scale, the text's digest."""
+    data, scale = quantize(vector)
+    return [base64.b64encode(data).decode("ascii"), scale, digest]
+
+
+def from_carried(key: str, copy: Any, model: str) -> Waiting | None:
+    """A copy ``carried`` made, of a vector of ``model``, as a waiting vector; None when malformed."""
+    try:
+        data, scale, digest = copy
+        return Waiting(key, restore(base64.b64decode(data, validate=True), float(scale)), {"model": model}, str(digest))
+    except (TypeError, ValueError):
+        return None
+
+
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     if len(a) != len(b):
         return 0.0  # another vector size (the setting changed): never a match
@@ -81,15 +135,23 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _row(pk: str, key: str, vector: Sequence[float], metadata: dict[str, Any], digest: str) -> WaitingVector:
-    data, scale = quantize(vector)
+    data, step = pack(vector)
+    kept = [metadata.get(name) for name in _KEPT] + [len(vector)]
     expires = int(time.time()) + KEPT_S
     sk = layout.waiting_vector_sk(key)
-    return WaitingVector(pk, sk, vector=data, scale=scale, meta=metadata, text_digest=digest, expires=expires)
+    return WaitingVector(pk, sk, packed=data, scale=step, meta=kept, text_digest=digest, expires=expires)
 
 
 def _waiting(row: Any) -> Waiting:
     key = str(row.sk)[len(layout.WAITING_VECTORS) :]
-    return Waiting(key, restore(bytes(row.vector), float(row.scale)), dict(row.meta or {}), str(row.text_digest))
+    if row.packed is None:  # a row of before: 8 bits, the whole metadata
+        return Waiting(key, restore(bytes(row.vector), float(row.scale)), dict(row.meta or {}), str(row.text_digest))
+    *kept, n = row.meta
+    pk = str(row.pk)
+    metadata = {"layer": layout.layer_of(pk), "user": layout.user_digest_of(pk), **dict(zip(_KEPT, kept, strict=True))}
+    metadata["at"] = int(metadata["at"] or 0)
+    vector = unpack(bytes(row.packed), float(row.scale), int(n))
+    return Waiting(key, vector, metadata, str(row.text_digest), exact=False)
 
 
 def put(rows: Iterable[tuple[str, str, Sequence[float], dict[str, Any], str]]) -> int:
