@@ -6,6 +6,7 @@ read by time merges both kinds: newest first, windows, limits, counts, look-ups 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
@@ -49,10 +50,11 @@ def _memory() -> tuple[Where, tuple[str, int]]:
     return assets.where_of(assets.of_scope(scope)), (opening, id_time(opening) or 0)
 
 
-def _put(where: Where, items: list[tuple[str, int]]) -> None:
-    """Messages of user ``u`` in session ``s`` with these (id, timestamp)."""
+def _put(where: Where, items: list[tuple[str, int]], task_id: str | None = None) -> None:
+    """Messages of user ``u`` in session ``s`` (and task ``task_id``) with these (id, timestamp)."""
     new = [messages.NewMessage(i, "user", f"words {i}", at, term_counts(f"words {i}")) for i, at in items]
-    messages.add(where, "u", "s", None, new, 1)
+    if new:
+        messages.add(where, "u", "s", task_id, new, 1)
 
 
 def _raw(where: Where) -> list[dict[str, Any]]:
@@ -104,7 +106,9 @@ def test_an_added_message_is_kept_under_its_time_with_no_by_time_entry(aws):
 def test_reads_by_time_merge_messages_kept_by_time_and_by_id(aws, timed, legacy, window, limit):
     where, opening = _memory()
     items = [(message_id(t), t) for t in timed] + [(ordered_id("msg-"), t) for t in legacy]
-    _put(where, items)
+    _put(where, items[0::2])
+    _put(where, items[1::2], task_id="t")
+    tasked = {i for i, _ in items[1::2]}
     assert _indexed(where) == {i for i, _ in items[len(timed) :]}  # only those kept by id
     start, end = window
     inside = [
@@ -117,6 +121,11 @@ def test_reads_by_time_merge_messages_kept_by_time_and_by_id(aws, timed, legacy,
     assert messages.count(where, "u", None, None, start, end) == len(inside)
     in_session = [(m.id, int(m.timestamp)) for m in messages.newest(where, "u", "s", None, start, end, limit)]
     assert in_session == inside[:limit]  # the session's index holds both kinds
+    of_task = [(m.id, int(m.timestamp)) for m in messages.newest(where, "u", None, "t", start, end, limit)]
+    assert of_task == [p for p in inside if p[0] in tasked][:limit]
+    assert messages.count(where, "u", None, "t", start, end) == len([p for p in inside if p[0] in tasked])
+    importing = replace(where, staged=frozenset({"imp-elsewhere"}))  # the filter and page of a running import
+    assert [(m.id, int(m.timestamp)) for m in messages.newest(importing, "u", None, "t", start, end, limit)] == of_task
     assert set(messages.get_many(where, "u", [i for i, _ in items])) == {i for i, _ in items}
     assert [m.id for m in messages.of_user(where, "u")] == sorted([i for i, _ in [*items, opening]])
 

@@ -6,6 +6,7 @@ a waiting vector with its item."""
 
 from __future__ import annotations
 
+import base64
 import math
 import threading
 import time
@@ -20,6 +21,7 @@ from memory_hub.domain import assets, atomic, clear, conversation, meaning, user
 from memory_hub.domain.principal import Principal
 from memory_hub.domain.scope import Scope
 from memory_hub.settings import get_settings
+from memory_hub.storage import aws as aws_clients
 from memory_hub.storage import embeddings, layout, vectors, waiting_vectors
 from memory_hub.storage.counters import Where
 from memory_hub.storage.models import WaitingVector
@@ -116,36 +118,81 @@ def test_the_consumer_puts_what_waited_without_asking_the_model_and_deletes_it(b
     assert _found(scope, "apple") == [apple]  # from S3 Vectors now
 
 
-@pytest.mark.parametrize("off", ["text", "model"])
-def test_a_carried_copy_of_another_text_or_model_is_embedded_again(batched, off):
+def test_a_vector_that_waited_for_another_text_is_embedded_again(batched):
     sent, asked = batched
     scope = fresh_scope()
     apple = _add(scope, "an apple pie")
-    [body] = sent
-    if off == "text":  # as when an update replaced the row: its own message carries the new copy
-        body["vectors"][apple][2] = "another text"
-    else:
-        body["model"] = "another-model/3"
+    pk = _where(scope).item_pk("L0", scope.user_id)
+    row = WaitingVector.get(pk, layout.waiting_vector_sk(apple), consistent_read=True)
+    row.update(actions=[WaitingVector.text_digest.set("another text")])
     asked.clear()
     assert _consume(sent) == []
-    assert asked == ["an apple pie"] and _stored(scope) == [apple]
-    assert _waiting(scope) == ([apple] if off == "text" else [])  # a row of another text waits for its message
+    assert asked == ["an apple pie"] and _stored(scope) == [apple] and _waiting(scope) == []
 
 
-def test_the_consumer_reads_no_row_when_the_message_carries_the_copy(batched, monkeypatch):
+def _put_data(scope: Scope, key: str) -> list[float]:
+    """What S3 Vectors holds for ``key`` of the scope's user."""
+    where = _where(scope)
+    index = vectors.index_of(
+        where.vector_bucket, scope.team_id, scope.agent_id, where.epoch, 3, scope.user_id, where.groups
+    )
+    answer = aws_clients.client("s3vectors").get_vectors(
+        vectorBucketName=index.bucket, indexName=index.name, keys=[key], returnData=True
+    )
+    return [float(x) for x in answer["vectors"][0]["data"]["float32"]]
+
+
+def test_the_consumer_puts_the_sealed_eight_bit_copy_not_the_rows_four_bits(batched):
     sent, asked = batched
     scope = fresh_scope()
     apple = _add(scope, "an apple pie")
     [body] = sent
-    assert set(body["vectors"]) == {apple} and body["model"] == meaning.model()
-
-    def unread(keys: Any) -> Any:
-        raise AssertionError("the consumer read a waiting row")
-
-    monkeypatch.setattr(waiting_vectors, "get_many", unread)
+    vector = _model("", 3, ["an apple pie"], 1.0)[0]
+    plain, scale = waiting_vectors.quantize(vector)
+    sealed, carried_scale, _ = body["vectors"][apple]
+    assert base64.b64decode(sealed) != plain and carried_scale == scale  # no readable copy in the message
     asked.clear()
     assert _consume(sent) == [] and asked == []
-    assert _stored(scope) == [apple] and _waiting(scope) == []
+    put = _put_data(scope, apple)
+    assert all(abs(a - b) <= scale / 2 + 1e-6 for a, b in zip(vector, put, strict=True))  # 8 bits, not 4
+    assert (
+        max(abs(a - b) for a, b in zip(vector, waiting_vectors.unpack(*waiting_vectors.pack(vector), 3), strict=True))
+        > scale
+    )
+    assert _waiting(scope) == []
+
+
+@pytest.mark.parametrize("damage", ["another row's key", "not base64", "malformed"])
+def test_a_copy_not_sealed_for_the_row_is_not_opened(batched, damage):
+    sent, asked = batched
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    [body] = sent
+    copy = body["vectors"][apple]
+    if damage == "another row's key":
+        copy[2] = "0" * 12
+    elif damage == "not base64":
+        copy[0] = "%%%"
+    else:
+        body["vectors"][apple] = {"not": "a copy"}
+    asked.clear()
+    assert _consume(sent) == []
+    assert asked == ["an apple pie"] and _stored(scope) == [apple] and _waiting(scope) == []
+
+
+def test_an_erased_items_copy_left_in_a_queue_opens_to_nothing(batched):
+    """The key that opens a message's copy is in the row only, which the erasure deletes."""
+    sent, asked = batched
+    scope = fresh_scope()
+    apple = _add(scope, "an apple pie")
+    pk = _where(scope).item_pk("L0", scope.user_id)
+    [row] = waiting_vectors.get_many([(pk, apple)]).values()
+    [body] = sent
+    assert waiting_vectors.opened(row, [body["vectors"][apple]]) is not None  # while the row is there
+    conversation.delete(scope, [apple], None, writer(scope), REQUEST)
+    assert waiting_vectors.get_many([(pk, apple)]) == {}
+    asked.clear()
+    assert _consume(sent) == [] and asked == [] and _stored(scope) == []
 
 
 def _before(scope: Scope, key: str, vector: list[float], text: str) -> None:
@@ -170,7 +217,7 @@ def test_a_row_of_before_is_read_by_searches_and_put_by_a_message_of_before(batc
     scope = fresh_scope()
     apple = _add(scope, "an apple pie")
     [body] = sent
-    del body["vectors"], body["model"]  # a message of before names the item only
+    del body["vectors"]  # a message of before names the item only
     vector = _model("", 3, ["an apple pie"], 1.0)[0]
     _before(scope, apple, vector, "an apple pie")
     assert _found(scope, "apple")[0] == apple  # searches read it as before
@@ -184,7 +231,7 @@ def test_a_rows_four_bit_copy_is_never_put(batched):
     scope = fresh_scope()
     apple = _add(scope, "an apple pie")
     [body] = sent
-    del body["vectors"], body["model"]  # no copy carried: only the row's 4 bits, the search's
+    del body["vectors"]  # no copy carried: only the row's 4 bits, the search's
     asked.clear()
     assert _consume(sent) == []
     assert asked == ["an apple pie"]  # embedded again, not the 4-bit copy put
@@ -519,9 +566,10 @@ def test_an_embedding_keeps_its_direction_in_four_bits():
         assert waiting_vectors.cosine(vector, waiting_vectors.unpack(*waiting_vectors.pack(vector), 1024)) > 0.99
 
 
-def test_a_waiting_row_is_one_write_unit_at_every_valid_id():
+def test_a_waiting_row_is_one_write_unit_at_every_valid_id(aws):
     """The row a batched write puts (and its consumer deletes) stays under 1 KB at 1,024 dimensions,
-    the longest team and agent ids, any user and session, and a model name of Bedrock's length."""
+    the longest team and agent ids, any user and session, and a model name of Bedrock's length; it
+    reads back to the metadata S3 Vectors would get."""
     from memory_hub.clock import message_id
     from memory_hub_local.aws.capacity import item_size
 
@@ -537,9 +585,16 @@ def test_a_waiting_row_is_one_write_unit_at_every_valid_id():
         at_ms=253_402_300_799_999,
         model="amazon.titan-embed-text-v2:0/1024",
     )
-    row = waiting_vectors._row(
-        where.item_pk("L0", user), message_id(253_402_300_799_999), [0.03] * 1024, metadata, "d" * 16
-    )
-    assert item_size(row.serialize()) <= 1024
-    [back] = [waiting_vectors._waiting(row)]
-    assert back.metadata == metadata and not back.exact
+    key, pk = message_id(253_402_300_799_999), where.item_pk("L0", user)
+    [copy] = waiting_vectors.put([(pk, key, [0.03] * 1024, metadata, "d" * 16)]).values()
+    stored = aws_clients.client("dynamodb").get_item(
+        TableName=get_settings().items_table,
+        Key={"pk": {"S": pk}, "sk": {"S": layout.waiting_vector_sk(key)}},
+        ConsistentRead=True,
+    )["Item"]
+    assert item_size(stored) <= 1024
+    back = waiting_vectors.get_many([(pk, key)])[key]
+    assert back.metadata == metadata and type(back.metadata["at"]) is int and not back.exact
+    opened = waiting_vectors.opened(back, [copy])
+    assert opened is not None and opened.exact and opened.metadata == metadata
+    assert max(abs(x - 0.03) for x in opened.vector) < 1e-6

@@ -131,7 +131,7 @@ class Outcome:
     # the ids whose vectors wait for the drain: kept (not erased meanwhile), in a partition a search
     # reads whole (one over READ_LIMIT, whose spilt put failed, is retried from EmbedQueue instead)
     waited: list[str] = field(default_factory=list)
-    carried: dict[str, list[Any]] = field(default_factory=dict)  # their consumer's copies (``waiting_vectors``)
+    carried: dict[str, list[Any]] = field(default_factory=dict)  # their consumer's sealed copies (``waiting_vectors``)
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -303,9 +303,9 @@ def _wait(where: Where, made: list[tuple[Piece, list[float]]], outcome: Outcome,
     described = model()
     digest = waiting_vectors.text_digest
     pk = {i.id: where.item_pk(i.layer, i.user_id) for i, _ in made}
-    waiting_vectors.put((pk[i.id], i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made)
-    # the consumer's copies, for whichever message names them (should this write fail from here on)
-    outcome.carried |= {i.id: waiting_vectors.carried(r, digest(i.text)) for i, r in made}
+    rows = ((pk[i.id], i.id, r, _vector(i, r, described).metadata, digest(i.text)) for i, r in made)
+    # the consumer's sealed copies, for whichever message names them (should this write fail from here on)
+    outcome.carried |= waiting_vectors.put(rows)
     groups = list(_groups(i for i, _ in made).items())
     partitions = sorted(set(pk.values()))
     lives, counts = parallel(
@@ -344,9 +344,10 @@ def _queue(
     consumer puts those and deletes them, whatever ``VectorWrites`` says by then). ``drain``: their
     vectors surely wait, so they may wait for the drain's queue (with ``VectorDrainMinutes``);
     the others are embedded within minutes. ``carried``: the consumer's copies of their vectors, by
-    id (``waiting_vectors.carried``), which the messages carry: the consumer puts them as they are."""
+    id, sealed with their rows' keys (``waiting_vectors``), which the messages carry."""
     copies = {i: carried[i] for i in ids if i in carried} if carried else {}
-    per_message = waiting_vectors.CARRIED_PER_MESSAGE if copies else embed_queue.MAX_IDS
+    dimensions = get_settings().embedding_dimensions
+    per_message = waiting_vectors.per_message(dimensions) if copies else embed_queue.MAX_IDS
     try:
         for start in range(0, len(ids), per_message):
             part = ids[start : start + per_message]
@@ -364,7 +365,6 @@ def _queue(
             if waiting:
                 body["waiting"] = True
             if copies:
-                body["model"] = model()
                 body["vectors"] = {i: copies[i] for i in part if i in copies}
             if not embed_queue.send(body, to_drain=drain):
                 return False

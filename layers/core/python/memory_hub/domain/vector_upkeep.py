@@ -28,14 +28,15 @@ BACKFILL_BATCH_BUDGET_S = 20.0  # the cleanup is not waited for by anyone: a bat
 
 class Named(NamedTuple):
     """One queued message: its id, the layer, the user, the item ids it names, whether their
-    vectors may be waiting in DynamoDB (a batched write's) and the copies of them it carries."""
+    vectors may be waiting in DynamoDB (a batched write's) and the sealed copies of them it carries
+    (as sent: opened only for the rows read, chunk by chunk)."""
 
     message_id: str
     layer: str
     user_id: str
     ids: list[str]
     waiting: bool = False
-    carried: dict[str, waiting_vectors.Waiting] | None = None
+    carried: dict[str, Any] | None = None
 
 
 CONSUME_CHUNK = vectors.PUT_BATCH  # ids embedded together at most (one PutVectors)
@@ -129,7 +130,9 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
         except (KeyError, TypeError, ValueError):
             logger.warning("malformed embedding message dropped", extra={"message_id": message_id})
             continue
-        named = Named(message_id, layer, user_id, ids, body.get("waiting") is True, _carried(body))
+        copies = body.get("vectors")
+        carried = {str(i): copy for i, copy in copies.items()} if isinstance(copies, dict) else None
+        named = Named(message_id, layer, user_id, ids, body.get("waiting") is True, carried)
         if enabled():
             batches.setdefault(where, []).append(named)
         elif named.waiting:  # meaning was turned off since: what waits is never put, nor kept
@@ -144,17 +147,6 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
             retry = _consume_chunk(where, chunk, remaining_s)
             again += [message.message_id for message in chunk if retry.intersection(message.ids)]
     return again
-
-
-def _carried(body: dict[str, Any]) -> dict[str, waiting_vectors.Waiting]:
-    """The consumer's copies a message carries, by item id (a malformed one is left out: its row
-    or the model gives the vector instead)."""
-    copies = body.get("vectors")
-    if not isinstance(copies, dict):
-        return {}
-    model_of = str(body.get("model") or "")
-    found = {str(i): waiting_vectors.from_carried(str(i), copy, model_of) for i, copy in copies.items()}
-    return {i: copy for i, copy in found.items() if copy is not None}
 
 
 def _by_group(groups: int) -> Callable[[Named], int]:
@@ -185,9 +177,9 @@ def _chunks(named: list[Named]) -> list[list[Named]]:
 
 def _consume_chunk(where: Where, chunk: list[Named], remaining_s: Callable[[], float]) -> set[str]:
     """Put one chunk's live items' vectors — those that waited as they are (of the current model
-    and text: the copies the messages carry, else 8-bit rows of before read back), the others
-    embedded now — and delete what waited, unless an update replaced it meanwhile: the ids to try
-    again. A vector put for a text its item no longer holds (an update
+    and text: a row's copy that a message carries sealed with its key, or a row of before's 8
+    bits), the others embedded now — and delete what waited, unless an update replaced it
+    meanwhile: the ids to try again. A vector put for a text its item no longer holds (an update
     overtook the put) is deleted again and its message comes again: the update's own message may
     have been taken before, its vector replaced by this put."""
     # Items of a cleared epoch are gone (or going): nothing of them is read back below, and a
@@ -196,9 +188,12 @@ def _consume_chunk(where: Where, chunk: list[Named], remaining_s: Callable[[], f
         wanted = _wanted(chunk)
         flagged = {i for message in chunk if message.waiting for i in message.ids}
         keys = [(where.item_pk(layer, user), i) for (layer, user), ids in wanted.items() for i in ids if i in flagged]
-        carried = {i: copy for message in chunk for i, copy in (message.carried or {}).items() if i in flagged}
-        unread = [(pk, i) for pk, i in keys if i not in carried]
-        waited = {**(waiting_vectors.get_many(unread) if unread else {}), **carried}
+        copies: dict[str, list[Any]] = {}  # every copy of an item the chunk carries (an update's too)
+        for message in chunk:
+            for i, copy in (message.carried or {}).items():
+                copies.setdefault(i, []).append(copy)
+        rows = waiting_vectors.get_many(keys) if keys else {}
+        waited = {i: waiting_vectors.opened(row, copies.get(i, ())) or row for i, row in rows.items()}
         pieces: list[Piece] = []
         for (layer, user_id), ids in wanted.items():
             live = live_items(where, layer, user_id, ids)

@@ -1,4 +1,6 @@
-"""The queues of embeddings still to make (Amazon SQS): a message names items by id, never by content.
+"""The queues of embeddings still to make (Amazon SQS): a message names items by id, never by content
+(a batched write's also carries their vectors, sealed with keys only their waiting rows hold:
+``waiting_vectors``).
 
 ``EmbedQueue``'s event source runs ``EmbedFunction`` on batches: what a write could not embed, and
 batched writes' waiting vectors. With ``VectorDrainMinutes`` the waiting vectors go to

@@ -138,9 +138,9 @@ def newest(
     end: int | None,
     limit: int | None,
 ) -> Iterator[views.Message]:
-    """Newest first (ties: larger id first); reads ``limit`` items, not the partition. Without a
-    session: the messages kept by time (the table's order) and those kept by id (the ``by-time``
-    index), both read at once and merged."""
+    """Newest first (ties: larger id first); reads ``limit`` items of each kind, not the partition.
+    Without a session: the messages kept by time (the table's order) and those kept by id (the
+    ``by-time`` index), both read at once and merged."""
     pk = where.item_pk(LAYER, user_id)
     if session_id is not None:
         low, high = layout.session_bounds(session_id, start, end)

@@ -444,11 +444,11 @@ class Counter(_Items):
 
 
 class WaitingVector(_Items):
-    """An item's vector waiting for its batched put (``wv␟<item id>``), read by searches meanwhile:
-    see ``waiting_vectors``. ``packed``: 4 bits a component (``vector``: 8, on rows of before)."""
+    """A vector waiting for its batched put (``wv␟<item id>``), in 4 bits or 8: ``waiting_vectors``."""
 
     vector = BinaryAttribute(legacy_encoding=False, attr_name="v", null=True)
     packed = BinaryAttribute(legacy_encoding=False, attr_name="q", null=True)
+    secret = BinaryAttribute(legacy_encoding=False, attr_name="k", null=True)  # opens the queue's copy
     scale = NumberAttribute(attr_name="sc")
     meta = Json(attr_name="m")  # a list on 4-bit rows, a dict on rows of before
     text_digest = UnicodeAttribute(attr_name="td")

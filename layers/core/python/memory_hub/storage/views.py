@@ -31,7 +31,7 @@ class _UserItem(_Keyed):
     id: str
     import_id: str | None
     index_format: float | None
-    lsi1: str | None  # a message's only when it is kept under its id (see ``time_key``)
+    lsi1: str | None  # a message's only when it is kept under its id (``layout.message_sk``)
     task_id: str | None
     terms: float
     user_id: str

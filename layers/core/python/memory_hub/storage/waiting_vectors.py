@@ -7,37 +7,46 @@ A vector waits in two copies, each for one reader:
 
 - *the search's*, one item ``wv␟<item id>`` in its item's partition (``models.WaitingVector``): 4
   bits a component with its step (1,024 components: 512 bytes), the filterable metadata S3 Vectors
-  will hold but what the partition says (layer, user), and a digest of the embedded text — under
-  1 KB, so one write unit to put and one to delete (8 bits a component and the whole metadata were
-  ~1.4 KB: two each);
-- *the consumer's*, in the queue's message that names the item (``carried``): 8 bits a component
-  with its scale and the text's digest (~1.4 KB of the message's 256 KB, ``CARRIED_PER_MESSAGE``
-  items at most), which is what S3 Vectors gets — the consumer never reads the row.
+  will hold but what the partition says (layer, user), a digest of the embedded text and a random
+  key of 16 bytes (``secret``) — under 1 KB, so one write unit to put and one to delete (8 bits a
+  component and the whole metadata were ~1.4 KB: two each);
+- *the consumer's*, in the queue's message that names the item (``sealed``): 8 bits a component,
+  XORed with a SHAKE-256 stream of the row's key, with its scale and a check of the key (~1.4 KB of
+  the message's 256 KB; ``per_message``). That is what S3 Vectors gets, once the consumer has read
+  the row and opened the copy with its key (``opened``). Erasing the row erases the key: a copy
+  left in a queue (for a day, or two weeks in the dead-letter queue) is then noise to anyone — the
+  erasure of an item reaches it with the row, and a message holds no content nor anything that can
+  be read back into it.
 
 A search reads its user's waiting vectors of one layer newest first, at most ``READ_LIMIT`` (one
 strongly consistent ``Query``), and a write never lets a partition hold more (``count``: past it,
 the write puts its vectors at once; counted again after its rows land, one over it because writes
-raced has the writer put its own at once and delete their rows); the consumer puts the copies its
-messages carry and deletes each row unless an update has replaced it meanwhile
-(``delete_unchanged``). Rows are the item's personal data like its vector in S3 Vectors: an
-erasure of the item deletes its waiting vector before it answers, a user's erasure every one in
-their partitions, and a clear's or memory delete's purge takes them with the rest of the epoch's
-partitions. One its consumer never reached (a message in the dead-letter queue) expires after
-``KEPT_S`` (ItemsTable's TTL). Rows of before (8 bits, the whole metadata) are read as they are,
-by searches and by a consumer whose message carries no copy.
+raced has the writer put its own at once and delete their rows); the consumer reads the rows its
+messages name, puts each one's copy (a message's sealed copy for that row's key, or a row of
+before's 8 bits) and deletes the row unless an update has replaced it meanwhile
+(``delete_unchanged``); a row with no copy to open (its message is of another row, or carries
+none) has its item embedded again. Rows are the item's personal data like its vector in S3
+Vectors: an erasure of the item deletes its waiting vector before it answers, a user's erasure
+every one in their partitions, and a clear's or memory delete's purge takes them with the rest of
+the epoch's partitions. One its consumer never reached (a message in the dead-letter queue)
+expires after ``KEPT_S`` (ItemsTable's TTL). Rows of before (8 bits, the whole metadata, no key)
+are read as they are.
 
 8 bits a component: a component's error is at most half a step (the largest component ÷ 254), so
 the copy is within √n × largest ÷ 254 of the vector (n components); for a vector whose length is
 spread over its components, as an embedding's is, the copy's cosine with it stays above 0.9999.
 4 bits: 16 levels at the midpoints of steps of 6 × the components' root mean square ÷ 16 (a
 component past ±3 root mean squares takes the end level); a 1,024-component random unit vector's
-copy keeps a cosine above 0.99 with it (tested) — a score off by ~0.003, for an hour at most."""
+copy keeps a cosine above 0.99 with it (tested) — a search's score off by ~0.003 while it waits
+(an hour with the default drain)."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import operator
+import os
 import time
 from array import array
 from collections.abc import Iterable, Sequence
@@ -52,7 +61,8 @@ from .concurrency import for_each, in_batches
 from .models import WaitingVector
 
 READ_LIMIT = 100  # waiting vectors a search reads at most (one user, one layer), and a partition holds
-CARRIED_PER_MESSAGE = 100  # consumer's copies a queue message carries at most (~1.4 KB each of SQS's 256 KB)
+MESSAGE_BUDGET = 192 * 1024  # bytes of sealed copies one queue message carries at most (SQS takes 256 KiB)
+KEY_BYTES = 16
 KEPT_S = 2 * 86_400  # a waiting vector's TTL: far past any batching window and the queue's retries
 _BATCH = 25  # BatchWriteItem's limit
 _GET_BATCH = 100  # BatchGetItem's limit
@@ -74,6 +84,7 @@ class Waiting:
     metadata: dict[str, Any]
     text_digest: str
     exact: bool = True  # 8 bits a component: what S3 Vectors may get (a 4-bit copy is the search's only)
+    secret: bytes | None = None  # a 4-bit row's key, which opens its sealed copy (``opened``)
 
 
 def text_digest(text: str) -> str:
@@ -111,20 +122,45 @@ def unpack(data: bytes, step: float, n: int) -> list[float]:
     return [(code - middle) * step for code in codes[:n]]
 
 
-def carried(vector: Sequence[float], digest: str) -> list[Any]:
-    """The consumer's copy of a vector, for the queue's message: 8 bits a component (base64), the
-    scale, the text's digest."""
+def per_message(dimensions: int) -> int:
+    """Sealed copies of vectors of ``dimensions`` one queue message carries at most."""
+    return max(1, MESSAGE_BUDGET // (4 * (dimensions + 2) // 3 + 64))
+
+
+def _check(secret: bytes) -> str:
+    """What names a row's key in a message, and tells nothing of it."""
+    return hashlib.sha256(secret).hexdigest()[:12]
+
+
+def _xor(data: bytes, secret: bytes) -> bytes:
+    stream = hashlib.shake_256(secret).digest(len(data))
+    return (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(len(data), "big")
+
+
+def _sealed(vector: Sequence[float], secret: bytes) -> list[Any]:
+    """The consumer's copy of a vector, for the queue's message: 8 bits a component sealed with the
+    row's key (base64), the scale, the key's check."""
     data, scale = quantize(vector)
-    return [base64.b64encode(data).decode("ascii"), scale, digest]
+    return [base64.b64encode(_xor(data, secret)).decode("ascii"), scale, _check(secret)]
 
 
-def from_carried(key: str, copy: Any, model: str) -> Waiting | None:
-    """A copy ``carried`` made, of a vector of ``model``, as a waiting vector; None when malformed."""
-    try:
-        data, scale, digest = copy
-        return Waiting(key, restore(base64.b64decode(data, validate=True), float(scale)), {"model": model}, str(digest))
-    except (TypeError, ValueError):
+def opened(row: Waiting, copies: Iterable[Any]) -> Waiting | None:
+    """The 8-bit vector one of ``copies`` (sealed for some rows of the item) holds for ``row``, as
+    an exact waiting vector with the row's metadata and digest; None when none is sealed with the
+    row's key (another row's, a malformed one) or the row has none."""
+    if row.secret is None:
         return None
+    for copy in copies:
+        try:
+            data, scale, check = copy
+            if check != _check(row.secret):
+                continue
+            vector = restore(_xor(base64.b64decode(data, validate=True), row.secret), float(scale))
+        except (TypeError, ValueError):
+            continue
+        if len(vector) == len(row.vector):
+            return Waiting(row.key, vector, row.metadata, row.text_digest)
+    return None
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -134,12 +170,14 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return sum(map(operator.mul, a, b)) / norms if norms else 0.0
 
 
-def _row(pk: str, key: str, vector: Sequence[float], metadata: dict[str, Any], digest: str) -> WaitingVector:
+def _row(
+    pk: str, key: str, vector: Sequence[float], metadata: dict[str, Any], digest: str, secret: bytes
+) -> WaitingVector:
     data, step = pack(vector)
     kept = [metadata.get(name) for name in _KEPT] + [len(vector)]
     expires = int(time.time()) + KEPT_S
     sk = layout.waiting_vector_sk(key)
-    return WaitingVector(pk, sk, packed=data, scale=step, meta=kept, text_digest=digest, expires=expires)
+    return WaitingVector(pk, sk, packed=data, secret=secret, scale=step, meta=kept, text_digest=digest, expires=expires)
 
 
 def _waiting(row: Any) -> Waiting:
@@ -151,13 +189,17 @@ def _waiting(row: Any) -> Waiting:
     metadata = {"layer": layout.layer_of(pk), "user": layout.user_digest_of(pk), **dict(zip(_KEPT, kept, strict=True))}
     metadata["at"] = int(metadata["at"] or 0)
     vector = unpack(bytes(row.packed), float(row.scale), int(n))
-    return Waiting(key, vector, metadata, str(row.text_digest), exact=False)
+    secret = bytes(row.secret) if row.secret is not None else None
+    return Waiting(key, vector, metadata, str(row.text_digest), exact=False, secret=secret)
 
 
-def put(rows: Iterable[tuple[str, str, Sequence[float], dict[str, Any], str]]) -> int:
-    """Write waiting vectors: (partition, item id, vector, metadata, text digest) each; one that is
-    there already (an updated record's) is replaced. How many were written."""
-    built = [_row(*row) for row in rows]
+def put(rows: Iterable[tuple[str, str, Sequence[float], dict[str, Any], str]]) -> dict[str, list[Any]]:
+    """Write waiting vectors: (partition, item id, vector, metadata, text digest) each, each row
+    with a key of its own; one that is there already (an updated record's) is replaced. The
+    consumer's copies, sealed with those keys, by item id (for the queue's messages)."""
+    given = list(rows)
+    secrets = [os.urandom(KEY_BYTES) for _ in given]
+    built = [_row(*row, secret) for row, secret in zip(given, secrets, strict=True)]
 
     def one(chunk: list[WaitingVector]) -> None:
         with WaitingVector.batch_write() as batch:  # retries unprocessed items itself
@@ -165,7 +207,7 @@ def put(rows: Iterable[tuple[str, str, Sequence[float], dict[str, Any], str]]) -
                 batch.save(row)
 
     for_each(one, in_batches(built, _BATCH))
-    return len(built)
+    return {key: _sealed(vector, secret) for (_, key, vector, _, _), secret in zip(given, secrets, strict=True)}
 
 
 def of_user(pk: str, limit: int | None = None) -> list[Waiting]:
