@@ -169,3 +169,14 @@ def test_an_import_line_whose_id_carries_another_time_gets_a_stable_id_of_its_ow
     assert again == [] and skipped["l0"] == 1 and cited[("u", issued)] == (None, new.id)  # found again
     [(_, [kept])], _, _ = plan(_line(issued, 1_000, "other words"))
     assert kept.id == issued  # the line's own time: the id is kept
+
+
+def test_an_id_of_the_timed_shape_that_names_nothing_is_reported_unknown(aws):
+    """Any 39-hex ``msg-`` id is looked up under the time it carries, the largest 13 hex included
+    (a time past year 9999): none names a message here, so a delete reports each as not found."""
+    scope = fresh_scope()
+    conversation.add(scope, [{"role": "user", "content": "kept"}], writer(scope))
+    unknown = [message_id(0), "msg-" + "f" * 39, "msg-" + "0" * 39]
+    answer = conversation.delete(scope, unknown, None, writer(scope), "req-unknown")
+    assert (answer.deleted_count, answer.not_found_ids) == (0, unknown)
+    assert conversation.count(scope, None, None, writer(scope)).total == 1

@@ -131,7 +131,7 @@ def ordered_id(prefix: str) -> str:
 def message_id(at_ms: int) -> str:
     """A message's id: ordered like every id issued here, then the message's own time (13 hex,
     counted from year 1), so that storage can key the message by its time (``id_time``)."""
-    return f"{_ids.next('msg-')}{at_ms + TIME_OFFSET_MS:0{_TIME_HEX}x}"
+    return f"{ordered_id('msg-')}{at_ms + TIME_OFFSET_MS:0{_TIME_HEX}x}"
 
 
 ISSUED_ID = re.compile(r"(msg|atom)-[0-9a-f]{26}|msg-[0-9a-f]{39}", re.ASCII)

@@ -46,7 +46,6 @@ from ..clock import TIME_OFFSET_MS, id_time
 SEP = "\x1f"
 ID_DIGEST = 32
 TERM_DIGEST = 20
-_TIME_OFFSET = TIME_OFFSET_MS  # keeps time keys non-negative
 MESSAGES = f"m{SEP}"  # the sort keys of messages keyed by their time
 LEGACY_MESSAGES = "msg-"  # the sort keys of messages keyed by their id alone
 
@@ -105,14 +104,14 @@ def session_counter_sk(user_id: str, session_id: str) -> str:
 
 def time_key(ms: int, item_id: str) -> str:
     """Sortable time + id: string order is (time, id) order."""
-    return f"{ms + _TIME_OFFSET:015d}#{item_id}"
+    return f"{ms + TIME_OFFSET_MS:015d}#{item_id}"
 
 
 def time_bound(ms: int | None, *, upper: bool) -> str:
     """The lowest (or highest) time key at ``ms``; None is open-ended."""
     if ms is None:
         return "~" if upper else "0"  # every time key starts with a digit
-    return f"{ms + _TIME_OFFSET:015d}#" + ("~" if upper else "")
+    return f"{ms + TIME_OFFSET_MS:015d}#" + ("~" if upper else "")
 
 
 def message_sk(message_id: str) -> str:

@@ -150,10 +150,11 @@ def opened(row: Waiting, copies: Iterable[Any]) -> Waiting | None:
     row's key (another row's, a malformed one) or the row has none."""
     if row.secret is None:
         return None
+    mine = _check(row.secret)
     for copy in copies:
         try:
             data, scale, check = copy
-            if check != _check(row.secret):
+            if check != mine:
                 continue
             vector = restore(_xor(base64.b64decode(data, validate=True), row.secret), float(scale))
         except (TypeError, ValueError):
