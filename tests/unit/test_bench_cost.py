@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 
 import pytest
-from memory_hub_bench import cost, cost_print, prices
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memory_hub_bench import bm25, cost, cost_print, datasets, prices
 
 
 def test_a_requests_calls_are_tallied_by_service_and_price_class():
@@ -130,3 +132,35 @@ def test_a_longer_batching_window_puts_fewer_vectors_an_add_and_a_batch_ends_at_
     said = []
     cost_print.render(both, said.append)
     assert any("`/v3/atomic/add`, the same way" in line for line in said)
+
+
+_WORDS = st.sampled_from(["tea", "mountain", "river", "lisbon", "museum", "pastry", "hotel", "morning", "the", "city"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_WORDS, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=30))
+def test_typical_texts_hold_the_median_number_of_stems_nearest_the_median_length_first(texts):
+    chosen = datasets.typical(texts)
+    stems = sorted(len(set(bm25.stemmed(t))) for t in texts)
+    lengths = sorted(len(t.encode()) for t in texts)
+    middle_stems, middle_bytes = stems[len(stems) // 2], lengths[len(lengths) // 2]
+    assert chosen and len(chosen) == len(set(chosen))  # distinct: a record of a held one's text reinforces it
+    assert {len(set(bm25.stemmed(t))) for t in chosen} == {middle_stems}
+    assert set(chosen) == {t for t in texts if len(set(bm25.stemmed(t))) == middle_stems}
+    distances = [abs(len(t.encode()) - middle_bytes) for t in chosen]
+    assert distances == sorted(distances)
+
+
+def test_typical_texts_keep_to_their_byte_range_and_say_when_none_is_in_it():
+    assert datasets.typical(["a b c", "tea garden river museum"], low=10) == ["tea garden river museum"]
+    with pytest.raises(ValueError, match="no text of 100 to 200 bytes"):
+        datasets.typical(["tea"], 100, 200)
+
+
+def test_the_cost_sections_turn_and_records_are_the_labels_real_text():
+    """The rows' labels say 200 B and 86 B: the typical LoCoMo turn and observations are that size,
+    and hold the many distinct terms real text does (the workload's own texts hold a few)."""
+    turn, records = datasets.typical_turn_and_records()
+    assert abs(len(turn.encode()) - 200) <= 2 and len(set(bm25.stemmed(turn))) >= 15
+    assert len(records) >= 200 and abs(len(records[0].encode()) - 86) <= 1
+    assert len({len(set(bm25.stemmed(r))) for r in records}) == 1 and len(set(bm25.stemmed(records[0]))) >= 8

@@ -1,7 +1,10 @@
 """The bill: what each route costs on AWS at list prices (``prices``), from what it does on the
 local stack, and what a month of a stated workload costs beside the peers' list prices.
 
-Per route, the mean of ``n`` requests (after two untimed ones) of the routes section's workload:
+Per route, the mean of ``n`` requests (after two untimed ones) of the routes section's workload —
+with typical text where a route writes or erases one item (``typical_cases``: a real 200-byte
+LoCoMo turn and a real LoCoMo observation of the median number of distinct terms, since the word
+index writes a posting per distinct term; the workload's own few words would understate them):
 
 - the calls to every service, from the emulated AWS side's call log;
 - DynamoDB read and write request units as AWS charges them (the emulated DynamoDB counts
@@ -31,10 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import measure, prices
-from .cases import SEARCH as SEARCH_BODY
+from . import bm25, datasets, measure, prices
 from .cases import Case, Scope, Workload
-from .client import Hooks, Target
+from .client import BenchError, Hooks, Target
 
 ROUND_TRIP_MS = 10.0
 LAMBDA_GB = 0.5  # the template's MemorySize (512 MB)
@@ -48,11 +50,14 @@ GROUPS = 128  # the template's VectorGroups default: a memory's users spread ove
 GROUP_INDEX = LARGE_INDEX // GROUPS  # what a search reads at 6 million (10,000 users spread evenly)
 GROUP_CHOICES = (1, 16, 64, 128)  # VectorGroups the report prices the month's search at
 ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
+ONE_MESSAGE_DELETE = "/v3/conversation/delete (1 message, 200 B)"
+ONE_RECORD_ADD = "/v3/atomic/add (1 record, 86 B)"
+ONE_RECORD_DELETE = "/v3/atomic/delete (1 record, 86 B)"
 SEARCH = "/v3/conversation/search"
 TURNS_SEARCH = SEARCH + " (turns only: no records)"
 BATCHED = ", VectorWrites Batched"
 BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
-BATCHED_RECORD_ADD = "/v3/atomic/add" + BATCHED
+BATCHED_RECORD_ADD = ONE_RECORD_ADD + BATCHED
 BATCHED_SEARCH = TURNS_SEARCH + BATCHED
 BATCH_WINDOW_S = 300  # the template's VectorBatchSeconds default (with VectorDrainMinutes 0)
 WINDOW_CHOICES = (60, 120, 300)  # VectorBatchSeconds the report prices the batched add at (300: its maximum)
@@ -178,14 +183,45 @@ def route_cost(case: Case, target: Target, n: int, hooks: Hooks, log: measure.Ca
     return row
 
 
-def one_message_add(target: Target, scope: Scope) -> Case:
-    """The workload's unit of writing: one 200-byte message added to a conversation."""
-    text = ("the user mentioned a trip to the mountains and a fondness for green tea " * 3)[:200]
+def one_message_add(target: Target, scope: Scope, text: str) -> Case:
+    """The workload's unit of writing: one 200-byte message (``text``) added to a conversation."""
     target.post("/v3/conversation/add", scope.body(session_id="c0", messages=[{"role": "user", "content": text}]))
     return Case(
         "/v3/conversation/add",
         lambda i: scope.body(session_id=f"c{i % 5}", messages=[{"role": "user", "content": text}]),
     )
+
+
+def typical_cases(target: Target, scope: Scope, turn: str, records: list[str]) -> dict[str, tuple[str, Case]]:
+    """The workload's rows that write or erase one item, with typical text in place of its few
+    words (``datasets.typical_turn_and_records``): a one-message ``conversation/delete`` of the
+    one-message add's turn, an ``atomic/add`` and an ``atomic/delete`` of typical records (a new one
+    each time: one of a held record's text would reinforce it) — an item's word index is a posting
+    per distinct term, so its units follow its text."""
+    messages: list[str] = []
+    held: list[str] = []
+    unused = iter(records)
+
+    def a_record() -> str:
+        text = next(unused, None)
+        if text is None:
+            raise BenchError(f"the cost section wrote all {len(records)} typical records: fewer requests a route")
+        return text
+
+    def a_message(i: int) -> None:
+        added = scope.body(session_id="del", messages=[{"role": "user", "content": turn}])
+        messages.append(target.post("/v3/conversation/add", added)[1]["accepted_ids"][0])
+
+    def a_held_record(i: int) -> None:
+        held.append(target.post("/v3/atomic/add", scope.body(content=a_record(), type="episodic"))[1]["id"])
+
+    cases = [
+        Case("/v3/conversation/delete", lambda i: scope.body(message_ids=[messages.pop()]), before=a_message),
+        Case("/v3/atomic/add", lambda i: scope.body(content=a_record(), type="episodic")),
+        Case("/v3/atomic/delete", lambda i: scope.body(ids=[held.pop()]), before=a_held_record),
+    ]
+    labels = (ONE_MESSAGE_DELETE, ONE_RECORD_ADD, ONE_RECORD_DELETE)
+    return {case.route: (label, case) for label, case in zip(labels, cases, strict=True)}
 
 
 def workload_batch(window_s: float = BATCH_WINDOW_S, most: int = BATCH_SIZE) -> float:
@@ -339,29 +375,34 @@ def measure_routes(
     """Every route's use, the DynamoDB bytes a one-message add leaves stored and (given the switch
     of ``VectorWrites``) the adds per PutVectors the batched add saw here."""
     workload.seed()
+    turn, records = datasets.typical_turn_and_records()
+    typical = typical_cases(target, Scope.fresh("typical"), turn, records)
     rows = []
     for case in workload.cases:
-        progress(f"  cost: {case.route}")
-        rows.append(route_cost(case, target, n, hooks, log))
+        label, case = typical.get(case.route, (case.route, case))
+        progress(f"  cost: {label}")
+        rows.append(replace(route_cost(case, target, n, hooks, log), route=label))
     progress(f"  cost: {ONE_MESSAGE_ADD}")
     client = dynamodb_client(hooks)
     scope = Scope.fresh("cost")
-    single = one_message_add(target, scope)
+    single = one_message_add(target, scope, turn)
     before = dynamodb_bytes(client)
     row = route_cost(single, target, n, hooks, log)
     stored = (dynamodb_bytes(client) - before) / (2 * n + 2)  # two warm-up adds, n timed, n delayed
     row.route = ONE_MESSAGE_ADD
     rows.append(row)
     # the workload's search as its users make it: their turns only (formation off, the template's
-    # default, forms no record), so no vector query for records
+    # default, forms no record), so no vector query for records; three of the turn's words, which
+    # every turn here holds (as the workload's search finds its every turn)
+    searched = scope.body(query=" ".join(sorted(set(bm25.words(turn)), key=lambda w: (-len(w), w))[:3]), limit=5)
     progress(f"  cost: {TURNS_SEARCH}")
-    row = route_cost(Case(SEARCH, lambda i: scope.body(**SEARCH_BODY)), target, n, hooks, log)
+    row = route_cost(Case(SEARCH, lambda i: searched), target, n, hooks, log)
     row.route = TURNS_SEARCH
     rows.append(row)
     seen = None
     if vectors_batched is not None:
-        adds = [(single, ONE_MESSAGE_ADD)] + [(c, c.route) for c in workload.cases if c.route == "/v3/atomic/add"]
-        for case, label in adds:
+        record_label, record_add = typical["/v3/atomic/add"]
+        for case, label in [(single, ONE_MESSAGE_ADD), (record_add, record_label)]:
             progress(f"  cost: {label}{BATCHED}")
             batched, adds_per_put = batched_add(case, label, target, n, hooks, log, vectors_batched)
             seen = adds_per_put if seen is None else seen
@@ -370,7 +411,7 @@ def measure_routes(
         progress(f"  cost: {BATCHED_SEARCH}")
         vectors_batched(True)
         try:
-            row = route_cost(Case(SEARCH, lambda i: scope.body(**SEARCH_BODY)), target, n, hooks, _Requests(log))
+            row = route_cost(Case(SEARCH, lambda i: searched), target, n, hooks, _Requests(log))
         finally:
             vectors_batched(False)
         row.route = BATCHED_SEARCH

@@ -30,6 +30,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from . import bm25
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 LOCOMO = DATA / "locomo10.zip"
 LONGMEMEVAL = DATA / "longmemeval_oracle_sample.jsonl.gz"
@@ -205,3 +207,28 @@ def load_longmemeval(path: Path = LONGMEMEVAL, groups: int = 6, limit: int | Non
         dealt[index % groups].append(item)
     corpora = [longmemeval_corpus(f"lme-{i + 1}", chunk) for i, chunk in enumerate(dealt) if chunk]
     return Dataset("LongMemEval", corpora[:limit])
+
+
+def typical(texts: list[str], low: int = 0, high: int = 1 << 30) -> list[str]:
+    """Of ``texts`` of ``low`` to ``high`` UTF-8 bytes, those with their median number of distinct
+    stems (``bm25.stemmed``: words that are not stop words), the nearest to their median length
+    first (data order on a tie). What the cost section writes and erases, so that its units are
+    those of real text: the word index writes one posting per distinct term."""
+    within = [t for t in texts if low <= len(t.encode()) <= high]
+    if not within:
+        raise ValueError(f"no text of {low} to {high} bytes")
+    stems = [len(set(bm25.stemmed(t))) for t in within]
+    middle_stems = sorted(stems)[len(stems) // 2]
+    middle_bytes = sorted(len(t.encode()) for t in within)[len(within) // 2]
+    alike = [t for t, n in zip(within, stems, strict=True) if n == middle_stems]
+    return sorted(dict.fromkeys(alike), key=lambda t: abs(len(t.encode()) - middle_bytes))
+
+
+def typical_turn_and_records(size: int = 200, spread: int = 20) -> tuple[str, list[str]]:
+    """A typical LoCoMo turn of ``size`` ± ``spread`` bytes (the cost section's one-message add,
+    whose turn is 200 bytes) and typical LoCoMo observations (its records: facts of ~90 bytes),
+    the most typical first — distinct, since a record of the same text as one held reinforces it."""
+    locomo = load_locomo()
+    turns = [t.content for c in locomo.corpora for t in c.turns]
+    records = [r.content for c in locomo.corpora for r in c.records]
+    return typical(turns, size - spread, size + spread)[0], typical(records)
