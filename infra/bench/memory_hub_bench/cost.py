@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import bm25, datasets, measure, prices
+from . import datasets, measure, prices, recall
 from .cases import Case, Scope, Workload
 from .client import BenchError, Hooks, Target
 
@@ -54,7 +54,8 @@ ONE_MESSAGE_DELETE = "/v3/conversation/delete (1 message, 200 B)"
 ONE_RECORD_ADD = "/v3/atomic/add (1 record, 86 B)"
 ONE_RECORD_DELETE = "/v3/atomic/delete (1 record, 86 B)"
 SEARCH = "/v3/conversation/search"
-TURNS_SEARCH = SEARCH + " (turns only: no records)"
+TURNS_SEARCH = SEARCH + " (a LoCoMo user, turns only)"
+RECORDS_SEARCH = SEARCH + " (a LoCoMo user, with records)"
 BATCHED = ", VectorWrites Batched"
 BATCHED_ADD = ONE_MESSAGE_ADD + BATCHED
 BATCHED_RECORD_ADD = ONE_RECORD_ADD + BATCHED
@@ -391,12 +392,11 @@ def measure_routes(
     stored = (dynamodb_bytes(client) - before) / (2 * n + 2)  # two warm-up adds, n timed, n delayed
     row.route = ONE_MESSAGE_ADD
     rows.append(row)
-    # the workload's search as its users make it: their turns only (formation off, the template's
-    # default, forms no record), so no vector query for records; three of the turn's words, which
-    # every turn here holds (as the workload's search finds its every turn)
-    searched = scope.body(query=" ".join(sorted(set(bm25.words(turn)), key=lambda w: (-len(w), w))[:3]), limit=5)
-    progress(f"  cost: {TURNS_SEARCH}")
-    row = route_cost(Case(SEARCH, lambda i: searched), target, n, hooks, log)
+    # the month's search as its users make it: over a real user's year of turns (formation off, the
+    # template's default, forms no record: no vector query for records), then with its records
+    progress(f"  cost: {TURNS_SEARCH} (loading a LoCoMo conversation)")
+    user, questions = real_user(target)
+    row = route_cost(Case(SEARCH, questions), target, n, hooks, log)
     row.route = TURNS_SEARCH
     rows.append(row)
     seen = None
@@ -411,12 +411,39 @@ def measure_routes(
         progress(f"  cost: {BATCHED_SEARCH}")
         vectors_batched(True)
         try:
-            row = route_cost(Case(SEARCH, lambda i: searched), target, n, hooks, _Requests(log))
+            row = route_cost(Case(SEARCH, questions), target, n, hooks, _Requests(log))
         finally:
             vectors_batched(False)
         row.route = BATCHED_SEARCH
         rows.append(row)
+    progress(f"  cost: {RECORDS_SEARCH} (adding its observations as records)")
+    recall.add_records(user[0], user[1], user[1].corpus.records)
+    row = route_cost(Case(SEARCH, questions), target, n, hooks, log)
+    row.route = RECORDS_SEARCH
+    rows.append(row)
     return rows, stored, seen
+
+
+def real_user(target: Target) -> tuple[tuple[recall.Endpoint, recall.Loaded], Callable[[int], dict[str, Any]]]:
+    """The month's user as real data: the LoCoMo conversation whose turns are nearest the
+    ``ADDS × MONTHS_KEPT`` (600) the month's user holds (conv-42: 629 turns), stored as one user's
+    turns with their times; and its questions (the i-th search asks the i-th, as the recall section
+    does: ``limit`` 10, asked when the data set says). A search's read units follow what the user
+    holds and what is asked: a handful of identical turns asked their own words would understate
+    them."""
+    held = ADDS * MONTHS_KEPT
+    corpus = min(datasets.load_locomo().corpora, key=lambda c: (abs(len(c.turns) - held), c.name))
+    endpoint = recall.Endpoint(target, None, "cost")
+    loaded = recall.Loaded(corpus, Scope.fresh("user"))
+    recall.add_turns(endpoint, loaded, corpus.turns)
+    asked = corpus.questions
+
+    def question(i: int) -> dict[str, Any]:
+        q = asked[i % len(asked)]
+        body = loaded.scope.body(query=q.text, limit=recall.LIMIT)
+        return body | ({"reference_time": q.asked} if q.asked else {})
+
+    return (endpoint, loaded), question
 
 
 # ---------------------------------------------------------------- the month
@@ -492,7 +519,7 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
     add, default_search = batched or by_route[ONE_MESSAGE_ADD], by_route.get(BATCHED_SEARCH, search)
     bill = month(add, default_search, stored)
     extra = default_search.dollars(GROUP_INDEX)["DynamoDB"] - search.dollars(GROUP_INDEX)["DynamoDB"]
-    with_records = month(add, by_route[SEARCH], stored)
+    with_records = month(add, by_route.get(RECORDS_SEARCH, by_route[SEARCH]), stored)
     with_records.requests_usd += with_records.searches * 2 * max(extra, 0.0)  # each meaning half reads what waits
     immediate = month(by_route[ONE_MESSAGE_ADD], search, stored) if batched is not None else None
     return {
