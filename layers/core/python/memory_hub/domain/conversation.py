@@ -145,7 +145,7 @@ def search(
             mode=mode,
             filters=postings.Filters(session_id=scope.session_id, task_id=scope.task_id, start_ms=start, end_ms=end),
             stats=lambda: counters.of_user(where, LAYER, scope.user_id),
-            fetch=lambda ids: messages.get_many(where, scope.user_id, ids),
+            fetch=lambda ids: messages.get_many(where, scope.user_id, ids, settled=True),
             text_of=lambda m: m.content,
             keep=lambda m: _admits(m, scope, start, end),
             semantic=by_meaning if mode != "keyword" else None,

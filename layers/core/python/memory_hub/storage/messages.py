@@ -207,12 +207,25 @@ def count(
     )
 
 
-def get_many(where: Where, user_id: str, ids: list[str]) -> dict[str, views.Message]:
+def get_many(where: Where, user_id: str, ids: list[str], *, settled: bool = False) -> dict[str, views.Message]:
     """The messages among ``ids`` (strongly consistent; 100 keys per call), but those of imports
-    still running (``where.staged``)."""
+    still running (``where.staged``).
+
+    ``settled`` (a search reading its candidates): read eventually consistent first, for half the
+    read units, and strongly only the ids that read did not find. A message never changes once
+    written (its text, session, time and import are fixed; only a re-index's length moves), so a
+    read that finds one finds it as it is, and one written a moment ago is read again strongly.
+    Only a message erased a moment ago could still be found, and a search only asks for what its
+    postings, vectors, waiting rows and records led to — all erased, strongly, before an erasure
+    answers. Not for a caller that decides on an item's existence (an erasure, a vector's put)."""
     pk = where.item_pk(LAYER, user_id)
     keys = [(pk, layout.message_sk(i)) for i in ids]
-    return {m.id: m for m in shown(where, _views(Message.batch_get(keys, consistent_read=True)))}
+    if not settled:
+        return {m.id: m for m in shown(where, _views(Message.batch_get(keys, consistent_read=True)))}
+    seen = {(m.pk, m.sk): m for m in Message.batch_get(keys, consistent_read=False)}
+    unseen = [key for key in keys if key not in seen]
+    found = list(seen.values()) + (list(Message.batch_get(unseen, consistent_read=True)) if unseen else [])
+    return {m.id: m for m in shown(where, _views(found))}
 
 
 def of_user(where: Where, user_id: str) -> list[views.Message]:
