@@ -164,3 +164,10 @@ def test_the_cost_sections_turn_and_records_are_the_labels_real_text():
     assert abs(len(turn.encode()) - 200) <= 2 and len(set(bm25.stemmed(turn))) >= 15
     assert len(records) >= 200 and abs(len(records[0].encode()) - 86) <= 1
     assert len({len(set(bm25.stemmed(r))) for r in records}) == 1 and len(set(bm25.stemmed(records[0]))) >= 8
+
+
+def test_the_months_user_is_the_locomo_conversation_nearest_its_600_turns():
+    user = datasets.user_like(cost.ADDS * cost.MONTHS_KEPT)
+    sizes = sorted(abs(len(c.turns) - 600) for c in datasets.load_locomo().corpora)
+    assert (user.name, len(user.turns)) == ("conv-42", 629) and abs(len(user.turns) - 600) == sizes[0]
+    assert len(user.questions) >= 2 * 15 + 2  # a full run's searches each ask another question

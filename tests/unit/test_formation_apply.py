@@ -69,3 +69,25 @@ def test_a_replay_after_the_update_was_written_still_supersedes(aws, monkeypatch
     done = apply.apply(assets.of_scope(scope), scope, plan, _context(scope))  # the redelivered message's replay
     assert (done.replayed, done.superseded, done.updated) == ([kept], [gone], [])
     assert _record(scope, gone) is None and int(_record(scope, kept).version) == 2  # updated once
+
+
+def test_an_update_whose_new_source_is_erased_before_it_cites_it_goes_with_it(aws, monkeypatch):
+    """The source is checked, then erased (its erasure finds no record citing it yet), then cited
+    and the record updated: the record would outlive its source, so the update's second check
+    erases it — and the supersede it stood for is skipped."""
+    scope = fresh_scope()
+    plan, kept, gone = _plan(scope)
+    moved = plan[1]["sources"][0]
+    real_cite = apply.provenance.cite
+
+    def erased_first(*args: Any, **kwargs: Any) -> None:
+        assert conversation.delete(scope, [moved], None, writer(scope), "req-erase").deleted_ids == [moved]
+        monkeypatch.setattr(apply.provenance, "cite", real_cite)
+        real_cite(*args, **kwargs)
+
+    monkeypatch.setattr(apply.provenance, "cite", erased_first)
+    done = apply.apply(assets.of_scope(scope), scope, plan, _context(scope))  # type: ignore[arg-type]
+    assert (done.updated, done.superseded, done.skipped) == ([], [], 2)
+    assert _record(scope, kept) is None  # never outlives its source
+    assert _record(scope, gone).content == "lived in Rome"  # nothing replaced it
+    assert any(e.target == kept for e in done.events)  # its erasure is audited with the run

@@ -431,8 +431,7 @@ def real_user(target: Target) -> tuple[tuple[recall.Endpoint, recall.Loaded], Ca
     does: ``limit`` 10, asked when the data set says). A search's read units follow what the user
     holds and what is asked: a handful of identical turns asked their own words would understate
     them."""
-    held = ADDS * MONTHS_KEPT
-    corpus = min(datasets.load_locomo().corpora, key=lambda c: (abs(len(c.turns) - held), c.name))
+    corpus = datasets.user_like(ADDS * MONTHS_KEPT)
     endpoint = recall.Endpoint(target, None, "cost")
     loaded = recall.Loaded(corpus, Scope.fresh("user"))
     recall.add_turns(endpoint, loaded, corpus.turns)

@@ -224,6 +224,12 @@ def typical(texts: list[str], low: int = 0, high: int = 1 << 30) -> list[str]:
     return sorted(dict.fromkeys(alike), key=lambda t: abs(len(t.encode()) - middle_bytes))
 
 
+def user_like(turns: int) -> Corpus:
+    """The LoCoMo conversation whose turns are nearest ``turns`` (the first by name on a tie): one
+    real user's memory of about that size, with its own questions."""
+    return min(load_locomo().corpora, key=lambda c: (abs(len(c.turns) - turns), c.name))
+
+
 def typical_turn_and_records(size: int = 200, spread: int = 20) -> tuple[str, list[str]]:
     """A typical LoCoMo turn of ``size`` ± ``spread`` bytes (the cost section's one-message add,
     whose turn is 200 bytes) and typical LoCoMo observations (its records: facts of ~90 bytes),

@@ -212,12 +212,16 @@ def get_many(where: Where, user_id: str, ids: list[str], *, settled: bool = Fals
     still running (``where.staged``).
 
     ``settled`` (a search reading its candidates): read eventually consistent first, for half the
-    read units, and strongly only the ids that read did not find. A message never changes once
-    written (its text, session, time and import are fixed; only a re-index's length moves), so a
-    read that finds one finds it as it is, and one written a moment ago is read again strongly.
-    Only a message erased a moment ago could still be found, and a search only asks for what its
-    postings, vectors, waiting rows and records led to — all erased, strongly, before an erasure
-    answers. Not for a caller that decides on an item's existence (an erasure, a vector's put)."""
+    read units, and strongly only the ids that read did not find. A message is not changed once
+    written (only a re-index's length and format, which a search does not read), so a read that
+    finds one finds it as it is, and one written a moment ago is read again strongly. What this
+    read may answer that a strong one would not: a message erased or overwritten (an import
+    writing an id again) within the replication lag, typically well under a second — and a search
+    only asks for an erased one if something that leads to it outlived its erasure, which an
+    erasure's own paths do not leave (its postings, vector, waiting row and the records citing it
+    go before it answers) but a failure or a race can (a vector delete that failed, left to the
+    cleanup's sweep; a writer that put a vector after the erasure read). Not for a caller that
+    decides on an item's existence (an erasure, a vector's put, provenance)."""
     pk = where.item_pk(LAYER, user_id)
     keys = [(pk, layout.message_sk(i)) for i in ids]
     if not settled:

@@ -121,6 +121,14 @@ def _update(asset: Asset, scope: Scope, entry: dict[str, Any], context: EventCon
     except Cancelled:
         done.skipped += 1  # cleared, changed meanwhile, or another record holds that content
         return
+    if provenance.missing(where, scope.user_id, None, sources):
+        # erased between the check and the citation: its erasure could not find this record, so
+        # the record goes now (as the erasure would have taken it), and the update counts as skipped
+        updated = records.get(where, scope.user_id, record.id)
+        if updated is not None:
+            done.events += erasure.erase_records(asset, where, [updated], context).events
+        done.skipped += 1
+        return
     atomic.reindex_record(scope, where, record.id)
     if meaning.text_changed(record, content, background):
         meaning.after_update(where, records.get(where, scope.user_id, record.id))
