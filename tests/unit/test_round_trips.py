@@ -264,3 +264,30 @@ def test_a_users_erasure_cut_short_leaves_items_a_retry_finishes_never_bare_inde
     assert conversation.count(scope, None, None, auth).total == 0
     assert atomic.count(scope, None, None, None, auth).total == 0
     assert [p for pk in partitions for p in postings.of_partition(pk)] == []
+
+
+def test_a_users_erasure_cut_by_its_time_budget_erases_the_removed_items_vectors_before_the_503(aws, monkeypatch):
+    """A retry lists the user's items again and no longer sees those the cut request removed — in
+    the layer cut and in the one that finished beside it: their vectors (and what waits in the
+    partitions) go before it answers, or nothing would erase them."""
+    from memory_hub.domain import erasure, vector_erasure
+    from memory_hub.storage.concurrency import Deadline
+    from memory_hub.storage.errors import Unfinished
+
+    scope = _fresh()
+    for day in range(0, 120, 40):  # more messages than one transaction deletes
+        _add(scope, *[f"fed the cat by the window, day {i}" for i in range(day, day + 40)])
+    record = atomic.add(scope, "Has a cat", "fact", "", [], {}, writer(scope)).id  # its layer finishes
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    named = assets.Named(scope.memory_id, scope.team_id, scope.agent_id)
+    erased: list[tuple[str, str]] = []
+    dropped: list[str] = []
+    monkeypatch.setattr(vector_erasure, "erase", lambda where, owned: erased.extend(owned))
+    monkeypatch.setattr(vector_erasure, "drop_waiting", lambda where, user_id: dropped.append(user_id))
+    monkeypatch.setattr(erasure, "budget", lambda: Deadline.after(0.0))  # past it after the first transaction
+    with pytest.raises(Unfinished) as cut:
+        user_memory.delete(admin, named, scope.user_id, None, REQUEST)
+    removed = {m.id for m in cut.value.removed}
+    assert 0 < len(removed) < 120 and conversation.count(scope, None, None, writer(scope)).total == 120 - len(removed)
+    assert atomic.count(scope, None, None, None, writer(scope)).total == 0
+    assert {item for _, item in erased} == removed | {record} and dropped == [scope.user_id]

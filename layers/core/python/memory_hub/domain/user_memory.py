@@ -11,8 +11,9 @@ from ..clock import ISSUED_ID
 from ..storage import audit as stored_audit
 from ..storage import citations, counters, messages, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
-from ..storage.concurrency import parallel
+from ..storage.concurrency import Deadline, parallel
 from ..storage.counters import Where
+from ..storage.errors import Unfinished
 from ..storage.views import Asset, AuditEvent
 from . import assets, erasure, formed, reindex, vector_erasure
 from .audit import user_target
@@ -20,6 +21,8 @@ from .principal import Principal
 from .results_admin import UserItemDeleted, UserMemoryDeleted, UserMemoryErased
 
 ACTION = "user_memory_delete"
+Recorded = Callable[[list[Any]], list[AuditEvent]]
+Erase = Callable[..., tuple[list[Any], list[AuditEvent]]]  # storage's delete_unindexed of a layer
 
 
 def delete(
@@ -50,9 +53,8 @@ def delete(
         # L0 and L1 are apart (their items and counters): erased side by side; then, side by side
         # too, the audit of a layer that had nothing, the user's counters and re-index marks, and
         # the vectors and exports.
-        (removed_l0, events_l0), (removed_l1, events_l1) = parallel(
-            lambda: messages.delete_unindexed(where, found_l0, events("L0"), until=until),
-            lambda: records.delete_unindexed(where, found_l1, events("L1"), until=until),
+        (removed_l0, events_l0), (removed_l1, events_l1) = _erase_layers(
+            asset, where, user_id, (found_l0, events("L0")), (found_l1, events("L1")), until
         )
         # a record updated meanwhile was indexed again: those postings go too
         postings.erase_of([r for r in removed_l1 if int(r.version) != versions.get(r.id)])
@@ -98,6 +100,40 @@ def delete(
         files_deleted=followed.files_deleted + forget.exports,
         audit_ids=[e.event_id for e in recorded + followed.events],
     )
+
+
+def _erase_layers(
+    asset: Asset,
+    where: Where,
+    user_id: str,
+    l0: tuple[list[Any], Recorded],
+    l1: tuple[list[Any], Recorded],
+    until: Deadline,
+) -> tuple[tuple[list[Any], list[AuditEvent]], tuple[list[Any], list[AuditEvent]]]:
+    """A user's messages and records deleted side by side (their postings already gone). Cut by the
+    time budget, what either layer removed takes its vectors (and the partitions' waiting ones)
+    along before the 503: a retry lists the user's items again and no longer sees those, so nothing
+    else would erase their vectors."""
+    gone: list[Any] = []
+
+    def layer(delete: Erase, found: list[Any], recorded: Recorded) -> tuple[list[Any], list[AuditEvent]]:
+        try:
+            removed, written = delete(where, found, recorded, until=until)
+        except Unfinished as cut:
+            gone.extend(cut.removed)
+            raise
+        gone.extend(removed)
+        return removed, written
+
+    try:
+        of_l0, of_l1 = parallel(
+            lambda: layer(messages.delete_unindexed, *l0),
+            lambda: layer(records.delete_unindexed, *l1),
+        )
+        return of_l0, of_l1
+    except Unfinished:
+        parallel(lambda: vector_erasure.drop_waiting(where, user_id), lambda: erasure.forget_erased(asset, where, gone))
+        raise
 
 
 def _written_meanwhile(
