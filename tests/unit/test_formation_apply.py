@@ -91,3 +91,29 @@ def test_an_update_whose_new_source_is_erased_before_it_cites_it_goes_with_it(aw
     assert _record(scope, kept) is None  # never outlives its source
     assert _record(scope, gone).content == "lived in Rome"  # nothing replaced it
     assert any(e.target == kept for e in done.events)  # its erasure is audited with the run
+
+
+def test_a_replay_of_an_update_that_died_before_its_second_check_makes_it(aws, monkeypatch):
+    """The first try wrote the update citing a source erased in between, then died before checking
+    again: the replay finds the record past the offered version and checks before calling it done."""
+    scope = fresh_scope()
+    plan, kept, _ = _plan(scope)
+    moved = plan[1]["sources"][0]
+    real_cite, real_outlived = apply.provenance.cite, apply._outlived
+
+    def erased_first(*args: Any, **kwargs: Any) -> None:
+        conversation.delete(scope, [moved], None, writer(scope), "req-erase")
+        monkeypatch.setattr(apply.provenance, "cite", real_cite)
+        real_cite(*args, **kwargs)
+
+    def died(*args: Any, **kwargs: Any) -> bool:
+        raise TimeoutError("the Lambda ran out of time")
+
+    monkeypatch.setattr(apply.provenance, "cite", erased_first)
+    monkeypatch.setattr(apply, "_outlived", died)
+    with pytest.raises(TimeoutError):
+        apply.apply(assets.of_scope(scope), scope, plan, _context(scope))  # type: ignore[arg-type]
+    assert int(_record(scope, kept).version) == 2  # written, citing the erased source
+    monkeypatch.setattr(apply, "_outlived", real_outlived)
+    done = apply.apply(assets.of_scope(scope), scope, plan, _context(scope))  # type: ignore[arg-type]
+    assert done.replayed == [] and _record(scope, kept) is None

@@ -8,6 +8,7 @@ exports; a user's erasure deletes their messages beside their records."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 from in_process import fresh_scope, writer
@@ -291,3 +292,24 @@ def test_a_users_erasure_cut_by_its_time_budget_erases_the_removed_items_vectors
     assert 0 < len(removed) < 120 and conversation.count(scope, None, None, writer(scope)).total == 120 - len(removed)
     assert atomic.count(scope, None, None, None, writer(scope)).total == 0
     assert {item for _, item in erased} == removed | {record} and dropped == [scope.user_id]
+
+
+def test_a_users_erasure_failing_in_one_layer_erases_the_vectors_of_what_the_other_removed(aws, monkeypatch):
+    from memory_hub.domain import vector_erasure
+
+    scope = _fresh()
+    _add(scope, "fed the cat by the window", "fed the cat by the door")
+    atomic.add(scope, "Has a cat", "fact", "", [], {}, writer(scope))
+    admin = Principal("key-admin", "admin", (scope.team_id,))
+    named = assets.Named(scope.memory_id, scope.team_id, scope.agent_id)
+    erased: list[tuple[str, str]] = []
+    monkeypatch.setattr(vector_erasure, "erase", lambda where, owned: erased.extend(owned))
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("DynamoDB answered 500 past its retries")
+
+    monkeypatch.setattr(records, "delete_unindexed", failing)
+    with pytest.raises(RuntimeError):
+        user_memory.delete(admin, named, scope.user_id, None, REQUEST)
+    assert conversation.count(scope, None, None, writer(scope)).total == 0  # the messages went ...
+    assert len(erased) == 2  # ... and their vectors with them

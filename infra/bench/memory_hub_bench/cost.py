@@ -53,6 +53,7 @@ ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
 ONE_MESSAGE_DELETE = "/v3/conversation/delete (1 message, 200 B)"
 ONE_RECORD_ADD = "/v3/atomic/add (1 record, 86 B)"
 ONE_RECORD_DELETE = "/v3/atomic/delete (1 record, 86 B)"
+ONE_RECORD_UPDATE = "/v3/atomic/update (1 record, 86 B)"
 SEARCH = "/v3/conversation/search"
 TURNS_SEARCH = SEARCH + " (a LoCoMo user, turns only)"
 RECORDS_SEARCH = SEARCH + " (a LoCoMo user, with records)"
@@ -196,9 +197,9 @@ def one_message_add(target: Target, scope: Scope, text: str) -> Case:
 def typical_cases(target: Target, scope: Scope, turn: str, records: list[str]) -> dict[str, tuple[str, Case]]:
     """The workload's rows that write or erase one item, with typical text in place of its few
     words (``datasets.typical_turn_and_records``): a one-message ``conversation/delete`` of the
-    one-message add's turn, an ``atomic/add`` and an ``atomic/delete`` of typical records (a new one
-    each time: one of a held record's text would reinforce it) — an item's word index is a posting
-    per distinct term, so its units follow its text."""
+    one-message add's turn; an ``atomic/add``, an ``atomic/delete`` and an ``atomic/update`` (to
+    another) of typical records, a new one each time (one of a held record's text would reinforce
+    it) — an item's word index is a posting per distinct term, so its units follow its text."""
     messages: list[str] = []
     held: list[str] = []
     unused = iter(records)
@@ -220,8 +221,9 @@ def typical_cases(target: Target, scope: Scope, turn: str, records: list[str]) -
         Case("/v3/conversation/delete", lambda i: scope.body(message_ids=[messages.pop()]), before=a_message),
         Case("/v3/atomic/add", lambda i: scope.body(content=a_record(), type="episodic")),
         Case("/v3/atomic/delete", lambda i: scope.body(ids=[held.pop()]), before=a_held_record),
+        Case("/v3/atomic/update", lambda i: scope.body(id=held.pop(), content=a_record()), before=a_held_record),
     ]
-    labels = (ONE_MESSAGE_DELETE, ONE_RECORD_ADD, ONE_RECORD_DELETE)
+    labels = (ONE_MESSAGE_DELETE, ONE_RECORD_ADD, ONE_RECORD_DELETE, ONE_RECORD_UPDATE)
     return {case.route: (label, case) for label, case in zip(labels, cases, strict=True)}
 
 
@@ -518,7 +520,8 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
     add, default_search = batched or by_route[ONE_MESSAGE_ADD], by_route.get(BATCHED_SEARCH, search)
     bill = month(add, default_search, stored)
     extra = default_search.dollars(GROUP_INDEX)["DynamoDB"] - search.dollars(GROUP_INDEX)["DynamoDB"]
-    with_records = month(add, by_route.get(RECORDS_SEARCH, by_route[SEARCH]), stored)
+    records_search = by_route.get(RECORDS_SEARCH, by_route[SEARCH])  # a record of before has no real user
+    with_records = month(add, records_search, stored)
     with_records.requests_usd += with_records.searches * 2 * max(extra, 0.0)  # each meaning half reads what waits
     immediate = month(by_route[ONE_MESSAGE_ADD], search, stored) if batched is not None else None
     return {
@@ -528,7 +531,8 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
                                    "largest": _largest(row, SMALL_INDEX)}
                    for row in rows],
         "month": bill.__dict__ | {"total": bill.total, "with_records": with_records.total,
-                                  "search": default_search.route, "add": add.route},
+                                  "search": default_search.route, "add": add.route,
+                                  "records_search": records_search.route},
         "search_by_groups": {str(g): sum(default_search.dollars(LARGE_INDEX // g).values()) * 1e6
                              for g in GROUP_CHOICES},
         "batched_add_by_window": _by_window(batched),

@@ -46,7 +46,8 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
         + (f" — its adds priced as the `{bill['add']}` row (the template's default)" if "add" in bill else "")
         + (
             f"{',' if 'add' in bill else ' —'} its searches as the `{bill['search']}` row; with formation on, "
-            f"records make each search one vector query more (the `{SEARCH}` row): ${bill['with_records']:,.0f}.\n"
+            f"records make each search one vector query more (the `{bill.get('records_search', SEARCH)}` row): "
+            f"${bill['with_records']:,.0f}.\n"
             if "with_records" in bill
             else ".\n"
         )

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..clock import ISSUED_ID
+from ..observability import logger
 from ..storage import audit as stored_audit
 from ..storage import citations, counters, messages, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
@@ -111,9 +112,9 @@ def _erase_layers(
     until: Deadline,
 ) -> tuple[tuple[list[Any], list[AuditEvent]], tuple[list[Any], list[AuditEvent]]]:
     """A user's messages and records deleted side by side (their postings already gone). Cut by the
-    time budget, what either layer removed takes its vectors (and the partitions' waiting ones)
-    along before the 503: a retry lists the user's items again and no longer sees those, so nothing
-    else would erase their vectors."""
+    time budget — or failing in one layer after the other removed items — what either removed takes
+    its vectors (and the partitions' waiting ones) along before the error: a retry lists the user's
+    items again and no longer sees those, so nothing else would erase their vectors."""
     gone: list[Any] = []
 
     def layer(delete: Erase, found: list[Any], recorded: Recorded) -> tuple[list[Any], list[AuditEvent]]:
@@ -131,8 +132,13 @@ def _erase_layers(
             lambda: layer(records.delete_unindexed, *l1),
         )
         return of_l0, of_l1
-    except Unfinished:
-        parallel(lambda: vector_erasure.drop_waiting(where, user_id), lambda: erasure.forget_erased(asset, where, gone))
+    except Exception:  # cut by the budget (503), or a layer failed after the other removed items
+        try:
+            parallel(
+                lambda: vector_erasure.drop_waiting(where, user_id), lambda: erasure.forget_erased(asset, where, gone)
+            )
+        except Exception:
+            logger.exception("the vectors of a cut user erasure were not erased; the cleanup's sweep is left")
         raise
 
 

@@ -19,6 +19,7 @@ from ...analysis import searchable, term_counts
 from ...clock import now_ms
 from ...storage import records
 from ...storage.audit import EventContext, NewEvent, event_items
+from ...storage.counters import Where
 from ...storage.errors import Cancelled
 from ...storage.views import Asset, AuditEvent
 from .. import assets, atomic, erasure, meaning, provenance
@@ -99,13 +100,16 @@ def _add(asset: Asset, scope: Scope, entry: dict[str, Any], done: Applied) -> No
 def _update(asset: Asset, scope: Scope, entry: dict[str, Any], context: EventContext, done: Applied) -> None:
     where = assets.where_of(asset)
     record = records.get(where, scope.user_id, str(entry["record"]))
+    sources = list(entry["sources"])
     if record is not None and record.formed and int(record.version) > int(entry["version"]):
-        done.replayed.append(record.id)  # updated by an earlier try of this plan (runs never overlap)
+        # updated by an earlier try of this plan (runs never overlap), which may have stopped
+        # before its check after the write
+        if not _outlived(asset, where, scope, record.id, sources, context, done):
+            done.replayed.append(record.id)
         return
     if record is None or not record.formed or int(record.version) != int(entry["version"]):
         done.skipped += 1  # gone, or a client's since
         return
-    sources = list(entry["sources"])
     if provenance.missing(where, scope.user_id, None, sources):
         done.skipped += 1  # a source was erased meanwhile
         return
@@ -121,18 +125,27 @@ def _update(asset: Asset, scope: Scope, entry: dict[str, Any], context: EventCon
     except Cancelled:
         done.skipped += 1  # cleared, changed meanwhile, or another record holds that content
         return
-    if provenance.missing(where, scope.user_id, None, sources):
-        # erased between the check and the citation: its erasure could not find this record, so
-        # the record goes now (as the erasure would have taken it), and the update counts as skipped
-        updated = records.get(where, scope.user_id, record.id)
-        if updated is not None:
-            done.events += erasure.erase_records(asset, where, [updated], context).events
-        done.skipped += 1
+    if _outlived(asset, where, scope, record.id, sources, context, done):
         return
     atomic.reindex_record(scope, where, record.id)
     if meaning.text_changed(record, content, background):
         meaning.after_update(where, records.get(where, scope.user_id, record.id))
     done.updated.append(record.id)
+
+
+def _outlived(
+    asset: Asset, where: Where, scope: Scope, record_id: str, sources: list[str], context: EventContext, done: Applied
+) -> bool:
+    """After an update cited ``sources``: if one was erased between the check before and the
+    citation, its erasure could not find the record, so the record goes now (as that erasure would
+    have taken it) and the update counts as skipped. True when it went."""
+    if not provenance.missing(where, scope.user_id, None, sources):
+        return False
+    record = records.get(where, scope.user_id, record_id)
+    if record is not None:
+        done.events += erasure.erase_records(asset, where, [record], context).events
+    done.skipped += 1
+    return True
 
 
 def _supersede(asset: Asset, scope: Scope, entry: dict[str, Any], context: EventContext, done: Applied) -> None:
