@@ -313,3 +313,33 @@ def test_a_users_erasure_failing_in_one_layer_erases_the_vectors_of_what_the_oth
         user_memory.delete(admin, named, scope.user_id, None, REQUEST)
     assert conversation.count(scope, None, None, writer(scope)).total == 0  # the messages went ...
     assert len(erased) == 2  # ... and their vectors with them
+
+
+@pytest.mark.parametrize("route", ["conversation/delete", "user-memory/delete"])
+def test_an_erasure_dying_after_its_messages_transaction_has_already_taken_the_records_citing_them(
+    aws, monkeypatch, route
+):
+    """Its retry no longer finds the messages, so what cites them must be gone before they go: the
+    records citing a message are erased before the transaction that deletes it."""
+    scope = _fresh()
+    auth = writer(scope)
+    added = conversation.add(scope, [{"role": "user", "content": c} for c in ("I moved to Paris", "hi")], auth)
+    said, kept = added.accepted_ids
+    cited = atomic.add(scope, "lives in Paris", "fact", "", [], {}, auth, source_message_ids=[said]).id
+    other = atomic.add(scope, "says hi", "fact", "", [], {}, auth, source_message_ids=[kept]).id
+
+    def died(*args: Any, **kwargs: Any) -> None:
+        raise TimeoutError("the Lambda was stopped")
+
+    monkeypatch.setattr(messages, "_finish", died)  # right after the messages' transaction
+    with pytest.raises(TimeoutError):
+        if route == "conversation/delete":
+            conversation.delete(scope, [said], None, auth, REQUEST)
+        else:
+            admin = Principal("key-admin", "admin", (scope.team_id,))
+            named = assets.Named(scope.memory_id, scope.team_id, scope.agent_id)
+            user_memory.delete(admin, named, scope.user_id, said, REQUEST)
+    where = assets.where_of(assets.of_scope(scope))
+    assert messages.get_many(where, scope.user_id, [said, kept]).keys() == {kept}
+    assert records.get(where, scope.user_id, cited) is None  # never outlives its source
+    assert records.get(where, scope.user_id, other) is not None  # exactly what cited it, nothing else

@@ -276,14 +276,22 @@ def delete(
         return event_items(wanted, context)
 
     forgetting = erasure.Forgetting(asset, where)
+    ahead = erasure.Cascades(asset, where, scope.user_id, context)
     try:
         removed, recorded = messages.delete(
-            where, list(doomed.values()), events, beside=forgetting, until=erasure.budget(), running=where.staged
+            where,
+            list(doomed.values()),
+            events,
+            beside=forgetting,
+            first=ahead,  # the records citing them go before them: a request dying after leaves none
+            until=erasure.budget(),
+            running=where.staged,
         )
     except Unfinished as cut:  # what it erased takes its records along before the 503
         erasure.cascade(asset, where, scope.user_id, cut.removed, context)
         raise
-    followed = erasure.cascade(asset, where, scope.user_id, removed, context)  # records citing them go too
+    # and after them: what a writer racing this erasure came to cite meanwhile
+    followed = ahead.joined(erasure.cascade(asset, where, scope.user_id, removed, context))
     gone = {m.id for m in removed}
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]

@@ -61,6 +61,27 @@ class Cascade:
     events: list[AuditEvent] = field(default_factory=list)
 
 
+class Cascades:
+    """``cascade`` of each part of an erasure before its messages go (storage's ``first``): the
+    records citing them are gone even if the request dies after their transaction, when a retry
+    no longer finds them. What they took is gathered for the answer (``joined``)."""
+
+    def __init__(self, asset: Asset, where: Where, user_id: str, context: EventContext) -> None:
+        self.asset, self.where, self.user_id, self.context = asset, where, user_id, context
+        self.taken = Cascade()
+
+    def __call__(self, part: Sequence[Message]) -> None:
+        took = cascade(self.asset, self.where, self.user_id, list(part), self.context, formation=False)
+        self.taken = _both(self.taken, took)
+
+    def joined(self, after: Cascade) -> Cascade:
+        return _both(self.taken, after)
+
+
+def _both(one: Cascade, other: Cascade) -> Cascade:
+    return Cascade(one.records + other.records, one.files_deleted + other.files_deleted, one.events + other.events)
+
+
 def record_events(context: EventContext) -> Callable[[list[Record]], list[AuditEvent]]:
     """One ``delete`` event per erased record."""
 
@@ -70,10 +91,14 @@ def record_events(context: EventContext) -> Callable[[list[Record]], list[AuditE
     return events
 
 
-def cascade(asset: Asset, where: Where, user_id: str, erased: list[Message], context: EventContext) -> Cascade:
+def cascade(
+    asset: Asset, where: Where, user_id: str, erased: list[Message], context: EventContext, *, formation: bool = True
+) -> Cascade:
     """Erase every record of ``user_id`` that cites one of the ``erased`` messages, with what goes
     with such a record; then the erased messages' own citation entries. Also drops what formation
-    kept of those messages (their waiting marks, a run's answer not yet written)."""
+    kept of those messages (their waiting marks, a run's answer not yet written) unless
+    ``formation`` is False: a cascade ahead of the messages' erasure leaves that to the one after
+    it (a run's own checks keep what it left from citing an erased message)."""
     if not erased:
         return Cascade()
     message_ids = [m.id for m in erased]
@@ -84,7 +109,8 @@ def cascade(asset: Asset, where: Where, user_id: str, erased: list[Message], con
         found = records.get_many(where.everything(), user_id, atom_ids)  # a running import's too
         result = erase_records(asset, where, list(found.values()), context)
     citations.forget(where, user_id, ((m, a) for m, found in cited.items() for a in found))
-    formed.forget_messages(where, user_id, erased)
+    if formation:
+        formed.forget_messages(where, user_id, erased)
     return result
 
 

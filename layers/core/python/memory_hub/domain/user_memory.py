@@ -85,8 +85,11 @@ def delete(
 
     if ISSUED_ID.fullmatch(content_id) and content_id.startswith("msg-"):
         found_messages = messages.get_many(where, user_id, [content_id])
-        removed, recorded = messages.delete(where, list(found_messages.values()), events("L0"), beside=forget)
-        followed = erasure.cascade(asset, where, user_id, removed, context)  # records citing it go too
+        ahead = erasure.Cascades(asset, where, user_id, context)  # the records citing it go first ...
+        removed, recorded = messages.delete(
+            where, list(found_messages.values()), events("L0"), beside=forget, first=ahead
+        )
+        followed = ahead.joined(erasure.cascade(asset, where, user_id, removed, context))  # ... and after
     elif ISSUED_ID.fullmatch(content_id):
         found_records = records.get_many(where, user_id, [content_id])
         removed, recorded = records.delete(where, list(found_records.values()), events("L1"), beside=forget)

@@ -249,20 +249,25 @@ def delete(
     events: Callable[[list[views.Message]], list[views.AuditEvent]],
     *,
     beside: Callable[[list[views.Message]], object] | None = None,
+    first: Callable[[list[views.Message]], object] | None = None,
     until: Deadline | None = None,
     staged: str | None = None,
     running: frozenset[str] = frozenset(),
 ) -> tuple[list[views.Message], list[views.AuditEvent]]:
     """Delete messages with their counters and their audit events, transaction by transaction, then
     their postings (and ``beside`` with the messages removed, at the same time, when there are
-    any); returns the messages removed and the audit events recorded. Each delete requires the
+    any); returns the messages removed and the audit events recorded. ``first``: what goes before
+    each transaction with the messages it deletes (what derives from them and would otherwise be
+    left if the request died after the transaction: a retry no longer finds them). Each delete requires the
     message to exist, so two racing deletes never count one message twice (the loser retries
     without it). Past ``until`` it stops after the last whole transaction (with the postings of
     what it removed): Unfinished. ``staged``: the running import whose own messages these are,
     undoing them (its notes on the counters go down with them, so counts read the same throughout
     the undo). ``running``: the imports running into the memory — an erasure reaching messages one
     of them staged takes their share off its notes too, so counts stay right while it runs."""
-    return _delete(where, doomed, events, beside=beside, indexed=True, until=until, staged=staged, running=running)
+    return _delete(
+        where, doomed, events, beside=beside, first=first, indexed=True, until=until, staged=staged, running=running
+    )
 
 
 def delete_unindexed(
@@ -274,7 +279,9 @@ def delete_unindexed(
 ) -> tuple[list[views.Message], list[views.AuditEvent]]:
     """``delete`` of messages whose postings the caller erased first (a user's whole partition:
     ``postings.erase_in``), so none is looked up again."""
-    return _delete(where, doomed, events, beside=None, indexed=False, until=until, staged=None, running=frozenset())
+    return _delete(
+        where, doomed, events, beside=None, first=None, indexed=False, until=until, staged=None, running=frozenset()
+    )
 
 
 def _delete(
@@ -283,6 +290,7 @@ def _delete(
     events: Callable[[list[views.Message]], list[views.AuditEvent]],
     *,
     beside: Callable[[list[views.Message]], object] | None,
+    first: Callable[[list[views.Message]], object] | None,
     indexed: bool,
     until: Deadline | None,
     staged: str | None,
@@ -298,6 +306,8 @@ def _delete(
             _finish(removed, beside, indexed)
             raise Unfinished(removed)
         part = _next_chunk(pending, events)
+        if first is not None:
+            first(part)
         transaction = Transaction()
         for message in part:
             transaction.delete(f"message:{message.id}", message, condition=Message.pk.exists())
