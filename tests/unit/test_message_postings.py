@@ -6,6 +6,7 @@ added (``SAMPLE`` or nothing), and the count is the sum of what its postings car
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from in_process import fresh_scope, writer
@@ -134,3 +135,55 @@ def test_a_users_erasure_reads_what_each_posting_carries_and_leaves_no_count(aws
     assert _counts(pk) == _shares(pk)  # what is left: the last message's shares
     postings.erase_in([pk], {ids[3]})
     assert _stored(pk, "t") == {} and _counts(pk) == {}
+
+
+def _with_counted_postings(n: int) -> tuple[object, str, list[str], list[object]]:
+    """``n`` messages of several words each, and (as views) two of them holding postings that carry
+    a share of their term's count — what a double uncount would show in."""
+    words = ["apple", "pie", "tart", "cream", "crumble", "pear", "cake", "plum", "jam", "honey", "bread", "butter"]
+    texts = [" ".join(words[(i + k) % len(words)] for k in range(5)) + f" {i}" for i in range(n)]
+    where, pk, ids = _added(texts)
+    held = messages.get_many(where, "u", ids)
+    counted = [held[i] for i in ids if any(row.document_frequency for row in postings.held_by([held[i]]))]
+    assert len(counted) >= 2  # 1 posting in 8 carries a share: near certain with this many
+    return where, pk, ids, counted[:2]
+
+
+def _died(*args: object, **kwargs: object) -> None:
+    raise TimeoutError("the Lambda was stopped")
+
+
+def test_an_erasure_dying_after_its_messages_transaction_has_already_erased_their_postings(aws, monkeypatch):
+    """Its retry no longer finds the messages, whose text says where their postings are: they go
+    before the transaction, uncounted with them."""
+    where, pk, ids, doomed = _with_counted_postings(24)
+    monkeypatch.setattr(messages, "_finish", _died)  # right after the messages' transaction
+    with pytest.raises(TimeoutError):
+        messages.delete(where, doomed, lambda part: [])  # type: ignore[arg-type]
+    gone = {m.id for m in doomed}  # type: ignore[attr-defined]
+    assert set(messages.get_many(where, "u", ids)) == set(ids) - gone
+    assert {postings.item_in_key(r) for r in _stored(pk, "t").values()} == set(ids) - gone
+    assert _counts(pk) == _shares(pk)
+
+
+def test_an_erasure_dying_before_its_messages_transaction_and_retried_uncounts_nothing_twice(aws, monkeypatch):
+    """Its postings went, its messages did not: the retry finds them, erases their postings again
+    (none is there) and uncounts only what it found — nothing."""
+    where, pk, ids, doomed = _with_counted_postings(24)
+    gone = {m.id for m in doomed}  # type: ignore[attr-defined]
+    real = messages.Transaction
+
+    class Died(real):  # type: ignore[misc,valid-type]
+        def commit(self, *args: object, **kwargs: object) -> None:
+            _died()
+
+    monkeypatch.setattr(messages, "Transaction", Died)
+    with pytest.raises(TimeoutError):
+        messages.delete(where, doomed, lambda part: [])  # type: ignore[arg-type]
+    assert set(messages.get_many(where, "u", ids)) == set(ids)  # the messages stay ...
+    assert {postings.item_in_key(r) for r in _stored(pk, "t").values()} == set(ids) - gone  # ... not their postings
+    assert _counts(pk) == _shares(pk)
+    monkeypatch.setattr(messages, "Transaction", real)
+    removed, _ = messages.delete(where, doomed, lambda part: [])  # type: ignore[arg-type]  # the retry
+    assert {m.id for m in removed} == gone
+    assert _counts(pk) == _shares(pk)  # every term counts what its postings left carry: none uncounted twice

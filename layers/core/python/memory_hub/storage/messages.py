@@ -254,11 +254,12 @@ def delete(
     staged: str | None = None,
     running: frozenset[str] = frozenset(),
 ) -> tuple[list[views.Message], list[views.AuditEvent]]:
-    """Delete messages with their counters and their audit events, transaction by transaction, then
-    their postings (and ``beside`` with the messages removed, at the same time, when there are
-    any); returns the messages removed and the audit events recorded. ``first``: what goes before
-    each transaction with the messages it deletes (what derives from them and would otherwise be
-    left if the request died after the transaction: a retry no longer finds them). Each delete requires the
+    """Delete messages with their counters and their audit events, transaction by transaction —
+    each part's postings erased before its transaction (``postings.erase_ahead``) — then
+    ``beside`` with the messages removed; returns the messages removed and the audit events
+    recorded. ``first``: what else goes before each transaction with the messages it deletes (what
+    derives from them and would otherwise be left if the request died after the transaction: a
+    retry no longer finds them). Each delete requires the
     message to exist, so two racing deletes never count one message twice (the loser retries
     without it). Past ``until`` it stops after the last whole transaction (with the postings of
     what it removed): Unfinished. ``staged``: the running import whose own messages these are,
@@ -303,9 +304,11 @@ def _delete(
     _prepare_shares(where, pending, running)
     while pending:
         if until is not None and removed and until.passed():  # each request erases at least a part
-            _finish(removed, beside, indexed)
+            _finish(removed, beside)
             raise Unfinished(removed)
         part = _next_chunk(pending, events)
+        if indexed:  # what derives from them goes before them (see ``first``)
+            postings.erase_ahead(part)
         if first is not None:
             first(part)
         transaction = Transaction()
@@ -330,7 +333,7 @@ def _delete(
         removed += part
         recorded += chunk_events
         pending = pending[len(part) :]
-    _finish(removed, beside, indexed)
+    _finish(removed, beside)
     return removed, recorded
 
 
@@ -352,12 +355,8 @@ def _prepare_shares(where: Where, doomed: list[views.Message], running: frozense
         counters.prepare_staging(where, {(LAYER, m.user_id) for m in staged})
 
 
-def _finish(
-    removed: list[views.Message], beside: Callable[[list[views.Message]], object] | None, indexed: bool
-) -> None:
-    if indexed:
-        postings.erase_removed(removed, beside)
-    elif beside is not None and removed:  # their postings are gone already (``erase_in``)
+def _finish(removed: list[views.Message], beside: Callable[[list[views.Message]], object] | None) -> None:
+    if beside is not None and removed:  # their postings are gone already (``erase_ahead``, ``erase_in``)
         beside(removed)
 
 

@@ -9,8 +9,9 @@ see ``domain.retrieval``). Two layouts, by layer:
 
 - A *message's* postings are keyed by term in the table itself (``t␟<term>␟3<impact>␟<id>``): one
   write each. A message never changes, so its postings are a function of its text
-  (``memory_hub.analysis``): they are found again from it when it goes (``held_by``), after the
-  message itself is gone, so an erasure that is retried never uncounts them twice.
+  (``memory_hub.analysis``): they are found again from it when it goes (``held_by``), before the
+  message (``erase_ahead``: a request dying after the message went would leave them, its retry no
+  longer finding it), and a retried erasure uncounts only the postings it found.
 - A *record's* postings are keyed by item (``p␟<id>␟<term>``) and ordered by term in the
   ``by-term`` index (``<term>␟2<impact>␟<id>``): an update rewrites what the record holds, and
   racing updates converge by reading the postings present under the record's prefix — which a
@@ -370,6 +371,32 @@ def held_by(items: Iterable[views.Message | views.Record]) -> list[views.Posting
 
 def _under_prefix(items: list[tuple[str, str]]) -> list[views.Posting]:
     return [row for rows in for_each(lambda k: of_item(*k), items, width=READ_WIDTH) for row in rows]
+
+
+def erase_ahead(messages: list[views.Message]) -> int:
+    """The postings of messages about to be deleted, erased before them: a request that dies after
+    their transaction leaves none (its retry no longer finds the messages, whose text says where
+    their postings are). A posting that carries a share of its term's count is deleted only if it
+    is there, and only those found are uncounted, so a retry that finds the messages again (the
+    request died before their transaction) uncounts nothing twice."""
+    rows = held_by(messages)
+    counted = [row for row in rows if _counted(row)]
+
+    def if_there(row: Any) -> Any | None:
+        try:
+            Posting(row.pk, row.sk).delete(condition=Posting.pk.exists())
+        except DeleteError as exc:
+            if exc.cause_response_code != "ConditionalCheckFailedException":
+                raise
+            return None
+        return row
+
+    _, found = parallel(
+        lambda: _erase([row for row in rows if not _counted(row)]),
+        lambda: [row for row in for_each(if_there, counted, width=WRITE_WIDTH) if row is not None],
+    )
+    _frequencies((row, -1) for row in found)
+    return len(rows)
 
 
 def erase_of(items: Iterable[views.Message | views.Record]) -> int:
