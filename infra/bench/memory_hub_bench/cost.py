@@ -397,7 +397,7 @@ def measure_routes(
     # the month's search as its users make it: over a real user's year of turns (formation off, the
     # template's default, forms no record: no vector query for records), then with its records
     progress(f"  cost: {TURNS_SEARCH} (loading a LoCoMo conversation)")
-    user, questions = real_user(target)
+    questions, add_its_records = real_user(target)
     row = route_cost(Case(SEARCH, questions), target, n, hooks, log)
     row.route = TURNS_SEARCH
     rows.append(row)
@@ -419,18 +419,19 @@ def measure_routes(
         row.route = BATCHED_SEARCH
         rows.append(row)
     progress(f"  cost: {RECORDS_SEARCH} (adding its observations as records)")
-    recall.add_records(user[0], user[1], user[1].corpus.records)
+    add_its_records()
     row = route_cost(Case(SEARCH, questions), target, n, hooks, log)
     row.route = RECORDS_SEARCH
     rows.append(row)
     return rows, stored, seen
 
 
-def real_user(target: Target) -> tuple[tuple[recall.Endpoint, recall.Loaded], Callable[[int], dict[str, Any]]]:
+def real_user(target: Target) -> tuple[Callable[[int], dict[str, Any]], Callable[[], None]]:
     """The month's user as real data: the LoCoMo conversation whose turns are nearest the
     ``ADDS × MONTHS_KEPT`` (600) the month's user holds (conv-42: 629 turns), stored as one user's
-    turns with their times; and its questions (the i-th search asks the i-th, as the recall section
-    does: ``limit`` 10, asked when the data set says). A search's read units follow what the user
+    turns with their times; its questions (the i-th search asks the i-th, as the recall section
+    does: ``limit`` 10, asked when the data set says); and what adds its observations as its
+    records, citing their turns. A search's read units follow what the user
     holds and what is asked: a handful of identical turns asked their own words would understate
     them."""
     corpus = datasets.user_like(ADDS * MONTHS_KEPT)
@@ -444,7 +445,7 @@ def real_user(target: Target) -> tuple[tuple[recall.Endpoint, recall.Loaded], Ca
         body = loaded.scope.body(query=q.text, limit=recall.LIMIT)
         return body | ({"reference_time": q.asked} if q.asked else {})
 
-    return (endpoint, loaded), question
+    return question, lambda: recall.add_records(endpoint, loaded, corpus.records)
 
 
 # ---------------------------------------------------------------- the month

@@ -12,7 +12,7 @@ from ..storage import formation as formation_store
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
-from ..storage.errors import Cancelled, Unfinished
+from ..storage.errors import Cancelled
 from ..storage.retry import attempts
 from ..storage.views import AuditEvent, Message
 from . import assets, erasure, meaning, retrieval, timewords
@@ -276,22 +276,17 @@ def delete(
         return event_items(wanted, context)
 
     forgetting = erasure.Forgetting(asset, where)
-    ahead = erasure.Cascades(asset, where, scope.user_id, context)
-    try:
-        removed, recorded = messages.delete(
-            where,
-            list(doomed.values()),
-            events,
-            beside=forgetting,
-            first=ahead,  # the records citing them go before them: a request dying after leaves none
-            until=erasure.budget(),
-            running=where.staged,
-        )
-    except Unfinished as cut:  # what it erased takes its records along before the 503
-        erasure.cascade(asset, where, scope.user_id, cut.removed, context)
-        raise
-    # and after them: what a writer racing this erasure came to cite meanwhile
-    followed = ahead.joined(erasure.cascade(asset, where, scope.user_id, removed, context))
+    removed, recorded, followed = erasure.erase_messages(
+        asset,
+        where,
+        scope.user_id,
+        list(doomed.values()),
+        events,
+        context,
+        beside=forgetting,
+        until=erasure.budget(),
+        running=where.staged,
+    )
     gone = {m.id for m in removed}
     deleted_ids = [m for m in named if m in gone]
     deleted_sessions = [s for s in sessions if any(i in gone for i in members[s])]

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..settings import get_settings
-from ..storage import citations, records
+from ..storage import citations, messages, records
 from ..storage.audit import EventContext, NewEvent, event_items
 from ..storage.concurrency import Deadline, parallel
 from ..storage.counters import Where
+from ..storage.errors import Unfinished
 from ..storage.views import Asset, AuditEvent, Message, Record
 from . import formed, vector_erasure
 from .assets import forget_exports
@@ -61,25 +62,45 @@ class Cascade:
     events: list[AuditEvent] = field(default_factory=list)
 
 
-class Cascades:
-    """``cascade`` of each part of an erasure before its messages go (storage's ``first``): the
-    records citing them are gone even if the request dies after their transaction, when a retry
-    no longer finds them. What they took is gathered for the answer (``joined``)."""
+def erase_messages(
+    asset: Asset,
+    where: Where,
+    user_id: str,
+    doomed: list[Message],
+    events: Callable[[list[Message]], list[AuditEvent]],
+    context: EventContext,
+    *,
+    beside: Callable[[list[Message]], object],
+    until: Deadline | None = None,
+    running: frozenset[str] = frozenset(),
+) -> tuple[list[Message], list[AuditEvent], Cascade]:
+    """Messages erased by id (``messages.delete``) with the records citing them: those go before
+    each part's transaction (storage's ``first``), so a request that dies after it leaves none — its
+    retry no longer finds the messages — and once more after them, for what a writer racing the
+    erasure came to cite (with formation's marks: ``cascade``). Cut by ``until``, what it erased
+    takes them along before the 503. The messages removed, their audit events, what went with them."""
+    ahead: list[Cascade] = []
 
-    def __init__(self, asset: Asset, where: Where, user_id: str, context: EventContext) -> None:
-        self.asset, self.where, self.user_id, self.context = asset, where, user_id, context
-        self.taken = Cascade()
+    def first(part: list[Message]) -> None:
+        ahead.append(cascade(asset, where, user_id, part, context, formation=False))
 
-    def __call__(self, part: Sequence[Message]) -> None:
-        took = cascade(self.asset, self.where, self.user_id, list(part), self.context, formation=False)
-        self.taken = _both(self.taken, took)
-
-    def joined(self, after: Cascade) -> Cascade:
-        return _both(self.taken, after)
-
-
-def _both(one: Cascade, other: Cascade) -> Cascade:
-    return Cascade(one.records + other.records, one.files_deleted + other.files_deleted, one.events + other.events)
+    try:
+        removed, recorded = messages.delete(
+            where, doomed, events, beside=beside, first=first, until=until, running=running
+        )
+    except Unfinished as cut:
+        cascade(asset, where, user_id, cut.removed, context)
+        raise
+    went = [*ahead, cascade(asset, where, user_id, removed, context)]
+    return (
+        removed,
+        recorded,
+        Cascade(
+            [r for c in went for r in c.records],
+            sum(c.files_deleted for c in went),
+            [e for c in went for e in c.events],
+        ),
+    )
 
 
 def record_events(context: EventContext) -> Callable[[list[Record]], list[AuditEvent]]:

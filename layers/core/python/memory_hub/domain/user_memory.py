@@ -85,11 +85,9 @@ def delete(
 
     if ISSUED_ID.fullmatch(content_id) and content_id.startswith("msg-"):
         found_messages = messages.get_many(where, user_id, [content_id])
-        ahead = erasure.Cascades(asset, where, user_id, context)  # the records citing it go first ...
-        removed, recorded = messages.delete(
-            where, list(found_messages.values()), events("L0"), beside=forget, first=ahead
+        removed, recorded, followed = erasure.erase_messages(
+            asset, where, user_id, list(found_messages.values()), events("L0"), context, beside=forget
         )
-        followed = ahead.joined(erasure.cascade(asset, where, user_id, removed, context))  # ... and after
     elif ISSUED_ID.fullmatch(content_id):
         found_records = records.get_many(where, user_id, [content_id])
         removed, recorded = records.delete(where, list(found_records.values()), events("L1"), beside=forget)
