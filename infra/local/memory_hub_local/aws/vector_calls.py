@@ -4,8 +4,8 @@ its operation and the IAM actions it needs on which resources, as AWS evaluates 
 S3 Vectors: each operation is the action of its name (``s3vectors:PutVectors`` …) on the vector
 index's ARN ``arn:aws:s3vectors:REGION:ACCOUNT:bucket/NAME/index/INDEX`` (CreateIndex, GetIndex,
 DeleteIndex and the vector operations) or the vector bucket's ``…:bucket/NAME`` (the bucket
-operations and ListIndexes); ListVectorBuckets needs ``*``. A QueryVectors with a ``filter`` or
-``returnMetadata`` also needs ``s3vectors:GetVectors`` on the index. The call log names the vector
+operations and ListIndexes); ListVectorBuckets needs ``*``. A QueryVectors with a ``filter``,
+``queryTexts`` or ``returnMetadata`` also needs ``s3vectors:GetVectors`` on the index. The call log names the vector
 bucket as ``bucket`` and the index as ``key`` (so a test hook's ``key_contains`` selects an index).
 
 Bedrock: InvokeModel and Converse need ``bedrock:InvokeModel`` on the model's ARN,
@@ -81,7 +81,8 @@ def vectors_call(method: str, raw_path: str, who: str | None, body: bytes, regio
         return call
     on_index = f"{on_bucket}/index/{index or '*'}"
     call.actions.append((f"s3vectors:{operation}", on_index))
-    if operation == "QueryVectors" and (payload.get("filter") is not None or payload.get("returnMetadata")):
+    needs_values = payload.get("filter") is not None or payload.get("queryTexts") is not None
+    if operation == "QueryVectors" and (needs_values or payload.get("returnMetadata")):
         call.actions.append(("s3vectors:GetVectors", on_index))
     return call
 

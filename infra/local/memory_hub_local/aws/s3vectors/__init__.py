@@ -13,6 +13,15 @@ moto alone lacks each one):
   are ``$and``; ``$eq`` on a list value matches any element); a filter on a non-filterable key is a
   ValidationException; ``returnMetadata`` and ``returnDistance``; the answer carries
   ``distanceMetric``. AWS answers approximately, this answers exactly.
+- Full-text and hybrid search: an index's ``textSearchConfigurations`` (at most 10 keys, each once,
+  a language among en fr es pt it de nl zh ja ko or none) kept and answered by GetIndex with status
+  ``ACTIVE`` and ``indexMode`` ``ENHANCED``; QueryVectors' ``queryTexts`` (1 to 10, each of 1 to
+  1,024 characters on a distinct searchable key) ranks by BM25, alone or fused with ``queryVector``
+  by RRF, and ``returnScores`` answers ``bm25Scores``, ``fused`` and ``vectorDistance``; a request
+  with neither ``queryVector`` nor ``queryTexts`` is a ValidationException; UpdateMetadataConfiguration
+  adds searchable keys (served at once, the vectors already written included) or deletes them, not
+  both. What AWS does not publish (its analyzers, how deep each fused ranking is) is modelled in
+  ``text``.
 - Limits AWS enforces and moto does not: at most 500 vectors a PutVectors and 500 keys a
   DeleteVectors, 100 keys a GetVectors; keys 1 to 1,024 characters; metadata at most 40 KB a
   vector of which the filterable part at most 2 KB (sized as compact JSON), at most 50 keys; at
@@ -37,6 +46,7 @@ The modules, one job each:
 - ``parsing``: moto's request parser held to the operation's shapes (imports moto);
 - ``filters``: the metadata filter grammar (``validate_filter``) and its meaning (``matches``);
 - ``search``: the exact nearest-neighbour search of QueryVectors (``query``);
+- ``text``: its full-text and hybrid search (``search``) and the analyzers (``analyze``);
 - ``handlers``: what each changed operation answers, in moto's response class (imports moto);
 - ``patches``: ``install()``, which puts the handlers and model changes into moto;
 - ``snapshot``: ``dump_records`` and ``load_record`` (one record at a time), and ``load_state``

@@ -13,10 +13,12 @@ from typing import Any
 
 from moto.core.responses import ActionResult
 
-from . import limits
+from . import limits, text
 from .filters import validate_filter
-from .search import query
+from .search import query, rows
 from .service import invalid, service_error
+
+ENHANCED = "ENHANCED"  # the index mode of an index made in a bucket made today: filters apply before the search
 
 Own = Callable[[Any], Any]
 
@@ -69,6 +71,38 @@ def create_index(response: Any, own: Own) -> ActionResult:
     index = next(i for i in bucket.indexes.values() if i.index_name == name)
     index.creation_time = datetime.now(UTC)
     index.metadata_configuration = {"nonFilterableMetadataKeys": list(config.get("nonFilterableMetadataKeys") or [])}
+    texts = config.get("textSearchConfigurations") or []
+    if texts:  # built as the vectors are written: serving queries from the start
+        index.metadata_configuration["textSearchConfigurations"] = [{**c, "status": "ACTIVE"} for c in texts]
+    index.index_mode = ENHANCED
+    return ActionResult({"indexArn": index.index_arn})
+
+
+def update_metadata_configuration(response: Any) -> ActionResult:
+    """UpdateMetadataConfiguration, which moto lacks: full-text searchable keys added (each new, at
+    most 10 in all; served at once, the vectors already written included: the backfill AWS reports
+    as ``BUILDING`` is over before the answer here) or deleted (each present) — not both."""
+    response._validate_index_params(
+        response._get_param("indexArn"), response._get_param("indexName"), response._get_param("vectorBucketName")
+    )
+    index = _index_of(response)
+    add = (response._get_param("add") or {}).get("textSearchConfigurations")
+    delete = (response._get_param("delete") or {}).get("textSearchConfigurations")
+    if (add is None) == (delete is None):
+        raise invalid("Specify either add or delete, but not both")
+    config = index.metadata_configuration = getattr(index, "metadata_configuration", None) or {}
+    present = list(config.get("textSearchConfigurations") or [])
+    keys = {c["metadataKey"] for c in present}
+    if add is not None:
+        limits.check_text_configurations(present + add)
+        present += [{**c, "status": "ACTIVE"} for c in add]
+    else:
+        gone = {c["metadataKey"] for c in delete or []}
+        if not gone <= keys:
+            raise invalid(f"No text search configuration for metadata key(s): {', '.join(sorted(gone - keys))}")
+        present = [c for c in present if c["metadataKey"] not in gone]
+    config["textSearchConfigurations"] = present
+    text.forget(index)
     return ActionResult({"indexArn": index.index_arn})
 
 
@@ -149,28 +183,52 @@ def list_vectors(response: Any) -> ActionResult:
 
 
 def query_vectors(response: Any) -> ActionResult:
-    """QueryVectors, which moto lacks: the exact nearest neighbours (``search.query``)."""
+    """QueryVectors, which moto lacks: the exact nearest neighbours (``search.query``), a full-text
+    search (``queryTexts`` alone) or a hybrid one (both; ``text.search``)."""
     response._validate_index_params(
         response._get_param("indexArn"), response._get_param("indexName"), response._get_param("vectorBucketName")
     )
     top_k = limits.check_top_k(response._get_param("topK"))
     index = _index_of(response)
-    probe = limits.check_query_vector(index, (response._get_param("queryVector") or {}).get("float32"))
+    texts = response._get_param("queryTexts")
+    given = response._get_param("queryVector")
+    if texts is None and given is None:
+        raise invalid("A request must include queryVector, queryTexts, or both")
+    probe = None if given is None else limits.check_query_vector(index, given.get("float32"))
+    if texts is not None:
+        limits.check_query_texts(texts, set(text.searchable(index)))
     where = response._get_param("filter")
     if where is not None:
         validate_filter(where, limits.non_filterable(index))
     with_distance = response._get_bool_param("returnDistance", False)
     with_metadata = response._get_bool_param("returnMetadata", False)
-    found = query(index, probe, top_k, where)
+    if texts is None:
+        found = [text.Found(v, distance) for v, distance in query(index, probe or [], top_k, where)]
+    else:
+        nearest = None if probe is None else query(index, probe, top_k, where)
+        found = text.search(index, rows(index), texts, nearest, top_k, where)
+    with_scores = response._get_bool_param("returnScores", False) and texts is not None
     vectors = [
         {
-            "key": v.key,
-            "distance": distance if with_distance else None,
-            "metadata": (v.metadata or {}) if with_metadata else None,
+            "key": f.row.key,
+            "distance": f.distance if with_distance else None,
+            "metadata": (f.row.metadata or {}) if with_metadata else None,
+            "scores": _scores(f) if with_scores else None,
         }
-        for v, distance in found
+        for f in found
     ]
     return ActionResult({"vectors": vectors, "distanceMetric": index.distance_metric})
+
+
+def _scores(found: text.Found) -> dict[str, Any]:
+    """``returnScores``: the BM25 score of each key the vector matched; in a hybrid answer the
+    fused (RRF) score and, when the vector search found it, its distance."""
+    scores: dict[str, Any] = {"bm25Scores": [{"metadataKey": k, "score": s} for k, s in (found.bm25 or {}).items()]}
+    if found.fused is not None:
+        scores["fused"] = found.fused
+        if found.distance is not None:
+            scores["vectorDistance"] = found.distance
+    return scores
 
 
 # The operations by moto's name for them: those whose handler wraps moto's own, and those whose
@@ -185,4 +243,5 @@ REPLACED: dict[str, Callable[[Any], ActionResult]] = {
     "list_indexes": list_indexes,
     "list_vectors": list_vectors,
     "query_vectors": query_vectors,
+    "update_metadata_configuration": update_metadata_configuration,
 }

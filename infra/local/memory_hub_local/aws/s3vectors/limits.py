@@ -20,6 +20,8 @@ MAX_METADATA, MAX_FILTERABLE, MAX_METADATA_KEYS, MAX_NON_FILTERABLE_KEYS = 40 * 
 MAX_INDEXES = 10_000
 LIST_VECTORS_DEFAULT, LIST_VECTORS_MAX, LIST_INDEXES_MAX = 500, 1000, 500
 MAX_SEGMENTS = 16
+MAX_TEXT_KEYS, MAX_QUERY_TEXTS, MAX_QUERY_TEXT = 10, 10, 1024
+LANGUAGES = ("en", "fr", "es", "pt", "it", "de", "nl", "zh", "ja", "ko")
 INDEX_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
@@ -58,11 +60,53 @@ def check_index(name: str, config: dict[str, Any]) -> None:
             "Invalid index name: index names must be 3 to 63 characters of lowercase letters, numbers, "
             "hyphens and dots, and begin and end with a letter or number"
         )
+    check_text_configurations(config.get("textSearchConfigurations") or [])
     if len(config.get("nonFilterableMetadataKeys") or []) > MAX_NON_FILTERABLE_KEYS:
         raise invalid(
             "1 validation error detected: Value at 'metadataConfiguration.nonFilterableMetadataKeys' "
             f"failed to satisfy constraint: Member must have length less than or equal to {MAX_NON_FILTERABLE_KEYS}"
         )
+
+
+def check_text_configurations(configurations: list[Any]) -> None:
+    """CreateIndex: at most 10 full-text searchable keys, each named once, each language one of
+    the analyzers' (or none: the standard analyzer)."""
+    if len(configurations) > MAX_TEXT_KEYS:
+        raise invalid(
+            "1 validation error detected: Value at 'metadataConfiguration.textSearchConfigurations' "
+            f"failed to satisfy constraint: Member must have length less than or equal to {MAX_TEXT_KEYS}"
+        )
+    keys = [c["metadataKey"] for c in configurations]
+    if len(set(keys)) != len(keys):
+        raise invalid("Each text search configuration must name a distinct metadata key")
+    for config in configurations:
+        language = config.get("language")
+        if language is not None and language not in LANGUAGES:
+            raise invalid(
+                f"Invalid language '{language}' for metadata key '{config['metadataKey']}': "
+                f"must be one of {', '.join(LANGUAGES)}"
+            )
+
+
+def check_query_texts(texts: list[Any], searchable: set[str]) -> None:
+    """QueryVectors: 1 to 10 full-text queries, each of 1 to 1,024 characters on a distinct key the
+    index makes full-text searchable."""
+    if not 1 <= len(texts) <= MAX_QUERY_TEXTS:
+        raise invalid(
+            "1 validation error detected: Value at 'queryTexts' failed to satisfy constraint: Member must "
+            f"have length between 1 and {MAX_QUERY_TEXTS}"
+        )
+    keys = [t["metadataKey"] for t in texts]
+    if len(set(keys)) != len(keys):
+        raise invalid("Each queryTexts entry must target a distinct metadata key")
+    for entry in texts:
+        if not 1 <= len(entry["text"]) <= MAX_QUERY_TEXT:
+            raise invalid(
+                "1 validation error detected: Value at 'queryTexts.member.text' failed to satisfy constraint: "
+                f"Member must have length between 1 and {MAX_QUERY_TEXT}"
+            )
+        if entry["metadataKey"] not in searchable:
+            raise invalid(f"Metadata key '{entry['metadataKey']}' is not configured for full-text search")
 
 
 def check_max_results(limit: int, most: int) -> None:

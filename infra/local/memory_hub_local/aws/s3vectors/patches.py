@@ -73,11 +73,13 @@ def packed_vectors() -> None:
 
 
 def route_query_vectors() -> None:
-    """moto's S3 Vectors routes have no QueryVectors: it goes to the same dispatcher as the others."""
+    """moto's S3 Vectors routes have no QueryVectors nor UpdateMetadataConfiguration: they go to the
+    same dispatcher as the others."""
     from moto.s3vectors import urls
     from moto.s3vectors.responses import S3VectorsResponse
 
     urls.url_paths["{0}/QueryVectors$"] = S3VectorsResponse.dispatch
+    urls.url_paths["{0}/UpdateMetadataConfiguration$"] = S3VectorsResponse.dispatch
 
 
 def readable_bodies() -> None:

@@ -55,6 +55,11 @@ def _matrix(index: Any) -> tuple[list[Any], np.ndarray, np.ndarray]:
     return cached[1], cached[2], cached[3]
 
 
+def rows(index: Any) -> list[Any]:
+    """The index's vectors in the order of its matrix (kept until the index changes)."""
+    return _matrix(index)[0]
+
+
 def changed(index: Any) -> None:
     """The index's vectors changed: its matrix is made again on the next query."""
     index._memory_hub_version = getattr(index, "_memory_hub_version", 0) + 1
