@@ -5,42 +5,19 @@ interpreter, so unpatched and patched moto never share a process."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-
 import pytest
+from moto_scenarios import run as scenario
 
-SETUP = textwrap.dedent("""
-    import json, os
-    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
-    import boto3
-    from moto import mock_aws
-    if PATCHED:
-        from memory_hub_local.aws import moto_patches
-        moto_patches.install()
-    mock = mock_aws(); mock.start()
-    vectors = boto3.client("s3vectors", region_name="us-east-1")
-    vectors.create_vector_bucket(vectorBucketName="memory-vectors")
+SETUP = """
     vectors.create_index(vectorBucketName="memory-vectors", indexName="m1.e1", dataType="float32", dimension=3,
         distanceMetric="cosine", metadataConfiguration={"nonFilterableMetadataKeys": ["note"]})
     AT = {"vectorBucketName": "memory-vectors", "indexName": "m1.e1"}
-    def outcome(call):
-        try:
-            call()
-            return "accepted"
-        except Exception as exc:
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
-            return code or type(exc).__name__
-""")
+"""
 
 
 def run(patched: bool, body: str) -> dict:
-    code = f"PATCHED = {patched}\n" + SETUP + textwrap.dedent(body)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    found: dict = scenario(patched, SETUP, body)
+    return found
 
 
 QUERY = """

@@ -8,35 +8,20 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from moto_scenarios import run as scenario
 
-SCENARIO = textwrap.dedent("""
-    import json, os
-    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
-    import boto3
-    from moto import mock_aws
-    if PATCHED:
-        from memory_hub_local.aws import moto_patches
-        moto_patches.install()
-    mock = mock_aws(); mock.start()
-    vectors = boto3.client("s3vectors", region_name="us-east-1")
-    vectors.create_vector_bucket(vectorBucketName="memory-vectors")
+SETUP = """
     AT = {"vectorBucketName": "memory-vectors", "indexName": "m1.e1"}
-    def outcome(call):
-        try:
-            call()
-            return "accepted"
-        except Exception as exc:
-            return getattr(exc, "response", {}).get("Error", {}).get("Code") or type(exc).__name__
     def index(name, texts):
         return vectors.create_index(vectorBucketName="memory-vectors", indexName=name, dataType="float32",
             dimension=3, distanceMetric="cosine",
             metadataConfiguration={"nonFilterableMetadataKeys": ["text"], "textSearchConfigurations": texts})
     index("m1.e1", [{"metadataKey": "text", "language": "en"}, {"metadataKey": "title"}])
+"""
+SCENARIO = textwrap.dedent("""
     found = {"config": vectors.get_index(**AT)["index"].get("metadataConfiguration"),
              "mode": vectors.get_index(**AT)["index"].get("indexMode")}
     rows = [("a", [1, 0, 0], {"user": "u1", "text": "Caroline's dogs were running in the park", "title": "Park"}),
@@ -98,11 +83,8 @@ SCENARIO = textwrap.dedent("""
 
 
 def run(patched: bool) -> dict:
-    result = subprocess.run(
-        [sys.executable, "-c", f"PATCHED = {patched}\n" + SCENARIO], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    found: dict = scenario(patched, SETUP, SCENARIO)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -201,11 +183,7 @@ UPDATE_ALONE = textwrap.dedent("""
 
 
 def test_moto_alone_has_no_update_metadata_configuration():
-    scenario = SCENARIO.split("\nfound = {")[0] + "\n" + UPDATE_ALONE
-    result = subprocess.run(
-        [sys.executable, "-c", "PATCHED = False\n" + scenario], capture_output=True, text=True, timeout=120
-    )
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == "EndpointConnectionError"
+    assert scenario(False, SETUP, UPDATE_ALONE) == "EndpointConnectionError"
 
 
 def test_a_text_query_needs_get_vectors_as_a_filter_does():
