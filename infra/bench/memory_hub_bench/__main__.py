@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from . import coldstart, cost, docs, durability, formation, measure, memory, recall
+from . import coldstart, cost, docs, durability, formation, measure, memory, recall, text_search
 from .cases import FileMaker, Scope, cases
 from .client import Hooks, Operator, Target
 
@@ -160,6 +160,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--recall-only", action="store_true", help="run only the recall section")
     parser.add_argument("--cost-only", action="store_true", help="run only the cost section")
     parser.add_argument(
+        "--text-search-only", action="store_true", help="run only the section on S3 Vectors' own text search"
+    )
+    parser.add_argument(
         "--mode",
         action="append",
         default=[],
@@ -177,6 +180,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         args.skip = [name for name in SECTIONS if name != "formation"]
     if args.cost_only:
         args.skip = [name for name in SECTIONS if name != "cost"]
+    if args.text_search_only:
+        args.skip = [name for name in SECTIONS if name != "text-search"]
     return args
 
 
@@ -403,6 +408,11 @@ def recall_section(run: Run) -> None:
     run.results["recall"]["vector_writes"] = run.args.vector_writes
 
 
+def text_search_section(run: Run) -> None:
+    _progress("text search: S3 Vectors' own BM25 and hybrid queries on the recall section's data, in this process")
+    run.results["text_search"] = text_search.run(run.args.quick, _progress)
+
+
 def formation_section(run: Run) -> None:
     config = formation.settings(run.args.quick, run.args.embeddings, run.ours.key, run.args)
     _progress(f"formation: a stack of its own, LoCoMo formed by {config.model_label}")
@@ -435,6 +445,7 @@ SECTION_RUNNERS: dict[str, Callable[[Run], None]] = {
     "memory": memory_section,
     "durability": durability_section,
     "recall": recall_section,
+    "text-search": text_search_section,
     "formation": formation_section,
     "cost": cost_section,
 }

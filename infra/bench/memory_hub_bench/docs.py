@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import cost_print, durability, formation_print, recall_print, tables
+from . import cost_print, durability, formation_print, recall_print, tables, text_search
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "performance.md"
@@ -49,6 +49,7 @@ SECTIONS: dict[str, Section] = {
     "memory": Section(("memory",), tables.memory),
     "durability": Section(("durability",), lambda results, say: durability.render(results["durability"], say)),
     "recall": Section(("recall",), lambda results, say: recall_print.render(results["recall"], say)),
+    "text-search": Section(("text_search",), lambda results, say: text_search.render(results["text_search"], say)),
     "formation": Section(("formation",), lambda results, say: formation_print.render(results["formation"], say)),
     "cost": Section(("cost",), lambda results, say: cost_print.render(results["cost"], say)),
 }
