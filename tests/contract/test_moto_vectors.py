@@ -358,7 +358,7 @@ SNAPSHOT = """
     hit = vectors.query_vectors(**AT, topK=1, queryVector={"float32": [0.25, -1.5, 3.0]}, filter={"user": "u1"})
     print(json.dumps({"empty": empty, "data": got["data"]["float32"], "metadata": got["metadata"],
                       "non_filterable": index["metadataConfiguration"]["nonFilterableMetadataKeys"],
-                      "hit": [v["key"] for v in hit["vectors"]]}))
+                      "mode": index.get("indexMode"), "hit": [v["key"] for v in hit["vectors"]]}))
 """
 
 
@@ -369,6 +369,7 @@ def test_vector_buckets_indexes_and_vectors_survive_a_snapshot():
         "data": [0.25, -1.5, 3.0],
         "metadata": {"user": "u1", "note": "kept"},
         "non_filterable": ["note"],
+        "mode": "ENHANCED",  # an index made again from a record is in the mode of every index here
         "hit": ["a"],
     }
 

@@ -43,10 +43,13 @@ SCENARIO = textwrap.dedent("""
     found["hybrid"] = ask(queryTexts=[{"text": "dog", "metadataKey": "text"}], queryVector={"float32": [0, 1, 0]},
                           filter={"user": "u1"}, returnDistance=True)
     found["top_1"] = ask(queryTexts=[{"text": "dog", "metadataKey": "text"}], topK=1)
+    found["filtered_top_2"] = ask(queryTexts=[{"text": "dog", "metadataKey": "text"}], filter={"user": "u1"}, topK=2)
+    found["enhanced"] = outcome(lambda: ask(queryTexts=[{"text": "dog", "metadataKey": "text"}], queryMode="ENHANCED"))
     vectors.delete_vectors(**AT, keys=["c"])
     found["after_delete"] = [k for k, _, _ in ask(queryTexts=[{"text": "dog", "metadataKey": "text"}])]
     found["refused"] = {
         "neither": outcome(lambda: vectors.query_vectors(**AT, topK=1)),
+        "classic": outcome(lambda: ask(queryTexts=[{"text": "dog", "metadataKey": "text"}], queryMode="CLASSIC")),
         "not_searchable": outcome(lambda: ask(queryTexts=[{"text": "u1", "metadataKey": "user"}])),
         "same_key_twice": outcome(lambda: ask(queryTexts=[{"text": "a", "metadataKey": "text"},
                                                             {"text": "b", "metadataKey": "text"}])),
@@ -72,12 +75,17 @@ SCENARIO = textwrap.dedent("""
         "add_again": update(add={"textSearchConfigurations": [{"metadataKey": "text"}]}),
         "both": update(add={"textSearchConfigurations": [{"metadataKey": "a"}]},
                        delete={"textSearchConfigurations": [{"metadataKey": "text"}]}),
+        "both_one_empty": update(add={}, delete={"textSearchConfigurations": [{"metadataKey": "text"}]}),
         "delete_absent": update(delete={"textSearchConfigurations": [{"metadataKey": "nope"}]}),
         "delete": update(delete={"textSearchConfigurations": [{"metadataKey": "text"}]}),
         "after_delete": searchable(),
         "query_after_delete": outcome(lambda: vectors.query_vectors(**M2, topK=1,
                                       queryTexts=[{"text": "dog", "metadataKey": "text"}])),
     }
+    # added again without a language: the standard analyzer, so "dog" no longer finds "Dogs"
+    update(add={"textSearchConfigurations": [{"metadataKey": "text"}]})
+    found["update"]["standard"] = {word: [v["key"] for v in vectors.query_vectors(**M2, topK=1,
+        queryTexts=[{"text": word, "metadataKey": "text"}])["vectors"]] for word in ("dog", "dogs")}
     print(json.dumps(found))
 """)
 
@@ -108,8 +116,9 @@ def test_an_index_keeps_its_searchable_keys_active_in_enhanced_mode(patched):
 
 
 def bm25(frequency: int, length: int, average: float, held: int, df: int) -> float:
+    """Lucene's BM25 since 8.0: no (k1 + 1) factor."""
     idf = math.log(1 + (held - df + 0.5) / (df + 0.5))
-    return idf * frequency * 2.2 / (frequency + 1.2 * (0.25 + 0.75 * length / average))
+    return idf * frequency / (frequency + 1.2 * (0.25 + 0.75 * length / average))
 
 
 def test_full_text_ranks_by_bm25_over_stems_without_stop_words(patched):
@@ -132,6 +141,9 @@ def test_full_text_ranks_by_bm25_over_stems_without_stop_words(patched):
 def test_a_filter_applies_before_the_search(patched):
     assert [key for key, _, _ in patched["filtered"]] == ["d", "a"]
     assert [key for key, _, _ in patched["top_1"]] == ["d"]
+    # the best two of u1's, not u1's among the best two of all (d, c): ENHANCED, as a query may say
+    assert [key for key, _, _ in patched["filtered_top_2"]] == ["d", "a"]
+    assert patched["enhanced"] == "accepted"
     assert patched["after_delete"] == ["d", "a"]
 
 
@@ -149,6 +161,7 @@ def test_a_hybrid_query_fuses_both_rankings_by_rrf(patched):
 def test_what_s3_vectors_refuses_is_a_validation_error(patched):
     assert patched["refused"] == {
         "neither": "ValidationException",
+        "classic": "ValidationException",
         "not_searchable": "ValidationException",
         "same_key_twice": "ValidationException",
         "text_1025": "ValidationException",
@@ -166,10 +179,12 @@ def test_searchable_keys_are_added_to_an_index_and_deleted(patched):
         "backfilled": ["x"],  # the vectors written before the key became searchable are found
         "add_again": "ValidationException",
         "both": "ValidationException",
+        "both_one_empty": "ValidationException",
         "delete_absent": "ValidationException",
         "delete": "accepted",
         "after_delete": [],
         "query_after_delete": "ValidationException",
+        "standard": {"dog": [], "dogs": ["x"]},  # the key's terms made again with its new analyzer
     }
 
 

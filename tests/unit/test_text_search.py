@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from memory_hub.domain.search import rank
 from memory_hub_bench import text_search
 from memory_hub_bench.__main__ import parse
+from memory_hub_bench.datasets import Question
 from memory_hub_local.aws.s3vectors.limits import LANGUAGES
 from memory_hub_local.aws.s3vectors.text import ENGLISH_STOP_WORDS, analyze
 
@@ -32,7 +33,8 @@ def test_the_other_analyzers():
     assert analyze("Les Chats mangeaient", None) == ["les", "chats", "mangeaient"]  # standard: words in lower case
     assert analyze("les chats mangeaient", "fr") == ["le", "chat", "mang"]  # French Snowball, no stop words
     assert analyze("東京タワー", "ja") == ["東京", "京タ", "タワ", "ワー"]  # overlapping pairs
-    assert analyze("東京タワー", None) == ["東", "京", "タ", "ワ", "ー"]  # standard: one a character
+    assert analyze("東京タワー", None) == ["東", "京", "タワー"]  # standard: a Han ideograph a word, Katakana whole
+    assert analyze("안녕하세요 世界", None) == ["안녕하세요", "世", "界"]  # a run of Hangul one word
     assert analyze("don't stop", None) == ["don't", "stop"]  # an apostrophe inside a word keeps it whole
 
 
@@ -81,15 +83,22 @@ RUN = textwrap.dedent("""
                     [Question("q3", "Who is Pepper?", frozenset({"D1:1"}), "k")])
     with text_search.emulated_vectors() as client:
         tallies = text_search.measure(client, Dataset("Small", [ours, theirs]), lambda _: None)
-    print(json.dumps({t.system: [t.questions, t.hits[1], t.hits[10]] for t in tallies}))
+        user = text_search._User("small", "u2", [("1/0", theirs.turns[0].content)], {"1/0": ("s1", 0)})
+        [vector] = text_search._embed([theirs.questions[0].text])
+        answers = {s[0]: text_search.answer(client, user, theirs.questions[0], vector, s) for s in text_search.SYSTEMS}
+    print(json.dumps({"tallies": {t.system: [t.questions, t.hits[1], t.hits[10]] for t in tallies},
+                      "answers": answers}))
 """)
 
 
 def test_each_question_is_asked_of_its_own_user_s_turns_by_each_system():
     result = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    printed = json.loads(result.stdout.strip().splitlines()[-1])
+    found = printed["tallies"]
     assert set(found) == {system[0] for system in text_search.SYSTEMS}
+    # the other user's turn about a greyhound is never an answer to this user: the filter holds
+    assert {key for keys in printed["answers"].values() for key in keys} == {"1/0"}
     # every question finds its user's turn first by words: the other user's greyhound is filtered out
     assert found["S3 Vectors' English analyzer: words"] == [3, 3, 3]
     assert found["S3 Vectors, the service's terms: words"] == [3, 3, 3]
@@ -115,7 +124,7 @@ def test_a_turn_s_words_scored_from_its_vector_s_terms_are_the_service_s_bm25(do
 def test_a_term_s_count_is_its_candidates_until_its_counter_holds_more_than_one_sample():
     user = text_search._User("i", "u", [("k0", "dog park"), ("k1", "dog lake")], {})
     dog, park = text_search.query_terms_text("dog park").split()
-    user.sampled.update({dog: 8 * 3, park: 8})  # as if the counters had sampled more
+    user.sampled[dog], user.sampled[park] = 8 * 3, 8  # as the counters could have sampled them
     found = [text_search.terms_text("dog park")]
     assert user.estimated([dog, park], found) == {dog: 24, park: 1}  # park: one sample is noise
     user.sampled[dog] = 0
@@ -136,8 +145,6 @@ class Recording:
 
 
 def test_each_system_asks_s3_vectors_its_own_way():
-    from memory_hub_bench.datasets import Question
-
     user = text_search._User("i", "u", [("a", "a dog in the park"), ("b", "a cat")], {})
     question = Question("q", "Where is the dog?", frozenset({"x"}), "k")
     hybrid = {"queryTexts", "queryVector", "returnScores", "returnMetadata"}
@@ -155,5 +162,34 @@ def test_each_system_asks_s3_vectors_its_own_way():
         client = Recording()
         assert text_search.answer(client, user, question, [1.0], system)
         assert client.asked == expected[system[1]], system[0]
+    nothing = Question("q", "What did they do?", frozenset({"x"}), "k")  # only stop words
+    for system in text_search.SYSTEMS:
+        if system[1] in text_search.SERVICE_WAYS:
+            client = Recording()
+            assert text_search.answer(client, user, nothing, [1.0], system) == []
+            assert client.asked == []  # as the service's hybrid search: no term, nothing asked, nothing found
     with pytest.raises(ValueError):
         text_search.answer(Recording(), user, question, [1.0], ("?", "other", text_search.TERMS, 10))
+
+
+def test_one_hybrid_query_s_candidates_become_the_service_s_two_halves():
+    user = text_search._User("i", "u", [("a", "dog park"), ("b", "cat"), ("c", "dog dog lake")], {})
+    asked = text_search.query_terms_text("dog").split()
+
+    def candidate(key: str, text: str, bm25: float | None, distance: float | None) -> dict:
+        scores: dict = {"bm25Scores": [{"metadataKey": "terms", "score": bm25}] if bm25 else [], "fused": 0.01}
+        if distance is not None:
+            scores["vectorDistance"] = distance
+        return {"key": key, "scores": scores, "metadata": {"terms": text_search.terms_text(text)}}
+
+    found = [candidate("a", "dog park", 0.4, None), candidate("c", "dog dog lake", 0.9, 0.3),
+             candidate("b", "cat", None, 0.1)]  # fmt: skip
+    by_words, by_meaning = text_search._halves(user, asked, found, "fused")
+    assert by_words == [("c", 0.9), ("a", 0.4)]  # S3 Vectors' scores, best first; b holds no query term
+    assert by_meaning == [("b", pytest.approx(0.9)), ("c", pytest.approx(0.7))]  # found by the vector search only
+    exact, _ = text_search._halves(user, asked, found, "rescored")
+    expected = dict(rank("dog", [("a", "dog park"), ("b", "cat"), ("c", "dog dog lake")], 3))
+    assert exact == [(k, pytest.approx(expected[k], abs=1e-6)) for k in ("c", "a")]  # the user's own BM25
+    user.sampled[asked[0]] = 0  # no sample yet: the count is the two candidates holding the term
+    sampled, _ = text_search._halves(user, asked, found, "sampled")
+    assert sampled == exact  # 2 holding "dog" is its true count here

@@ -4,16 +4,23 @@ redesign the bill's targets need (docs/performance.md, "The bill's targets"). Me
 is built, on the recall section's public data, so the decision rests on labelled answers.
 
 Method. One S3 Vectors index per data set on the emulated AWS side, in this process (moto with the
-local stack's patches: ``QueryVectors`` with ``queryTexts`` answered by BM25 with an English
-analyzer modelled on Lucene's, RRF for hybrid queries; infra/local/memory_hub_local/aws/s3vectors/
-text.py says what is modelled). Each turn is one vector: the local embedding model's vector of its
-text (all-MiniLM-L6-v2, 384 dimensions: the cosines of the 1,024 the stack stores, which are
-zero-padded), its user (the corpus) as a filterable key and its text as a searchable,
-non-filterable one. Each question is asked of its user's turns, ``topK`` 10, by words alone
-(``queryTexts``), by meaning alone (``queryVector``) and by both (hybrid, fused by RRF), and by
-both with ``topK`` 100 taking the first 10 (AWS does not say how deep each ranking fused is).
-A question is a hit@k as in the recall section. The service's own rows (recall section) add what
-this leaves out: the question's time, context lifts, the waiting vectors' rows."""
+local stack's patches: ``QueryVectors`` with ``queryTexts`` answered by BM25, RRF for hybrid
+queries; infra/local/memory_hub_local/aws/s3vectors/text.py says what is modelled), holding every
+user's turns as a group index holds many users'. Each turn is one vector: the local embedding
+model's vector of its text (all-MiniLM-L6-v2, 384 dimensions: the cosines of the 1,024 the stack
+stores, which are zero-padded), its user (the corpus) as a filterable key, and two searchable,
+non-filterable keys: its text (S3 Vectors' English analyzer) and its terms as this service's
+analyzer makes them, as digests (``terms_text``; the standard analyzer only splits them). Each
+question is asked of its user's turns (``SYSTEMS``): by words, by meaning, by both fused by RRF,
+and through the service's own ranking (``retrieval.combine`` with the turns' sessions and times
+and the time the question names) over the halves each way gives — its own exact BM25 (the best
+``WORDS_DEPTH``) and a vector query (the best ``MEANING_DEPTH``), as it searches today less the
+records' leads and the waiting vectors; S3 Vectors' BM25 (``WORDS_DEPTH``) and a vector query;
+or one hybrid query of ``MEANING_DEPTH``, every candidate holding a query term in the word half
+(up to ``MEANING_DEPTH``), scored by S3 Vectors, by the user's own statistics, or by what a search
+could know of them without postings (``_User.estimated``). A query without a term the service
+counts finds nothing by the service's ranking, as a hybrid search answers. A question is a hit@k
+as in the recall section."""
 
 from __future__ import annotations
 
@@ -73,7 +80,10 @@ def terms_text(text: str) -> str:
 
 
 def query_terms_text(text: str) -> str:
-    return " ".join(term_digest(term) for term in query_terms(text))
+    """A query's terms as ``terms_text`` makes a turn's, as many whole digests as a query text holds."""
+    digests = [term_digest(term) for term in query_terms(text)]
+    fit = (MAX_TEXT + 1) // (len(digests[0]) + 1) if digests else 0
+    return " ".join(digests[:fit])
 
 
 @contextmanager
@@ -198,6 +208,7 @@ def _fused(
 
 
 HYBRID_WAYS = ("fused", "rescored", "sampled")  # one hybrid query, its words scored by S3 Vectors or the user
+SERVICE_WAYS = ("ours", "two", *HYBRID_WAYS)  # the service's ranking over two halves
 
 
 def answer(
@@ -205,17 +216,17 @@ def answer(
 ) -> list[str]:
     """The vector keys one system answers a question with, best first (at most ``LIMIT``)."""
     _, how, key, top_k = system
-    said = question.text if key == TEXT else query_terms_text(question.text)
-    words = [{"text": said[:MAX_TEXT], "metadataKey": key}] if said else []
+    said = question.text[:MAX_TEXT] if key == TEXT else query_terms_text(question.text)
+    words = [{"text": said, "metadataKey": key}] if said else []
     probe = {"float32": vector}
+    if how in SERVICE_WAYS and not query_terms(question.text):
+        return []  # nothing the service counts as a word: its hybrid search finds nothing
     if how == "words":
         return [v["key"] for v in _query(client, user, top_k, queryTexts=words)][:LIMIT] if words else []
     if how == "hybrid":
         asked = {"queryTexts": words} if words else {}
         return [v["key"] for v in _query(client, user, top_k, queryVector=probe, **asked)]
     if how in HYBRID_WAYS:
-        if not words:  # nothing to search by words: the vector query alone, as the service would
-            return _fused(user, question, [], _nearest(client, user, top_k, probe))
         found = _query(client, user, top_k, queryTexts=words, queryVector=probe, returnScores=True, returnMetadata=True)
         return _fused(user, question, *_halves(user, said.split(), found, how))
     if how == "meaning":

@@ -18,8 +18,6 @@ from .filters import validate_filter
 from .search import query, rows
 from .service import invalid, service_error
 
-ENHANCED = "ENHANCED"  # the index mode of an index made in a bucket made today: filters apply before the search
-
 Own = Callable[[Any], Any]
 
 
@@ -74,7 +72,6 @@ def create_index(response: Any, own: Own) -> ActionResult:
     texts = config.get("textSearchConfigurations") or []
     if texts:  # built as the vectors are written: serving queries from the start
         index.metadata_configuration["textSearchConfigurations"] = [{**c, "status": "ACTIVE"} for c in texts]
-    index.index_mode = ENHANCED
     return ActionResult({"indexArn": index.index_arn})
 
 
@@ -86,18 +83,18 @@ def update_metadata_configuration(response: Any) -> ActionResult:
         response._get_param("indexArn"), response._get_param("indexName"), response._get_param("vectorBucketName")
     )
     index = _index_of(response)
-    add = (response._get_param("add") or {}).get("textSearchConfigurations")
-    delete = (response._get_param("delete") or {}).get("textSearchConfigurations")
-    if (add is None) == (delete is None):
+    if (response._get_param("add") is None) == (response._get_param("delete") is None):
         raise invalid("Specify either add or delete, but not both")
+    add = (response._get_param("add") or {}).get("textSearchConfigurations")
+    delete = (response._get_param("delete") or {}).get("textSearchConfigurations") or []
     config = index.metadata_configuration = getattr(index, "metadata_configuration", None) or {}
     present = list(config.get("textSearchConfigurations") or [])
     keys = {c["metadataKey"] for c in present}
-    if add is not None:
-        limits.check_text_configurations(present + add)
-        present += [{**c, "status": "ACTIVE"} for c in add]
+    if response._get_param("add") is not None:
+        limits.check_text_configurations(present + (add or []))
+        present += [{**c, "status": "ACTIVE"} for c in add or []]
     else:
-        gone = {c["metadataKey"] for c in delete or []}
+        gone = {c["metadataKey"] for c in delete}
         if not gone <= keys:
             raise invalid(f"No text search configuration for metadata key(s): {', '.join(sorted(gone - keys))}")
         present = [c for c in present if c["metadataKey"] not in gone]
@@ -194,6 +191,8 @@ def query_vectors(response: Any) -> ActionResult:
     given = response._get_param("queryVector")
     if texts is None and given is None:
         raise invalid("A request must include queryVector, queryTexts, or both")
+    if response._get_param("queryMode") not in (None, text.ENHANCED):
+        raise invalid("queryMode CLASSIC cannot be specified for an index in ENHANCED mode")
     probe = None if given is None else limits.check_query_vector(index, given.get("float32"))
     if texts is not None:
         limits.check_query_texts(texts, set(text.searchable(index)))

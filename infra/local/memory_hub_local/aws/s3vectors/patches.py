@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .search import LENGTH, PACKED, changed
+from .text import ENHANCED
 
 
 def _once(owner: Any, flag: str) -> bool:
@@ -28,6 +29,7 @@ def install() -> None:
     if not _once(S3VectorsResponse, "_memory_hub_vectors"):
         return
     route_query_vectors()
+    enhanced_indexes()
     readable_bodies()
     stamp_vector_buckets()
     track_index_changes()
@@ -80,6 +82,16 @@ def route_query_vectors() -> None:
 
     urls.url_paths["{0}/QueryVectors$"] = S3VectorsResponse.dispatch
     urls.url_paths["{0}/UpdateMetadataConfiguration$"] = S3VectorsResponse.dispatch
+
+
+def enhanced_indexes() -> None:
+    """Every index is in ENHANCED mode (GetIndex's ``indexMode``), however it was made — by
+    CreateIndex, from the template or from a snapshot: the service model lets an index be CLASSIC
+    only in a vector bucket made before 30 September 2026, and ENHANCED is the mode that serves
+    full-text and hybrid queries."""
+    from moto.s3vectors.models import Index
+
+    Index.index_mode = ENHANCED  # type: ignore[attr-defined]
 
 
 def readable_bodies() -> None:

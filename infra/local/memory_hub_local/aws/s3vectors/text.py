@@ -5,19 +5,22 @@ and Reciprocal Rank Fusion of several rankings.
 What AWS documents, and this does: a searchable key's text is indexed as it is written; a
 full-text query ranks the vectors whose text holds any of its terms by BM25, rarer terms weighing
 more; a hybrid query (``queryVector`` and ``queryTexts``) runs the vector search and one full-text
-search a key, and fuses their rankings by RRF into one list of ``topK``; the metadata filter applies
-before the searches (the index mode ENHANCED, the only one a bucket made today has).
+search a key, and fuses their rankings by RRF into one list of ``topK``; both need an index in
+ENHANCED mode, where the metadata filter applies before the searches (every index here: the
+service model lets an index be CLASSIC only in a bucket made before 30 September 2026).
 
 What AWS does not publish, and this models — so that the local stack answers in kind, not to the
 decimal: the analyzers are modelled on Lucene's (``en``: its English analyzer — words, the
 possessive "'s" dropped, lower case, its 33 stop words, the Porter stemmer but for words of one or
-two letters; ``fr es pt it de nl``: words, lower case, the language's Snowball stemmer; ``zh ja
-ko``: overlapping pairs of CJK characters, as Lucene's CJK analyzer; no language: the standard
-analyzer, words in lower case);
-BM25 is Lucene's (k1 1.2, b 0.75, idf ln(1 + (N - df + 0.5) / (df + 0.5)) with N and the average
-length over the vectors holding the key, a query's repeated term counted each time); each ranking
-fused is ``topK`` deep, RRF's constant is 60; several keys of a full-text-only query rank by the sum
-of their scores; a key's value is searchable when it is a string (another value is left out).
+two letters; ``fr es pt it de nl``: words, lower case, the language's Snowball stemmer, without
+the stop words Lucene's analyzers of those languages drop; ``zh ja ko``: overlapping pairs of CJK
+characters, as Lucene's CJK analyzer; no language: the standard analyzer — words in lower case,
+each Han ideograph and Hiragana letter a word, a run of Katakana or Hangul one); BM25 is Lucene's
+since 8.0 (k1 1.2, b 0.75, no (k1 + 1) factor, idf ln(1 + (N - df + 0.5) / (df + 0.5)) with N and
+the average length over the vectors holding a term of the key, a query's repeated term counted
+each time); each ranking fused is ``topK`` deep, RRF's constant is 60; several keys of a
+full-text-only query rank by the sum of their scores; a key's value is searchable when it is a
+string (another value is left out).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from .filters import matches
 
 K1, B = 1.2, 0.75
 RRF_K = 60
+ENHANCED = "ENHANCED"  # the index mode that serves full-text and hybrid queries (filters before the search)
 # Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET)
 # fmt: off
 ENGLISH_STOP_WORDS = frozenset((
@@ -49,6 +53,9 @@ _SNOWBALL = {"fr": "french", "es": "spanish", "pt": "portuguese", "it": "italian
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['\u2019][^\W_{_CJK}]+)*", re.UNICODE)
 _IS_CJK = re.compile(rf"[{_CJK}]")
+# Unicode's word breaks (the standard tokenizer's) keep a run of Katakana or of Hangul one word, and
+# make each Han ideograph and Hiragana letter a word of its own
+_KEPT_WHOLE = re.compile(r"[\u30a0-\u30ff]+|[\uac00-\ud7af]+|.", re.UNICODE)
 
 
 @lru_cache(maxsize=16)
@@ -62,10 +69,15 @@ def _words(text: str, pairs: bool) -> list[str]:
     out: list[str] = []
     for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
         if _IS_CJK.match(word):
-            out.extend([word[i : i + 2] for i in range(len(word) - 1)] if pairs and len(word) > 1 else list(word))
+            out.extend([word[i : i + 2] for i in range(len(word) - 1)] if pairs and len(word) > 1 else _whole(word))
         else:
             out.append(word.lower())
     return out
+
+
+def _whole(run: str) -> list[str]:
+    """A CJK run as the standard tokenizer splits it (``_KEPT_WHOLE``)."""
+    return _KEPT_WHOLE.findall(run)
 
 
 def analyze(text: str, language: str | None) -> list[str]:
@@ -100,7 +112,7 @@ class _Field:
             idf = math.log(1 + (held - len(rows) + 0.5) / (len(rows) + 0.5))
             for row, count in rows:
                 norm = K1 * (1 - B + B * self.lengths[row] / self.average)
-                found[row] = found.get(row, 0.0) + idf * count * (K1 + 1) / (count + norm)
+                found[row] = found.get(row, 0.0) + idf * count / (count + norm)
         return found
 
 
@@ -125,6 +137,8 @@ def _fields(index: Any, rows: list[Any]) -> dict[str, _Field]:
             if not isinstance(value, str):
                 continue
             terms = analyze(value, language)
+            if not terms:  # as Lucene counts a field's documents: those holding a term of it
+                continue
             lengths[at] = len(terms)
             for term, count in Counter(terms).items():
                 postings.setdefault(term, []).append((at, count))
