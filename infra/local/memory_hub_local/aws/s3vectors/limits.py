@@ -68,17 +68,28 @@ def check_index(name: str, config: dict[str, Any]) -> None:
         )
 
 
+def _distinct_keys(keys: list[str], length: tuple[int, int], where: str, repeated: str) -> None:
+    """A list of entries each naming a metadata key: how many (``length``: least, most), each key once."""
+    least, most = length
+    if not least <= len(keys) <= most:
+        bound = f"between {least} and {most}" if least else f"less than or equal to {most}"
+        raise invalid(
+            f"1 validation error detected: Value at '{where}' failed to satisfy constraint: Member must have "
+            f"length {bound}"
+        )
+    if len(set(keys)) != len(keys):
+        raise invalid(repeated)
+
+
 def check_text_configurations(configurations: list[Any]) -> None:
     """CreateIndex: at most 10 full-text searchable keys, each named once, each language one of
     the analyzers' (or none: the standard analyzer)."""
-    if len(configurations) > MAX_TEXT_KEYS:
-        raise invalid(
-            "1 validation error detected: Value at 'metadataConfiguration.textSearchConfigurations' "
-            f"failed to satisfy constraint: Member must have length less than or equal to {MAX_TEXT_KEYS}"
-        )
-    keys = [c["metadataKey"] for c in configurations]
-    if len(set(keys)) != len(keys):
-        raise invalid("Each text search configuration must name a distinct metadata key")
+    _distinct_keys(
+        [c["metadataKey"] for c in configurations],
+        (0, MAX_TEXT_KEYS),
+        "metadataConfiguration.textSearchConfigurations",
+        "Each text search configuration must name a distinct metadata key",
+    )
     for config in configurations:
         language = config.get("language")
         if language is not None and language not in LANGUAGES:
@@ -91,14 +102,12 @@ def check_text_configurations(configurations: list[Any]) -> None:
 def check_query_texts(texts: list[Any], searchable: set[str]) -> None:
     """QueryVectors: 1 to 10 full-text queries, each of 1 to 1,024 characters on a distinct key the
     index makes full-text searchable."""
-    if not 1 <= len(texts) <= MAX_QUERY_TEXTS:
-        raise invalid(
-            "1 validation error detected: Value at 'queryTexts' failed to satisfy constraint: Member must "
-            f"have length between 1 and {MAX_QUERY_TEXTS}"
-        )
-    keys = [t["metadataKey"] for t in texts]
-    if len(set(keys)) != len(keys):
-        raise invalid("Each queryTexts entry must target a distinct metadata key")
+    _distinct_keys(
+        [t["metadataKey"] for t in texts],
+        (1, MAX_QUERY_TEXTS),
+        "queryTexts",
+        "Each queryTexts entry must target a distinct metadata key",
+    )
     for entry in texts:
         if not 1 <= len(entry["text"]) <= MAX_QUERY_TEXT:
             raise invalid(

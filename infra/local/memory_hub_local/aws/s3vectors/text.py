@@ -64,8 +64,8 @@ def _stemmer(name: str) -> Any:
 
 
 def _words(text: str, pairs: bool) -> list[str]:
-    """The text's words in lower case; a CJK run as its single characters, or (``pairs``) as its
-    overlapping pairs (a lone character stays one)."""
+    """The text's words in lower case; a CJK run as the standard tokenizer splits it (``_whole``),
+    or (``pairs``) as its overlapping pairs (a lone character stays one)."""
     out: list[str] = []
     for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
         if _IS_CJK.match(word):
