@@ -24,7 +24,6 @@ as in the recall section."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -88,9 +87,8 @@ def query_terms_text(text: str) -> str:
 
 @contextmanager
 def emulated_vectors() -> Iterator[Any]:
-    """An S3 Vectors client of the emulated AWS side, in this process, for the block's length."""
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
+    """An S3 Vectors client of the emulated AWS side, in this process, for the block's length (moto
+    sets credentials of its own meanwhile, and puts the environment back after)."""
     import boto3
     from memory_hub_local.aws import moto_patches
     from moto import mock_aws
