@@ -5,27 +5,17 @@ runs in a fresh interpreter, so unpatched and patched moto never share a process
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
+from moto_scenarios import PRELUDE
+from moto_scenarios import run as scenario
 
-SETUP = textwrap.dedent("""
-    import json, os
-    os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
-    import boto3
-    from moto import mock_aws
-    if PATCHED:
-        from memory_hub_local.aws import moto_patches
-        moto_patches.install()
-    mock = mock_aws(); mock.start()
+SETUP = """
     ddb = boto3.client("dynamodb", region_name="us-east-1")
     ddb.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk", "g")],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         GlobalSecondaryIndexes=[{"IndexName": "by-g", "Projection": {"ProjectionType": "ALL"},
             "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}]}])
-""")
+"""
 
 UNITS = """
     big = {"pk": {"S": "p"}, "sk": {"S": "a"}, "d": {"S": "x" * (3584 - 7)}}  # 3.5 KB in all
@@ -42,10 +32,8 @@ UNITS = """
 
 
 def run(patched: bool, body: str) -> dict:
-    code = f"PATCHED = {patched}\n" + SETUP + textwrap.dedent(body)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    found: dict = scenario(patched, SETUP, body, start=PRELUDE)
+    return found
 
 
 def test_moto_alone_answers_a_constant_whatever_the_item_and_its_indexes():

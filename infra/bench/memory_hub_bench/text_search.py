@@ -36,8 +36,7 @@ from memory_hub.clock import lower_bound_ms, now_ms
 from memory_hub.domain import timewords
 from memory_hub.domain.retrieval import combine
 from memory_hub.domain.search import Stats, idf, rank, saturation
-from memory_hub.storage.layout import term_digest
-from memory_hub.storage.postings import SAMPLE, share
+from memory_hub.storage.postings import SAMPLE, digest, share
 
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
 from .recall import LIMIT, Tally, first_hit
@@ -75,12 +74,12 @@ def terms_text(text: str) -> str:
     them (stems, its stop words out, CJK pairs), each as its digest, as often as it occurs — for
     S3 Vectors' standard analyzer to split on the spaces and find again from a query made the same
     way (``query_terms_text``), whatever S3 Vectors' own analyzers would make of the words."""
-    return " ".join(term_digest(term) for term, count in term_counts(text).items() for _ in range(count))
+    return " ".join(digest(term) for term, count in term_counts(text).items() for _ in range(count))
 
 
 def query_terms_text(text: str) -> str:
     """A query's terms as ``terms_text`` makes a turn's, as many whole digests as a query text holds."""
-    digests = [term_digest(term) for term in query_terms(text)]
+    digests = [digest(term) for term in query_terms(text)]
     fit = (MAX_TEXT + 1) // (len(digests[0]) + 1) if digests else 0
     return " ".join(digests[:fit])
 
@@ -123,7 +122,7 @@ def _load(client: Any, dataset: Dataset, name: str) -> dict[str, str]:
         },
     )
     rows = [
-        (f"{c}/{t}", corpus.name, turn)
+        (_key(c, t), corpus.name, turn)
         for c, corpus in enumerate(dataset.corpora)
         for t, turn in enumerate(corpus.turns)
     ]
@@ -141,6 +140,11 @@ def _load(client: Any, dataset: Dataset, name: str) -> dict[str, str]:
     return {key: turn.key for key, _, turn in rows}
 
 
+def _key(corpus: int, turn: int) -> str:
+    """The vector key of a data set's turn: its corpus's place and its own."""
+    return f"{corpus}/{turn}"
+
+
 @dataclass
 class _User:
     """One corpus as its questions are asked: its turns' texts and places, and its name."""
@@ -149,16 +153,17 @@ class _User:
     name: str
     docs: list[tuple[str, str]]  # (vector key, text)
     places: dict[str, tuple[str, int]]  # vector key -> (session, epoch ms)
-    stats: Stats = field(default_factory=lambda: Stats(0, 0))  # the user's turns and their terms (its counters)
-    frequencies: Counter[str] = field(default_factory=Counter)  # term digest -> the user's turns holding it
-
-    sampled: Counter[str] = field(default_factory=Counter)  # term digest -> its sampled count (``share``)
+    # from the docs, as the service's counters keep them: the user's turns and their terms; term
+    # digest -> the turns holding it; term digest -> its sampled count (``share``)
+    stats: Stats = field(init=False)
+    frequencies: Counter[str] = field(init=False)
+    sampled: Counter[str] = field(init=False)
 
     def __post_init__(self) -> None:
         held = {key: Counter(terms_text(text).split()) for key, text in self.docs}
         self.stats = Stats(len(held), sum(sum(c.values()) for c in held.values()))
         self.frequencies = Counter(t for c in held.values() for t in c)
-        self.sampled = Counter({t: 0 for t in self.frequencies})
+        self.sampled = Counter()
         for key, counted in held.items():
             for t in counted:
                 self.sampled[t] += share(key, t)
@@ -267,8 +272,8 @@ def measure(client: Any, dataset: Dataset, progress: Callable[[str], None]) -> l
         _User(
             index,
             corpus.name,
-            [(f"{c}/{t}", turn.content) for t, turn in enumerate(corpus.turns)],
-            {f"{c}/{t}": (turn.session, lower_bound_ms(turn.timestamp)) for t, turn in enumerate(corpus.turns)},
+            [(_key(c, t), turn.content) for t, turn in enumerate(corpus.turns)],
+            {_key(c, t): (turn.session, lower_bound_ms(turn.timestamp)) for t, turn in enumerate(corpus.turns)},
         )
         for c, corpus in enumerate(dataset.corpora)
     ]
@@ -287,8 +292,7 @@ def measure(client: Any, dataset: Dataset, progress: Callable[[str], None]) -> l
 def run(quick: bool, progress: Callable[[str], None]) -> dict[str, Any]:
     """The section's results: rows shaped as the recall section's (``recall_print`` prints them)."""
     began = time.perf_counter()
-    locomo = load_locomo(limit=2 if quick else None)
-    datasets = [locomo, load_longmemeval(limit=2 if quick else None)]
+    datasets = [load_locomo(limit=2 if quick else None), load_longmemeval(limit=2 if quick else None)]
     tallies: list[Tally] = []
     with emulated_vectors() as client:
         for dataset in datasets:

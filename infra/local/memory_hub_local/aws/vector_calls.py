@@ -5,8 +5,9 @@ S3 Vectors: each operation is the action of its name (``s3vectors:PutVectors`` â
 index's ARN ``arn:aws:s3vectors:REGION:ACCOUNT:bucket/NAME/index/INDEX`` (CreateIndex, GetIndex,
 DeleteIndex and the vector operations) or the vector bucket's ``â€¦:bucket/NAME`` (the bucket
 operations and ListIndexes); ListVectorBuckets needs ``*``. A QueryVectors with a ``filter``,
-``queryTexts`` or ``returnMetadata`` also needs ``s3vectors:GetVectors`` on the index. The call log names the vector
-bucket as ``bucket`` and the index as ``key`` (so a test hook's ``key_contains`` selects an index).
+``queryTexts`` or ``returnMetadata`` also needs ``s3vectors:GetVectors`` on the index. The call
+log names the vector bucket as ``bucket`` and the index as ``key`` (so a test hook's
+``key_contains`` selects an index).
 
 Bedrock: InvokeModel and Converse need ``bedrock:InvokeModel`` on the model's ARN,
 ``arn:aws:bedrock:REGION::foundation-model/MODEL``, an inference profile's

@@ -70,33 +70,38 @@ def create_index(response: Any, own: Own) -> ActionResult:
     index.creation_time = datetime.now(UTC)
     index.metadata_configuration = {"nonFilterableMetadataKeys": list(config.get("nonFilterableMetadataKeys") or [])}
     texts = config.get("textSearchConfigurations") or []
-    if texts:  # built as the vectors are written: serving queries from the start
-        index.metadata_configuration["textSearchConfigurations"] = [{**c, "status": "ACTIVE"} for c in texts]
+    if texts:
+        index.metadata_configuration["textSearchConfigurations"] = _serving(texts)
     return ActionResult({"indexArn": index.index_arn})
+
+
+def _serving(configurations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Searchable keys as GetIndex shows them: ``ACTIVE`` at once (their terms are read as vectors
+    are written, and the vectors already written on the first query: no backfill to wait for)."""
+    return [{**c, "status": "ACTIVE"} for c in configurations]
 
 
 def update_metadata_configuration(response: Any) -> ActionResult:
     """UpdateMetadataConfiguration, which moto lacks: full-text searchable keys added (each new, at
-    most 10 in all; served at once, the vectors already written included: the backfill AWS reports
-    as ``BUILDING`` is over before the answer here) or deleted (each present) — not both."""
+    most 10 in all; ``_serving``) or deleted (each present) — not both."""
     response._validate_index_params(
         response._get_param("indexArn"), response._get_param("indexName"), response._get_param("vectorBucketName")
     )
     index = _index_of(response)
-    if (response._get_param("add") is None) == (response._get_param("delete") is None):
+    add, delete = response._get_param("add"), response._get_param("delete")
+    if (add is None) == (delete is None):
         raise invalid("Specify either add or delete, but not both")
-    add = (response._get_param("add") or {}).get("textSearchConfigurations")
-    delete = (response._get_param("delete") or {}).get("textSearchConfigurations") or []
     config = index.metadata_configuration = getattr(index, "metadata_configuration", None) or {}
     present = list(config.get("textSearchConfigurations") or [])
-    keys = {c["metadataKey"] for c in present}
-    if response._get_param("add") is not None:
-        limits.check_text_configurations(present + (add or []))
-        present += [{**c, "status": "ACTIVE"} for c in add or []]
+    if add is not None:
+        added = add.get("textSearchConfigurations") or []
+        limits.check_text_configurations(present + added)
+        present += _serving(added)
     else:
-        gone = {c["metadataKey"] for c in delete}
-        if not gone <= keys:
-            raise invalid(f"No text search configuration for metadata key(s): {', '.join(sorted(gone - keys))}")
+        gone = {c["metadataKey"] for c in delete.get("textSearchConfigurations") or []}
+        absent = gone - {c["metadataKey"] for c in present}
+        if absent:
+            raise invalid(f"No text search configuration for metadata key(s): {', '.join(sorted(absent))}")
         present = [c for c in present if c["metadataKey"] not in gone]
     config["textSearchConfigurations"] = present
     text.forget(index)
@@ -222,7 +227,7 @@ def query_vectors(response: Any) -> ActionResult:
 def _scores(found: text.Found) -> dict[str, Any]:
     """``returnScores``: the BM25 score of each key the vector matched; in a hybrid answer the
     fused (RRF) score and, when the vector search found it, its distance."""
-    scores: dict[str, Any] = {"bm25Scores": [{"metadataKey": k, "score": s} for k, s in (found.bm25 or {}).items()]}
+    scores: dict[str, Any] = {"bm25Scores": [{"metadataKey": k, "score": s} for k, s in found.bm25.items()]}
     if found.fused is not None:
         scores["fused"] = found.fused
         if found.distance is not None:

@@ -30,7 +30,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -127,7 +127,8 @@ def _fields(index: Any, rows: list[Any]) -> dict[str, _Field]:
     version = getattr(index, "_memory_hub_version", 0)
     cached = getattr(index, "_memory_hub_text", None)
     if cached is not None and cached[0] == version:
-        return dict(cached[1])
+        kept: dict[str, _Field] = cached[1]
+        return kept
     built: dict[str, _Field] = {}
     for key, language in searchable(index).items():
         postings: dict[str, list[tuple[int, int]]] = {}
@@ -159,7 +160,7 @@ class Found:
 
     row: Any
     distance: float | None = None
-    bm25: dict[str, float] | None = None
+    bm25: dict[str, float] = field(default_factory=dict)  # by searchable key, those it matched
     fused: float | None = None
 
 
@@ -192,14 +193,13 @@ def search(
         for q in texts
     }
     found: dict[int, Found] = {}
-    position = {id(row): at for at, row in enumerate(rows)}
     for key, ranking in rankings.items():
-        for row, score in ranking:
-            entry = found.setdefault(row, Found(rows[row]))
-            entry.bm25 = {**(entry.bm25 or {}), key: score}
+        for at, score in ranking:
+            found.setdefault(at, Found(rows[at])).bm25[key] = score
     if nearest is None:
-        ordered = sorted(found.items(), key=lambda item: (-sum((item[1].bm25 or {}).values()), item[0]))
+        ordered = sorted(found.items(), key=lambda item: (-sum(item[1].bm25.values()), item[0]))
         return [entry for _, entry in ordered[:top_k]]
+    position = {id(row): at for at, row in enumerate(rows)}
     lists: list[list[int]] = [[at for at, _ in ranking] for ranking in rankings.values()]
     lists.append([position[id(vector)] for vector, _ in nearest])
     for vector, distance in nearest:

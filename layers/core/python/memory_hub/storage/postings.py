@@ -400,8 +400,9 @@ def erase_ahead(messages: list[views.Message]) -> int:
 
 
 def erase_of(items: Iterable[views.Message | views.Record]) -> int:
-    """Remove every posting of these items. A message's are found from its text: call this once the
-    message itself is gone, so a retried erasure does not find it, nor uncount its terms again."""
+    """Remove every posting of these items (a message's found from its text). An erasure of
+    messages by id erases theirs ahead of its transactions instead (``erase_ahead``), where a retry
+    uncounts nothing twice."""
     return delete(held_by(items))
 
 
