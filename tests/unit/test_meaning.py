@@ -261,7 +261,8 @@ def test_query_is_hard_filtered_and_delete_by_key(index):
     mine = vectors.search_filter(layer="L0", user_id="u", model="m/3")
     assert [m.key for m in vectors.query(index, [1.0, 0.0, 0.0], 10, mine)] == ["msg-a"]
     [placed] = vectors.query(index, [1.0, 0.0, 0.0], 10, mine, with_metadata=True)
-    assert meaning._places([(placed.key, (0.0, placed.metadata))]) == {"msg-a": (layout.digest("s"), 1)}  # for context
+    placed_at = meaning.places_of([(placed.key, (0.0, placed.metadata))])
+    assert placed_at == {"msg-a": (layout.digest("s"), 1)}  # for context
     assert vectors.query(index, [1.0, 0.0, 0.0], 10, mine)[0].metadata == {}  # asked for only when needed
     assert vectors.delete(index, ["msg-a", "msg-unknown"]) == 1  # DeleteVectors calls made (one batch)
     assert vectors.query(index, [1.0, 0.0, 0.0], 10, mine) == []

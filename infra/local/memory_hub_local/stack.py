@@ -97,6 +97,7 @@ class Stack:
         vectors_batched_s: int | None = None,
         vectors_drain_min: int = 0,
         fire_schedules: bool = True,
+        word_index: str | None = None,
     ) -> Stack:
         """A stack for the tests and the bench: free ports, nothing on disk, the emulated AWS side's
         test hooks on, and the template's ``Embeddings`` parameter as given. With ``llm_url`` (an
@@ -106,7 +107,8 @@ class Stack:
         without it formation is off and no language model is configured, whatever this process's
         environment says. ``vectors_batched_s``: ``VectorWrites`` Batched with that window, its queue's
         event source on (``vectors_drain_min`` 0) or off for a drain that often (``VectorDrainMinutes``).
-        ``fire_schedules`` False: no schedule fires by itself (``pool.invoke`` runs one when wanted)."""
+        ``fire_schedules`` False: no schedule fires by itself (``pool.invoke`` runs one when wanted).
+        ``word_index``: the template's ``WordIndex`` (Postings by default)."""
         parameters = {**LOCAL_DEFAULTS, "Embeddings": embeddings, "Formation": "Enabled" if llm_url else "Disabled"}
         if formation_batch is not None:
             parameters["FormationBatch"] = str(formation_batch)
@@ -115,6 +117,8 @@ class Stack:
         if vectors_batched_s is not None:
             parameters |= {"VectorWrites": "Batched", "VectorBatchSeconds": str(vectors_batched_s)}
             parameters |= {"VectorDrainMinutes": str(vectors_drain_min)}
+        if word_index is not None:
+            parameters["WordIndex"] = word_index
         return cls(
             port=0,
             lambda_port=0,
@@ -292,6 +296,7 @@ PARAMETERS_FROM_ENVIRONMENT = {
     "MEMORY_HUB_VECTOR_BATCH_S": "VectorBatchSeconds",
     "MEMORY_HUB_VECTOR_DRAIN_MIN": "VectorDrainMinutes",
     "MEMORY_HUB_VECTOR_GROUPS": "VectorGroups",
+    "MEMORY_HUB_WORD_INDEX": "WordIndex",
     "MEMORY_HUB_EPOCH_CHECKS": "EpochChecks",
     "MEMORY_HUB_FORMATION_BATCH": "FormationBatch",
     "MEMORY_HUB_FORMATION_IDLE_S": "FormationIdleSeconds",

@@ -66,6 +66,10 @@ class Settings(BaseModel):
     # The groups of users a new memory's vector indexes are split into (its users' vectors by a
     # digest of the user id): a search reads its user's group's index only.
     vector_groups: int = Field(1, ge=1, le=256)
+    # Where a new memory's messages are indexed by words: in DynamoDB (``postings``, one item a
+    # distinct term) or with their vectors in S3 Vectors (``vectors``: their terms as searchable
+    # metadata, asked in the vector query). Fixed for a memory's life; ``vectors`` needs meaning on.
+    word_index: Literal["postings", "vectors"] = "postings"
     # What a write's epoch check reads: the memory's fence (a small item) or its asset, as releases
     # before 2026-12-05 did (the first deploy of an upgrade from one of them: see storage/assets).
     epoch_checks: Literal["Fence", "Asset"] = "Fence"
@@ -104,6 +108,7 @@ ENVIRONMENT = {
     "embed_budget_s": "MEMORY_HUB_EMBED_BUDGET_S",
     "vectors_batched": "VECTOR_WRITES",
     "vector_groups": "VECTOR_GROUPS",
+    "word_index": "WORD_INDEX",
     "epoch_checks": "EPOCH_CHECKS",
     "formation": "FORMATION",
     "formation_model": "FORMATION_MODEL",
@@ -126,6 +131,8 @@ def from_environment(environ: dict[str, str] | os._Environ[str]) -> Settings:
             raw[switch] = str(raw[switch]).strip().lower() in ("enabled", "true", "1")
     if "vectors_batched" in raw:  # the template's VectorWrites: Immediate|Batched
         raw["vectors_batched"] = str(raw["vectors_batched"]).strip().lower() == "batched"
+    if "word_index" in raw:  # the template's WordIndex: Postings|Vectors
+        raw["word_index"] = str(raw["word_index"]).strip().lower()
     if "vector_buckets" in raw:  # comma-separated names
         # names or ARNs (``arn:…:s3vectors:…:bucket/<name>``), comma-separated
         raw["vector_buckets"] = tuple(

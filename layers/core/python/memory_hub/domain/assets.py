@@ -159,6 +159,7 @@ def ensure(
             epoch=new_epoch(0),
             vector_groups=_groups(),
             vector_bucket=vectors.bucket_of(team_id, agent_id) or None,
+            word_index=_word_index(),
             hidden_by=hidden_by,
             **fields,
         )
@@ -166,6 +167,14 @@ def ensure(
             return candidate
         asset = stored.get_pair(team_id, agent_id)  # someone else created it (or created and deleted it) meanwhile
     return stored.fence(asset)  # an asset of before gets its fence at its first write
+
+
+def _word_index() -> str | None:
+    """Where a new memory's messages are indexed by words, fixed for its life: with their vectors
+    when the stack says so and has meaning on (absent: postings, as on the memories of before)."""
+    settings = get_settings()
+    in_vectors = settings.word_index == counters.WORDS_IN_VECTORS and settings.embeddings
+    return counters.WORDS_IN_VECTORS if in_vectors else None
 
 
 def _groups() -> int | None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, cast
 
-from ..analysis import term_counts
+from ..analysis import query_terms, term_counts
 from ..clock import format_ms, issued_here, lower_bound_ms, now_ms, parse_ms, time_window
 from ..clock import message_id as new_message_id
 from ..storage import counters, messages, postings, records
@@ -15,7 +16,7 @@ from ..storage.counters import Where
 from ..storage.errors import Cancelled
 from ..storage.retry import attempts
 from ..storage.views import AuditEvent, Message
-from . import assets, erasure, meaning, retrieval, timewords
+from . import assets, erasure, meaning, retrieval, timewords, vector_words
 from .errors import Invalid
 from .formation import schedule
 from .principal import Authorize
@@ -62,7 +63,8 @@ def add(scope: Scope, batch: list[dict[str, Any]], authorize: Authorize) -> Adde
             waiting = schedule.marks(asset, where, scope, ids)  # formation's: written first, like the postings
             formation_store.mark(waiting)
             try:
-                messages.add(where, scope.user_id, scope.session_id, scope.task_id, new, start)
+                kept = meaning.embedded(pieces, ahead) if where.words else frozenset()
+                messages.add(where, scope.user_id, scope.session_id, scope.task_id, new, start, in_vectors=kept)
                 break
             except Cancelled as exc:
                 formation_store.unmark(waiting)
@@ -138,6 +140,9 @@ def search(
                 with_places=True,
             )
 
+        asked = vector_words.Asked(
+            where, LAYER, scope.user_id, text, query_terms(text), mode, scope.session_id, scope.task_id, start, end
+        )
         return retrieval.search(
             pk=where.item_pk(LAYER, scope.user_id),
             text=text,
@@ -153,6 +158,7 @@ def search(
             leads=lambda: leads(where, scope, text, limit, mode),
             per_result=TURN_POSTINGS,
             span=span,
+            both=partial(vector_words.halves, asked) if where.words else None,
         )
 
     asset, result = assets.read_at_epoch(scope, authorize, run)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from ..analysis import term_counts
 from ..observability import count_event, logger
 from ..settings import get_settings
 from ..storage import embed_queue, embeddings, messages, records, vectors, waiting_vectors
@@ -94,15 +95,17 @@ def new_messages(user_id: str, session_id: str | None, task_id: str | None, new:
     return [Piece(m.id, L0, user_id, session_id, task_id, None, int(m.timestamp), m.content) for m in new]
 
 
-def _index(where: Where, user_id: str) -> vectors.Index:
+def index_for(where: Where, user_id: str) -> vectors.Index:
     """The index of the user's vectors of the current size."""
     dims = get_settings().embedding_dimensions
     return vectors.index_of(
-        where.vector_bucket, where.team_id, where.agent_id, where.epoch, dims, user_id, where.groups
+        where.vector_bucket, where.team_id, where.agent_id, where.epoch, dims, user_id, where.groups, where.words
     )
 
 
-def _vector(item: Piece, data: list[float], described: str) -> vectors.Vector:
+def _vector(item: Piece, data: list[float], described: str, words: bool = False) -> vectors.Vector:
+    """An item's vector; ``words``: a memory whose messages' words go with their vectors (a
+    message's carry its terms)."""
     return vectors.Vector(
         item.id,
         data,
@@ -114,6 +117,7 @@ def _vector(item: Piece, data: list[float], described: str) -> vectors.Vector:
             type_=item.type,
             at_ms=item.at,
             model=described,
+            terms=term_counts(item.text) if words and item.layer == L0 else None,
         ),
     )
 
@@ -163,6 +167,21 @@ def embed_ahead(items: Sequence[Piece], budget_s: float | None = None) -> Ahead 
     return submit(embeddings.embed_many, settings.embedding_model, settings.embedding_dimensions, texts, budget)
 
 
+def embedded(items: Sequence[Piece], ahead: Ahead | None) -> frozenset[str]:
+    """The ids of items about to be written whose embedding ``ahead`` got (waiting for it): in a
+    memory whose messages' words go with their vectors, those are written without postings — their
+    vectors are put or kept waiting after the write (``embed_after_write``), the others indexed by
+    postings. A call that failed got none."""
+    if ahead is None:
+        return frozenset()
+    try:
+        results = ahead.result()
+    except Exception:
+        logger.exception("embedding ahead of a write failed; its items get postings")
+        return frozenset()
+    return frozenset(i.id for i, r in zip(items, results, strict=True) if isinstance(r, list))
+
+
 def settle(ahead: Ahead | None) -> None:
     """Wait for model calls started ahead of a write that failed: no call outlives its request."""
     if ahead is not None:
@@ -206,12 +225,12 @@ def embed_and_store(
     asked = [i for i in items if i.id not in kept]
     results = dict(zip((i.id for i in asked), _results(asked, budget_s, outcome, ahead), strict=True)) if asked else {}
     results |= kept
-    ready = [_vector(i, results[i.id], described) for i in items if isinstance(results[i.id], list)]
+    ready = [_vector(i, results[i.id], described, where.words) for i in items if isinstance(results[i.id], list)]
     retry = [i.id for i in items if results[i.id] == embeddings.RETRY]
     users = {i.id: i.user_id for i in items}
     by_index: dict[vectors.Index, list[vectors.Vector]] = {}
     for vector in ready:  # a user's vectors go to the index of the user's group
-        by_index.setdefault(_index(where, users[vector.key]), []).append(vector)
+        by_index.setdefault(index_for(where, users[vector.key]), []).append(vector)
 
     def put(index: vectors.Index, chunk: list[vectors.Vector]) -> tuple[list[str], list[str], int]:
         """(the keys whose put failed, those an update overtook, the vectors reaped) of one index's put."""
@@ -269,7 +288,7 @@ def _batched(where: Where, items: Sequence[Piece], budget_s: float, outcome: Out
     by_partition: dict[str, int] = {}
     for item in items:
         if item.id in made:
-            by_index.setdefault(_index(where, item.user_id).name, []).append(item)
+            by_index.setdefault(index_for(where, item.user_id).name, []).append(item)
             pk = where.item_pk(item.layer, item.user_id)
             by_partition[pk] = by_partition.get(pk, 0) + 1
     dimensions = get_settings().embedding_dimensions
@@ -364,6 +383,8 @@ def _queue(
             }
             if waiting:
                 body["waiting"] = True
+            if where.words:
+                body["words"] = True
             if copies:
                 body["vectors"] = {i: copies[i] for i in part if i in copies}
             if not embed_queue.send(body, to_drain=drain):
@@ -479,7 +500,7 @@ def semantic(
         return None
     settings = get_settings()
     started = time.monotonic()
-    vector = _query_vector(settings.embedding_model, settings.embedding_dimensions, text)
+    vector = query_vector(settings.embedding_model, settings.embedding_dimensions, text)
     if not isinstance(vector, list):
         count_event("QueryEmbeddingFailures", 1)
         return None
@@ -495,14 +516,14 @@ def semantic(
 
     def stored() -> list[vectors.Match] | None:
         try:
-            return vectors.query(_index(where, user_id), vector, top_k, where_filter, with_metadata=with_places)
+            return vectors.query(index_for(where, user_id), vector, top_k, where_filter, with_metadata=with_places)
         except Exception:
             logger.exception("vector query failed; answering by words")
             count_event("VectorQueryFailures", 1)
             return None
 
     batched = settings.vectors_batched
-    hits, waiting = parallel(stored, lambda: _waiting(where, layer, user_id)) if batched else (stored(), [])
+    hits, waiting = parallel(stored, lambda: waiting_of(where, layer, user_id)) if batched else (stored(), [])
     if hits is None:
         return None
     near = {hit.key: (1.0 - hit.distance, hit.metadata) for hit in hits}
@@ -514,10 +535,10 @@ def semantic(
         "semantic half",
         extra={"hits": len(hits), "waiting": len(waiting), "ms": int((time.monotonic() - started) * 1000)},
     )
-    return Meant([(key, score) for key, (score, _) in ranked], _places(ranked) if with_places else {})
+    return Meant([(key, score) for key, (score, _) in ranked], places_of(ranked) if with_places else {})
 
 
-def _waiting(where: Where, layer: str, user_id: str) -> list[waiting_vectors.Waiting]:
+def waiting_of(where: Where, layer: str, user_id: str) -> list[waiting_vectors.Waiting]:
     """The user's vectors of ``layer`` still waiting for their put (batched writes). A failure
     answers none: the stored vectors and the words still answer."""
     try:
@@ -533,7 +554,7 @@ _QUERIES_KEPT = 64
 _queries_lock = threading.Lock()
 
 
-def _query_vector(model_id: str, dimensions: int, text: str) -> Any:
+def query_vector(model_id: str, dimensions: int, text: str) -> Any:
     """The query's embedding — computed once for the two halves of a conversation search (its
     turns and the records that lead to them) and for a query asked again soon; a failure is not kept."""
     key = (model_id, dimensions, text)
@@ -550,7 +571,7 @@ def _query_vector(model_id: str, dimensions: int, text: str) -> Any:
     return vector
 
 
-def _places(found: Sequence[tuple[str, tuple[float, dict[str, Any]]]]) -> dict[str, Place]:
+def places_of(found: Sequence[tuple[str, tuple[float, dict[str, Any]]]]) -> dict[str, Place]:
     """Where each found message was said, from its vector's metadata (none for an item without a
     session)."""
     places: dict[str, Place] = {}

@@ -480,6 +480,8 @@ Semantic = Callable[[int], "Meant | None"]
 similarity (and their places when asked for context), or None when the query could not be
 embedded."""
 
+Both = Callable[[int, Callable[[], Ranked], Counts], "tuple[Ranked, Meant | None]"]
+
 
 @dataclass(frozen=True)
 class Found:
@@ -505,6 +507,7 @@ def search(
     leads: Leads | None = None,
     per_result: int = POSTINGS_PER_RESULT,
     span: tuple[int, int] | None = None,
+    both: Both | None = None,
 ) -> Found:
     """One search in ``mode`` (``keyword``, ``hybrid`` or ``semantic``; the caller has checked that
     meaning is available for the latter two). Words and meaning run side by side; when the query
@@ -515,7 +518,8 @@ def search(
     ``leads`` (a conversation's turns): the records citing each turn, found by the same query in
     the same mode, lend it their score (``combine``); a turn found only that way need not hold a
     query word itself — its record does. ``span`` (a conversation's turns, hybrid): the time the
-    query names lifts the turns said in it (``in_time``)."""
+    query names lifts the turns said in it (``in_time``). ``both``: both halves from one call, given
+    the depth, the word half by postings and ``counts`` (words in vectors: ``vector_words``)."""
     terms = query_terms(text)
     if mode != "semantic" and not terms:
         return Found([], mode)
@@ -527,8 +531,12 @@ def search(
     def counts(ids: list[str]) -> dict[str, Mapping[str, int]]:
         return {item_id: term_counts(text_of(item)) for item_id, item in fetch(ids).items()}
 
-    words_half: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, counts, depth, budget)  # noqa: E731
-    lead_half: Leads = leads or (lambda: None)
+    by_postings: Callable[[], Ranked] = lambda: ranked(pk, terms, limit, filters, stats, counts, depth, budget)  # noqa: E731
+    words_half, lead_half = by_postings, leads or (lambda: None)
+    if both is not None:
+        pair = _once(lambda: both(depth, by_postings, counts))
+        words_half = lambda: pair()[0]  # noqa: E731
+        semantic = (lambda _: pair()[1]) if semantic is not None else None
 
     def chosen(order: list[tuple[str, float]], led: list[tuple[str, float]] | None, meant: set[str]) -> list[Any]:
         """The first ``limit`` items that exist and pass; one found by words alone still holds a word."""
@@ -559,6 +567,19 @@ def search(
     places = {**by_meaning.places, **by_words.places} if context else None
     fused = combine(by_words.order, by_meaning.order, depth, places, led, span if context else None)
     return Found(chosen(fused, led, {i for i, _ in by_meaning.order}), "hybrid")
+
+
+def _once(compute: Callable[[], T]) -> Callable[[], T]:
+    """``compute`` run once, by whichever of the calls asking for it side by side comes first."""
+    lock, done = threading.Lock(), list[T]()
+
+    def once() -> T:
+        with lock:
+            if not done:
+                done.append(compute())
+            return done[0]
+
+    return once
 
 
 def _remembering(fetch: Callable[[list[str]], dict[str, T]]) -> Callable[[list[str]], dict[str, T]]:

@@ -125,6 +125,7 @@ def consume(bodies: Sequence[tuple[str, dict[str, Any]]], remaining_s: Callable[
                 str(body["memory_id"]),
                 groups=int(body.get("groups", 1)),  # absent: queued before memories had groups
                 bucket=str(body.get("bucket") or ""),  # absent: queued before memories were pinned
+                words=body.get("words") is True,  # its messages' words go with their vectors
             )
             layer, user_id, ids = str(body["layer"]), str(body["user_id"]), [str(i) for i in body["ids"]]
         except (KeyError, TypeError, ValueError):

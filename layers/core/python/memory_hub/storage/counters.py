@@ -37,7 +37,8 @@ class Where:
     running into it, as its asset said when it was read — reads leave out what they wrote (their
     items and their share of the counters); empty for writers and erasures, which see everything.
     ``groups``: the memory's groups of users in its vector indexes (the asset's, fixed for its life);
-    ``bucket``: the vector bucket pinned on its asset ('' for a memory of before: ``vector_bucket``)."""
+    ``bucket``: the vector bucket pinned on its asset ('' for a memory of before: ``vector_bucket``);
+    ``words``: its messages' words are indexed with their vectors (the asset's ``word_index``)."""
 
     team_id: str
     agent_id: str
@@ -46,13 +47,15 @@ class Where:
     staged: frozenset[str] = field(default=frozenset())
     groups: int = 1
     bucket: str = ""
+    words: bool = False
 
     @classmethod
     def of(cls, asset: Asset, staged: frozenset[str] = frozenset()) -> Where:
         """The asset's current epoch."""
         groups = int(asset.vector_groups or 1)
         bucket = asset.vector_bucket or ""
-        return cls(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id, staged, groups, bucket)
+        words = asset.word_index == WORDS_IN_VECTORS
+        return cls(asset.team_id, asset.agent_id, int(asset.epoch), asset.memory_id, staged, groups, bucket, words)
 
     @property
     def vector_bucket(self) -> str:
@@ -71,6 +74,7 @@ class Where:
         return layout.counter_pk(self.team_id, self.agent_id, self.epoch)
 
 
+WORDS_IN_VECTORS = "vectors"  # an asset's ``word_index`` when its messages' words are in their vectors
 TOKENS = ".t"  # suffix of an import's staged token count in ``Counter.staged``
 
 
@@ -97,10 +101,12 @@ def change(
     *,
     staged: str | None = None,
     shares: Mapping[str, tuple[int, int]] | None = None,
+    posted: int = 0,
 ) -> None:
     """Move a user's counter of one layer; ``staged``: the import writing (or undoing) these items;
     ``shares``: of these items, (items, tokens) each running import staged (an erasure reaching
-    them moves their notes with the count)."""
+    them moves their notes with the count); ``posted``: of these items, those indexed by postings
+    in a memory whose words are in its vectors (a search reads postings only while some are)."""
     if items == 0 and tokens == 0:
         return
     actions: list[Action] = [Counter.user_id.set(user_id)]
@@ -108,6 +114,8 @@ def change(
         actions.append(Counter.item_count.add(items))
     if tokens:
         actions.append(Counter.token_count.add(tokens))
+    if posted:
+        actions.append(Counter.posted.add(posted))
     actions += _staging(staged, items, tokens)
     for import_id, (share, share_tokens) in (shares or {}).items():
         actions += _staging(import_id, share, share_tokens)
@@ -144,6 +152,26 @@ def of_user(where: Where, layer: str, user_id: str) -> tuple[int, int]:
     except Counter.DoesNotExist:
         return 0, 0
     return visible(counter, where.staged)
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a user holds in one layer: items, search tokens, and — in a memory whose words are in
+    its vectors — how many of the items have postings."""
+
+    items: int
+    tokens: int
+    posted: int
+
+
+def held(where: Where, layer: str, user_id: str) -> Held:
+    """``of_user`` with the items that have postings (``posted``; an import's staged items count
+    as posted while it runs: what it wrote has postings)."""
+    try:
+        counter = Counter.get(where.counter_pk, layout.user_counter_sk(layer, user_id), consistent_read=True)
+    except Counter.DoesNotExist:
+        return Held(0, 0, 0)
+    return Held(*visible(counter, where.staged), int(counter.posted or 0))
 
 
 def _all(where: Where) -> list[Counter]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter as Tally
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any, TypeVar
@@ -41,6 +41,7 @@ def _row(
     message: NewMessage,
     recorded_at: int,
     staged: str | None = None,
+    in_vector: bool = False,
 ) -> Message:
     sk = layout.message_sk(message.id)
     if sk != message.id and id_time(message.id) != message.timestamp:
@@ -59,7 +60,7 @@ def _row(
         timestamp=message.timestamp,
         recorded_at=message.recorded_at or recorded_at,
         terms=sum(message.terms.values()),
-        index_format=postings.MESSAGE_FORMAT,
+        index_format=postings.VECTOR_FORMAT if in_vector else postings.MESSAGE_FORMAT,
         import_id=staged,
     )
 
@@ -73,21 +74,27 @@ def add(
     recorded_at: int,
     *,
     staged: str | None = None,
+    in_vectors: Set[str] = frozenset(),
 ) -> None:
     """Store messages with their postings and counters. The postings go first, so a message is
     searchable from the moment it is visible at all; raises Cancelled(['epoch']) — with nothing
     of this call left behind — if a clear moved the memory on meanwhile. ``staged``: the running
-    import writing them (they, and their share of the counters, stay invisible until it commits)."""
+    import writing them (they, and their share of the counters, stay invisible until it commits).
+    ``in_vectors`` (a memory whose words are in its vectors: ``Where.words``): the messages whose
+    vectors the caller has and will keep — their terms go with them (``VECTOR_FORMAT``), only
+    counted here; the others have postings, and the user's counter counts them (``posted``)."""
     pk = where.item_pk(LAYER, user_id)
-    rows = [_row(where, user_id, session_id, task_id, m, recorded_at, staged) for m in messages]
-    index = [
-        p
-        for m, row in zip(messages, rows, strict=True)
-        for p in postings.build(
+    kept = in_vectors if where.words else frozenset()
+    rows = [_row(where, user_id, session_id, task_id, m, recorded_at, staged, m.id in kept) for m in messages]
+    built = {
+        m.id: postings.build(
             pk, m.id, m.terms, int(row.terms), timestamp=m.timestamp, session_id=session_id, task_id=task_id
         )
-    ]
-    postings.put(index)
+        for m, row in zip(messages, rows, strict=True)
+    }
+    index = [p for item_id, rows_of in built.items() if item_id not in kept for p in rows_of]
+    counted = [p for item_id, rows_of in built.items() if item_id in kept for p in rows_of]
+    parallel(lambda: postings.put(index), lambda: postings.count(counted)) if counted else postings.put(index)
     try:
         for part in in_batches(rows, PER_ADD):
             transaction = Transaction()
@@ -95,10 +102,13 @@ def add(
             for row in part:
                 transaction.put("message", row)
             tokens = sum(int(r.terms) for r in part)
-            counters.change(transaction, where, LAYER, user_id, len(part), tokens, staged=staged)
+            posted = sum(1 for r in part if r.id not in kept) if where.words else 0
+            counters.change(transaction, where, LAYER, user_id, len(part), tokens, staged=staged, posted=posted)
             transaction.commit()
     except Cancelled:
-        postings.delete(index)  # the retry writes them again, into the new epoch
+        # the retry writes them again, into the new epoch
+        postings.delete(index)
+        postings.count(counted, -1)
         raise
 
 
@@ -301,6 +311,7 @@ def _delete(
     removed: list[views.Message] = []
     recorded: list[views.AuditEvent] = []
     pending = list(doomed)
+    uncounted: set[str] = set()  # a part cut by a racing erasure comes again: its terms once
     _prepare_shares(where, pending, running)
     while pending:
         if until is not None and removed and until.passed():  # each request erases at least a part
@@ -309,6 +320,8 @@ def _delete(
         part = _next_chunk(pending, events)
         if indexed:  # what derives from them goes before them (see ``first``)
             postings.erase_ahead(part)
+        postings.uncount_vectored(m for m in part if m.id not in uncounted)  # those without postings
+        uncounted |= {m.id for m in part}
         if first is not None:
             first(part)
         transaction = Transaction()
@@ -318,7 +331,10 @@ def _delete(
             mine = [m for m in part if m.user_id == user_id]
             tokens = sum(int(m.terms or 0) for m in mine)
             shares = {i: (-n, -t) for i, (n, t) in staged_shares(mine, running).items()}
-            counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged, shares=shares)
+            posted = -sum(1 for m in mine if not postings.in_vector(m)) if where.words else 0
+            counters.change(
+                transaction, where, LAYER, user_id, -n, -tokens, staged=staged, shares=shares, posted=posted
+            )
         chunk_events = events(part)
         for event in chunk_events:
             transaction.put("audit", event)

@@ -1,10 +1,8 @@
 """PynamoDB models: one per kind of item, bound to their tables from the settings on first use.
 
-A model names the setting that holds its table (``Meta.setting``). The first time any model talks
-to DynamoDB it reads the settings (the function's environment, as deployed) and binds its table
-name and region; every model shares the process's one DynamoDB client (``aws.dynamodb()``), so a
-cold start builds one botocore client, not one per model. Nothing has to call a set-up function.
-
+A model names the setting that holds its table (``Meta.setting``), bound (table, region) the first
+time any model talks to DynamoDB; every model shares the process's one DynamoDB client
+(``aws.dynamodb()``): a cold start builds one botocore client. Nothing calls a set-up function.
 Several models share ItemsTable (see ``layout``): each declares only the attributes of its kind.
 """
 
@@ -161,15 +159,15 @@ class Asset(Bound):
     last_cleared_at = UnicodeAttribute(null=True)
     epoch = NumberAttribute()
     moved_to = UnicodeAttribute(null=True)
-    # ids of the imports running into this memory: what they wrote stays invisible until each
-    # commits (its id leaves the set in one conditional write; see ``domain/transfer``)
+    # the imports running into it: what they wrote is invisible until each commits (``domain/transfer``)
     importing = UnicodeSetAttribute(null=True, attr_name="imp")
-    # its vector indexes (``vectors``), both fixed when it is created; absent on a memory of before:
-    # the groups of users they are split into (one), and the bucket they are pinned to (the rule's)
+    # its vector indexes (``vectors``), all fixed when it is created; absent on a memory of before:
+    # the groups of users they are split into (one), the bucket they are pinned to (the rule's),
+    # and where its messages are indexed by words (``Settings.word_index``; postings)
     vector_groups = NumberAttribute(null=True, attr_name="vg")
     vector_bucket = UnicodeAttribute(null=True, attr_name="vb")
-    # True when the memory has its ``Fence`` (every asset since 2026-12-05; one of before gets it at
-    # its next write): the epoch checks of its writes read the fence, not this item
+    word_index = UnicodeAttribute(null=True, attr_name="wi")
+    # has its ``Fence`` (every asset since 2026-12-05; one of before at its next write): read by epoch checks
     fenced = BooleanAttribute(null=True, attr_name="fz")
     # the import that created it, until it commits or a client's write claims it: not shown till then
     hidden_by = UnicodeAttribute(null=True, attr_name="hb")
@@ -430,12 +428,14 @@ class Posting(_Items):
 
 
 class Counter(_Items):
-    """Exact counters of one memory epoch: items and search tokens per user and layer. They change in
-    the same transaction as what they count. (Epochs of before 2026-12-05 may also hold a counter
-    per session, with ``session_id`` set: no longer written or read; see ``counters``.)"""
+    """Exact counters of one memory epoch: items and search tokens per user and layer, and in a memory
+    whose words are in its vectors the items indexed by postings all the same (``posted``). They
+    change in the same transaction as what they count. (Epochs of before 2026-12-05 may also hold a
+    counter per session, with ``session_id`` set: no longer written or read; see ``counters``.)"""
 
     item_count = NumberAttribute(default=0, attr_name="n")
     token_count = NumberAttribute(default=0, attr_name="tl")
+    posted = NumberAttribute(null=True, attr_name="np")
     user_id = UnicodeAttribute(null=True)
     session_id = UnicodeAttribute(null=True)
     # what imports still running added to ``n`` and ``tl`` (import id → items, import id + ".t" →

@@ -65,6 +65,7 @@ WRITE_WIDTH = 16  # document frequencies updated at once
 FORMAT = "2"  # the by-term index key format of a record's impact-ordered postings
 MESSAGE_KEYS = 3  # a message's postings keyed by term, the format digit of their keys (formats 3 and 4)
 MESSAGE_FORMAT = 4  # what a message records it was indexed with: keyed by term, counted by sampling
+VECTOR_FORMAT = 5  # a message whose terms are in its vector (``vectors.TERMS``): no postings, counted as 4
 RECORD_KEYS = int(FORMAT)  # a record's postings in the by-term index, the format digit of their keys
 RECORD_FORMAT = 3  # what a record records: its by-term keys (format 2), counted by sampling
 SAMPLE = 8  # a posting adds SAMPLE to its term's count one time in SAMPLE, else nothing
@@ -270,6 +271,13 @@ def put(rows: list[views.Posting]) -> None:
     _frequencies((row, +1) for row in rows)
 
 
+def count(rows: list[views.Posting], sign: int = +1) -> None:
+    """Count postings in their terms' frequencies (``sign`` −1: uncount them) without writing or
+    erasing them: the terms of a message whose words are in its vector (``VECTOR_FORMAT``), counted
+    by the same shares as if it had postings (``build``)."""
+    _frequencies((row, sign) for row in rows)
+
+
 def replace(stale: list[Any], fresh: list[views.Posting]) -> None:
     """Erase ``stale`` postings, then write ``fresh`` ones (a key may be in both: a posting whose
     impact moved), moving each term's count by the difference only: a term both hold keeps its
@@ -356,12 +364,19 @@ def erase_items(pk: str, item_ids: list[str]) -> int:
     return delete(_under_prefix([(pk, item_id) for item_id in item_ids]))
 
 
+def in_vector(item: Any) -> bool:
+    """Whether an item's terms are in its vector, not in postings (a message of ``VECTOR_FORMAT``)."""
+    return isinstance(item, views.Message) and int(item.index_format or 0) == VECTOR_FORMAT
+
+
 def held_by(items: Iterable[views.Message | views.Record]) -> list[views.Posting]:
     """The postings these items hold: a message indexed in today's format from its text (nothing
     read), any other item by its prefix (read in parallel)."""
     computed: list[views.Posting] = []
     prefixed: list[tuple[str, str]] = []
     for item in items:
+        if in_vector(item):
+            continue  # no postings: its terms' counts are taken off once it is gone (``count``)
         if isinstance(item, views.Message) and int(item.index_format or 0) >= MESSAGE_KEYS:
             computed += indexed(item)
         else:
@@ -397,6 +412,17 @@ def erase_ahead(messages: list[views.Message]) -> int:
     )
     _frequencies((row, -1) for row in found)
     return len(rows)
+
+
+def uncount_vectored(messages: Iterable[views.Message]) -> None:
+    """Take the terms of messages about to go whose terms are in their vectors (no postings) off
+    their counts — before them, as ``erase_ahead`` does with postings, so that nothing of their
+    words outlives them (a counter at zero goes). A retry after a request died between this and
+    their transaction takes them off again: a count left low reads as the candidates holding the
+    term (``retrieval``), never a trace of a message that is gone."""
+    rows = [row for message in messages if in_vector(message) for row in indexed(message)]
+    if rows:
+        count(rows, -1)
 
 
 def erase_of(items: Iterable[views.Message | views.Record]) -> int:

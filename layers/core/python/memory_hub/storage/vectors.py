@@ -25,9 +25,15 @@ requires (at most 61 characters for any epoch below 2^64 and 256 groups). So:
   from the names alone.
 
 A vector's key is its item's id (``msg-…``/``atom-…``). Its metadata holds ids and digests only,
-never content, and all of it is filterable (well under S3 Vectors' 2 KB): ``layer`` (L0/L1),
-``user``/``session``/``task`` (32-hex digests; ``-`` for none), ``type`` (L1), ``at`` (item time,
-epoch ms) and ``model`` (``<model id>/<dimensions>``).
+never content. Filterable (well under S3 Vectors' 2 KB): ``layer`` (L0/L1), ``user``/``session``/
+``task`` (32-hex digests; ``-`` for none), ``type`` (L1), ``at`` (item time, epoch ms) and
+``model`` (``<model id>/<dimensions>``). In a memory whose messages' words are indexed with their
+vectors (``Index.words``), a message's vector also holds ``terms`` — its search terms as the word
+index names them (``layout.term_digest``), each as often as the message holds it, distinct ones
+first, at most ``MAX_TERMS`` — and ``length``, its number of search terms: both non-filterable,
+``terms`` searchable by full text under the standard analyzer, which splits it on the spaces, so a
+``QueryVectors`` given a query's digests the same way (``query``'s ``texts``) finds the vectors
+holding them (BM25, fused with the vector search by RRF when it has a vector too).
 
 Limits honoured here (S3 Vectors): ≤ 500 vectors per ``PutVectors`` and keys per
 ``DeleteVectors``, ``topK`` ≤ 100, ≤ 1,000 vectors per ``ListVectors`` page, ≤ 500 indexes per
@@ -39,8 +45,9 @@ found by words — counted, ``VectorIndexQuotaReached``, and alarmed).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..observability import count_event, logger
@@ -59,12 +66,17 @@ VECTOR_OVERHEAD = 300  # a vector's key and filterable metadata, about
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 INDEX_QUOTA_METRIC = "VectorIndexQuotaReached"  # a bucket refused an index: it holds its quota
 LEGACY_BUCKETS = 4  # the buckets of every stack before memories were pinned to theirs
+TERMS = "terms"  # a message's search terms as digests (a memory whose words are in its vectors)
+LENGTH = "length"  # a message's number of search terms (beside ``terms``)
+MAX_TERMS = 1_024  # digests a vector's ``terms`` holds at most (~21 KB of S3 Vectors' 40 KB of metadata)
+MAX_QUERY_TEXT = 1_024  # characters of one ``queryTexts`` entry
 
 
 @dataclass(frozen=True)
 class Index:
     bucket: str
     name: str
+    words: bool = field(default=False, compare=False)  # created with ``terms`` searchable
 
 
 @dataclass(frozen=True)
@@ -128,11 +140,19 @@ def home(team_id: str, agent_id: str, pinned: str | None) -> str:
 
 
 def index_of(
-    bucket: str, team_id: str, agent_id: str, epoch: int, dimensions: int, user_id: str, groups: int = 1
+    bucket: str,
+    team_id: str,
+    agent_id: str,
+    epoch: int,
+    dimensions: int,
+    user_id: str,
+    groups: int = 1,
+    words: bool = False,
 ) -> Index:
-    """The index of ``bucket`` that holds ``user_id``'s vectors of this size in a memory of ``groups`` groups."""
+    """The index of ``bucket`` that holds ``user_id``'s vectors of this size in a memory of ``groups``
+    groups (``words``: a memory whose messages' words are indexed with their vectors)."""
     group = group_of(user_id, groups)
-    return Index(bucket, index_name(team_id, agent_id, epoch, dimensions, group, groups))
+    return Index(bucket, index_name(team_id, agent_id, epoch, dimensions, group, groups), words)
 
 
 @dataclass(frozen=True)
@@ -173,9 +193,11 @@ def metadata(
     type_: str | None,
     at_ms: int,
     model: str,
+    terms: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """A vector's metadata: ids as digests, never content."""
-    return {
+    """A vector's metadata: ids as digests, never content; with ``terms`` (a message's search terms
+    and their frequencies, in a memory whose words are in its vectors) those as digests too."""
+    found: dict[str, Any] = {
         "layer": layer,
         "user": layout.digest(user_id),
         "session": layout.digest(session_id) if session_id is not None else NONE,
@@ -184,6 +206,36 @@ def metadata(
         "at": int(at_ms),
         "model": model,
     }
+    if terms is not None:
+        found[TERMS] = terms_text(terms)
+        found[LENGTH] = sum(terms.values())
+    return found
+
+
+def terms_text(terms: Mapping[str, int]) -> str:
+    """A message's terms as ``terms`` holds them: each term's digest as often as the message holds
+    it, every distinct term once before any repeat (so each is found whatever is cut), at most
+    ``MAX_TERMS``."""
+    counted = sorted(((layout.term_digest(t), n) for t, n in terms.items()), key=lambda pair: -pair[1])
+    rounds = max((n for _, n in counted), default=0)
+    spelt = [d for round_ in range(rounds) for d, n in counted if n > round_]
+    return " ".join(spelt[:MAX_TERMS])
+
+
+def held_terms(metadata: Mapping[str, Any]) -> tuple[Counter[str], int] | None:
+    """A stored message's terms (digest → frequency) and its length, from its vector's metadata;
+    None when it holds none (a vector of a memory of postings, or of a record)."""
+    text, length = metadata.get(TERMS), metadata.get(LENGTH)
+    if not isinstance(text, str) or not isinstance(length, int | float):
+        return None
+    return Counter(text.split()), int(length)
+
+
+def query_texts(digests: Sequence[str]) -> list[dict[str, str]]:
+    """A query's term digests as ``QueryVectors``' ``queryTexts``: as many whole digests as one text
+    holds (a query of more terms — past ~48 — is asked by its first ones)."""
+    fit = (MAX_QUERY_TEXT + 1) // (layout.TERM_DIGEST + 1)
+    return [{"metadataKey": TERMS, "text": " ".join(list(dict.fromkeys(digests))[:fit])}]
 
 
 def search_filter(
@@ -194,9 +246,11 @@ def search_filter(
     session_id: str | None = None,
     task_id: str | None = None,
     type_: str | None = None,
+    start_ms: int | None = None,
+    end_ms: int | None = None,
 ) -> dict[str, Any]:
     """The hard filter of a search: this layer, user and model — narrowed to a session, task or
-    type when the request names one."""
+    type when the request names one, and to a span of item times (``at``, inclusive)."""
     terms: list[dict[str, Any]] = [
         {"layer": {"$eq": layer}},
         {"user": {"$eq": layout.digest(user_id)}},
@@ -208,6 +262,10 @@ def search_filter(
         terms.append({"task": {"$eq": layout.digest(task_id)}})
     if type_ is not None:
         terms.append({"type": {"$eq": type_}})
+    if start_ms is not None:
+        terms.append({"at": {"$gte": int(start_ms)}})
+    if end_ms is not None:
+        terms.append({"at": {"$lte": int(end_ms)}})
     return {"$and": terms}
 
 
@@ -218,9 +276,18 @@ def fills_a_put(count: int, dimensions: int) -> bool:
 
 
 def passes(metadata: dict[str, Any], where: dict[str, Any]) -> bool:
-    """Whether metadata passes a filter of ``search_filter``'s form (``$and`` of ``$eq``), as S3
-    Vectors would judge it: for a vector not stored there yet (``waiting_vectors``)."""
-    return all(metadata.get(field) == test["$eq"] for term in where["$and"] for field, test in term.items())
+    """Whether metadata passes a filter of ``search_filter``'s form (``$and`` of ``$eq``, ``$gte``
+    and ``$lte``), as S3 Vectors would judge it: for a vector not stored there yet (``waiting_vectors``)."""
+    return all(_holds(metadata.get(name), test) for term in where["$and"] for name, test in term.items())
+
+
+def _holds(value: Any, test: Mapping[str, Any]) -> bool:
+    [(operator, wanted)] = test.items()
+    if operator == "$eq":
+        return bool(value == wanted)
+    if not isinstance(value, int | float):
+        return False
+    return bool(value >= wanted if operator == "$gte" else value <= wanted)
 
 
 def _client() -> Any:
@@ -236,6 +303,12 @@ def create_index(index: Index, dimensions: int) -> None:
     A bucket that holds its quota of indexes refuses it: counted (``VectorIndexQuotaReached``,
     ``VectorIndexQuotaAlarm``) and raised, so the vectors wait in their queue (found by words, and
     by meaning while they wait in DynamoDB) until the quota is raised."""
+    words: dict[str, Any] = {}
+    if index.words:  # a message's terms: searchable by full text (the standard analyzer), not filterable
+        words["metadataConfiguration"] = {
+            "nonFilterableMetadataKeys": [TERMS, LENGTH],
+            "textSearchConfigurations": [{"metadataKey": TERMS}],
+        }
     try:
         _client().create_index(
             vectorBucketName=index.bucket,
@@ -243,6 +316,7 @@ def create_index(index: Index, dimensions: int) -> None:
             dataType="float32",
             dimension=int(dimensions),
             distanceMetric="cosine",
+            **words,
         )
     except Exception as exc:
         code = aws.error_code(exc)
@@ -292,37 +366,49 @@ class Match:
     """One vector a query found: its key, its cosine distance, and its metadata when asked for."""
 
     key: str
-    distance: float
+    distance: float | None  # None: found by its words only (a query with ``texts``)
     metadata: dict[str, Any]
 
 
 def query(
-    index: Index, vector: list[float], top_k: int, where: dict[str, Any], *, with_metadata: bool = False
+    index: Index,
+    vector: list[float] | None,
+    top_k: int,
+    where: dict[str, Any],
+    *,
+    with_metadata: bool = False,
+    texts: Sequence[str] = (),
 ) -> list[Match]:
     """The nearest vectors that pass ``where``, nearest first (with their metadata when
-    ``with_metadata``: the same call, a larger answer). A memory without an index yet has no
-    vectors: []."""
+    ``with_metadata``: the same call, a larger answer). With ``texts`` (term digests: an index of
+    ``words``) the vectors holding them too, in the same call — S3 Vectors' ``topK`` best of the
+    two rankings fused, those only the words found without a distance (``Match.distance`` None),
+    after the others; with no ``vector``, those holding the words alone. A memory without an index
+    yet has no vectors: []."""
     if not index.bucket:
         return []
+    asked: dict[str, Any] = {} if vector is None else {"queryVector": {"float32": vector}}
+    if texts:
+        asked["queryTexts"] = query_texts(texts)
     try:
         answer = _client().query_vectors(
             vectorBucketName=index.bucket,
             indexName=index.name,
             topK=max(1, min(MAX_TOP_K, int(top_k))),
-            queryVector={"float32": vector},
             filter=where,
             returnDistance=True,
             returnMetadata=with_metadata,
+            **asked,
         )
     except Exception as exc:
         if _missing(exc):
             return []
         raise
     found = [
-        Match(str(v["key"]), float(v.get("distance", 0.0)), dict(v.get("metadata") or {}))
+        Match(str(v["key"]), None if v.get("distance") is None else float(v["distance"]), dict(v.get("metadata") or {}))
         for v in answer.get("vectors", [])
     ]
-    return sorted(found, key=lambda match: match.distance)
+    return sorted(found, key=lambda match: (match.distance is None, match.distance or 0.0))
 
 
 def drop(index: Index) -> bool:

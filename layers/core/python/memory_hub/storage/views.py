@@ -65,6 +65,7 @@ class Asset:
     vector_bucket: str | None
     vector_groups: float | None
     visibility: str
+    word_index: str | None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

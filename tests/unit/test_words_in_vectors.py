@@ -1,0 +1,196 @@
+"""Words indexed with the vectors (``WordIndex: Vectors``): a message's terms as its vector's
+metadata, the search's scoring of them with the user's own statistics, and — in this process over
+moto with the local stack's S3 Vectors patch — what an add, a search and an erasure write and leave."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from in_process import fresh_scope, writer
+from memory_hub.analysis import query_terms, term_counts
+from memory_hub.domain import assets, conversation, meaning, vector_words
+from memory_hub.domain.search import rank
+from memory_hub.settings import SettingsError, from_environment, get_settings
+from memory_hub.storage import counters, embeddings, layout, postings, vectors
+from memory_hub.storage.counters import Where
+from memory_hub.storage.models import Posting
+
+WORDS = st.sampled_from(["apple", "boat", "cider", "dune", "ember", "fjord", "garnet", "harbor", "iris"])
+
+
+# ---------------------------------------------------------------- a message's terms in its metadata
+
+
+def test_terms_are_digests_each_as_often_as_held_distinct_ones_first_and_capped():
+    text = vectors.terms_text({"boat": 2, "apple": 1})
+    boat, apple = layout.term_digest("boat"), layout.term_digest("apple")
+    assert text.split() == [boat, apple, boat], "every distinct term once before any repeat"
+    many = {f"w{i}": 3 for i in range(vectors.MAX_TERMS)}
+    cut = vectors.terms_text(many).split()
+    assert len(cut) == vectors.MAX_TERMS and set(cut) == {layout.term_digest(t) for t in many}
+    meta = vectors.metadata(
+        layer="L0", user_id="u", session_id=None, task_id=None, type_=None, at_ms=1, model="m/3", terms={"boat": 2}
+    )
+    assert vectors.held_terms(meta) == (Counter({boat: 2}), 2)
+    assert vectors.held_terms({"layer": "L0"}) is None, "a vector of before holds none"
+
+
+@given(st.lists(WORDS, min_size=1, max_size=40))
+def test_a_messages_terms_come_back_from_its_metadata_as_counted(words):
+    counts = Counter(words)
+    meta = vectors.metadata(
+        layer="L0", user_id="u", session_id="s", task_id=None, type_=None, at_ms=1, model="m/3", terms=counts
+    )
+    held, length = vectors.held_terms(meta) or (Counter(), -1)
+    assert held == Counter({layout.term_digest(t): n for t, n in counts.items()}) and length == len(words)
+
+
+def test_a_query_asks_as_many_whole_digests_as_one_text_holds():
+    digests = [layout.term_digest(f"t{i}") for i in range(100)]
+    [asked] = vectors.query_texts(digests + digests[:3])
+    said = asked["text"].split()
+    assert asked["metadataKey"] == vectors.TERMS and len(asked["text"]) <= vectors.MAX_QUERY_TEXT
+    assert said == digests[: len(said)] and len(said) == (vectors.MAX_QUERY_TEXT + 1) // (layout.TERM_DIGEST + 1)
+
+
+def test_the_filter_spans_times_and_a_waiting_vector_is_judged_alike():
+    where = vectors.search_filter(layer="L0", user_id="u", model="m/3", start_ms=10, end_ms=20)
+    meta = vectors.metadata(layer="L0", user_id="u", session_id=None, task_id=None, type_=None, at_ms=15, model="m/3")
+    assert vectors.passes(meta, where)
+    assert not vectors.passes({**meta, "at": 21}, where) and not vectors.passes({**meta, "at": 9}, where)
+    assert vectors.passes({**meta, "at": 10}, where) and vectors.passes({**meta, "at": 20}, where), "inclusive"
+
+
+# ---------------------------------------------------------------- the words scored by the user's statistics
+
+
+def test_a_terms_count_is_its_counter_past_one_sample_else_the_candidates_holding_it():
+    d = ["a", "b", "c"]
+    held = [Counter({"a": 1, "b": 1}), Counter({"a": 2}), Counter({"c": 1})]
+    known = {"a": postings.SAMPLE, "b": 3 * postings.SAMPLE, "c": 0}
+    assert vector_words.document_frequencies(d, known, held) == {"a": 2, "b": 3 * postings.SAMPLE, "c": 1}
+    assert vector_words.document_frequencies(["a"], {"a": postings.SAMPLE + 1}, held * 10) == {"a": 20}
+
+
+@given(
+    st.lists(st.lists(WORDS, min_size=1, max_size=12), min_size=1, max_size=12), st.lists(WORDS, min_size=1, max_size=3)
+)
+@settings(max_examples=200, deadline=None)
+def test_with_every_item_a_candidate_the_scores_are_the_services_bm25(docs, query):
+    """Counts below a sample are the candidates holding a term: with every item among them, exact —
+    and the scores are those of the word index's own BM25 (``search.rank``)."""
+    texts = [" ".join(words) for words in docs]
+    expected = dict(rank(" ".join(query), list(enumerate(texts)), len(texts)))
+    candidates = {
+        str(i): vector_words._Candidate(
+            Counter({layout.term_digest(t): n for t, n in term_counts(text).items()}),
+            sum(term_counts(text).values()),
+            None,
+            {},
+        )
+        for i, text in enumerate(texts)
+    }
+    held = counters.Held(len(texts), sum(c.length for c in candidates.values()), 0)
+    digests = [postings.digest(t) for t in query_terms(" ".join(query))]
+    scored = dict(vector_words._scored(candidates, digests, held, {}))
+    assert scored.keys() == {str(i) for i, s in expected.items() if s > 0}
+    for i, score in expected.items():
+        if score > 0:
+            assert scored[str(i)] == pytest.approx(score, abs=1e-5)
+
+
+# ---------------------------------------------------------------- the settings and a new memory
+
+
+def test_the_template_parameter_names_the_index_and_nothing_else_is_taken():
+    base = {
+        "AWS_REGION": "us-east-1",
+        "MEMORY_HUB_BUCKET": "b",
+        "ASSETS_TABLE": "a",
+        "ITEMS_TABLE": "i",
+        "SCENES_TABLE": "s",
+        "KEYS_TABLE": "k",
+        "AUDIT_TABLE": "au",
+        "IDEMPOTENCY_TABLE": "id",
+        "MEMORY_HUB_TOKEN_SECRET_ARN": "t",
+    }
+    assert from_environment(base).word_index == "postings"
+    assert from_environment({**base, "WORD_INDEX": "Vectors"}).word_index == "vectors"
+    with pytest.raises(SettingsError, match="WORD_INDEX"):
+        from_environment({**base, "WORD_INDEX": "Both"})
+
+
+def _embedded(model_id, dimensions, texts, deadline_s):
+    """A model of three dimensions: apple, boat, anything."""
+    return [[1.0 if "apple" in t else 0.0, 1.0 if "boat" in t else 0.0, 0.1] for t in texts]
+
+
+@pytest.fixture
+def in_vectors(aws, monkeypatch):
+    """Meaning on (3 dimensions), one vector bucket, immediate writes, words in vectors."""
+    env = {
+        "EMBEDDINGS": "Enabled",
+        "EMBEDDING_DIMENSIONS": "3",
+        "VECTOR_BUCKETS": "memory-hub-vectorbucket0",
+        "WORD_INDEX": "Vectors",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    monkeypatch.setattr(embeddings, "embed_many", _embedded)
+    meaning._QUERIES.clear()
+    yield monkeypatch
+    for name in env:
+        monkeypatch.delenv(name)
+    get_settings.cache_clear()
+
+
+def _partition(where: Where, kind: str) -> list[Posting]:
+    pk = where.item_pk("L0", "u")
+    return list(Posting.query(pk, Posting.sk.startswith(f"{kind}{layout.SEP}"), consistent_read=True))
+
+
+def _search(scope, query: str, mode: str = "keyword") -> list[str]:
+    return [m.id for m in conversation.search(scope, query, 10, None, None, writer(scope), mode).messages]
+
+
+def test_a_memory_keeps_its_words_where_it_was_created_and_needs_meaning(in_vectors):
+    scope = fresh_scope()
+    conversation.add(scope, [{"role": "user", "content": "an apple"}], writer(scope))
+    assert Where.of(assets.of_scope(scope)).words
+    in_vectors.setenv("EMBEDDINGS", "Disabled")
+    get_settings.cache_clear()
+    other = fresh_scope()
+    conversation.add(other, [{"role": "user", "content": "an apple"}], writer(other))
+    assert not Where.of(assets.of_scope(other)).words, "no vectors: postings"
+
+
+def test_an_add_writes_no_posting_counts_its_terms_and_an_erasure_takes_them_off(in_vectors):
+    scope = fresh_scope()
+    texts = [f"apple boat cider dune ember fjord garnet harbor iris {i}" for i in range(8)]
+    ids = conversation.add(scope, [{"role": "user", "content": t} for t in texts], writer(scope)).accepted_ids
+    where = Where.of(assets.of_scope(scope))
+    assert _partition(where, "t") == [], "no posting"
+    assert _partition(where, "df"), "their terms' counts (sampled) kept all the same"
+    assert counters.held(where, "L0", "u").posted == 0
+    assert _search(scope, "fjord")[:3] and set(_search(scope, "fjord")) == set(ids)
+    assert _search(scope, "harbor 3")[0] == ids[3], "the rarer term first"
+    conversation.delete(scope, ids, None, writer(scope), "req-unit-words-in-vectors-01")
+    assert _partition(where, "df") == [], "nothing of their words outlives them"
+    assert _search(scope, "fjord") == []
+
+
+def test_a_message_not_embedded_has_postings_and_is_found_with_the_others(in_vectors):
+    scope = fresh_scope()
+    [kept] = conversation.add(scope, [{"role": "user", "content": "the apple orchard"}], writer(scope)).accepted_ids
+    in_vectors.setattr(embeddings, "embed_many", lambda m, d, texts, s: [embeddings.FINAL for _ in texts])
+    [refused] = conversation.add(scope, [{"role": "user", "content": "the apple cider"}], writer(scope)).accepted_ids
+    where = Where.of(assets.of_scope(scope))
+    assert {postings.item_in_key(p) for p in _partition(where, "t")} == {refused}
+    assert counters.held(where, "L0", "u").posted == 1
+    assert set(_search(scope, "apple")) == {kept, refused}
+    conversation.delete(scope, [refused], None, writer(scope), "req-unit-words-in-vectors-02")
+    assert _partition(where, "t") == [] and counters.held(where, "L0", "u").posted == 0
