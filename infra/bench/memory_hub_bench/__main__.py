@@ -157,6 +157,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "put by a write past what a search reads of them; a search reads its user's waiting vectors of each "
         "layer it asks, up to 100, at every size of the memory)",
     )
+    parser.add_argument(
+        "--word-index",
+        choices=("Postings", "Vectors"),
+        default=None,
+        help="the template's WordIndex for the stack (default: the template's): where its memories' messages "
+        "are indexed by words — postings in DynamoDB, or their terms with their vectors in S3 Vectors",
+    )
     parser.add_argument("--recall-only", action="store_true", help="run only the recall section")
     parser.add_argument("--cost-only", action="store_true", help="run only the cost section")
     parser.add_argument(
@@ -270,16 +277,22 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "quick": args.quick,
         "embeddings": args.embeddings,
+        "word_index": args.word_index or "template",
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "argv": docs.shown_argv(sys.argv[1:] if argv is None else argv),
     }
     with open(os.devnull, "wb") as quiet:
         if args.vector_writes == "Drained":  # the template's defaults, the hourly drain held for the whole run
             stack = Stack.with_hooks(
-                quiet, args.embeddings, vectors_batched_s=300, vectors_drain_min=60, fire_schedules=False
+                quiet,
+                args.embeddings,
+                vectors_batched_s=300,
+                vectors_drain_min=60,
+                fire_schedules=False,
+                word_index=args.word_index,
             )
         else:
-            stack = Stack.with_hooks(quiet, args.embeddings)
+            stack = Stack.with_hooks(quiet, args.embeddings, word_index=args.word_index)
         stack.start()
         try:
             assert stack.pool is not None
