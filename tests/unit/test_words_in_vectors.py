@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from in_process import fresh_scope, writer
 from memory_hub.analysis import query_terms, term_counts
-from memory_hub.domain import assets, conversation, meaning, vector_words
+from memory_hub.domain import assets, atomic, conversation, meaning, vector_words
 from memory_hub.domain.search import rank
 from memory_hub.settings import SettingsError, from_environment, get_settings
 from memory_hub.storage import counters, embeddings, layout, postings, vectors
@@ -194,3 +194,36 @@ def test_a_message_not_embedded_has_postings_and_is_found_with_the_others(in_vec
     assert set(_search(scope, "apple")) == {kept, refused}
     conversation.delete(scope, [refused], None, writer(scope), "req-unit-words-in-vectors-02")
     assert _partition(where, "t") == [] and counters.held(where, "L0", "u").posted == 0
+
+
+# ---------------------------------------------------------------- records
+
+
+def _records(where: Where, kind: str = "p") -> list[Posting]:
+    pk = where.item_pk("L1", "u")
+    return list(Posting.query(pk, Posting.sk.startswith(f"{kind}{layout.SEP}"), consistent_read=True))
+
+
+def _find(scope, query: str, mode: str = "keyword") -> list[str]:
+    return [r.id for r in atomic.search(scope, query, None, 10, None, None, writer(scope), mode).items]
+
+
+def test_a_records_words_go_with_its_vector_through_its_updates_and_its_erasure(in_vectors):
+    scope = fresh_scope()
+    record = atomic.add(scope, "plays the cello every friday", "episodic", "music", [], {}, writer(scope)).id
+    where = Where.of(assets.of_scope(scope))
+    assert _records(where) == [] and counters.held(where, "L1", "u").posted == 0, "no posting"
+    assert _find(scope, "cello") == [record] and _find(scope, "music") == [record], "content and background"
+    atomic.update(scope, record, {"content": "plays the violin every friday"}, None, writer(scope), "req-unit-wv-03")
+    assert _find(scope, "violin") == [record] and _find(scope, "cello") == [], "the new text only"
+    assert _records(where) == []
+    in_vectors.setattr(embeddings, "embed_many", lambda m, d, texts, s: [embeddings.FINAL for _ in texts])
+    atomic.update(scope, record, {"content": "plays the viola"}, None, writer(scope), "req-unit-wv-04")
+    assert {postings.item_in_key(p) for p in _records(where)} == {record}, "not embedded: postings again"
+    assert counters.held(where, "L1", "u").posted == 1 and _find(scope, "viola") == [record]
+    in_vectors.setattr(embeddings, "embed_many", _embedded)
+    many = " ".join(f"word{i}" for i in range(40))
+    other = atomic.add(scope, many, "episodic", "", [], {}, writer(scope)).id
+    assert _records(where, "df") and {postings.item_in_key(p) for p in _records(where)} == {record}
+    atomic.delete(scope, [record, other], None, writer(scope), "req-unit-wv-05")
+    assert _records(where) == [] and _records(where, "df") == [] and counters.held(where, "L1", "u").posted == 0

@@ -54,6 +54,8 @@ ONE_MESSAGE_DELETE = "/v3/conversation/delete (1 message, 200 B)"
 ONE_RECORD_ADD = "/v3/atomic/add (1 record, 86 B)"
 ONE_RECORD_DELETE = "/v3/atomic/delete (1 record, 86 B)"
 ONE_RECORD_UPDATE = "/v3/atomic/update (1 record, 86 B)"
+SESSION_MESSAGES = 50  # a session erased whole: what an erasure costs a stored message past its fixed part
+SESSION_DELETE = f"/v3/conversation/delete (a session of {SESSION_MESSAGES} messages, 200 B each)"
 SEARCH = "/v3/conversation/search"
 TURNS_SEARCH = SEARCH + " (a LoCoMo user, turns only)"
 RECORDS_SEARCH = SEARCH + " (a LoCoMo user, with records)"
@@ -192,6 +194,21 @@ def one_message_add(target: Target, scope: Scope, text: str) -> Case:
         "/v3/conversation/add",
         lambda i: scope.body(session_id=f"c{i % 5}", messages=[{"role": "user", "content": text}]),
     )
+
+
+def session_delete(target: Target, scope: Scope, turn: str) -> Case:
+    """``conversation/delete`` of a whole session of ``SESSION_MESSAGES`` typical turns (added in
+    one request before each, untimed): an erasure's units a stored message, its fixed part (the
+    audit event, the user's counter) shared."""
+    sessions: list[str] = []
+
+    def a_session(i: int) -> None:
+        session = f"erased-{i}-{len(sessions)}"
+        turns = [{"role": "user", "content": turn}] * SESSION_MESSAGES
+        target.post("/v3/conversation/add", scope.body(session_id=session, messages=turns))
+        sessions.append(session)
+
+    return Case("/v3/conversation/delete", lambda i: scope.body(session_ids=[sessions.pop()]), before=a_session)
 
 
 def typical_cases(target: Target, scope: Scope, turn: str, records: list[str]) -> dict[str, tuple[str, Case]]:
@@ -394,6 +411,8 @@ def measure_routes(
     stored = (dynamodb_bytes(client) - before) / (2 * n + 2)  # two warm-up adds, n timed, n delayed
     row.route = ONE_MESSAGE_ADD
     rows.append(row)
+    progress(f"  cost: {SESSION_DELETE}")
+    rows.append(replace(route_cost(session_delete(target, scope, turn), target, n, hooks, log), route=SESSION_DELETE))
     # the month's search as its users make it: over a real user's year of turns (formation off, the
     # template's default, forms no record: no vector query for records), then with its records
     progress(f"  cost: {TURNS_SEARCH} (loading a LoCoMo conversation)")
@@ -544,6 +563,9 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
         "workload": {"users": USERS, "adds": ADDS, "searches": SEARCHES, "months_kept": MONTHS_KEPT,
                      "turns_held": LARGE_INDEX, "vector_bytes": VECTOR_BYTES, "groups": GROUPS,
                      "group_index": GROUP_INDEX},
+        "erasure_per_item": {label: by_route[label].wru / items for label, items in
+                             ((ONE_MESSAGE_DELETE, 1), (ONE_RECORD_DELETE, 1), (SESSION_DELETE, SESSION_MESSAGES))
+                             if label in by_route},
         "peers": peers(),
         "prices_checked": prices.CHECKED,
         "unverified": [p.per for p in _all_prices() if not p.verified],

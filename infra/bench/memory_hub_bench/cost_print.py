@@ -60,6 +60,14 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
             + " per 1M (at most 160,000 ÷ groups memories of users in every group).\n"
         )
     _batched_lines(result, say)
+    erasure = result.get("erasure_per_item")
+    if erasure:
+        say(
+            "Erasure, DynamoDB write units a stored item: "
+            + ", ".join(f"`{route}` {units:.1f}" for route, units in erasure.items())
+            + " (an erasure's fixed part — the audit event, the user's counter, in one transaction — shared by "
+            "what it erases).\n"
+        )
     say("| the same workload on | $ a month | prices used |")
     say("|---|---:|---|")
     say(f"| Memory Hub (this table) | ${bill['total']:,.0f} | the rows above |")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar, cast
 
-from ..analysis import searchable, term_counts
+from ..analysis import query_terms, searchable, term_counts
 from ..clock import format_ms, issued_here, now_ms, ordered_id, time_window
 from ..storage import counters, postings, records
 from ..storage.audit import EventContext, NewEvent, event_items
@@ -16,7 +17,7 @@ from ..storage.counters import Where
 from ..storage.errors import Cancelled, Unfinished
 from ..storage.retry import attempts
 from ..storage.views import Asset, AuditEvent, Record
-from . import assets, erasure, meaning, provenance, retrieval
+from . import assets, erasure, meaning, provenance, retrieval, vector_words
 from .errors import Conflict, Invalid, NotFound
 from .principal import Authorize
 from .results import Mode, RecordAdded, RecordHit, RecordHits, RecordItem, Records, RecordsDeleted, RecordUpdated, Total
@@ -127,6 +128,9 @@ def _write(asset: Asset, draft: Draft, owner: str) -> Written | None:
     key = natural_key(scope.task_id, draft.type, draft.background, draft.content)
     counts = term_counts(searchable(draft.content, draft.background))
     sources = provenance.check(assets.where_of(asset), scope.user_id, scope.task_id, draft.sources)
+    # words in vectors: embedded before the write, which has no postings only if it got its vector
+    ahead = meaning.text_ahead(assets.where_of(asset), LAYER, _embedded_text(draft.content, draft.background))
+    in_vector = meaning.vector_ahead(ahead)
     for _ in attempts("atomic/add"):
         where = assets.where_of(asset)
         if draft.id is not None and (done := records.get(where, scope.user_id, draft.id)) is not None:
@@ -134,16 +138,16 @@ def _write(asset: Asset, draft: Draft, owner: str) -> Written | None:
         record = _new_record(where, draft, key, counts, sources)
         provenance.cite(where, scope.user_id, record.id, sources)
         try:
-            records.create(where, record, counts)
-            return _created(asset, where, scope, record, draft.sources, owner)
+            records.create(where, record, counts, in_vector=in_vector)
+            return _created(asset, where, scope, record, draft.sources, owner, ahead)
         except Cancelled as exc:
             if "epoch" in exc.failed:  # a clear moved the memory on: add into the new epoch
                 provenance.uncite(where, scope.user_id, record.id, sources)
                 asset = assets.ensure(assets.of_scope(scope), scope.team_id, scope.agent_id, owner)
                 continue
         holder = records.holder(where, scope.user_id, key)  # the natural key is taken: reinforce its record
-        if _took_over(where, record, counts, holder):
-            return _created(asset, where, scope, record, draft.sources, owner)
+        if _took_over(where, record, counts, holder, in_vector):
+            return _created(asset, where, scope, record, draft.sources, owner, ahead)
         provenance.uncite(where, scope.user_id, record.id, sources)
         if holder is None:
             continue  # deleted or edited meanwhile: add again
@@ -173,8 +177,15 @@ def _write(asset: Asset, draft: Draft, owner: str) -> Written | None:
     raise AssertionError("unreachable")
 
 
-def _created(asset: Asset, where: Where, scope: Scope, record: Record, raw: list[str], owner: str) -> Written:
-    meaning.embed_after_write(where, [meaning.piece(record)])  # only a new record: reinforcing never re-embeds
+def _embedded_text(content: str, background: str) -> str:
+    """A record's text as it is embedded (``meaning.text_of``)."""
+    return f"{background}\n{content}" if background else content
+
+
+def _created(
+    asset: Asset, where: Where, scope: Scope, record: Record, raw: list[str], owner: str, ahead: meaning.Ahead | None
+) -> Written:
+    meaning.embed_after_write(where, [meaning.piece(record)], ahead=ahead)  # a new record: reinforcing never re-embeds
     _recheck(asset, where, scope, record.id, raw, owner)
     return Written(record.id, 1, True, 1, where)
 
@@ -184,7 +195,7 @@ def _staged(where: Where, holder: Record | None) -> bool:
     return holder is not None and holder.import_id is not None and holder.import_id in where.staged
 
 
-def _took_over(where: Where, record: Record, counts: Any, holder: Record | None) -> bool:
+def _took_over(where: Where, record: Record, counts: Any, holder: Record | None, in_vector: bool) -> bool:
     """The natural key is held by a record a running import staged: the new record takes its guard
     over, as if the staged one were not there yet (``staging.fold`` turns it into a reinforcement
     of this record once the import commits). False when the holder is not staged, or the race for
@@ -192,7 +203,7 @@ def _took_over(where: Where, record: Record, counts: Any, holder: Record | None)
     if holder is None or not _staged(where, holder):
         return False
     try:
-        records.create(where, record, counts, over=holder)
+        records.create(where, record, counts, over=holder, in_vector=in_vector)
     except Cancelled:
         return False
     return True
@@ -275,11 +286,15 @@ def update(
             provenance.cite(where, scope.user_id, atom_id, sources)
         now = now_ms()
         event = event_items([NewEvent("atomic_update", LAYER, atom_id, 1)], context)[0]
-        if _saved(where, record, fields, now, event):
+        changed = meaning.text_changed(record, content, background)
+        text = _embedded_text(content, background)
+        ahead = meaning.text_ahead(where, LAYER, text) if changed else None  # words in vectors: ahead
+        if _saved(where, record, fields, now, event, ahead):
             break
+        meaning.settle(ahead)
     reindex_record(scope, where, atom_id)
-    if meaning.text_changed(record, content, background):  # re-embed only when the embedded text changed
-        meaning.after_update(where, records.get(where, scope.user_id, atom_id))
+    if changed:  # re-embed only when the embedded text changed
+        meaning.after_update(where, records.get(where, scope.user_id, atom_id), (text, ahead))
     if raw_sources:
         _recheck(asset, where, scope, atom_id, raw_sources, principal.key_id)
     return RecordUpdated(id=atom_id, version=f"v{version + 1}", updated_at=format_ms(now))
@@ -314,14 +329,20 @@ def _changed(record: Record, changes: dict[str, Any], sources: list[str] | None)
     return fields
 
 
-def _saved(where: Where, record: Record, fields: dict[str, Any], now: int, event: Any) -> bool:
+def _saved(
+    where: Where, record: Record, fields: dict[str, Any], now: int, event: Any, ahead: meaning.Ahead | None
+) -> bool:
     """Write the update at the version read; False when the record changed (or vanished) between
-    the read and the write (read again), a domain error when it cannot be made."""
+    the read and the write (read again), a domain error when it cannot be made. Words in vectors:
+    its terms go with its new vector if ``ahead`` got it, or stay with the one it has if its text
+    is the same; else it has postings again."""
     content, background = fields["content"], fields["background"]
     counts = term_counts(searchable(content, background))
     key = natural_key(record.task_id, record.type, background, content)
+    changed = meaning.text_changed(record, content, background)
+    kept = meaning.vector_ahead(ahead) if changed else postings.in_vector(record)
     try:
-        records.update(where, record, fields, key, sum(counts.values()), now, event)
+        records.update(where, record, fields, key, sum(counts.values()), now, event, counts if kept else None)
     except Cancelled as exc:
         if "epoch" in exc.failed:
             raise NotFound(NOT_FOUND) from None  # cleared meanwhile: the record is gone
@@ -412,6 +433,12 @@ def search(
             text_of=lambda r: searchable(r.content, r.background or ""),
             keep=keep,
             semantic=by_meaning if mode != "keyword" else None,
+            both=partial(vector_words.halves, asked(where)) if where.words else None,
+        )
+
+    def asked(where: Where) -> vector_words.Asked:
+        return vector_words.Asked(
+            where, LAYER, scope.user_id, text, query_terms(text), mode, task_id=scope.task_id, type_=type_
         )
 
     asset, result = assets.read_at_epoch(scope, authorize, run)

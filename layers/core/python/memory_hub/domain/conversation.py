@@ -203,11 +203,13 @@ def leads(where: Where, scope: Scope, text: str, limit: int, mode: str) -> list[
     def by_meaning(depth: int) -> retrieval.Meant | None:
         return meaning.semantic(where, RECORDS, scope.user_id, text, depth, task_id=scope.task_id)
 
+    lead_mode = "semantic" if mode == "hybrid" else mode
+    asked = vector_words.Asked(where, RECORDS, scope.user_id, text, query_terms(text), lead_mode, task_id=scope.task_id)
     found = retrieval.search(
         pk=where.item_pk(RECORDS, scope.user_id),
         text=text,
         limit=limit,
-        mode="semantic" if mode == "hybrid" else mode,
+        mode=lead_mode,
         filters=postings.Filters(task_id=scope.task_id),
         stats=lambda: held,
         fetch=lambda ids: records.get_many(where, scope.user_id, ids),
@@ -215,6 +217,7 @@ def leads(where: Where, scope: Scope, text: str, limit: int, mode: str) -> list[
         keep=lambda r: scope.task_id is None or r.task_id == scope.task_id,
         semantic=by_meaning if mode != "keyword" else None,
         per_result=LEAD_POSTINGS,
+        both=partial(vector_words.halves, asked) if where.words else None,
     )
     lent: dict[str, float] = {}
     for record, score in found.items:

@@ -104,8 +104,7 @@ def index_for(where: Where, user_id: str) -> vectors.Index:
 
 
 def _vector(item: Piece, data: list[float], described: str, words: bool = False) -> vectors.Vector:
-    """An item's vector; ``words``: a memory whose messages' words go with their vectors (a
-    message's carry its terms)."""
+    """An item's vector; ``words``: a memory whose words go with their vectors (they carry its terms)."""
     return vectors.Vector(
         item.id,
         data,
@@ -117,7 +116,7 @@ def _vector(item: Piece, data: list[float], described: str, words: bool = False)
             type_=item.type,
             at_ms=item.at,
             model=described,
-            terms=term_counts(item.text) if words and item.layer == L0 else None,
+            terms=term_counts(item.text) if words else None,
         ),
     )
 
@@ -180,6 +179,17 @@ def embedded(items: Sequence[Piece], ahead: Ahead | None) -> frozenset[str]:
         logger.exception("embedding ahead of a write failed; its items get postings")
         return frozenset()
     return frozenset(i.id for i, r in zip(items, results, strict=True) if isinstance(r, list))
+
+
+def text_ahead(where: Where, layer: str, text: str) -> Ahead | None:
+    """In a memory whose words are in its vectors, one item's embedding started ahead of its write
+    (``embedded`` waits for it; ``embed_after_write`` or ``after_update`` takes it); else None."""
+    return embed_ahead([Piece("", layer, "", None, None, None, 0, text)]) if where.words else None
+
+
+def vector_ahead(ahead: Ahead | None) -> bool:
+    """Whether the one embedding ``text_ahead`` started got a vector (waiting for it)."""
+    return bool(embedded([Piece("", L1, "", None, None, None, 0, "")], ahead))
 
 
 def settle(ahead: Ahead | None) -> None:
@@ -437,19 +447,25 @@ def text_changed(before: Record | None, content: str, background: str) -> bool:
     return before is None or text_of(before) != (f"{background}\n{content}" if background else content)
 
 
-def after_update(where: Where, after: Record | None) -> None:
+def after_update(where: Where, after: Record | None, ahead: tuple[str, Ahead | None] = ("", None)) -> None:
     """An L1 update that changed the embedded text: re-embed; should that fail, the old vector is
     removed now (the old text is never found by meaning) and the new one queued. A record deleted
-    meanwhile has nothing to embed (its delete erased its vector)."""
+    meanwhile has nothing to embed (its delete erased its vector). ``ahead``: (a text, its embedding
+    started ahead of the update) — taken if the record holds that text still."""
+    text, started = ahead
     if after is None:
+        settle(started)
         return
+    if started is not None and text != text_of(after):
+        settle(started)
+        started = None  # a racing update changed it again: embedded anew
     if not enabled():
         vector_erasure.erase(where, [(after.user_id, after.id)])
         return
     outcome = Outcome()
     if get_settings().vectors_batched:  # the new vector waits (replacing one that waited), the old one goes now
         try:
-            _batched(where, [piece(after)], get_settings().embed_budget_s, outcome, None)
+            _batched(where, [piece(after)], get_settings().embed_budget_s, outcome, started)
         except Exception:
             logger.exception("re-embedding an updated record failed")
         mine = [(after.user_id, after.id)]
@@ -465,7 +481,7 @@ def after_update(where: Where, after: Record | None) -> None:
         return
     else:
         try:
-            retry = embed_and_store(where, [piece(after)], get_settings().embed_budget_s, outcome)
+            retry = embed_and_store(where, [piece(after)], get_settings().embed_budget_s, outcome, started)
         except Exception:
             logger.exception("re-embedding an updated record failed")
             retry = [after.id]

@@ -1,6 +1,6 @@
-"""Search by words in a memory whose messages' words are indexed with their vectors (``Where.words``).
+"""Search by words in a memory whose words are indexed with its vectors (``Where.words``).
 
-There a message has no postings: its vector carries its terms (``vectors.TERMS``: the word index's
+There a message or a record has no postings: its vector carries its terms (``vectors.TERMS``: the word index's
 digests, as often as it holds each) and S3 Vectors searches them by full text. A search asks one
 ``QueryVectors`` of its user's index — the query's vector and its terms' digests together, ``topK``
 as deep as the meaning half reads, with the metadata — and gets the candidates of both halves: the
@@ -63,6 +63,7 @@ class Asked:
     task_id: str | None = None
     start_ms: int | None = None
     end_ms: int | None = None
+    type_: str | None = None
 
 
 @dataclass
@@ -89,6 +90,7 @@ def halves(
         model=meaning.model(),
         session_id=asked.session_id,
         task_id=asked.task_id,
+        type_=asked.type_,
         start_ms=asked.start_ms,
         end_ms=asked.end_ms,
     )

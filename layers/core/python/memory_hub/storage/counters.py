@@ -107,7 +107,7 @@ def change(
     ``shares``: of these items, (items, tokens) each running import staged (an erasure reaching
     them moves their notes with the count); ``posted``: of these items, those indexed by postings
     in a memory whose words are in its vectors (a search reads postings only while some are)."""
-    if items == 0 and tokens == 0:
+    if items == 0 and tokens == 0 and posted == 0:
         return
     actions: list[Action] = [Counter.user_id.set(user_id)]
     if items:

@@ -53,7 +53,7 @@ from typing import Any, TypeVar
 from pynamodb.constants import COUNT
 from pynamodb.exceptions import DeleteError
 
-from ..analysis import term_counts
+from ..analysis import searchable, term_counts
 from . import layout, views
 from .concurrency import Deadline, for_each, in_batches, parallel
 from .errors import Unfinished
@@ -365,8 +365,20 @@ def erase_items(pk: str, item_ids: list[str]) -> int:
 
 
 def in_vector(item: Any) -> bool:
-    """Whether an item's terms are in its vector, not in postings (a message of ``VECTOR_FORMAT``)."""
-    return isinstance(item, views.Message) and int(item.index_format or 0) == VECTOR_FORMAT
+    """Whether an item's terms are in its vector, not in postings (``VECTOR_FORMAT``)."""
+    return int(getattr(item, "index_format", None) or 0) == VECTOR_FORMAT
+
+
+def vectored(items: Iterable[views.Message | views.Record]) -> list[views.Posting]:
+    """The postings the items whose terms are in their vectors would have (none is written): what
+    their terms' counts hold of them, from their text."""
+    rows: list[views.Posting] = []
+    for item in items:
+        if in_vector(item):
+            text = item.content if isinstance(item, views.Message) else searchable(item.content, item.background or "")
+            counts = term_counts(text)
+            rows += build(item.pk, item.id, counts, sum(counts.values()))
+    return rows
 
 
 def held_by(items: Iterable[views.Message | views.Record]) -> list[views.Posting]:
@@ -414,13 +426,13 @@ def erase_ahead(messages: list[views.Message]) -> int:
     return len(rows)
 
 
-def uncount_vectored(messages: Iterable[views.Message]) -> None:
-    """Take the terms of messages about to go whose terms are in their vectors (no postings) off
-    their counts — before them, as ``erase_ahead`` does with postings, so that nothing of their
-    words outlives them (a counter at zero goes). A retry after a request died between this and
-    their transaction takes them off again: a count left low reads as the candidates holding the
-    term (``retrieval``), never a trace of a message that is gone."""
-    rows = [row for message in messages if in_vector(message) for row in indexed(message)]
+def uncount_vectored(messages: Iterable[views.Message | views.Record]) -> None:
+    """Take the terms of items whose terms are in their vectors (no postings) off their counts, so
+    that nothing of their words outlives them (a counter at zero goes): messages before they go,
+    as ``erase_ahead`` does with postings (a retry after a request died between this and their
+    transaction takes them off again: a count left low reads as the candidates holding the term,
+    never a trace of a message that is gone); records once gone, as their postings are erased."""
+    rows = vectored(messages)
     if rows:
         count(rows, -1)
 

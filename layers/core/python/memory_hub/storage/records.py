@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 from typing_extensions import TypeIs  # typing's own from Python 3.13
 
+from ..analysis import searchable, term_counts
 from . import assets, citations, counters, layout, messages, postings, views
 from .concurrency import Deadline, parallel
 from .counters import Where
@@ -92,15 +93,27 @@ def index(record: views.Record, counts: Tally[str]) -> list[views.Posting]:
     return postings.build(record.pk, record.id, counts, int(record.terms), type_=record.type, task_id=record.task_id)
 
 
-def create(where: Where, record: views.Record, counts: Tally[str], *, over: views.Record | None = None) -> None:
+def create(
+    where: Where,
+    record: views.Record,
+    counts: Tally[str],
+    *,
+    over: views.Record | None = None,
+    in_vector: bool = False,
+) -> None:
     """Store a new record with its guard, counter and postings. Raises Cancelled: ['guard'] when
     another record holds its natural key, ['epoch'] when a clear moved the memory on — with
     nothing of this call left behind. ``over``: a record a running import staged that holds the
     natural key; the new record takes the guard over from it while that import still runs (as if
     the staged record were not there yet: ``staging.fold`` makes it a reinforcement once the import
-    commits); 'epoch' also when the import no longer runs."""
+    commits); 'epoch' also when the import no longer runs. ``in_vector`` (a memory whose words are
+    in its vectors): the caller has its vector and will keep it — its terms go with it, only
+    counted here (``postings.VECTOR_FORMAT``); else it has postings, counted as ``posted``."""
+    kept = in_vector and where.words
+    if kept:
+        record = replace(record, index_format=postings.VECTOR_FORMAT)
     rows = index(record, counts)
-    postings.put(rows)
+    postings.count(rows) if kept else postings.put(rows)
     transaction = Transaction()
     free: Any
     if over is None:
@@ -113,11 +126,14 @@ def create(where: Where, record: views.Record, counts: Tally[str], *, over: view
         "guard", Guard(record.pk, layout.natural_key_sk(record.natural_key), atom_id=record.id), condition=free
     )
     transaction.put("record", record)
-    counters.change(transaction, where, LAYER, record.user_id, 1, int(record.terms), staged=record.import_id)
+    posted = int(not kept) if where.words else 0
+    counters.change(
+        transaction, where, LAYER, record.user_id, 1, int(record.terms), staged=record.import_id, posted=posted
+    )
     try:
         transaction.commit()
     except Cancelled:
-        postings.delete(rows)
+        postings.count(rows, -1) if kept else postings.delete(rows)
         raise
 
 
@@ -198,10 +214,14 @@ def update(
     terms: int,
     now_ms: int,
     event: views.AuditEvent,
+    in_vector: Tally[str] | None = None,
 ) -> None:
     """Change a record at the version read, move its guard with its natural key, record the audit
     event — one transaction. Cancelled: 'epoch' (cleared), 'record' (changed or gone meanwhile),
-    'guard' (another record holds the new natural key)."""
+    'guard' (another record holds the new natural key). In a memory whose words are in its vectors,
+    ``in_vector``: the new text's terms when the caller has its new vector and will keep it (they
+    go with it; else the record has postings again, ``reindex``'s to write) — the terms' counts
+    move from the old text to the new once the update is made."""
     version = int(record.version)
     actions = [
         Record.version.set(version + 1),
@@ -215,6 +235,11 @@ def update(
         actions.append(Record.cited.set(cited_after(record.cited, list(fields["sources"]))))
     if natural_key != record.natural_key:  # the imported lines it folded in were other content
         actions.append(Record.absorbed.remove())
+    posted = 0
+    if where.words:  # its words in its vector, or in postings again
+        kept = in_vector is not None
+        actions.append(Record.index_format.set(postings.VECTOR_FORMAT if kept else postings.RECORD_FORMAT))
+        posted = int(in_vector is None) - int(not postings.in_vector(record))
     transaction = Transaction()
     assets.guard_epoch(transaction, where.team_id, where.agent_id, where.epoch)
     transaction.update("record", record, actions, condition=Record.version == version)
@@ -229,14 +254,20 @@ def update(
             Guard(record.pk, layout.natural_key_sk(record.natural_key)),
             condition=Guard.atom_id == record.id,
         )
-    counters.change(transaction, where, LAYER, record.user_id, 0, terms - int(record.terms or 0))
+    counters.change(transaction, where, LAYER, record.user_id, 0, terms - int(record.terms or 0), posted=posted)
     transaction.put("audit", event)
     transaction.commit()
+    before = term_counts(searchable(record.content, record.background or "")) if postings.in_vector(record) else None
+    if where.words and before != in_vector:  # the old text's terms off (postings: with them), the new one's on
+        postings.uncount_vectored([record])
+        if in_vector:
+            postings.count(postings.build(record.pk, record.id, in_vector, sum(in_vector.values())))
 
 
 def sync_postings(record: views.Record, counts: Tally[str]) -> None:
-    """Make the record's postings exactly those of ``counts`` (after an update)."""
-    wanted = {row.sk: row for row in index(record, counts)}
+    """Make the record's postings exactly those of ``counts`` (after an update): none for a record
+    whose terms are in its vector."""
+    wanted = {} if postings.in_vector(record) else {row.sk: row for row in index(record, counts)}
     present = {row.sk: row for row in postings.of_item(record.pk, record.id)}
     # A kept term whose impact moved (the record's length changed) is rewritten: erased, then put.
     stale = [row for sk, row in present.items() if sk not in wanted or row.lsi3 != wanted[sk].lsi3]
@@ -419,7 +450,10 @@ def _delete(
             mine = [r for r in part if r.user_id == user_id]
             tokens = sum(int(r.terms or 0) for r in mine)
             shares = {i: (-k, -t) for i, (k, t) in staged_shares(mine, running).items()}
-            counters.change(transaction, where, LAYER, user_id, -n, -tokens, staged=staged, shares=shares)
+            posted = -sum(1 for r in mine if not postings.in_vector(r)) if where.words else 0
+            counters.change(
+                transaction, where, LAYER, user_id, -n, -tokens, staged=staged, shares=shares, posted=posted
+            )
         chunk_events = events(part)
         for event in chunk_events:
             transaction.put("audit", event)
@@ -441,8 +475,9 @@ def _delete(
 def _finish(
     where: Where, removed: list[views.Record], beside: Callable[[list[views.Record]], object] | None, indexed: bool
 ) -> None:
-    """What goes with records just erased: their postings (unless erased first) and citation
-    entries, and ``beside`` at the same time."""
+    """What goes with records just erased: their postings (unless erased first) — or the counts of
+    their terms, those in their vectors — and citation entries, and ``beside`` at the same time."""
+    postings.uncount_vectored(removed)
     if indexed:
         parallel(lambda: postings.erase_removed(removed, beside), lambda: forget_citations(where, removed))
     else:  # their postings are gone already (``erase_in``)
