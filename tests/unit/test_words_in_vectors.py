@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from in_process import fresh_scope, writer
 from memory_hub.analysis import query_terms, term_counts
 from memory_hub.domain import assets, atomic, conversation, meaning, vector_words
+from memory_hub.domain.errors import Unavailable
 from memory_hub.domain.search import rank
 from memory_hub.settings import SettingsError, from_environment, get_settings
 from memory_hub.storage import counters, embeddings, layout, postings, vectors
@@ -227,3 +228,16 @@ def test_a_records_words_go_with_its_vector_through_its_updates_and_its_erasure(
     assert _records(where, "df") and {postings.item_in_key(p) for p in _records(where)} == {record}
     atomic.delete(scope, [record, other], None, writer(scope), "req-unit-wv-05")
     assert _records(where) == [] and _records(where, "df") == [] and counters.held(where, "L1", "u").posted == 0
+
+
+def test_a_vector_query_that_fails_fails_the_search_rather_than_answer_what_waits(in_vectors):
+    scope = fresh_scope()
+    conversation.add(scope, [{"role": "user", "content": "the apple orchard"}], writer(scope))
+
+    def down(*args, **kwargs):
+        raise RuntimeError("S3 Vectors is down")
+
+    in_vectors.setattr(vectors, "query", down)
+    for mode in ("keyword", "hybrid", "semantic"):
+        with pytest.raises(Unavailable, match="retry"):
+            _search(scope, "apple", mode)

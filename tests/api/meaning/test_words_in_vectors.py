@@ -90,3 +90,28 @@ def test_a_message_whose_embedding_failed_has_postings_and_an_erasure_takes_ever
 def layout_item(row: dict[str, Any]) -> str:
     """The message a posting keyed by term belongs to (the last part of its key)."""
     return str(row["sk"]["S"].rsplit(SEP, 1)[1])
+
+
+def test_a_records_words_go_with_its_vector_and_lead_to_the_turns_it_cites(api):
+    scope = make_scope()
+    [turn] = add_messages(api, scope, "we talked about music lessons")
+    added = scope.body(content="plays the cello every friday", background="hobby", source_message_ids=[turn])
+    record = str(ok(api.post("/v3/atomic/add", added))["id"])
+    mine = f"#{layout.digest(scope.user_id)}"
+    postings = scan(TABLES["items"], "begins_with(sk, :p)", {":p": {"S": f"p{SEP}"}})
+    assert [r for r in postings if r["pk"]["S"].startswith("L1#") and r["pk"]["S"].endswith(mine)] == []
+
+    def found(query: str) -> list[str]:
+        hits = ok(api.post("/v3/atomic/search", scope.body(query=query, mode="keyword")))
+        return [item["id"] for item in hits["items"]]
+
+    assert found("cello") == [record] and found("hobby") == [record], "from what waits, at once"
+    assert _search(api, scope, "cello") == [turn], "the record leads to the turn it cites"
+    ok(api.post("/v3/atomic/update", scope.body(id=record, content="plays the violin every friday")))
+    assert found("violin") == [record] and found("cello") == [], "the new text only"
+    wait_for_vectors([record], timeout=WINDOW_S + 60)
+    [(_, _, meta)] = vectors_of([record])[record]
+    assert set(term_digests(["violin"])) <= set(meta["terms"].split())
+    assert found("violin") == [record]
+    ok(api.post("/v3/atomic/delete", scope.body(ids=[record])))
+    assert found("violin") == [] and vectors_of([record]) == {}

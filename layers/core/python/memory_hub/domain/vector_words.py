@@ -26,7 +26,8 @@ What is not in S3 Vectors yet is found all the same, from the next request:
 
 Its modes: ``hybrid`` asks both (one call), ``keyword`` the words alone, ``semantic`` the vector
 alone (the words only if the query cannot be embedded). With meaning turned off since the memory was
-created, its words are still asked (a query of words needs no model).
+created, its words are still asked (a query of words needs no model). A ``QueryVectors`` that fails
+fails the search (503, retryable): neither half could answer — not an answer of what waits alone.
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ from ..storage import counters, postings, vectors, waiting_vectors
 from ..storage.concurrency import parallel
 from ..storage.counters import Where
 from . import meaning
+from .errors import Unavailable
 from .retrieval import Meant, Place, Ranked
 from .search import Stats, idf, saturation
+
+UNANSWERED = "search: the vector index did not answer; nothing was changed, retry"
 
 Terms = Callable[[list[str]], "dict[str, Mapping[str, int]]"]
 """The term frequencies of items by id, from their text (an item that is gone is absent)."""
@@ -97,16 +101,16 @@ def halves(
     index = meaning.index_for(where, asked.user_id)
     pk = where.item_pk(asked.layer, asked.user_id)
 
-    def stored() -> list[vectors.Match] | None:
+    def stored() -> list[vectors.Match]:
         if vector is None and not ask_words:
             return []
         try:
             texts = digests if ask_words else ()
             return vectors.query(index, vector, top_k, where_filter, with_metadata=True, texts=texts)
         except Exception:
-            logger.exception("vector query failed; answering with what waits and what has postings")
+            logger.exception("vector query failed: neither words nor meaning can answer")
             count_event("VectorQueryFailures", 1)
-            return None
+            raise Unavailable(UNANSWERED) from None
 
     batched = get_settings().vectors_batched and meaning.enabled()
     found, held, known, waiting = parallel(
@@ -116,12 +120,12 @@ def halves(
         lambda: meaning.waiting_of(where, asked.layer, asked.user_id) if batched else [],
     )
     by_postings = postings_half() if ask_words and held.posted > 0 else Ranked([], 0)
-    candidates = _candidates(found or [], [w for w in waiting if vectors.passes(w.metadata, where_filter)], vector)
+    candidates = _candidates(found, [w for w in waiting if vectors.passes(w.metadata, where_filter)], vector)
     if ask_words:
         _learn_waiting(candidates, terms_of)
     where_said = places(candidates)
     words = _merged(_scored(candidates, digests, held, known), by_postings, where_said)
-    meant = None if vector is None or found is None else _meant(candidates, top_k, where_said)
+    meant = None if vector is None else _meant(candidates, top_k, where_said)
     return words, meant
 
 
