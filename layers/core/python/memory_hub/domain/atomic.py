@@ -128,8 +128,7 @@ def _write(asset: Asset, draft: Draft, owner: str) -> Written | None:
     key = natural_key(scope.task_id, draft.type, draft.background, draft.content)
     counts = term_counts(searchable(draft.content, draft.background))
     sources = provenance.check(assets.where_of(asset), scope.user_id, scope.task_id, draft.sources)
-    # words in vectors: embedded before the write, which has no postings only if it got its vector
-    ahead = meaning.text_ahead(assets.where_of(asset), LAYER, _embedded_text(draft.content, draft.background))
+    ahead = _ahead(assets.where_of(asset), draft, key)
     in_vector = meaning.vector_ahead(ahead)
     for _ in attempts("atomic/add"):
         where = assets.where_of(asset)
@@ -175,6 +174,15 @@ def _write(asset: Asset, draft: Draft, owner: str) -> Written | None:
         _recheck(asset, where, scope, holder.id, draft.sources, owner)
         return Written(holder.id, int(holder.version), False, count, where)
     raise AssertionError("unreachable")
+
+
+def _ahead(where: Where, draft: Draft, key: str) -> meaning.Ahead | None:
+    """Words in vectors: a new record is embedded before its write, which has no postings only if
+    it got its vector — unless a record holds its content already (a reinforcing add never embeds;
+    should that record go meanwhile, the new one gets postings)."""
+    if not where.words or records.holder(where, draft.scope.user_id, key) is not None:
+        return None
+    return meaning.text_ahead(where, LAYER, _embedded_text(draft.content, draft.background))
 
 
 def _embedded_text(content: str, background: str) -> str:
