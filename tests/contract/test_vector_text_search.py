@@ -201,6 +201,23 @@ def test_moto_alone_has_no_update_metadata_configuration():
     assert scenario(False, SETUP, UPDATE_ALONE) == "EndpointConnectionError"
 
 
+MODES = textwrap.dedent("""
+    print(json.dumps([outcome(lambda m=m: vectors.update_index_mode(**AT, indexMode=m)) for m in ("ENHANCED", "CLASSIC")]
+                     + [outcome(lambda: vectors.update_index_mode(vectorBucketName="memory-vectors",
+                                                                 indexName="none", indexMode="ENHANCED"))]))
+""")
+
+
+def test_moto_alone_has_no_update_index_mode():
+    assert scenario(False, SETUP, MODES)[0] != "accepted"
+
+
+def test_an_index_is_made_enhanced_and_never_classic_in_a_bucket_of_now(patched):
+    """AWS makes an index CLASSIC in a vector bucket made before 30 September 2026 (no text query
+    there): a memory whose words are in its vectors makes its new indexes ENHANCED."""
+    assert scenario(True, SETUP, MODES) == ["accepted", "ValidationException", "NotFoundException"]
+
+
 def test_a_text_query_needs_get_vectors_as_a_filter_does():
     from memory_hub_local.aws.vector_calls import vectors_call
 

@@ -15,7 +15,7 @@ from memory_hub.domain import assets, atomic, conversation, meaning, vector_word
 from memory_hub.domain.errors import Unavailable
 from memory_hub.domain.search import rank
 from memory_hub.settings import SettingsError, from_environment, get_settings
-from memory_hub.storage import counters, embeddings, layout, postings, vectors
+from memory_hub.storage import counters, embeddings, layout, postings, records, vectors
 from memory_hub.storage.counters import Where
 from memory_hub.storage.models import Posting
 
@@ -241,3 +241,30 @@ def test_a_vector_query_that_fails_fails_the_search_rather_than_answer_what_wait
     for mode in ("keyword", "hybrid", "semantic"):
         with pytest.raises(Unavailable, match="retry"):
             _search(scope, "apple", mode)
+
+
+def test_a_delete_of_a_record_read_before_its_words_moved_takes_them_from_where_they_went(in_vectors):
+    """An erasure reads a record whose words are in its vector; an update then gives it postings
+    (its new text not embedded): the erasure's view is stale — its delete, whose guard moved with
+    the new text, re-reads the record and erases the postings, and ``posted`` comes back to nothing."""
+    scope = fresh_scope()
+    record = atomic.add(scope, "plays the cello every friday", "episodic", "", [], {}, writer(scope)).id
+    where = Where.of(assets.of_scope(scope))
+    stale = records.get(where, "u", record)
+    in_vectors.setattr(embeddings, "embed_many", lambda m, d, texts, s: [embeddings.FINAL for _ in texts])
+    atomic.update(scope, record, {"content": "plays the viola"}, None, writer(scope), "req-unit-wv-06")
+    assert _records(where) and counters.held(where, "L1", "u").posted == 1
+    records.delete(where, [stale], lambda part: [])
+    assert _records(where) == [] and counters.held(where, "L1", "u").posted == 0
+
+
+def test_a_new_model_leaves_every_item_found_by_its_words_while_it_is_re_embedded(in_vectors):
+    scope = fresh_scope()
+    [old] = conversation.add(scope, [{"role": "user", "content": "the apple orchard"}], writer(scope)).accepted_ids
+    in_vectors.setenv("EMBEDDING_MODEL", "another-model")
+    get_settings.cache_clear()
+    meaning._QUERIES.clear()
+    assert _search(scope, "orchard") == [old], "its vector is of the model of before: its terms still count"
+    assert _search(scope, "orchard", "hybrid") == [old]
+    assert _search(scope, "apple", "semantic") == [], "its similarity does not: another model's"
+    in_vectors.delenv("EMBEDDING_MODEL")

@@ -115,3 +115,14 @@ def test_a_records_words_go_with_its_vector_and_lead_to_the_turns_it_cites(api):
     assert found("violin") == [record]
     ok(api.post("/v3/atomic/delete", scope.body(ids=[record])))
     assert found("violin") == [] and vectors_of([record]) == {}
+
+
+def test_a_users_erasure_leaves_no_count_of_their_terms_even_one_drift_left(api):
+    scope = make_scope()
+    add_messages(api, scope, *[f"garnet harbor iris ember fjord dune cider boat apple {i}" for i in range(12)])
+    [row] = _partition(scope, "df")[:1] or [None]
+    assert row is not None, "their terms are counted (one in 8 of them)"
+    stray = {**row, "sk": {"S": f"df{SEP}{'0' * 20}"}}  # a count a request that died left behind
+    aws_client("dynamodb").put_item(TableName=TABLES["items"], Item=stray)
+    ok(api.post("/v3/user-memory/delete", {"memory_id": scope.memory_id, "user_id": scope.user_id}))
+    assert _partition(scope, "df") == [] and _partition(scope, "t") == []

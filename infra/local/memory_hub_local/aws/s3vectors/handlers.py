@@ -235,6 +235,22 @@ def _scores(found: text.Found) -> dict[str, Any]:
     return scores
 
 
+def update_index_mode(response: Any) -> ActionResult:
+    """UpdateIndexMode, which moto lacks: ENHANCED is every index's mode already (``patches``);
+    CLASSIC is refused, as AWS refuses it for an index of a vector bucket made on or after 30
+    September 2026 — every bucket here is."""
+    response._validate_index_params(
+        response._get_param("indexArn"), response._get_param("indexName"), response._get_param("vectorBucketName")
+    )
+    _index_of(response)
+    mode = response._get_param("indexMode")
+    if mode != text.ENHANCED:
+        raise invalid(
+            f"indexMode {mode} can only be specified for an index in a vector bucket created before September 30, 2026"
+        )
+    return ActionResult({})
+
+
 # The operations by moto's name for them: those whose handler wraps moto's own, and those whose
 # handler replaces it (QueryVectors: adds it).
 WRAPPED: dict[str, Callable[[Any, Own], ActionResult]] = {
@@ -248,4 +264,5 @@ REPLACED: dict[str, Callable[[Any], ActionResult]] = {
     "list_vectors": list_vectors,
     "query_vectors": query_vectors,
     "update_metadata_configuration": update_metadata_configuration,
+    "update_index_mode": update_index_mode,
 }

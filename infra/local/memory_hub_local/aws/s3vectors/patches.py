@@ -75,13 +75,13 @@ def packed_vectors() -> None:
 
 
 def route_query_vectors() -> None:
-    """moto's S3 Vectors routes have no QueryVectors nor UpdateMetadataConfiguration: they go to the
-    same dispatcher as the others."""
+    """moto's S3 Vectors routes have no QueryVectors, UpdateMetadataConfiguration nor
+    UpdateIndexMode: they go to the same dispatcher as the others."""
     from moto.s3vectors import urls
     from moto.s3vectors.responses import S3VectorsResponse
 
-    urls.url_paths["{0}/QueryVectors$"] = S3VectorsResponse.dispatch
-    urls.url_paths["{0}/UpdateMetadataConfiguration$"] = S3VectorsResponse.dispatch
+    for operation in ("QueryVectors", "UpdateMetadataConfiguration", "UpdateIndexMode"):
+        urls.url_paths[f"{{0}}/{operation}$"] = S3VectorsResponse.dispatch
 
 
 def enhanced_indexes() -> None:

@@ -182,12 +182,7 @@ def _ahead(where: Where, draft: Draft, key: str) -> meaning.Ahead | None:
     should that record go meanwhile, the new one gets postings)."""
     if not where.words or records.holder(where, draft.scope.user_id, key) is not None:
         return None
-    return meaning.text_ahead(where, LAYER, _embedded_text(draft.content, draft.background))
-
-
-def _embedded_text(content: str, background: str) -> str:
-    """A record's text as it is embedded (``meaning.text_of``)."""
-    return f"{background}\n{content}" if background else content
+    return meaning.text_ahead(where, LAYER, meaning.record_text(draft.content, draft.background))
 
 
 def _created(
@@ -295,7 +290,7 @@ def update(
         now = now_ms()
         event = event_items([NewEvent("atomic_update", LAYER, atom_id, 1)], context)[0]
         changed = meaning.text_changed(record, content, background)
-        text = _embedded_text(content, background)
+        text = meaning.record_text(content, background)
         ahead = meaning.text_ahead(where, LAYER, text) if changed else None  # words in vectors: ahead
         if _saved(where, record, fields, now, event, ahead):
             break

@@ -62,10 +62,12 @@ def model() -> str:
 
 def text_of(item: Message | Record) -> str:
     """The text that is embedded: L0 ``content``; L1 ``background`` and ``content``."""
-    if records.is_record(item):
-        background = item.background or ""
-        return f"{background}\n{item.content}" if background else item.content
-    return item.content
+    return record_text(item.content, item.background or "") if records.is_record(item) else item.content
+
+
+def record_text(content: str, background: str) -> str:
+    """A record's embedded text, from its content and background."""
+    return f"{background}\n{content}" if background else content
 
 
 @dataclass(frozen=True)

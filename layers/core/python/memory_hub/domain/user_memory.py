@@ -57,8 +57,9 @@ def delete(
         (removed_l0, events_l0), (removed_l1, events_l1) = _erase_layers(
             asset, where, user_id, (found_l0, events("L0")), (found_l1, events("L1")), until
         )
-        # a record updated meanwhile was indexed again: those postings go too
+        # a record updated meanwhile was indexed again: those postings go too; and any term count left
         postings.erase_of([r for r in removed_l1 if int(r.version) != versions.get(r.id)])
+        postings.drop_counts([where.item_pk(messages.LAYER, user_id), where.item_pk(records.LAYER, user_id)])
         empty, (files, file_events), _, _, _, _, exports = parallel(
             lambda: _nothing_deleted(removed_l0, removed_l1, target, context),
             lambda: formed.drop_user(asset, where, user_id, context),

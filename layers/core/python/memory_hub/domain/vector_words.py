@@ -21,8 +21,8 @@ What is not in S3 Vectors yet is found all the same, from the next request:
   the meaning half already) gives its vector, its text (read as a candidate is) its terms;
 - a message that has postings — its embedding failed when it was written, an import wrote it —
   is found by them: the user's counter counts such messages (``counters.Held.posted``), and only
-  while there are any does a search read postings (the word half of ``retrieval``), its ranking
-  merged with this one (the better score of an item found both ways).
+  while there are any does a search read postings (the word half of ``retrieval``); what they find
+  joins the candidates, scored alike.
 
 Its modes: ``hybrid`` asks both (one call), ``keyword`` the words alone, ``semantic`` the vector
 alone (the words only if the query cannot be embedded). With meaning turned off since the memory was
@@ -91,7 +91,7 @@ def halves(
     where_filter = vectors.search_filter(
         layer=asked.layer,
         user_id=asked.user_id,
-        model=meaning.model(),
+        model=None if ask_words else meaning.model(),  # words: any model's vector carries its item's terms
         session_id=asked.session_id,
         task_id=asked.task_id,
         type_=asked.type_,
@@ -120,11 +120,14 @@ def halves(
         lambda: meaning.waiting_of(where, asked.layer, asked.user_id) if batched else [],
     )
     by_postings = postings_half() if ask_words and held.posted > 0 else Ranked([], 0)
-    candidates = _candidates(found, [w for w in waiting if vectors.passes(w.metadata, where_filter)], vector)
+    passing = [w for w in waiting if vectors.passes(w.metadata, where_filter)]
+    candidates = _candidates(found, passing, vector, meaning.model())
+    for key, _ in by_postings.order:  # found by postings: scored alike, from their text
+        candidates.setdefault(key, _Candidate(None, 0, None, {}))
     if ask_words:
-        _learn_waiting(candidates, terms_of)
-    where_said = places(candidates)
-    words = _merged(_scored(candidates, digests, held, known), by_postings, where_said)
+        _learn_unknown(candidates, terms_of)
+    where_said = {**places(candidates), **by_postings.places}
+    words = Ranked(_scored(candidates, digests, held, known), by_postings.postings_read, where_said)
     meant = None if vector is None else _meant(candidates, top_k, where_said)
     return words, meant
 
@@ -142,24 +145,28 @@ def _query_vector(asked: Asked) -> list[float] | None:
 
 
 def _candidates(
-    found: list[vectors.Match], waiting: list[waiting_vectors.Waiting], vector: list[float] | None
+    found: list[vectors.Match], waiting: list[waiting_vectors.Waiting], vector: list[float] | None, model: str
 ) -> dict[str, _Candidate]:
     """Every candidate by id: the stored vectors found (with the terms their metadata holds), and
-    the waiting ones in place of a stored one of the same item (they are newer)."""
+    the waiting ones in place of a stored one of the same item (they are newer); a similarity only
+    for a vector of the current ``model`` (another's is re-embedded by the cleanup)."""
     candidates: dict[str, _Candidate] = {}
     for match in found:
         held = vectors.held_terms(match.metadata)
         terms, length = held if held is not None else (None, 0)
-        similarity = None if match.distance is None else 1.0 - match.distance
+        current = match.distance is not None and match.metadata.get("model") == model
+        similarity = 1.0 - match.distance if current and match.distance is not None else None
         candidates[match.key] = _Candidate(terms, length, similarity, match.metadata)
     for row in waiting:
-        similarity = waiting_vectors.cosine(row.vector, vector) if vector is not None else None
+        current = vector is not None and row.metadata.get("model") == model
+        similarity = waiting_vectors.cosine(row.vector, vector) if current and vector is not None else None
         candidates[row.key] = _Candidate(None, 0, similarity, row.metadata)
     return candidates
 
 
-def _learn_waiting(candidates: dict[str, _Candidate], terms_of: Terms) -> None:
-    """The terms of the candidates whose vectors do not carry them (waiting ones), from their text."""
+def _learn_unknown(candidates: dict[str, _Candidate], terms_of: Terms) -> None:
+    """The terms of the candidates whose vectors do not carry them (waiting ones, those found by
+    postings), from their text."""
     unknown = [key for key, c in candidates.items() if c.terms is None]
     if not unknown:
         return
@@ -198,15 +205,6 @@ def _scored(
         for key, terms in holders.items()
     }
     return sorted(((k, round(s, 6)) for k, s in scores.items() if s > 0), key=lambda pair: (-pair[1], pair[0]))
-
-
-def _merged(by_vectors: list[tuple[str, float]], by_postings: Ranked, where_said: dict[str, Place]) -> Ranked:
-    """The words found in vectors and by postings, an item found both ways at its better score."""
-    best = dict(by_vectors)
-    for key, score in by_postings.order:
-        best[key] = max(score, best.get(key, 0.0))
-    order = sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
-    return Ranked(order, by_postings.postings_read, {**where_said, **by_postings.places})
 
 
 def _meant(candidates: dict[str, _Candidate], top_k: int, where_said: dict[str, Place]) -> Meant:

@@ -357,6 +357,21 @@ def erase_in(pks: list[str], item_ids: Set[str], until: Deadline | None = None) 
     return delete(found, until)
 
 
+def drop_counts(pks: list[str]) -> int:
+    """Delete every term count left in these partitions (a user's erased whole: a count that drift
+    left — a request that died between an item's transaction and its terms' counts — is no trace
+    of what they held either). How many were left."""
+    rows = [
+        row
+        for found in for_each(
+            lambda pk: list(Posting.query(pk, Posting.sk.startswith(frequency_sk("")), consistent_read=True)), pks
+        )
+        for row in found
+    ]
+    _erase(rows)
+    return len(rows)
+
+
 def erase_items(pk: str, item_ids: list[str]) -> int:
     """Remove every posting of these records of one partition (whatever terms they held)."""
     if keyed_by_term(pk):
@@ -426,15 +441,16 @@ def erase_ahead(messages: list[views.Message]) -> int:
     return len(rows)
 
 
-def uncount_vectored(messages: Iterable[views.Message | views.Record]) -> None:
+def uncount_vectored(messages: Iterable[views.Message | views.Record], sign: int = -1) -> None:
     """Take the terms of items whose terms are in their vectors (no postings) off their counts, so
     that nothing of their words outlives them (a counter at zero goes): messages before they go,
     as ``erase_ahead`` does with postings (a retry after a request died between this and their
     transaction takes them off again: a count left low reads as the candidates holding the term,
-    never a trace of a message that is gone); records once gone, as their postings are erased."""
+    never a trace of a message that is gone); records once gone, as their postings are erased.
+    ``sign`` +1 counts them again (a write that took them off and then failed)."""
     rows = vectored(messages)
     if rows:
-        count(rows, -1)
+        count(rows, sign)
 
 
 def erase_of(items: Iterable[views.Message | views.Record]) -> int:

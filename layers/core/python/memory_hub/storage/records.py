@@ -106,9 +106,8 @@ def create(
     nothing of this call left behind. ``over``: a record a running import staged that holds the
     natural key; the new record takes the guard over from it while that import still runs (as if
     the staged record were not there yet: ``staging.fold`` makes it a reinforcement once the import
-    commits); 'epoch' also when the import no longer runs. ``in_vector`` (a memory whose words are
-    in its vectors): the caller has its vector and will keep it — its terms go with it, only
-    counted here (``postings.VECTOR_FORMAT``); else it has postings, counted as ``posted``."""
+    commits); 'epoch' also when the import no longer runs. ``in_vector`` (words in vectors): the
+    caller has its vector — its terms go with it, only counted here; else postings (``posted``)."""
     kept = in_vector and where.words
     if kept:
         record = replace(record, index_format=postings.VECTOR_FORMAT)
@@ -218,10 +217,8 @@ def update(
 ) -> None:
     """Change a record at the version read, move its guard with its natural key, record the audit
     event — one transaction. Cancelled: 'epoch' (cleared), 'record' (changed or gone meanwhile),
-    'guard' (another record holds the new natural key). In a memory whose words are in its vectors,
-    ``in_vector``: the new text's terms when the caller has its new vector and will keep it (they
-    go with it; else the record has postings again, ``reindex``'s to write) — the terms' counts
-    move from the old text to the new once the update is made."""
+    'guard' (another record holds the new natural key). Words in vectors: ``in_vector``, the new
+    text's terms when the caller has its new vector (else postings again, ``reindex``'s to write)."""
     version = int(record.version)
     actions = [
         Record.version.set(version + 1),
@@ -235,7 +232,7 @@ def update(
         actions.append(Record.cited.set(cited_after(record.cited, list(fields["sources"]))))
     if natural_key != record.natural_key:  # the imported lines it folded in were other content
         actions.append(Record.absorbed.remove())
-    posted = 0
+    posted, before = 0, None
     if where.words:  # its words in its vector, or in postings again
         kept = in_vector is not None
         actions.append(Record.index_format.set(postings.VECTOR_FORMAT if kept else postings.RECORD_FORMAT))
@@ -256,12 +253,22 @@ def update(
         )
     counters.change(transaction, where, LAYER, record.user_id, 0, terms - int(record.terms or 0), posted=posted)
     transaction.put("audit", event)
-    transaction.commit()
-    before = term_counts(searchable(record.content, record.background or "")) if postings.in_vector(record) else None
-    if where.words and before != in_vector:  # the old text's terms off (postings: with them), the new one's on
+    if postings.in_vector(record):
+        before = term_counts(searchable(record.content, record.background or ""))
+    moved = where.words and before != in_vector
+    if moved:  # the old text's terms off first (a request dying after leaves none of them counted)
         postings.uncount_vectored([record])
-        if in_vector:
-            postings.count(postings.build(record.pk, record.id, in_vector, sum(in_vector.values())))
+    try:
+        transaction.commit()
+    except Cancelled:
+        if moved:
+            postings.uncount_vectored([record], sign=+1)
+        raise
+    if moved and in_vector:  # the new text's on — and off again if an erasure took the record meanwhile
+        rows = postings.build(record.pk, record.id, in_vector, sum(in_vector.values()))
+        postings.count(rows)
+        if get(where, record.user_id, record.id) is None:
+            postings.count(rows, -1)
 
 
 def sync_postings(record: views.Record, counts: Tally[str]) -> None:

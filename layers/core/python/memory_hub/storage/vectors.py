@@ -242,7 +242,7 @@ def search_filter(
     *,
     layer: str,
     user_id: str,
-    model: str,
+    model: str | None,
     session_id: str | None = None,
     task_id: str | None = None,
     type_: str | None = None,
@@ -251,11 +251,9 @@ def search_filter(
 ) -> dict[str, Any]:
     """The hard filter of a search: this layer, user and model — narrowed to a session, task or
     type when the request names one, and to a span of item times (``at``, inclusive)."""
-    terms: list[dict[str, Any]] = [
-        {"layer": {"$eq": layer}},
-        {"user": {"$eq": layout.digest(user_id)}},
-        {"model": {"$eq": model}},
-    ]
+    terms: list[dict[str, Any]] = [{"layer": {"$eq": layer}}, {"user": {"$eq": layout.digest(user_id)}}]
+    if model is not None:  # None: a query of words, which any model's vector carries
+        terms.append({"model": {"$eq": model}})
     if session_id is not None:
         terms.append({"session": {"$eq": layout.digest(session_id)}})
     if task_id is not None:
@@ -299,7 +297,8 @@ def _missing(exc: BaseException) -> bool:
 
 
 def create_index(index: Index, dimensions: int) -> None:
-    """Create the index (cosine, float32); an index that exists already — a racing creator — is fine.
+    """Create the index (cosine, float32; with ``words``, ``terms`` searchable and the index
+    ENHANCED, the mode that serves text queries); one that exists already — a racing creator — is fine.
     A bucket that holds its quota of indexes refuses it: counted (``VectorIndexQuotaReached``,
     ``VectorIndexQuotaAlarm``) and raised, so the vectors wait in their queue (found by words, and
     by meaning while they wait in DynamoDB) until the quota is raised."""
@@ -325,6 +324,8 @@ def create_index(index: Index, dimensions: int) -> None:
             count_event(INDEX_QUOTA_METRIC, 1)
         if code != "ConflictException":
             raise
+    if index.words:  # a bucket made before 30 September 2026 makes its indexes CLASSIC: no text query
+        _client().update_index_mode(vectorBucketName=index.bucket, indexName=index.name, indexMode="ENHANCED")
 
 
 def put(index: Index, dimensions: int, vectors: Sequence[Vector]) -> None:

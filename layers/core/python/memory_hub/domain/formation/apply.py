@@ -17,7 +17,7 @@ from typing import Any
 
 from ...analysis import searchable, term_counts
 from ...clock import now_ms
-from ...storage import records
+from ...storage import postings, records
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.counters import Where
 from ...storage.errors import Cancelled
@@ -120,16 +120,20 @@ def _update(asset: Asset, scope: Scope, entry: dict[str, Any], context: EventCon
     fields = {"content": content, "sources": records.shown_sources(record.sources, sources)}
     key = atomic.natural_key(record.task_id, record.type, background, content)
     event = event_items([NewEvent("formation", LAYER, record.id, 1)], context)[0]
+    changed = meaning.text_changed(record, content, background)
+    text = meaning.record_text(content, background)
+    ahead = meaning.text_ahead(where, LAYER, text) if changed else None  # words in vectors: as atomic/update
+    kept = meaning.vector_ahead(ahead) if changed else postings.in_vector(record)
     try:
-        records.update(where, record, fields, key, sum(counts.values()), now_ms(), event)
+        records.update(where, record, fields, key, sum(counts.values()), now_ms(), event, counts if kept else None)
     except Cancelled:
         done.skipped += 1  # cleared, changed meanwhile, or another record holds that content
         return
     if _outlived(asset, where, scope, record.id, sources, context, done):
         return
     atomic.reindex_record(scope, where, record.id)
-    if meaning.text_changed(record, content, background):
-        meaning.after_update(where, records.get(where, scope.user_id, record.id))
+    if changed:
+        meaning.after_update(where, records.get(where, scope.user_id, record.id), (text, ahead))
     done.updated.append(record.id)
 
 
