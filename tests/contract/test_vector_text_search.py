@@ -202,9 +202,9 @@ def test_moto_alone_has_no_update_metadata_configuration():
 
 
 MODES = textwrap.dedent("""
-    print(json.dumps([outcome(lambda m=m: vectors.update_index_mode(**AT, indexMode=m)) for m in ("ENHANCED", "CLASSIC")]
-                     + [outcome(lambda: vectors.update_index_mode(vectorBucketName="memory-vectors",
-                                                                 indexName="none", indexMode="ENHANCED"))]))
+    modes = [outcome(lambda m=m: vectors.update_index_mode(**AT, indexMode=m)) for m in ("ENHANCED", "CLASSIC")]
+    none = {"vectorBucketName": "memory-vectors", "indexName": "none"}
+    print(json.dumps(modes + [outcome(lambda: vectors.update_index_mode(**none, indexMode="ENHANCED"))]))
 """)
 
 

@@ -6,7 +6,7 @@ memory keeps the groups it was created with (one, for a memory of before)."""
 from __future__ import annotations
 
 import pytest
-from in_process import fresh_scope, writer
+from in_process import fresh_scope, meaning_on, writer
 from memory_hub.domain import assets, conversation, meaning, vector_upkeep
 from memory_hub.domain.scope import Scope
 from memory_hub.settings import get_settings
@@ -26,15 +26,8 @@ def _embedded(model_id, dimensions, texts, deadline_s):
 def grouped(aws, monkeypatch):
     """Meaning on, 3-dimensional vectors, the stack's four vector buckets and 16 groups a memory."""
     env = {"EMBEDDINGS": "Enabled", "EMBEDDING_DIMENSIONS": "3", "VECTOR_BUCKETS": BUCKETS, "VECTOR_GROUPS": "16"}
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    monkeypatch.setattr(embeddings, "embed_many", _embedded)
-    meaning._QUERIES.clear()
-    yield monkeypatch
-    for name in env:
-        monkeypatch.delenv(name)
-    get_settings.cache_clear()
+    with meaning_on(monkeypatch, env, _embedded) as patched:
+        yield patched
 
 
 def _two_users_in_two_groups(groups: int = 16) -> tuple[str, str]:

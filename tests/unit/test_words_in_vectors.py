@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from in_process import fresh_scope, writer
+from in_process import fresh_scope, meaning_on, writer
 from memory_hub.analysis import query_terms, term_counts
 from memory_hub.domain import assets, atomic, conversation, meaning, vector_words
 from memory_hub.domain.errors import Unavailable
@@ -138,15 +138,8 @@ def in_vectors(aws, monkeypatch):
         "VECTOR_BUCKETS": "memory-hub-vectorbucket0",
         "WORD_INDEX": "Vectors",
     }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    monkeypatch.setattr(embeddings, "embed_many", _embedded)
-    meaning._QUERIES.clear()
-    yield monkeypatch
-    for name in env:
-        monkeypatch.delenv(name)
-    get_settings.cache_clear()
+    with meaning_on(monkeypatch, env, _embedded) as patched:
+        yield patched
 
 
 def _partition(where: Where, kind: str) -> list[Posting]:
