@@ -612,6 +612,7 @@ RECALL_ACTIONS = {
         "bedrock:InvokeModel",
         "s3vectors:PutVectors",
         "s3vectors:CreateIndex",
+        "s3vectors:UpdateIndexMode",  # a words index is made ENHANCED
         "s3vectors:DeleteVectors",
         "s3vectors:QueryVectors",
         "s3vectors:GetVectors",  # QueryVectors with a metadata filter needs it
@@ -624,6 +625,7 @@ RECALL_ACTIONS = {
         "bedrock:InvokeModel",
         "s3vectors:PutVectors",
         "s3vectors:CreateIndex",
+        "s3vectors:UpdateIndexMode",  # a words index is made ENHANCED
         "s3vectors:DeleteVectors",
         "s3vectors:DeleteIndex",  # a failed import drops a memory it created, index and all
         "s3vectors:ListIndexes",
@@ -633,6 +635,7 @@ RECALL_ACTIONS = {
         "bedrock:InvokeModel",
         "s3vectors:PutVectors",
         "s3vectors:CreateIndex",
+        "s3vectors:UpdateIndexMode",  # a words index is made ENHANCED
         "s3vectors:DeleteVectors",
         "s3vectors:ListVectors",
         "s3vectors:GetVectors",  # ListVectors with metadata needs it
@@ -644,6 +647,7 @@ RECALL_ACTIONS = {
         "bedrock:InvokeModel",
         "s3vectors:PutVectors",
         "s3vectors:CreateIndex",
+        "s3vectors:UpdateIndexMode",  # a words index is made ENHANCED
         "s3vectors:DeleteVectors",
         "sqs:ReceiveMessage",
         "sqs:DeleteMessage",
@@ -654,6 +658,7 @@ RECALL_ACTIONS = {
         "bedrock:InvokeModel",  # the formation model (Converse), and the embeddings of what it forms
         "s3vectors:PutVectors",
         "s3vectors:CreateIndex",
+        "s3vectors:UpdateIndexMode",  # a words index is made ENHANCED
         "s3vectors:DeleteVectors",
         "s3vectors:QueryVectors",  # the user's similar records, found by meaning too
         "s3vectors:GetVectors",

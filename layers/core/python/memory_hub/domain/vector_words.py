@@ -1,10 +1,11 @@
 """Search by words in a memory whose words are indexed with its vectors (``Where.words``).
 
-There a message or a record has no postings: its vector carries its terms (``vectors.TERMS``: the word index's
-digests, as often as it holds each) and S3 Vectors searches them by full text. A search asks one
-``QueryVectors`` of its user's index — the query's vector and its terms' digests together, ``topK``
-as deep as the meaning half reads, with the metadata — and gets the candidates of both halves: the
-nearest vectors with their distances, the vectors holding a query term, and the terms each holds.
+There a message or a record has no postings: its vector carries its terms (``vectors.TERMS``: the
+word index's digests, as often as it holds each) and S3 Vectors searches them by full text. A
+search asks one ``QueryVectors`` of its user's index — the query's vector and its terms' digests
+together, ``topK`` as deep as the meaning half reads, with the metadata — and gets the candidates
+of both halves: the nearest vectors with their distances, the vectors holding a query term, and
+the terms each holds.
 
 S3 Vectors ranks words by BM25 over the whole index, where a group's users are together: a user's
 own names and places, common in their messages, are rare among the group's and would weigh too
@@ -17,10 +18,10 @@ it was built: the same hit@10 as exact counts (``docs/performance.md``).
 
 What is not in S3 Vectors yet is found all the same, from the next request:
 
-- a message whose vector waits for its put (``VectorWrites: Batched``): its waiting row (read by
+- an item whose vector waits for its put (``VectorWrites: Batched``): its waiting row (read by
   the meaning half already) gives its vector, its text (read as a candidate is) its terms;
-- a message that has postings — its embedding failed when it was written, an import wrote it —
-  is found by them: the user's counter counts such messages (``counters.Held.posted``), and only
+- an item that has postings — its embedding failed when it was written, an import wrote it —
+  is found by them: the user's counter counts such items (``counters.Held.posted``), and only
   while there are any does a search read postings (the word half of ``retrieval``); what they find
   joins the candidates, scored alike.
 
@@ -82,7 +83,7 @@ def halves(
     asked: Asked, depth: int, postings_half: Callable[[], Ranked], terms_of: Terms
 ) -> tuple[Ranked, Meant | None]:
     """One search's two halves from one ``QueryVectors`` (with the waiting vectors, the counter, the
-    terms' counts and — while the user has messages with postings — ``postings_half`` beside it)."""
+    terms' counts and — while the user has items with postings — ``postings_half`` after it)."""
     where = asked.where
     digests = [postings.digest(t) for t in asked.terms]
     vector = _query_vector(asked)
