@@ -261,3 +261,20 @@ def test_a_new_model_leaves_every_item_found_by_its_words_while_it_is_re_embedde
     assert _search(scope, "orchard", "hybrid") == [old]
     assert _search(scope, "apple", "semantic") == [], "its similarity does not: another model's"
     in_vectors.delenv("EMBEDDING_MODEL")
+
+
+def test_with_every_item_posted_a_failed_vector_query_answers_by_the_postings(in_vectors):
+    """The model failed for every item (each has postings) and S3 Vectors fails too: the words
+    answer whatever the mode, as in a memory of postings (``mode_used``: keyword)."""
+    scope = fresh_scope()
+    in_vectors.setattr(embeddings, "embed_many", lambda m, d, texts, s: [embeddings.FINAL for _ in texts])
+    [item] = conversation.add(scope, [{"role": "user", "content": "the apple orchard"}], writer(scope)).accepted_ids
+    in_vectors.setattr(embeddings, "embed_many", _embedded)
+
+    def down(*args, **kwargs):
+        raise RuntimeError("S3 Vectors is down")
+
+    in_vectors.setattr(vectors, "query", down)
+    for mode in ("keyword", "hybrid", "semantic"):
+        found = conversation.search(scope, "apple", 10, None, None, writer(scope), mode)
+        assert [m.id for m in found.messages] == [item] and found.mode_used == "keyword", mode

@@ -28,7 +28,9 @@ What is not in S3 Vectors yet is found all the same, from the next request:
 Its modes: ``hybrid`` asks both (one call), ``keyword`` the words alone, ``semantic`` the vector
 alone (the words only if the query cannot be embedded). With meaning turned off since the memory was
 created, its words are still asked (a query of words needs no model). A ``QueryVectors`` that fails
-fails the search (503, retryable): neither half could answer — not an answer of what waits alone.
+fails the search (503, retryable): neither half could answer — not an answer of what waits alone —
+unless every item of the user has postings (none was embedded: the model or S3 Vectors failing
+from the start), which answer by words.
 """
 
 from __future__ import annotations
@@ -102,16 +104,16 @@ def halves(
     index = meaning.index_for(where, asked.user_id)
     pk = where.item_pk(asked.layer, asked.user_id)
 
-    def stored() -> list[vectors.Match]:
+    def stored() -> list[vectors.Match] | None:
         if vector is None and not ask_words:
             return []
         try:
             texts = digests if ask_words else ()
             return vectors.query(index, vector, top_k, where_filter, with_metadata=True, texts=texts)
         except Exception:
-            logger.exception("vector query failed: neither words nor meaning can answer")
+            logger.exception("vector query failed")
             count_event("VectorQueryFailures", 1)
-            raise Unavailable(UNANSWERED) from None
+            return None
 
     batched = get_settings().vectors_batched and meaning.enabled()
     found, held, known, waiting = parallel(
@@ -120,9 +122,15 @@ def halves(
         lambda: postings.frequencies(pk, digests) if ask_words else {},
         lambda: meaning.waiting_of(where, asked.layer, asked.user_id) if batched else [],
     )
+    if found is None:
+        if held.posted < held.items:  # some of the user's items have their words in their vectors only
+            raise Unavailable(UNANSWERED)
+        vector = None  # every item has postings: they answer, by words
+        if digests and not ask_words:  # a semantic search: by words, as when the query is not embedded
+            ask_words, known = True, postings.frequencies(pk, digests)
     by_postings = postings_half() if ask_words and held.posted > 0 else Ranked([], 0)
     passing = [w for w in waiting if vectors.passes(w.metadata, where_filter)]
-    candidates = _candidates(found, passing, vector, meaning.model())
+    candidates = _candidates(found or [], passing, vector, meaning.model())
     for key, _ in by_postings.order:  # found by postings: scored alike, from their text
         candidates.setdefault(key, _Candidate(None, 0, None, {}))
     if ask_words:
