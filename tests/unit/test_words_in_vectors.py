@@ -278,3 +278,19 @@ def test_with_every_item_posted_a_failed_vector_query_answers_by_the_postings(in
     for mode in ("keyword", "hybrid", "semantic"):
         found = conversation.search(scope, "apple", 10, None, None, writer(scope), mode)
         assert [m.id for m in found.messages] == [item] and found.mode_used == "keyword", mode
+
+
+def test_an_immediate_write_whose_put_failed_waits_and_is_found_by_its_words_at_once(in_vectors):
+    """Its terms are in its vector only: a failed ``PutVectors`` keeps the vector waiting beside
+    the item (as a batched write does), where a search reads it, and queues it for the consumer."""
+    scope = fresh_scope()
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("S3 Vectors refused the put")
+
+    in_vectors.setattr(vectors, "put", refused)
+    [item] = conversation.add(scope, [{"role": "user", "content": "the apple orchard"}], writer(scope)).accepted_ids
+    where = Where.of(assets.of_scope(scope))
+    assert [postings.item_in_key(p) for p in _partition(where, "t")] == [], "no posting"
+    assert [str(w.sk).split(layout.SEP, 1)[1] for w in _partition(where, "wv")] == [item]
+    assert _search(scope, "orchard") == [item], "found by its words from the next request"

@@ -65,8 +65,7 @@ def text_of(item: Message | Record) -> str:
     return record_text(item.content, item.background or "") if records.is_record(item) else item.content
 
 
-def record_text(content: str, background: str) -> str:
-    """A record's embedded text, from its content and background."""
+def record_text(content: str, background: str) -> str:  # a record's embedded text
     return f"{background}\n{content}" if background else content
 
 
@@ -137,6 +136,7 @@ class Outcome:
     # reads whole (one over READ_LIMIT, whose spilt put failed, is retried from EmbedQueue instead)
     waited: list[str] = field(default_factory=list)
     carried: dict[str, list[Any]] = field(default_factory=dict)  # their consumer's sealed copies (``waiting_vectors``)
+    unput: dict[str, list[float]] = field(default_factory=dict)  # vectors whose put failed, by item id
 
 
 def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
@@ -147,9 +147,7 @@ def _groups(items: Iterable[Piece]) -> dict[tuple[str, str], list[Piece]]:
 
 
 def live_items(where: Where, layer: str, user_id: str, ids: list[str]) -> dict[str, Message | Record]:
-    found: dict[str, Any] = (
-        messages.get_many(where, user_id, ids) if layer == L0 else records.get_many(where, user_id, ids)
-    )
+    found: dict[str, Any] = (messages if layer == L0 else records).get_many(where, user_id, ids)
     return found
 
 
@@ -169,10 +167,8 @@ def embed_ahead(items: Sequence[Piece], budget_s: float | None = None) -> Ahead 
 
 
 def embedded(items: Sequence[Piece], ahead: Ahead | None) -> frozenset[str]:
-    """The ids of items about to be written whose embedding ``ahead`` got (waiting for it): in a
-    memory whose messages' words go with their vectors, those are written without postings — their
-    vectors are put or kept waiting after the write (``embed_after_write``), the others indexed by
-    postings. A call that failed got none."""
+    """The ids of items about to be written whose embedding ``ahead`` got (waiting for it): words in
+    vectors, those have no postings (their vectors are put or wait after the write)."""
     if ahead is None:
         return frozenset()
     try:
@@ -184,8 +180,8 @@ def embedded(items: Sequence[Piece], ahead: Ahead | None) -> frozenset[str]:
 
 
 def text_ahead(where: Where, layer: str, text: str) -> Ahead | None:
-    """In a memory whose words are in its vectors, one item's embedding started ahead of its write
-    (``embedded`` waits for it; ``embed_after_write`` or ``after_update`` takes it); else None."""
+    """Words in vectors: one item's embedding started ahead of its write (``vector_ahead`` waits for
+    it; ``embed_after_write`` or ``after_update`` takes it); else None."""
     return embed_ahead([Piece("", layer, "", None, None, None, 0, text)]) if where.words else None
 
 
@@ -256,6 +252,7 @@ def embed_and_store(
     puts = parallel(*[lambda i=index, c=chunk: put(i, c) for index, chunk in by_index.items()]) if by_index else []
     for (failed, overtaken, reaped), chunk in zip(puts, by_index.values(), strict=True):
         retry += failed + overtaken
+        outcome.unput |= {v.key: v.data for v in chunk if v.key in failed}
         outcome.embedded += 0 if failed else len(chunk) - len(overtaken)
         outcome.reaped += reaped
         outcome.overtaken += overtaken
@@ -429,18 +426,21 @@ def embed_after_write(
     else:
         try:
             retry = embed_and_store(where, items, budget, outcome, ahead)
+            if where.words and outcome.unput:  # their words are in them: what was not put waits, found at once
+                put = _wait(where, [(i, outcome.unput[i.id]) for i in items if i.id in outcome.unput], outcome, budget)
+                retry = [i for i in retry if i not in put]
         except Exception:
             logger.exception("embedding after a write failed; queued")
             retry = [i.id for i in items]
     if retry:
-        wanted, waited = set(retry), set(outcome.waited)
+        wanted, waited, carried = set(retry), set(outcome.waited), outcome.carried
         for (layer, user_id), group in _groups(i for i in items if i.id in wanted).items():
             # what surely waits, for the batch's put (or the drain's); the rest (not embedded, or a
             # failure after some vectors were kept waiting) to be embedded or put within minutes
             for waits in (True, False):
                 ids = [i.id for i in group if (i.id in waited) == waits]
-                if ids and _queue(where, layer, user_id, ids, waiting=batched, drain=waits, carried=outcome.carried):
-                    outcome.queued += len(ids)
+                sent = ids and _queue(where, layer, user_id, ids, waiting=batched | waits, drain=waits, carried=carried)
+                outcome.queued += len(ids) if sent else 0
     return outcome
 
 

@@ -115,12 +115,12 @@ def halves(
             count_event("VectorQueryFailures", 1)
             return None
 
-    batched = get_settings().vectors_batched and meaning.enabled()
+    waits = meaning.enabled()  # batched writes wait; so does an immediate one whose put failed
     found, held, known, waiting = parallel(
         stored,
         lambda: counters.held(where, asked.layer, asked.user_id),
         lambda: postings.frequencies(pk, digests) if ask_words else {},
-        lambda: meaning.waiting_of(where, asked.layer, asked.user_id) if batched else [],
+        lambda: meaning.waiting_of(where, asked.layer, asked.user_id) if waits else [],
     )
     if found is None:
         if held.posted < held.items:  # some of the user's items have their words in their vectors only
