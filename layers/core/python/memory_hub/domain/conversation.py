@@ -196,22 +196,24 @@ def leads(where: Where, scope: Scope, text: str, limit: int, mode: str) -> list[
     the request names one) that best match the query — by meaning when the search is hybrid, else
     in its mode — lend each message they cite the best such record's score. None when the user has
     no record (nothing is read beyond the counter)."""
-    held = counters.of_user(where, RECORDS, scope.user_id)
-    if held[0] == 0:
+    counted = counters.held(where, RECORDS, scope.user_id)
+    if counted.items == 0:
         return None
 
     def by_meaning(depth: int) -> retrieval.Meant | None:
         return meaning.semantic(where, RECORDS, scope.user_id, text, depth, task_id=scope.task_id)
 
     lead_mode = "semantic" if mode == "hybrid" else mode
-    asked = vector_words.Asked(where, RECORDS, scope.user_id, text, query_terms(text), lead_mode, task_id=scope.task_id)
+    asked = vector_words.Asked(
+        where, RECORDS, scope.user_id, text, query_terms(text), lead_mode, task_id=scope.task_id, known=counted
+    )
     found = retrieval.search(
         pk=where.item_pk(RECORDS, scope.user_id),
         text=text,
         limit=limit,
         mode=lead_mode,
         filters=postings.Filters(task_id=scope.task_id),
-        stats=lambda: held,
+        stats=lambda: (counted.items, counted.tokens),
         fetch=lambda ids: records.get_many(where, scope.user_id, ids),
         text_of=lambda r: f"{r.content}\n{r.background or ''}",
         keep=lambda r: scope.task_id is None or r.task_id == scope.task_id,

@@ -71,6 +71,7 @@ class Asked:
     start_ms: int | None = None
     end_ms: int | None = None
     type_: str | None = None
+    known: counters.Held | None = None  # the user's counter, when the caller read it already
 
 
 @dataclass
@@ -118,7 +119,7 @@ def halves(
     waits = meaning.enabled()  # batched writes wait; so does an immediate one whose put failed
     found, held, known, waiting = parallel(
         stored,
-        lambda: counters.held(where, asked.layer, asked.user_id),
+        lambda: asked.known or counters.held(where, asked.layer, asked.user_id),
         lambda: postings.frequencies(pk, digests) if ask_words else {},
         lambda: meaning.waiting_of(where, asked.layer, asked.user_id) if waits else [],
     )

@@ -147,11 +147,8 @@ def visible(counter: Counter, staged: frozenset[str]) -> tuple[int, int]:
 
 def of_user(where: Where, layer: str, user_id: str) -> tuple[int, int]:
     """(items, tokens) of one user in one layer."""
-    try:
-        counter = Counter.get(where.counter_pk, layout.user_counter_sk(layer, user_id), consistent_read=True)
-    except Counter.DoesNotExist:
-        return 0, 0
-    return visible(counter, where.staged)
+    found = held(where, layer, user_id)
+    return found.items, found.tokens
 
 
 @dataclass(frozen=True)
