@@ -272,6 +272,32 @@ def test_erasing_a_message_takes_what_was_formed_from_it(api, scope):
     assert status(api, scope)["last_formed_message_id"] is None  # erased
 
 
+MARK_DELETES = {"function": "DeleteFunction", "operation": "BatchWriteItem", "body_contains": "fu\\x1f"}
+
+
+def test_an_erasure_takes_exactly_the_erased_messages_marks_and_deletes_no_absent_one(api, hooks, scope):
+    """A delete of an item that is not there is billed a write unit: an erasure reads its messages'
+    waiting marks and deletes those there, and only those."""
+    MODEL.script(*[{"status": 500}] * 3)
+    kept = add(api, scope, ["waiting one", "waiting two", "waiting three", "waiting four"], session="w")
+    other = add(api, scope, ["another session waits"], session="v")
+    eventually(lambda: status(api, scope)["state"] == "paused", "formation did not pause", timeout=120)
+    assert status(api, scope)["pending_messages"] == 5
+    ok(api.post("/v3/conversation/delete", scope.body(message_ids=[kept[1], kept[3]])))
+    assert status(api, scope)["pending_messages"] == 3  # the marks of the others stay, in both sessions
+    MODEL.clear_script()
+    ok(api.post("/v3/formation/run", scope.body()))
+    settled(api, scope)
+    assert {i for r in records(api, scope) for i in r["source_message_ids"]} == {kept[0], kept[2], *other}
+    counted = hooks.add(MARK_DELETES, action="delay", times=None)
+    try:  # formed: no mark is left, so these erasures delete none
+        ok(api.post("/v3/conversation/delete", scope.body(message_ids=[kept[0]])))
+        ok(api.post("/v3/conversation/delete", scope.body(session_ids=["v"])))
+        assert hooks.state(counted)["hits"] == 0
+    finally:
+        hooks.remove(counted)
+
+
 def test_a_user_erasure_takes_their_formation_state(api, scope):
     add(api, scope, ["one", "two"])
     settled(api, scope)

@@ -71,8 +71,25 @@ def unmark(rows: list[Any]) -> None:
 
 
 def unmark_messages(where: Where, user_id: str, messages: Iterable[Any]) -> None:
-    """Forget that these messages (each with ``id``, ``session_id``, ``task_id``) wait."""
-    unmark([Unformed(_l0(where, user_id), layout.unformed_sk(m.session_id, m.task_id, m.id)) for m in messages])
+    """Forget that these messages (each with ``id``, ``session_id``, ``task_id``) wait: the marks
+    read first, then only those there deleted — a delete of an item that is not there is billed a
+    write unit all the same, and most erased messages have no mark (formation off, or their batch
+    formed). A batch's marks are read between its first and last erased id (one ``Query``, a read
+    unit for a few marks); a message outside any session never has one. A mark is written before
+    its message (a run's backfill marks a message it read, and drops the marks of messages gone)."""
+    pk = _l0(where, user_id)
+    batches: dict[str, set[str]] = {}
+    for m in messages:
+        if m.session_id is not None:
+            batches.setdefault(layout.unformed_prefix(m.session_id, m.task_id), set()).add(m.id)
+
+    def found(batch: tuple[str, set[str]]) -> list[Unformed]:
+        prefix, ids = batch
+        span = ItemKey.sk.between(prefix + min(ids), prefix + max(ids))
+        rows = ItemKey.query(pk, span, consistent_read=True, attributes_to_get=["pk", "sk"])
+        return [Unformed(pk, row.sk) for row in rows if row.sk[len(prefix) :] in ids]
+
+    unmark([row for rows in for_each(found, list(batches.items())) for row in rows])
 
 
 def _keys(pk: str, prefix: str, limit: int | None = None) -> list[str]:
