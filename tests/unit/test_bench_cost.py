@@ -8,7 +8,8 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memory_hub_bench import bm25, cost, cost_print, datasets, prices
+from memory_hub_bench import bm25, cost, cost_cases, cost_print, datasets, prices
+from memory_hub_bench.cases import memory_id_for
 
 
 def test_a_requests_calls_are_tallied_by_service_and_price_class():
@@ -171,3 +172,37 @@ def test_the_months_user_is_the_locomo_conversation_nearest_its_600_turns():
     sizes = sorted(abs(len(c.turns) - 600) for c in datasets.load_locomo().corpora)
     assert (user.name, len(user.turns)) == ("conv-42", 629) and abs(len(user.turns) - 600) == sizes[0]
     assert len(user.questions) >= 2 * 15 + 2  # a full run's searches each ask another question
+
+
+def test_an_erasures_units_are_shared_by_the_items_it_erases():
+    add = cost.RouteCost(cost.ONE_MESSAGE_ADD, wru=12, vector_puts=1)
+    search = cost.RouteCost(cost.SEARCH, rru=12, vector_queries=1)
+    one = cost.RouteCost(cost_cases.ONE_MESSAGE_DELETE, wru=14.0)
+    clear = cost.RouteCost(cost_cases.MEMORY_CLEAR, wru=2_050.0)
+    user = cost.RouteCost(cost_cases.USER_DELETE, wru=4_300.0)
+    result = cost.report([add, search, one, clear, user], stored=900.0)
+    per_item = result["erasure_per_item"]
+    assert per_item == {cost_cases.ONE_MESSAGE_DELETE: 14.0, cost_cases.MEMORY_CLEAR: 2.05, cost_cases.USER_DELETE: 4.3}
+    said: list[str] = []
+    cost_print.render(result, said.append)
+    line = next(line for line in said if line.startswith("Erasure, DynamoDB write units a stored item"))
+    assert f"`{cost_cases.MEMORY_CLEAR}` 2.0" in line and "one item alone bears it all" in line
+
+
+def test_the_held_erasures_fill_a_memory_before_each_request_and_erase_it_whole():
+    posted: list[tuple[str, dict]] = []
+
+    class Recording:
+        def post(self, path: str, body: dict) -> tuple[float, dict]:
+            posted.append((path, body))
+            return 1.0, {}
+
+    (clear_label, clear), (user_label, user) = cost_cases.held_erasures(Recording(), "a typical turn")
+    assert (clear_label, user_label) == (cost_cases.MEMORY_CLEAR, cost_cases.USER_DELETE)
+    clear.before(0)
+    adds = [body for path, body in posted if path == "/v3/conversation/add"]
+    assert sum(len(body["messages"]) for body in adds) == cost_cases.HELD_MESSAGES
+    assert clear.body(0) == {"memory_ids": [memory_id_for(adds[0]["team_id"], adds[0]["agent_id"])]}
+    user.before(0)
+    erased = user.body(0)
+    assert erased["user_id"] == posted[-1][1]["user_id"] and set(erased) == {"memory_id", "user_id"}

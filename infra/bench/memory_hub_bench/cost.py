@@ -36,7 +36,22 @@ from typing import Any
 
 from . import datasets, measure, prices, recall
 from .cases import Case, Scope, Workload
-from .client import BenchError, Hooks, Target
+from .client import Hooks, Target
+from .cost_cases import (
+    HELD_MESSAGES,
+    MEMORY_CLEAR,
+    ONE_MESSAGE_ADD,
+    ONE_MESSAGE_DELETE,
+    ONE_RECORD_ADD,
+    ONE_RECORD_DELETE,
+    SESSION_DELETE,
+    SESSION_MESSAGES,
+    USER_DELETE,
+    held_erasures,
+    one_message_add,
+    session_delete,
+    typical_cases,
+)
 
 ROUND_TRIP_MS = 10.0
 LAMBDA_GB = 0.5  # the template's MemorySize (512 MB)
@@ -49,13 +64,6 @@ LARGE_INDEX = USERS * ADDS * MONTHS_KEPT  # 6 million vectors in the memory
 GROUPS = 128  # the template's VectorGroups default: a memory's users spread over this many indexes
 GROUP_INDEX = LARGE_INDEX // GROUPS  # what a search reads at 6 million (10,000 users spread evenly)
 GROUP_CHOICES = (1, 16, 64, 128)  # VectorGroups the report prices the month's search at
-ONE_MESSAGE_ADD = "/v3/conversation/add (1 message, 200 B)"
-ONE_MESSAGE_DELETE = "/v3/conversation/delete (1 message, 200 B)"
-ONE_RECORD_ADD = "/v3/atomic/add (1 record, 86 B)"
-ONE_RECORD_DELETE = "/v3/atomic/delete (1 record, 86 B)"
-ONE_RECORD_UPDATE = "/v3/atomic/update (1 record, 86 B)"
-SESSION_MESSAGES = 50  # a session erased whole: what an erasure costs a stored message past its fixed part
-SESSION_DELETE = f"/v3/conversation/delete (a session of {SESSION_MESSAGES} messages, 200 B each)"
 SEARCH = "/v3/conversation/search"
 TURNS_SEARCH = SEARCH + " (a LoCoMo user, turns only)"
 RECORDS_SEARCH = SEARCH + " (a LoCoMo user, with records)"
@@ -157,9 +165,9 @@ def _tally(row: RouteCost, requests: list[list[dict[str, Any]]], chars: float) -
     row.tokens = chars / CHARS_PER_TOKEN if row.embed_calls else 0.0
 
 
-def route_cost(case: Case, target: Target, n: int, hooks: Hooks, log: measure.CallLog) -> RouteCost:
-    """One route's use per request (warmed by two requests first)."""
-    for i in (-2, -1):
+def route_cost(case: Case, target: Target, n: int, hooks: Hooks, log: measure.CallLog, warm: int = 2) -> RouteCost:
+    """One route's use per request (warmed by ``warm`` requests first)."""
+    for i in range(-warm, 0):
         case.before(i)
         target.post(case.route, case.body(i))
     requests, times, chars, cpu = [], [], [], 0.0
@@ -185,63 +193,6 @@ def route_cost(case: Case, target: Target, n: int, hooks: Hooks, log: measure.Ca
         hooks.remove(hook)
     row.round_trips = max(0.0, round((measure.p50(delayed) - measure.p50(times)) / (measure.ROUND_TRIP_S * 1000), 1))
     return row
-
-
-def one_message_add(target: Target, scope: Scope, text: str) -> Case:
-    """The workload's unit of writing: one 200-byte message (``text``) added to a conversation."""
-    target.post("/v3/conversation/add", scope.body(session_id="c0", messages=[{"role": "user", "content": text}]))
-    return Case(
-        "/v3/conversation/add",
-        lambda i: scope.body(session_id=f"c{i % 5}", messages=[{"role": "user", "content": text}]),
-    )
-
-
-def session_delete(target: Target, scope: Scope, turn: str) -> Case:
-    """``conversation/delete`` of a whole session of ``SESSION_MESSAGES`` typical turns (added in
-    one request before each, untimed): an erasure's units a stored message, its fixed part (the
-    audit event, the user's counter) shared."""
-    sessions: list[str] = []
-
-    def a_session(i: int) -> None:
-        session = f"erased-{i}-{len(sessions)}"
-        turns = [{"role": "user", "content": turn}] * SESSION_MESSAGES
-        target.post("/v3/conversation/add", scope.body(session_id=session, messages=turns))
-        sessions.append(session)
-
-    return Case("/v3/conversation/delete", lambda i: scope.body(session_ids=[sessions.pop()]), before=a_session)
-
-
-def typical_cases(target: Target, scope: Scope, turn: str, records: list[str]) -> dict[str, tuple[str, Case]]:
-    """The workload's rows that write or erase one item, with typical text in place of its few
-    words (``datasets.typical_turn_and_records``): a one-message ``conversation/delete`` of the
-    one-message add's turn; an ``atomic/add``, an ``atomic/delete`` and an ``atomic/update`` (to
-    another) of typical records, a new one each time (one of a held record's text would reinforce
-    it) — an item's word index is a posting per distinct term, so its units follow its text."""
-    messages: list[str] = []
-    held: list[str] = []
-    unused = iter(records)
-
-    def a_record() -> str:
-        text = next(unused, None)
-        if text is None:
-            raise BenchError(f"the cost section wrote all {len(records)} typical records: fewer requests a route")
-        return text
-
-    def a_message(i: int) -> None:
-        added = scope.body(session_id="del", messages=[{"role": "user", "content": turn}])
-        messages.append(target.post("/v3/conversation/add", added)[1]["accepted_ids"][0])
-
-    def a_held_record(i: int) -> None:
-        held.append(target.post("/v3/atomic/add", scope.body(content=a_record(), type="episodic"))[1]["id"])
-
-    cases = [
-        Case("/v3/conversation/delete", lambda i: scope.body(message_ids=[messages.pop()]), before=a_message),
-        Case("/v3/atomic/add", lambda i: scope.body(content=a_record(), type="episodic")),
-        Case("/v3/atomic/delete", lambda i: scope.body(ids=[held.pop()]), before=a_held_record),
-        Case("/v3/atomic/update", lambda i: scope.body(id=held.pop(), content=a_record()), before=a_held_record),
-    ]
-    labels = (ONE_MESSAGE_DELETE, ONE_RECORD_ADD, ONE_RECORD_DELETE, ONE_RECORD_UPDATE)
-    return {case.route: (label, case) for label, case in zip(labels, cases, strict=True)}
 
 
 def workload_batch(window_s: float = BATCH_WINDOW_S, most: int = BATCH_SIZE) -> float:
@@ -413,6 +364,9 @@ def measure_routes(
     rows.append(row)
     progress(f"  cost: {SESSION_DELETE}")
     rows.append(replace(route_cost(session_delete(target, scope, turn), target, n, hooks, log), route=SESSION_DELETE))
+    for label, case in held_erasures(target, turn):  # one request each (and one delayed): the routes are warm
+        progress(f"  cost: {label}")
+        rows.append(replace(route_cost(case, target, 1, hooks, log, warm=0), route=label))
     # the month's search as its users make it: over a real user's year of turns (formation off, the
     # template's default, forms no record: no vector query for records), then with its records
     progress(f"  cost: {TURNS_SEARCH} (loading a LoCoMo conversation)")
@@ -564,7 +518,8 @@ def report(rows: list[RouteCost], stored: float, adds_per_put: float | None = No
                      "turns_held": LARGE_INDEX, "vector_bytes": VECTOR_BYTES, "groups": GROUPS,
                      "group_index": GROUP_INDEX},
         "erasure_per_item": {label: by_route[label].wru / items for label, items in
-                             ((ONE_MESSAGE_DELETE, 1), (ONE_RECORD_DELETE, 1), (SESSION_DELETE, SESSION_MESSAGES))
+                             ((ONE_MESSAGE_DELETE, 1), (ONE_RECORD_DELETE, 1), (SESSION_DELETE, SESSION_MESSAGES),
+                              (MEMORY_CLEAR, HELD_MESSAGES), (USER_DELETE, HELD_MESSAGES))
                              if label in by_route},
         "peers": peers(),
         "prices_checked": prices.CHECKED,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .cost import BATCH_SIZE, DRAIN_ROUND, ONE_MESSAGE_ADD, SEARCH, puts_per_add
+from .cost import BATCH_SIZE, DRAIN_ROUND, SEARCH, puts_per_add
+from .cost_cases import ONE_MESSAGE_ADD
 
 
 def _fmt(value: float, digits: int = 1) -> str:
@@ -65,8 +66,9 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
         say(
             "Erasure, DynamoDB write units a stored item: "
             + ", ".join(f"`{route}` {units:.1f}" for route, units in erasure.items())
-            + " (an erasure's fixed part — the audit event, the user's counter, in one transaction — shared by "
-            "what it erases).\n"
+            + " (an erasure's fixed part — its audit event with the event's two index entries and the user's "
+            "counter, in the transaction that erases, billed twice — is shared by what it erases; one item alone "
+            "bears it all).\n"
         )
     say("| the same workload on | $ a month | prices used |")
     say("|---|---:|---|")
