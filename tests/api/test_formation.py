@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -34,9 +36,28 @@ def _quiet_model():
     MODEL.clear_script()
 
 
+# The model sees a message under a short id (m1…, c1… for context), never its own: a request's
+# messages are told apart by their text and time, which ``add`` sets and notes here.
+SAID: dict[tuple[str, str], str] = {}  # (content, time as the model sees it) → the message's id
+_LAST_MS = [0]
+
+
+def _times(n: int) -> list[str]:
+    """``n`` times from now on, each after the last one given (the model's format: ms, UTC)."""
+    start = max(int(time.time() * 1000), _LAST_MS[0] + 1)
+    _LAST_MS[0] = start + n - 1
+    return [
+        datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+        for ms in range(start, start + n)
+    ]
+
+
 def add(api, scope: Scope, contents: list[str], session: str = "s1", role: str = "user", **fields: Any) -> list[str]:
-    body = scope.body(session_id=session, messages=[{"role": role, "content": c} for c in contents], **fields)
-    return ok(api.post("/v3/conversation/add", body))["accepted_ids"]
+    times = _times(len(contents))
+    said = [{"role": role, "content": c, "timestamp": t} for c, t in zip(contents, times, strict=True)]
+    ids = ok(api.post("/v3/conversation/add", scope.body(session_id=session, messages=said, **fields)))["accepted_ids"]
+    SAID.update({(c, t): i for c, t, i in zip(contents, times, ids, strict=True)})
+    return ids
 
 
 def status(api, scope: Scope, **fields: Any) -> dict[str, Any]:
@@ -61,12 +82,15 @@ def batch_of(request: dict[str, Any]) -> dict[str, Any]:
     text = last["content"] if isinstance(last["content"], str) else "".join(p.get("text", "") for p in last["content"])
     found = BLOCK.search(text)
     assert found, text
-    return dict(json.loads(found.group(1)))
+    batch = dict(json.loads(found.group(1)))
+    for message in batch["messages"]:  # its own id (``own``) beside the one shown
+        message["own"] = SAID.get((message["content"], message["time"]))
+    return batch
 
 
 def requests_about(ids: set[str]) -> list[dict[str, Any]]:
     """The model requests whose batch holds one of ``ids``."""
-    return [b for b in map(batch_of, _saves()) if {m["id"] for m in b["messages"]} & ids]
+    return [b for b in map(batch_of, _saves()) if {m["own"] for m in b["messages"]} & ids]
 
 
 def _saves() -> list[dict[str, Any]]:
@@ -106,7 +130,7 @@ def test_fifty_messages_form_records_that_cite_their_batch(api, scope):
     assert cited == set(ids)
     for record in formed:  # each cites a message of the batch it was formed in
         (source,) = record["source_message_ids"]
-        assert any(source in {m["id"] for m in b["messages"] if not m["context"]} for b in batches)
+        assert any(source in {m["own"] for m in b["messages"] if not m["context"]} for b in batches)
     events = ok(api.post("/v3/audit/query", {"memory_id": scope.memory_id, "action": "formation", "limit": 100}))
     assert len(events["events"]) == 50 and {e["actor"] for e in events["events"]} == {"system:formation"}
 
@@ -131,7 +155,7 @@ def test_two_users_never_share_a_model_request(api, scope):
     settled(api, scope)
     settled(api, other)
     for batch in requests_about(mine | theirs):
-        ids = {m["id"] for m in batch["messages"]}
+        ids = {m["own"] for m in batch["messages"]}
         assert ids <= mine or ids <= theirs, batch
     assert {i for r in records(api, other) for i in r["source_message_ids"]} <= theirs
 
@@ -140,22 +164,18 @@ def test_bad_entries_are_dropped_and_counted_never_a_failure(api, scope):
     earlier = add(api, scope, ["an earlier batch"], session="old")
     settled(api, scope)
 
-    def plan(ids: list[str]) -> dict[str, Any]:
-        good = {"op": "add", "type": "persona", "content": "The user likes tea", "source_message_ids": [ids[0]]}
-        bad = [
-            {"op": "add", "content": "cites another batch", "source_message_ids": earlier},
-            {"op": "update", "alias": 42, "content": "no such alias", "source_message_ids": [ids[1]]},
-            {"op": "add", "content": "", "source_message_ids": [ids[1]]},
-        ]
-        filler = [
-            {"op": "add", "type": "episodic", "content": f"event {n}", "source_message_ids": [ids[2]]}
-            for n in range(46)
-        ]
-        return {"memories": [good, *bad, *filler]}  # 50 entries in all
-
-    # the ids are known once the add answers; the batch runs after the idle time, answered by this
+    # the batch (a new session: no context) is shown as m1, m2, m3; a message's own id is never shown
+    good = {"op": "add", "type": "persona", "content": "The user likes tea", "source_message_ids": ["m1"]}
+    bad = [
+        {"op": "add", "content": "cites another batch", "source_message_ids": earlier},
+        {"op": "update", "alias": 42, "content": "no such alias", "source_message_ids": ["m2"]},
+        {"op": "add", "content": "", "source_message_ids": ["m2"]},
+    ]
+    filler = [
+        {"op": "add", "type": "episodic", "content": f"event {n}", "source_message_ids": ["m3"]} for n in range(46)
+    ]
+    MODEL.script({"tool_input": {"memories": [good, *bad, *filler]}})  # 50 entries in all
     ids = add(api, scope, ["I like tea", "I like coffee", "I went out"], session="new")
-    MODEL.script({"tool_input": plan(ids)})
     done = settled(api, scope)
     formed = [r for r in records(api, scope) if set(r["source_message_ids"]) <= set(ids)]
     # the first 20 entries: 1 good + 3 bad + 16 events; the 30 past the 20th are dropped
@@ -244,10 +264,10 @@ def test_a_supersede_whose_replacement_was_skipped_erases_nothing(api, scope):
     (formed,) = records(api, scope)
     client = ok(api.post("/v3/atomic/add", scope.body(content="I moved to Lyon", type="episodic")))
     for replacement in ("I moved to Lyon", "I moved to Lyon for good"):  # skipped, then written
-        later = add(api, scope, ["I live in Paris no more"], session="b")  # the record is offered: alias 1
-        entries = [
-            {"op": "supersede", "alias": 1, "source_message_ids": later},
-            {"op": "add", "type": "episodic", "content": replacement, "source_message_ids": later},
+        add(api, scope, ["I live in Paris no more"], session="b")  # the record is offered: alias 1
+        entries = [  # the one message of the batch is shown as m1
+            {"op": "supersede", "alias": 1, "source_message_ids": ["m1"]},
+            {"op": "add", "type": "episodic", "content": replacement, "source_message_ids": ["m1"]},
         ]
         dropped = status(api, scope)["dropped"]
         MODEL.script({"tool_input": {"memories": entries}})

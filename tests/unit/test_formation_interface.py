@@ -24,7 +24,7 @@ def entries(*items: object) -> list[object]:
     return [{"memories": list(items)}]
 
 
-def add(content: str = "The user is vegetarian", sources: object = ("msg-u1",), **more: object) -> dict[str, object]:
+def add(content: str = "The user is vegetarian", sources: object = ("m1",), **more: object) -> dict[str, object]:
     return {"op": "add", "type": "persona", "content": content, "source_message_ids": list(sources), **more}  # type: ignore[call-overload]
 
 
@@ -32,8 +32,8 @@ def test_a_valid_answer_is_kept_whole():
     checked = interface.check(
         entries(
             add(),
-            {"op": "update", "alias": 2, "content": "The user went to Rome in May", "source_message_ids": ["msg-u2"]},
-            {"op": "supersede", "alias": 1, "source_message_ids": ["msg-u1"]},
+            {"op": "update", "alias": 2, "content": "The user went to Rome in May", "source_message_ids": ["m3"]},
+            {"op": "supersede", "alias": 1, "source_message_ids": ["m1"]},
         ),
         BATCH,
         OFFERED,
@@ -60,13 +60,14 @@ def test_no_valid_call_is_a_failure_not_an_empty_answer():
 
 def test_every_kind_of_bad_entry_is_dropped_and_counted():
     bad = [
-        add(sources=["msg-other-batch"]),  # an id outside the batch
-        add(sources=["msg-context"]),  # a context message is never cited
+        add(sources=["m9"]),  # an id shown for no message
+        add(sources=["msg-u1"]),  # a message's own id: never shown, never cited
+        add(sources=["c1"]),  # a context message is never cited
         add(sources=[]),  # no source at all
-        add(sources="msg-u1"),  # not a list
-        {"op": "update", "alias": 9, "content": "x", "source_message_ids": ["msg-u1"]},  # an alias not offered
-        {"op": "update", "alias": True, "content": "x", "source_message_ids": ["msg-u1"]},  # a bool is no alias
-        {"op": "supersede", "alias": "1", "source_message_ids": ["msg-u1"]},  # a string is no alias
+        add(sources="m1"),  # not a list
+        {"op": "update", "alias": 9, "content": "x", "source_message_ids": ["m1"]},  # an alias not offered
+        {"op": "update", "alias": True, "content": "x", "source_message_ids": ["m1"]},  # a bool is no alias
+        {"op": "supersede", "alias": "1", "source_message_ids": ["m1"]},  # a string is no alias
         add(content=""),  # empty content
         add(content="   \n "),  # blank content
         add(content="x" * 513),  # over 512 characters
@@ -74,11 +75,11 @@ def test_every_kind_of_bad_entry_is_dropped_and_counted():
         add(type="Persona"),  # not the type pattern
         add(type="opinion"),  # not one of the listed types
         add(type=7),  # a bad type
-        {"op": "delete", "source_message_ids": ["msg-u1"]},  # an unknown op
+        {"op": "delete", "source_message_ids": ["m1"]},  # an unknown op
         {"op": "add", "content": "no sources"},
         "not an object",
-        add(content="The assistant is helpful", sources=["msg-a1"]),  # persona from the assistant alone
-        add(content="Always be brief", sources=["msg-a1"], type="instruction"),
+        add(content="The assistant is helpful", sources=["m2"]),  # persona from the assistant alone
+        add(content="Always be brief", sources=["m2"], type="instruction"),
     ]
     checked = interface.check(entries(add(), *bad), BATCH, OFFERED)
     assert checked is not None
@@ -89,8 +90,8 @@ def test_every_kind_of_bad_entry_is_dropped_and_counted():
 def test_an_assistant_message_may_back_an_event_and_join_a_user_message():
     checked = interface.check(
         entries(
-            add("The assistant booked a table", sources=["msg-a1"], type="episodic"),
-            add("The user is vegetarian", sources=["msg-u1", "msg-a1", "msg-u1"]),
+            add("The assistant booked a table", sources=["m2"], type="episodic"),
+            add("The user is vegetarian", sources=["m1", "m2", "m1"]),
         ),
         BATCH,
         OFFERED,
@@ -106,7 +107,7 @@ def test_entries_past_the_twentieth_are_dropped():
 
 
 def test_a_supersede_needs_an_add_or_update_in_the_same_answer():
-    alone = interface.check(entries({"op": "supersede", "alias": 1, "source_message_ids": ["msg-u1"]}), BATCH, OFFERED)
+    alone = interface.check(entries({"op": "supersede", "alias": 1, "source_message_ids": ["m1"]}), BATCH, OFFERED)
     assert alone is not None and alone.entries == [] and alone.dropped == 1
 
 
@@ -127,6 +128,26 @@ def test_no_message_text_can_close_the_block(content):
     assert text.count("\n</conversation>") == 1 and text.endswith("\n</conversation>")
     block = text.split("<conversation>\n", 1)[1].rsplit("\n</conversation>", 1)[0]
     assert json.loads(block)["messages"][0]["content"] == content
+
+
+def test_the_model_sees_short_ids_and_its_citations_map_back_to_the_messages():
+    payload = json.loads(
+        interface.prompt(BATCH, OFFERED).split("<conversation>\n", 1)[1].rsplit("\n</conversation>")[0]
+    )
+    assert [m["id"] for m in payload["messages"]] == ["c1", "m1", "m2", "m3"]
+    assert "msg-" not in json.dumps(payload)  # no message's own id reaches the model
+    checked = interface.check(entries(add(sources=["m3", "m1"])), BATCH, OFFERED)
+    assert checked is not None and checked.entries[0].sources == ["msg-u2", "msg-u1"]
+
+
+@given(st.lists(st.booleans(), max_size=60))
+def test_aliases_number_the_batch_and_its_context_apart_in_order(context_flags):
+    shown = [Shown(f"msg-{i}", "user", "x", "t", flag) for i, flag in enumerate(context_flags)]
+    found = interface.aliases(shown)
+    assert list(found.values()) == [m.id for m in shown]  # one alias a message, in order
+    batch = [a for a, own in found.items() if not shown[int(own[4:])].context]
+    assert batch == [f"m{n}" for n in range(1, len(batch) + 1)]
+    assert [a for a in found if a not in batch] == [f"c{n}" for n in range(1, len(found) - len(batch) + 1)]
 
 
 def test_the_tool_is_required_and_describes_the_answer():

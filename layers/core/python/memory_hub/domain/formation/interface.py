@@ -8,11 +8,15 @@ close the block or open another: the conversation is data, never instructions::
     {"messages": [{"id", "role", "content", "time", "context": bool}],
      "memories": [{"alias": int, "type", "content"}]}
 
+A message's ``id`` there is a short one (``aliases``): ``m1``, ``m2``… for the batch's messages in
+order, ``c1``… for the earlier ones shown as context; an answer cites them, and they are mapped
+back to the messages' ids before anything is checked further.
+
 The function's argument: ``{"memories": [{"op": "add"|"update"|"supersede", "alias"?: int,
 "type"?: str, "content"?: str, "source_message_ids": [str]}]}``. Several calls in one reply are
 joined in order. Every entry is validated before anything is written; an entry is dropped (and
-counted) when it cites an id outside the batch's non-context messages, names an alias not offered,
-has empty content or content over 512 characters, a type outside ``TYPES``, is of type
+counted) when it cites an id other than those shown for the batch's non-context messages, names an
+alias not offered, has empty content or content over 512 characters, a type outside ``TYPES``, is of type
 ``instruction`` or ``persona`` citing only assistant messages, or is past the 20th entry. A
 ``supersede`` is kept only when the same answer adds or updates a record citing a batch message."""
 
@@ -111,10 +115,26 @@ def escaped(payload: Any) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def aliases(batch: list[Shown]) -> dict[str, str]:
+    """The ids the model sees → the messages' own: ``m1``… for the batch's messages (the only ones
+    it may cite), ``c1``… for its context, each in order. A message's id is some thirty characters
+    of base 32 the model would copy into every citation — input and output tokens paid for each,
+    and one character copied wrong drops the entry."""
+    found: dict[str, str] = {}
+    counts = {"c": 0, "m": 0}
+    for m in batch:
+        prefix = "c" if m.context else "m"
+        counts[prefix] += 1
+        found[f"{prefix}{counts[prefix]}"] = m.id
+    return found
+
+
 def prompt(messages: list[Shown], memories: list[Offered]) -> str:
+    shown_as = {own: alias for alias, own in aliases(messages).items()}
     payload = {
         "messages": [
-            {"id": m.id, "role": m.role, "content": m.content, "time": m.time, "context": m.context} for m in messages
+            {"id": shown_as[m.id], "role": m.role, "content": m.content, "time": m.time, "context": m.context}
+            for m in messages
         ],
         "memories": [{"alias": o.alias, "type": o.type, "content": o.content} for o in memories],
     }
@@ -160,13 +180,14 @@ def _content(raw: Any) -> str | None:
     return text
 
 
-def _sources(raw: Any, citable: set[str]) -> list[str] | None:
+def _sources(raw: Any, citable: dict[str, str]) -> list[str] | None:
+    """The messages' own ids an entry cites by the ids shown (``citable``: shown → own)."""
     if not isinstance(raw, list) or not raw or not all(isinstance(i, str) and i in citable for i in raw):
         return None
-    return list(dict.fromkeys(raw))
+    return list(dict.fromkeys(citable[i] for i in raw))
 
 
-def _entry(raw: Any, citable: set[str], aliases: dict[int, str], roles: dict[str, str]) -> Entry | None:
+def _entry(raw: Any, citable: dict[str, str], aliases: dict[int, str], roles: dict[str, str]) -> Entry | None:
     """One entry as written, or None when it must be dropped."""
     if not isinstance(raw, dict) or raw.get("op") not in OPS:
         return None
@@ -203,12 +224,12 @@ def check(calls: list[Any], batch: list[Shown], offered: list[Offered]) -> Check
     raw = joined(calls)
     if raw is None:
         return None
-    citable = {m.id for m in batch if not m.context}
+    citable = {shown: own for shown, own in aliases(batch).items() if shown[0] == "m"}
     roles = {m.id: m.role for m in batch}
-    aliases = {o.alias: o.type for o in offered}
+    kinds = {o.alias: o.type for o in offered}
     result = Checked()
     for index, item in enumerate(raw):
-        entry = _entry(item, citable, aliases, roles) if index < MAX_ENTRIES else None
+        entry = _entry(item, citable, kinds, roles) if index < MAX_ENTRIES else None
         if entry is None:
             result.dropped += 1
         else:
