@@ -154,7 +154,9 @@ def test_two_users_never_share_a_model_request(api, scope):
     theirs = set(add(api, other, [f"beta {i}" for i in range(7)]))
     settled(api, scope)
     settled(api, other)
-    for batch in requests_about(mine | theirs):
+    asked = requests_about(mine | theirs)
+    assert len(asked) >= 4  # each user's 7 messages: a full batch of 5 and the rest
+    for batch in asked:
         ids = {m["own"] for m in batch["messages"]}
         assert ids <= mine or ids <= theirs, batch
     assert {i for r in records(api, other) for i in r["source_message_ids"]} <= theirs
@@ -167,20 +169,21 @@ def test_bad_entries_are_dropped_and_counted_never_a_failure(api, scope):
     # the batch (a new session: no context) is shown as m1, m2, m3; a message's own id is never shown
     good = {"op": "add", "type": "persona", "content": "The user likes tea", "source_message_ids": ["m1"]}
     bad = [
-        {"op": "add", "content": "cites another batch", "source_message_ids": earlier},
+        {"op": "add", "content": "cites another batch by its own ids", "source_message_ids": earlier},
+        {"op": "add", "content": "cites an id shown for no message", "source_message_ids": ["m4"]},
         {"op": "update", "alias": 42, "content": "no such alias", "source_message_ids": ["m2"]},
         {"op": "add", "content": "", "source_message_ids": ["m2"]},
     ]
     filler = [
-        {"op": "add", "type": "episodic", "content": f"event {n}", "source_message_ids": ["m3"]} for n in range(46)
+        {"op": "add", "type": "episodic", "content": f"event {n}", "source_message_ids": ["m3"]} for n in range(45)
     ]
     MODEL.script({"tool_input": {"memories": [good, *bad, *filler]}})  # 50 entries in all
     ids = add(api, scope, ["I like tea", "I like coffee", "I went out"], session="new")
     done = settled(api, scope)
     formed = [r for r in records(api, scope) if set(r["source_message_ids"]) <= set(ids)]
-    # the first 20 entries: 1 good + 3 bad + 16 events; the 30 past the 20th are dropped
-    assert len(formed) == 17, formed
-    assert done["dropped"] == 3 + 30 and done["last_error"] is None and done["state"] == "idle"
+    # the first 20 entries: 1 good + 4 bad + 15 events; the 30 past the 20th are dropped
+    assert len(formed) == 16, formed
+    assert done["dropped"] == 4 + 30 and done["last_error"] is None and done["state"] == "idle"
 
 
 def test_an_answer_cut_off_by_the_output_limit_splits_the_batch(api, scope):
@@ -316,6 +319,37 @@ def test_an_erasure_takes_exactly_the_erased_messages_marks_and_deletes_no_absen
         assert hooks.state(counted)["hits"] == 0
     finally:
         hooks.remove(counted)
+
+
+def _formation_ran(hooks, since: int) -> bool:
+    """Whether FormationFunction has handled a queued message since ``since`` (it read the user's
+    state: a DynamoDB call, not only its queue's)."""
+    return any(c["function"] == "FormationFunction" and c["service"] == "dynamodb" for c in hooks.calls(since))
+
+
+def test_a_batch_whose_first_mark_has_no_message_is_formed_by_a_run(api, hooks, scope):
+    """An add that died after writing its marks (before its messages) leaves a mark with no
+    message. A run asked for the user's batches looks each up by its first message, then by the
+    next: the batch behind such a mark is formed, and the mark goes with it."""
+    MODEL.script(*[{"status": 500}] * 3)
+    paused_by = add(api, scope, ["pause the runs"], session="p")
+    eventually(lambda: status(api, scope)["state"] == "paused", "formation did not pause", timeout=120)
+    died = {"operation": "TransactWriteItems", "body_contains": "lost on the way"}
+    with hooks.failing(died, code="ValidationException", status=400):
+        lost = api.post(
+            "/v3/conversation/add",
+            scope.body(session_id="h", messages=[{"role": "user", "content": "lost on the way"}]),
+        )
+    assert lost.status >= 400
+    since = hooks.last_seq()
+    kept = add(api, scope, ["kept one", "kept two"], session="h")
+    assert status(api, scope)["pending_messages"] == 4  # the orphan mark first in its batch
+    # the batch's idle timer fires while formation is paused (and forms nothing): only the run is left
+    eventually(lambda: _formation_ran(hooks, since), "no idle run came")
+    MODEL.clear_script()
+    ok(api.post("/v3/formation/run", scope.body()))
+    settled(api, scope)
+    assert {i for r in records(api, scope) for i in r["source_message_ids"]} == {*paused_by, *kept}
 
 
 def test_a_user_erasure_takes_their_formation_state(api, scope):

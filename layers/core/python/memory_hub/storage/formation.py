@@ -70,26 +70,40 @@ def unmark(rows: list[Any]) -> None:
     _batch_write(rows, delete=True)
 
 
+SPAN_READ = 25  # marks a batch's span may read beyond one an erased message (then the rest by key)
+
+
 def unmark_messages(where: Where, user_id: str, messages: Iterable[Any]) -> None:
     """Forget that these messages (each with ``id``, ``session_id``, ``task_id``) wait: the marks
     read first, then only those there deleted — a delete of an item that is not there is billed a
-    write unit all the same, and most erased messages have no mark (formation off, or their batch
-    formed). A batch's marks are read between its first and last erased id (one ``Query``, a read
-    unit for a few marks); a message outside any session never has one. A mark is written before
-    its message (a run's backfill marks a message it read, and drops the marks of messages gone)."""
+    write unit all the same, and most erased messages have none (formation off, or their batch
+    formed). Each batch's marks are read between its first and last erased id (one ``Query``: a
+    read unit holds ~25 marks), at most ``2n + SPAN_READ`` of them for n erased ids: past that
+    (erased ids far apart in a long backlog), the rest are read by key (a read unit each). A mark
+    is written before its message, or by a run's backfill for a message it read, which reads its
+    messages back after and drops the marks of those gone."""
     pk = _l0(where, user_id)
     batches: dict[str, set[str]] = {}
     for m in messages:
         if m.session_id is not None:
             batches.setdefault(layout.unformed_prefix(m.session_id, m.task_id), set()).add(m.id)
+    found = for_each(lambda batch: _marks_of(pk, *batch), list(batches.items()))
+    unmark([row for rows in found for row in rows])
 
-    def found(batch: tuple[str, set[str]]) -> list[Unformed]:
-        prefix, ids = batch
-        span = ItemKey.sk.between(prefix + min(ids), prefix + max(ids))
-        rows = ItemKey.query(pk, span, consistent_read=True, attributes_to_get=["pk", "sk"])
-        return [Unformed(pk, row.sk) for row in rows if row.sk[len(prefix) :] in ids]
 
-    unmark([row for rows in for_each(found, list(batches.items())) for row in rows])
+def _marks_of(pk: str, prefix: str, ids: set[str]) -> list[Unformed]:
+    """The marks there of these messages of one batch (``prefix``)."""
+    ordered = sorted(ids)
+    budget = 2 * len(ordered) + SPAN_READ
+    span = ItemKey.sk.between(prefix + ordered[0], prefix + ordered[-1])
+    rows = list(ItemKey.query(pk, span, consistent_read=True, attributes_to_get=["pk", "sk"], limit=budget))
+    there = [Unformed(pk, row.sk) for row in rows if row.sk[len(prefix) :] in ids]
+    if len(rows) < budget:
+        return there  # the whole span was read
+    rest = [(pk, prefix + i) for i in ordered if prefix + i > rows[-1].sk]
+    for chunk in in_batches(rest, 100):
+        there += [Unformed(pk, row.sk) for row in ItemKey.batch_get(chunk, consistent_read=True)]
+    return there
 
 
 def _keys(pk: str, prefix: str, limit: int | None = None) -> list[str]:

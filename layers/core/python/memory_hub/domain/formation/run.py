@@ -45,6 +45,7 @@ ROOM_S = 150.0  # what one more batch may take (a model call waits up to 120 s)
 BUSY_DELAY_S = 15
 MAX_OUTPUT_TOKENS = 4096
 MAX_FAILURES = 3
+HEAD_TRIES = 3  # ids a batch is looked up by, one after another, when its first has no message
 SYSTEM = Principal(formed.SYSTEM_FORMATION, "writer", ("*",))
 
 
@@ -157,10 +158,15 @@ def _batches(run: Run) -> list[tuple[str, str | None]]:
     request = run.request
     if request.kind in ("idle", "batch", "retry") and request.session_id is not None:
         return [(request.session_id, request.task_id)]
-    found = stored.waiting_all(run.where, run.user_id, request.session_id)
-    firsts = [ids[0] for ids in found.values() if ids]
-    seen = messages.get_many(run.where, run.user_id, firsts) if firsts else {}
-    return list(dict.fromkeys((m.session_id, m.task_id) for m in seen.values()))
+    batches: dict[tuple[str, str | None], None] = {}
+    left = [ids for ids in stored.waiting_all(run.where, run.user_id, request.session_id).values() if ids]
+    for _ in range(HEAD_TRIES):  # a batch whose first mark has no message (its add died) is found by its next
+        if not left:
+            break
+        seen = messages.get_many(run.where, run.user_id, [ids[0] for ids in left])
+        batches.update(dict.fromkeys((m.session_id, m.task_id) for m in seen.values()))
+        left = [ids[1:] for ids in left if ids[0] not in seen]
+    return list(batches)
 
 
 def _due(run: Run, session_id: str, task_id: str | None, waiting: list[str]) -> bool:
@@ -366,10 +372,10 @@ def _backfill(run: Run) -> None:
     done = stored.formed_ids(run.where, run.user_id)
     waiting = {m for ids in stored.waiting_all(run.where, run.user_id, request.session_id).values() for m in ids}
     found = messages.newest(run.where, run.user_id, request.session_id, request.task_id, None, None, None)
-    rows = [
-        row
-        for m in found
-        if m.id not in done and m.id not in waiting
-        for row in stored.unformed_rows(run.where, run.user_id, m.session_id, m.task_id, [m.id])
-    ]
+    marked = [m for m in found if m.id not in done and m.id not in waiting]
+    rows = [r for m in marked for r in stored.unformed_rows(run.where, run.user_id, m.session_id, m.task_id, [m.id])]
     stored.mark(rows)
+    # read back: a message erased since it was read here has had its mark looked for already (an
+    # erasure reads its messages' marks once they are gone), so its mark goes now
+    there = messages.get_many(run.where, run.user_id, [m.id for m in marked]) if marked else {}
+    stored.unmark_messages(run.where, run.user_id, [m for m in marked if m.id not in there])

@@ -1,0 +1,68 @@
+"""Formation's waiting marks as an erasure takes them (storage/formation.py, moto in process):
+only the marks of erased messages go, whatever else waits around them, and finding them reads a
+bounded span of the batch's marks — the rest by key — never a whole backlog."""
+
+from __future__ import annotations
+
+import uuid
+from types import SimpleNamespace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memory_hub.storage import formation
+from memory_hub.storage.counters import Where
+from memory_hub.storage.models import ItemKey
+
+SESSION, OTHER = "s", "t"
+
+
+def _marked(n: int, session: str = SESSION) -> tuple[Where, list[str]]:
+    """A user with ``n`` messages waiting in ``session`` (ids in order) and two in another."""
+    suffix = uuid.uuid4().hex[:10]
+    where = Where(f"team{suffix}", f"agent{suffix}", 1)
+    ids = [f"msg-{i:05d}" for i in range(n)]
+    formation.mark(formation.unformed_rows(where, "u", session, None, ids))
+    formation.mark(formation.unformed_rows(where, "u", OTHER, None, ["msg-00000", "msg-99999"]))
+    return where, ids
+
+
+def _waiting(where: Where, session: str = SESSION) -> list[str]:
+    return formation.waiting(where, "u", session, None, None)
+
+
+def _messages(ids: list[str], session: str = SESSION) -> list[SimpleNamespace]:
+    return [SimpleNamespace(id=i, session_id=session, task_id=None) for i in ids]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), n=st.integers(1, 120))
+def test_only_the_erased_messages_marks_go(aws, data, n):
+    where, ids = _marked(n)
+    erased = data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=n))
+    never_marked = data.draw(st.lists(st.sampled_from([f"msg-{i:05d}x" for i in range(n)]), unique=True, max_size=5))
+    formation.unmark_messages(where, "u", _messages(erased + never_marked))
+    assert _waiting(where) == [i for i in ids if i not in erased]
+    assert _waiting(where, OTHER) == ["msg-00000", "msg-99999"]  # another session's, same ids: kept
+
+
+def test_a_message_outside_any_session_has_no_mark_to_look_for(aws):
+    where, ids = _marked(3)
+    formation.unmark_messages(where, "u", [SimpleNamespace(id=ids[0], session_id=None, task_id=None)])
+    assert _waiting(where) == ids
+
+
+def test_erased_ids_far_apart_in_a_backlog_read_a_bounded_span(aws, monkeypatch):
+    where, ids = _marked(300)
+    read: list[int] = []
+    query = ItemKey.query
+
+    def counted(*args, **kwargs):
+        rows = list(query(*args, **kwargs))
+        read.append(len(rows))
+        return iter(rows)
+
+    monkeypatch.setattr(ItemKey, "query", counted)
+    formation.unmark_messages(where, "u", _messages([ids[0], ids[150], ids[-1]]))
+    assert read == [2 * 3 + formation.SPAN_READ]  # not the 300 between them: the rest read by key
+    monkeypatch.undo()
+    assert _waiting(where) == [i for i in ids if i not in (ids[0], ids[150], ids[-1])]
