@@ -1,7 +1,8 @@
 """The bill: what each route costs on AWS at list prices (``prices``), from what it does on the
 local stack, and what a month of a stated workload costs beside the peers' list prices.
 
-Per route, the mean of ``n`` requests (after two untimed ones) of the routes section's workload —
+Per route, the mean of ``n`` requests (after two untimed ones; the erasures of a held memory:
+``HELD_REQUESTS``, each once the stack is quiet) of the routes section's workload —
 with typical text where a route writes or erases one item (``typical_cases``: a real 200-byte
 LoCoMo turn and a real LoCoMo observation of the median number of distinct terms, since the word
 index writes a posting per distinct term; the workload's own few words would understate them):
@@ -54,6 +55,7 @@ from .cost_cases import (
 )
 
 ROUND_TRIP_MS = 10.0
+HELD_REQUESTS = 2  # a held memory's clear and user erasure: each fills 1,000 messages first
 LAMBDA_GB = 0.5  # the template's MemorySize (512 MB)
 VECTOR_BYTES = 1024 * 4 + 300  # float32 × the default 1,024 dimensions, plus key and filterable metadata
 PUT_VECTORS_MIN_BYTES = 128 * 1024
@@ -309,6 +311,25 @@ def _drained(hooks: Hooks, since: int, quiet_s: float = 4.0, timeout_s: float = 
     raise TimeoutError("the embedding queue was not drained")
 
 
+def quiet(hooks: Hooks, quiet_s: float = 2.0, timeout_s: float = 120.0) -> None:
+    """Wait until the functions have made no call but their queues' polls for ``quiet_s``: what a
+    request left running (a queue's consumer, an embedding retried) is not billed to the next."""
+    import time
+
+    began, last = time.monotonic(), time.monotonic()
+    seq = max((c["seq"] for c in hooks.calls(0)), default=0)
+    while time.monotonic() - began < timeout_s:
+        time.sleep(0.5)
+        calls = hooks.calls(seq)
+        if calls:
+            seq = max(c["seq"] for c in calls)
+        if any(c.get("function") and c["operation"] != "ReceiveMessage" for c in calls):
+            last = time.monotonic()
+        elif time.monotonic() - last >= quiet_s:
+            return
+    raise TimeoutError("the functions did not go quiet")
+
+
 def dynamodb_client(hooks: Hooks) -> Any:
     """A DynamoDB client on the emulated account, as its operator (whose calls the call log leaves out)."""
     import botocore.session
@@ -364,9 +385,9 @@ def measure_routes(
     rows.append(row)
     progress(f"  cost: {SESSION_DELETE}")
     rows.append(replace(route_cost(session_delete(target, scope, turn), target, n, hooks, log), route=SESSION_DELETE))
-    for label, case in held_erasures(target, turn):  # one request each (and one delayed): the routes are warm
+    for label, case in held_erasures(target, turn, lambda: quiet(hooks)):  # the routes are warm already
         progress(f"  cost: {label}")
-        rows.append(replace(route_cost(case, target, 1, hooks, log, warm=0), route=label))
+        rows.append(replace(route_cost(case, target, HELD_REQUESTS, hooks, log, warm=0), route=label))
     # the month's search as its users make it: over a real user's year of turns (formation off, the
     # template's default, forms no record: no vector query for records), then with its records
     progress(f"  cost: {TURNS_SEARCH} (loading a LoCoMo conversation)")

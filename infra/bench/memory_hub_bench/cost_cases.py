@@ -3,6 +3,7 @@ cost table) and what each request needs before it, untimed (``cost.route_cost`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .cases import Case, Scope
@@ -45,9 +46,10 @@ def session_delete(target: Target, scope: Scope, turn: str) -> Case:
     return Case("/v3/conversation/delete", lambda i: scope.body(session_ids=[sessions.pop()]), before=a_session)
 
 
-def held_erasures(target: Target, turn: str) -> list[tuple[str, Case]]:
+def held_erasures(target: Target, turn: str, settle: Callable[[], None] = lambda: None) -> list[tuple[str, Case]]:
     """A memory cleared and a user erased, each holding ``HELD_MESSAGES`` typical turns (added
-    before each request, untimed): an erasure's units a stored message where it erases many."""
+    before each request, untimed, then ``settle``: what the adds left running ends before the
+    request is measured): an erasure's units a stored message where it erases many."""
     held: list[Scope] = []
 
     def a_memory(i: int) -> None:
@@ -56,6 +58,7 @@ def held_erasures(target: Target, turn: str) -> list[tuple[str, Case]]:
         for _ in range(HELD_MESSAGES // HELD_ADD):
             target.post("/v3/conversation/add", scope.body(session_id="held", messages=turns))
         held.append(scope)
+        settle()
 
     def whole_user(i: int) -> dict[str, Any]:
         scope = held.pop()

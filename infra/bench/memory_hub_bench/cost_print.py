@@ -66,9 +66,9 @@ def render(result: dict[str, Any], say: Callable[[str], None]) -> None:
         say(
             "Erasure, DynamoDB write units a stored item: "
             + ", ".join(f"`{route}` {units:.1f}" for route, units in erasure.items())
-            + " (an erasure's fixed part — its audit event with the event's two index entries and the user's "
-            "counter, in the transaction that erases, billed twice — is shared by what it erases; one item alone "
-            "bears it all).\n"
+            + " (an erasure's fixed part — by id, its audit event with the event's two index entries and the "
+            "user's counter, in the transaction that erases, billed twice; a clear's, the epoch's move — is shared "
+            "by what it erases; one item alone bears it all).\n"
         )
     say("| the same workload on | $ a month | prices used |")
     say("|---|---:|---|")
