@@ -352,6 +352,21 @@ def test_a_batch_whose_first_mark_has_no_message_is_formed_by_a_run(api, hooks, 
     assert {i for r in records(api, scope) for i in r["source_message_ids"]} == {*paused_by, *kept}
 
 
+def test_a_message_erased_while_a_backfill_marks_it_leaves_no_mark(api, hooks, scope):
+    """A backfill marks the messages it read; one erased between that read and its mark was looked
+    for by the erasure before the mark came: the backfill reads its messages back and takes it."""
+    ok(api.post("/v3/memory/create", {"team_id": scope.team_id, "agent_id": scope.agent_id, "formation": "off"}))
+    (doomed,) = add(api, scope, ["erased while it is marked"], session="b")
+    ok(api.post("/v3/memory/update", {"memory_id": scope.memory_id, "formation": "records"}))
+    marking = {"function": "FormationFunction", "operation": "BatchWriteItem", "body_contains": "fu\\x1f"}
+    with hooks.paused(marking) as hook:
+        assert ok(api.post("/v3/formation/run", scope.body(backfill=True)))["state"] == "queued"
+        assert hooks.wait(hook), "the backfill did not mark"
+        assert ok(api.post("/v3/conversation/delete", scope.body(message_ids=[doomed])))["deleted_count"] == 1
+    done = settled(api, scope)
+    assert done["pending_messages"] == 0 and records(api, scope) == []
+
+
 def test_a_user_erasure_takes_their_formation_state(api, scope):
     add(api, scope, ["one", "two"])
     settled(api, scope)
