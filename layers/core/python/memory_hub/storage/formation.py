@@ -70,7 +70,7 @@ def unmark(rows: list[Any]) -> None:
     _batch_write(rows, delete=True)
 
 
-SPAN_READ = 25  # marks a batch's span may read beyond one an erased message (then the rest by key)
+SPAN_READ = 25  # a batch's span of marks is read up to two an erased message and this many more (then by key)
 
 
 def unmark_messages(where: Where, user_id: str, messages: Iterable[Any]) -> None:
