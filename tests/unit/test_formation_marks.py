@@ -1,6 +1,7 @@
-"""Formation's waiting marks as an erasure takes them (storage/formation.py, moto in process):
-only the marks of erased messages go, whatever else waits around them, and finding them reads a
-bounded span of the batch's marks — the rest by key — never a whole backlog."""
+"""Formation's waiting marks (storage/formation.py, moto in process): an erasure takes only the
+marks of erased messages, whatever else waits around them, reading a bounded span of the batch's
+marks — the rest by key — never a whole backlog; a run finds a batch past marks with no message
+and drops those that will never have one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from types import SimpleNamespace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from in_process import fresh_scope, writer
+from memory_hub.clock import TIME_OFFSET_MS, now_ms
+from memory_hub.domain import assets, conversation
+from memory_hub.domain.formation import run
 from memory_hub.storage import formation
 from memory_hub.storage.counters import Where
 from memory_hub.storage.models import ItemKey
@@ -66,3 +71,33 @@ def test_erased_ids_far_apart_in_a_backlog_read_a_bounded_span(aws, monkeypatch)
     assert read == [2 * 3 + formation.SPAN_READ]  # not the 300 between them: the rest read by key
     monkeypatch.undo()
     assert _waiting(where) == [i for i in ids if i not in (ids[0], ids[150], ids[-1])]
+
+
+def _issued(minutes_ago: float, n: int = 0) -> str:
+    """A message id as this service issues them, issued ``minutes_ago`` (its own time that moment)."""
+    ms = now_ms() - int(minutes_ago * 60_000)
+    return f"msg-{ms:012x}{n:06x}{'0' * 8}{ms + TIME_OFFSET_MS:013x}"
+
+
+def test_a_run_finds_a_batch_past_marks_with_no_message_and_drops_the_orphans(aws):
+    """A mark with no message (its add died between its marks and its messages) is passed over for
+    the batch's next; once issued longer ago than an add can run, it is dropped — a batch of only
+    such marks too — while one issued a moment ago (its add may still be writing) stays."""
+    scope = fresh_scope(session_id="h")
+    kept = conversation.add(scope, [{"role": "user", "content": "kept"}], writer(scope)).accepted_ids
+    where = assets.where_of(assets.of_scope(scope))
+    old, recent = _issued(20), _issued(1)
+    formation.mark(formation.unformed_rows(where, scope.user_id, "h", None, [old, recent, *kept]))
+    formation.mark(formation.unformed_rows(where, scope.user_id, "z", None, [_issued(30, 1)]))
+    alone = _issued(0.5, 2)  # a batch of one mark, its add maybe still writing: looked past, kept
+    formation.mark(formation.unformed_rows(where, scope.user_id, "y", None, [alone]))
+    request = SimpleNamespace(kind="run", session_id=None, task_id=None)
+    found = run._batches(SimpleNamespace(request=request, where=where, user_id=scope.user_id))  # type: ignore[arg-type]
+    assert found == [("h", None)]
+    assert _waiting_of(where, scope.user_id, "h") == sorted([recent, *kept])
+    assert _waiting_of(where, scope.user_id, "z") == []
+    assert _waiting_of(where, scope.user_id, "y") == [alone]
+
+
+def _waiting_of(where: Where, user_id: str, session: str) -> list[str]:
+    return formation.waiting(where, user_id, session, None, None)

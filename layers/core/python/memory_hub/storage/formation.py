@@ -130,6 +130,12 @@ def waiting_all(where: Where, user_id: str, session_id: str | None = None) -> di
     return found
 
 
+def unmark_waiting(where: Where, user_id: str, marks: Iterable[tuple[tuple[str, str], str]]) -> None:
+    """Delete marks as ``waiting_all`` names them: ((session digest, task digest), message id)."""
+    pk = _l0(where, user_id)
+    unmark([Unformed(pk, layout.SEP.join(("fu", session, task, i))) for (session, task), i in marks])
+
+
 def newest_waiting(where: Where, user_id: str, session_id: str, task_id: str | None) -> str | None:
     """The newest unformed message of a batch (its id tells when it was added)."""
     prefix = layout.unformed_prefix(session_id, task_id)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...clock import format_ms, id_ms, now_ms, ordered_id
+from ...clock import format_ms, id_ms, issued_here, now_ms, ordered_id
 from ...observability import count_event, logger
 from ...settings import get_settings
 from ...storage import formation as stored
@@ -46,6 +46,9 @@ BUSY_DELAY_S = 15
 MAX_OUTPUT_TOKENS = 4096
 MAX_FAILURES = 3
 HEAD_TRIES = 3  # ids a batch is looked up by, one after another, when its first has no message
+# A mark whose message is not there, issued longer ago than any add can still be running (a
+# function's longest life), will never have one: its add died between its marks and its messages.
+ORPHAN_AFTER_MS = 15 * 60_000
 SYSTEM = Principal(formed.SYSTEM_FORMATION, "writer", ("*",))
 
 
@@ -154,19 +157,29 @@ def _work(run: Run, taken: FormationState) -> None:
 
 def _batches(run: Run) -> list[tuple[str, str | None]]:
     """The (session, task) batches this request is about, each with its real ids (read from one
-    of its messages: the marks hold digests only)."""
+    of its messages: the marks hold digests only). A mark whose message is not there is passed
+    over for the next (up to ``HEAD_TRIES``), and dropped once it is an orphan (``_orphaned``)."""
     request = run.request
     if request.kind in ("idle", "batch", "retry") and request.session_id is not None:
         return [(request.session_id, request.task_id)]
     batches: dict[tuple[str, str | None], None] = {}
-    left = [ids for ids in stored.waiting_all(run.where, run.user_id, request.session_id).values() if ids]
+    left = [(key, ids) for key, ids in stored.waiting_all(run.where, run.user_id, request.session_id).items() if ids]
     for _ in range(HEAD_TRIES):  # a batch whose first mark has no message (its add died) is found by its next
         if not left:
             break
-        seen = messages.get_many(run.where, run.user_id, [ids[0] for ids in left])
+        seen = messages.get_many(run.where, run.user_id, [ids[0] for _, ids in left])
         batches.update(dict.fromkeys((m.session_id, m.task_id) for m in seen.values()))
-        left = [ids[1:] for ids in left if ids[0] not in seen]
+        missing = [(key, ids) for key, ids in left if ids[0] not in seen]
+        now = now_ms()
+        orphans = [(key, ids[0]) for key, ids in missing if _orphaned(ids[0], now)]
+        stored.unmark_waiting(run.where, run.user_id, orphans)  # else it stays waiting, and counted, for ever
+        left = [(key, ids[1:]) for key, ids in missing if len(ids) > 1]
     return list(batches)
+
+
+def _orphaned(message_id: str, now: int) -> bool:
+    """Whether a waiting message that is not there was issued here before ``ORPHAN_AFTER_MS``."""
+    return issued_here("msg-", message_id) and now - id_ms(message_id) > ORPHAN_AFTER_MS
 
 
 def _due(run: Run, session_id: str, task_id: str | None, waiting: list[str]) -> bool:
