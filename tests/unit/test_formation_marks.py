@@ -6,6 +6,7 @@ and drops those that will never have one."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from types import SimpleNamespace
 
 from hypothesis import HealthCheck, given, settings
@@ -82,22 +83,41 @@ def _issued(minutes_ago: float, n: int = 0) -> str:
 def test_a_run_finds_a_batch_past_marks_with_no_message_and_drops_the_orphans(aws):
     """A mark with no message (its add died between its marks and its messages) is passed over for
     the batch's next; once issued longer ago than an add can run, it is dropped — a batch of only
-    such marks too — while one issued a moment ago (its add may still be writing) stays."""
+    such marks too, and a run of them longer than one look-up reads — while one issued a moment
+    ago (its add may still be writing) stays."""
     scope = fresh_scope(session_id="h")
     kept = conversation.add(scope, [{"role": "user", "content": "kept"}], writer(scope)).accepted_ids
     where = assets.where_of(assets.of_scope(scope))
     old, recent = _issued(20), _issued(1)
     formation.mark(formation.unformed_rows(where, scope.user_id, "h", None, [old, recent, *kept]))
     formation.mark(formation.unformed_rows(where, scope.user_id, "z", None, [_issued(30, 1)]))
+    dead_add = [_issued(40, n) for n in range(run.HEAD_CHUNK + 5)]  # an add of 30 that died, then one that came
+    formation.mark(formation.unformed_rows(where, scope.user_id, "x", None, dead_add))
+    came = conversation.add(replace(scope, session_id="x"), [{"role": "user", "content": "came"}], writer(scope))
+    formation.mark(formation.unformed_rows(where, scope.user_id, "x", None, came.accepted_ids))
     alone = _issued(0.5, 2)  # a batch of one mark, its add maybe still writing: looked past, kept
     formation.mark(formation.unformed_rows(where, scope.user_id, "y", None, [alone]))
     request = SimpleNamespace(kind="run", session_id=None, task_id=None)
     found = run._batches(SimpleNamespace(request=request, where=where, user_id=scope.user_id))  # type: ignore[arg-type]
-    assert found == [("h", None)]
+    assert sorted(found) == [("h", None), ("x", None)]
     assert _waiting_of(where, scope.user_id, "h") == sorted([recent, *kept])
     assert _waiting_of(where, scope.user_id, "z") == []
     assert _waiting_of(where, scope.user_id, "y") == [alone]
+    assert _waiting_of(where, scope.user_id, "x") == came.accepted_ids
 
 
 def _waiting_of(where: Where, user_id: str, session: str) -> list[str]:
     return formation.waiting(where, user_id, session, None, None)
+
+
+def test_a_batch_drops_only_the_absent_marks_of_orphans(aws):
+    """What a batch leaves out as not there: an orphan's mark goes, a young one's stays (its add
+    may still be writing), and so does the mark of a message that is there after all."""
+    scope = fresh_scope(session_id="h")
+    said = conversation.add(scope, [{"role": "user", "content": "there"}], writer(scope)).accepted_ids
+    where = assets.where_of(assets.of_scope(scope))
+    old, young = _issued(20), _issued(2)
+    formation.mark(formation.unformed_rows(where, scope.user_id, "h", None, [old, young, *said]))
+    fake = SimpleNamespace(where=where, user_id=scope.user_id)
+    assert run._drop_orphans(fake, "h", None, [old, young, *said]) == 1  # type: ignore[arg-type]
+    assert _waiting_of(where, scope.user_id, "h") == sorted([young, *said])

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...clock import format_ms, id_ms, issued_here, now_ms, ordered_id
+from ...clock import format_ms, id_ms, id_time, now_ms, ordered_id
 from ...observability import count_event, logger
 from ...settings import get_settings
 from ...storage import formation as stored
@@ -45,10 +45,12 @@ ROOM_S = 150.0  # what one more batch may take (a model call waits up to 120 s)
 BUSY_DELAY_S = 15
 MAX_OUTPUT_TOKENS = 4096
 MAX_FAILURES = 3
-HEAD_TRIES = 3  # ids a batch is looked up by, one after another, when its first has no message
-# A mark whose message is not there, issued longer ago than any add can still be running (a
-# function's longest life), will never have one: its add died between its marks and its messages.
+HEAD_CHUNK, HEAD_READS = 25, 40  # a batch is looked up by its first marks, this many at a time, at most so often
+# A mark whose message is not there — not even an import's still running — issued longer ago than
+# any add can run (a function's longest life), will never have one: its add died between its marks
+# and its messages (or the message was erased as the mark was written). Younger ones wait.
 ORPHAN_AFTER_MS = 15 * 60_000
+WAITING = 0  # ``_form``: nothing of the batch is there yet (an add still writing, an import running)
 SYSTEM = Principal(formed.SYSTEM_FORMATION, "writer", ("*",))
 
 
@@ -157,29 +159,50 @@ def _work(run: Run, taken: FormationState) -> None:
 
 def _batches(run: Run) -> list[tuple[str, str | None]]:
     """The (session, task) batches this request is about, each with its real ids (read from one
-    of its messages: the marks hold digests only). A mark whose message is not there is passed
-    over for the next (up to ``HEAD_TRIES``), and dropped once it is an orphan (``_orphaned``)."""
+    of its messages: the marks hold digests only): a batch is looked up by its first marks whose
+    message is there, ``HEAD_CHUNK`` at a time; marks on the way that are orphans go."""
     request = run.request
     if request.kind in ("idle", "batch", "retry") and request.session_id is not None:
         return [(request.session_id, request.task_id)]
     batches: dict[tuple[str, str | None], None] = {}
     left = [(key, ids) for key, ids in stored.waiting_all(run.where, run.user_id, request.session_id).items() if ids]
-    for _ in range(HEAD_TRIES):  # a batch whose first mark has no message (its add died) is found by its next
+    for _ in range(HEAD_READS):
         if not left:
             break
-        seen = messages.get_many(run.where, run.user_id, [ids[0] for _, ids in left])
-        batches.update(dict.fromkeys((m.session_id, m.task_id) for m in seen.values()))
-        missing = [(key, ids) for key, ids in left if ids[0] not in seen]
-        now = now_ms()
-        orphans = [(key, ids[0]) for key, ids in missing if _orphaned(ids[0], now)]
-        stored.unmark_waiting(run.where, run.user_id, orphans)  # else it stays waiting, and counted, for ever
-        left = [(key, ids[1:]) for key, ids in missing if len(ids) > 1]
+        heads = [i for _, ids in left for i in ids[:HEAD_CHUNK]]
+        seen = messages.get_many(run.where.everything(), run.user_id, heads)
+        now, dead, rest = now_ms(), list[tuple[tuple[str, str], str]](), []
+        for key, ids in left:
+            chunk = ids[:HEAD_CHUNK]
+            dead += [(key, i) for i in chunk if i not in seen and _orphaned(i, now)]
+            there = next((seen[i] for i in chunk if i in seen), None)
+            if there is not None:
+                batches[(there.session_id, there.task_id)] = None
+            elif len(ids) > HEAD_CHUNK:
+                rest.append((key, ids[HEAD_CHUNK:]))
+        stored.unmark_waiting(run.where, run.user_id, dead)
+        left = rest
     return list(batches)
 
 
 def _orphaned(message_id: str, now: int) -> bool:
-    """Whether a waiting message that is not there was issued here before ``ORPHAN_AFTER_MS``."""
-    return issued_here("msg-", message_id) and now - id_ms(message_id) > ORPHAN_AFTER_MS
+    """Whether a waiting message that is not there was issued (by ``message_id``, which ids carry
+    its issue time and then the message's own) more than ``ORPHAN_AFTER_MS`` ago. An id of another
+    form (issued before, or derived by an import from the message's time) is never judged."""
+    return id_time(message_id) is not None and now - id_ms(message_id) > ORPHAN_AFTER_MS
+
+
+def _drop_orphans(run: Run, session_id: str, task_id: str | None, absent: list[str]) -> int:
+    """Of a batch's marks whose message was not found, delete those of orphans (read again with a
+    running import's items, which are there though hidden): how many went."""
+    if not absent:
+        return 0
+    there = messages.get_many(run.where.everything(), run.user_id, absent)
+    now = now_ms()
+    dead = [i for i in absent if i not in there and _orphaned(i, now)]
+    if dead:
+        stored.unmark(stored.unformed_rows(run.where, run.user_id, session_id, task_id, dead))
+    return len(dead)
 
 
 def _due(run: Run, session_id: str, task_id: str | None, waiting: list[str]) -> bool:
@@ -211,6 +234,8 @@ def _form_batches(run: Run, session_id: str, task_id: str | None) -> None:
         if not waiting or not (waiting[0] in owed or _due(run, session_id, task_id, waiting)):
             return
         smaller = _form(run, session_id, task_id, waiting)
+        if smaller == WAITING:  # its head is not there yet: the adds and imports writing it run again
+            return
         if smaller is not None:  # cut off: the batch is owed whole, a smaller part first
             owed = owed or waiting
             size = smaller
@@ -220,18 +245,18 @@ def _form_batches(run: Run, session_id: str, task_id: str | None) -> None:
 
 
 def _form(run: Run, session_id: str, task_id: str | None, ids: list[str]) -> int | None:
-    """Form one batch: None when done, or a smaller batch size to try (the answer was cut off)."""
+    """Form one batch: None when done, a smaller batch size to try (the answer was cut off), or
+    ``WAITING`` when none of its messages is there yet. A mark whose message is not there is left
+    out of the batch and kept, unless it is an orphan's."""
     already_done = stored.formed_run(run.where, run.user_id, ids[0])
     if already_done is not None:  # committed before a crash took the marks' removal with it
         stored.unmark(stored.unformed_rows(run.where, run.user_id, session_id, task_id, already_done))
         return None
     found = messages.get_many(run.where, run.user_id, ids)
-    gone = [i for i in ids if i not in found]
-    if gone:  # erased after being marked: nothing to form of them
-        stored.unmark(stored.unformed_rows(run.where, run.user_id, session_id, task_id, gone))
+    dropped = _drop_orphans(run, session_id, task_id, [i for i in ids if i not in found])
     batch = [found[i] for i in ids if i in found]
     if not batch:
-        return None
+        return None if dropped else WAITING  # marks went: read the batch again
     scope = Scope(run.asset.team_id, run.asset.agent_id, run.user_id, session_id, task_id)
     shown, offered, offered_ids = _inputs(run, scope, batch)
     reply = _ask(run, interface.prompt(shown, [o for o, _ in offered]))
@@ -390,5 +415,5 @@ def _backfill(run: Run) -> None:
     stored.mark(rows)
     # read back: a message erased since it was read here has had its mark looked for already (an
     # erasure reads its messages' marks once they are gone), so its mark goes now
-    there = messages.get_many(run.where, run.user_id, [m.id for m in marked]) if marked else {}
+    there = messages.get_many(run.where.everything(), run.user_id, [m.id for m in marked]) if marked else {}
     stored.unmark_messages(run.where, run.user_id, [m for m in marked if m.id not in there])
