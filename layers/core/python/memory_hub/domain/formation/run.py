@@ -248,15 +248,16 @@ def _form(run: Run, session_id: str, task_id: str | None, ids: list[str]) -> int
     """Form one batch: None when done, a smaller batch size to try (the answer was cut off), or
     ``WAITING`` when none of its messages is there yet. A mark whose message is not there is left
     out of the batch and kept, unless it is an orphan's."""
-    already_done = stored.formed_run(run.where, run.user_id, ids[0])
-    if already_done is not None:  # committed before a crash took the marks' removal with it
-        stored.unmark(stored.unformed_rows(run.where, run.user_id, session_id, task_id, already_done))
-        return None
     found = messages.get_many(run.where, run.user_id, ids)
     dropped = _drop_orphans(run, session_id, task_id, [i for i in ids if i not in found])
     batch = [found[i] for i in ids if i in found]
     if not batch:
         return None if dropped else WAITING  # marks went: read the batch again
+    # a run is named by its first message (a young mark left out before it does not move the name)
+    already_done = stored.formed_run(run.where, run.user_id, batch[0].id)
+    if already_done is not None:  # committed before a crash took the marks' removal with it
+        stored.unmark(stored.unformed_rows(run.where, run.user_id, session_id, task_id, already_done))
+        return None
     scope = Scope(run.asset.team_id, run.asset.agent_id, run.user_id, session_id, task_id)
     shown, offered, offered_ids = _inputs(run, scope, batch)
     reply = _ask(run, interface.prompt(shown, [o for o, _ in offered]))
