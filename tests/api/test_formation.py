@@ -358,6 +358,29 @@ def test_a_batch_whose_first_mark_has_no_message_is_formed_by_a_run(api, hooks, 
     assert after["pending_messages"] == 1 and after["last_error"] is None  # the orphan's mark, young
 
 
+def test_a_run_committed_behind_a_young_mark_is_not_formed_again(api, hooks, scope):
+    """A run whose marks' removal failed after its commit is found committed by the next run — by
+    its first message, not by a young mark left out at the batch's head: the model is not asked
+    again and nothing is reinforced."""
+    died = {"operation": "TransactWriteItems", "body_contains": "lost ahead of the batch"}
+    with hooks.failing(died, code="ValidationException", status=400):
+        lost = api.post(
+            "/v3/conversation/add",
+            scope.body(session_id="k", messages=[{"role": "user", "content": "lost ahead of the batch"}]),
+        )
+    assert lost.status >= 400
+    unmarking = {"function": "FormationFunction", "operation": "BatchWriteItem", "body_contains": "fu\\x1f"}
+    with hooks.failing(unmarking, code="ValidationException", status=400, times=1) as hook:
+        ids = add(api, scope, [f"formed once {i}" for i in range(BATCH)], session="k")
+        eventually(lambda: hooks.state(hook)["hits"] == 1, "the marks' removal was not reached")
+    ok(api.post("/v3/formation/run", scope.body()))
+    eventually(lambda: set(ids) <= _cited(api, scope), lambda: f"formed: {_cited(api, scope)}", timeout=120)
+    eventually(lambda: status(api, scope)["pending_messages"] == 1, "the batch's marks did not go")  # the young one
+    asked = [b for b in requests_about({ids[0]}) if any(m["own"] == ids[0] and not m["context"] for m in b["messages"])]
+    assert len(asked) == 1  # the committed run was not asked again (later batches show it as context)
+    assert all(r["reinforced_count"] == 1 for r in records(api, scope))
+
+
 def test_a_message_erased_while_a_backfill_marks_it_leaves_no_mark(api, hooks, scope):
     """A backfill marks the messages it read; one erased between that read and its mark was looked
     for by the erasure before the mark came: the backfill reads its messages back and takes it."""
