@@ -321,6 +321,17 @@ def test_an_erasure_takes_exactly_the_erased_messages_marks_and_deletes_no_absen
         hooks.remove(counted)
 
 
+def _died_adding(api, hooks, scope: Scope, session: str, content: str) -> None:
+    """An add that dies between its marks and its message (its transaction refused): a mark with
+    no message, first in its batch."""
+    died = {"operation": "TransactWriteItems", "body_contains": content}
+    with hooks.failing(died, code="ValidationException", status=400):
+        lost = api.post(
+            "/v3/conversation/add", scope.body(session_id=session, messages=[{"role": "user", "content": content}])
+        )
+    assert lost.status >= 400
+
+
 def _cited(api, scope: Scope) -> set[str]:
     return {i for r in records(api, scope) for i in r["source_message_ids"]}
 
@@ -339,13 +350,7 @@ def test_a_batch_whose_first_mark_has_no_message_is_formed_by_a_run(api, hooks, 
     MODEL.script(*[{"status": 500}] * 3)
     paused_by = add(api, scope, ["pause the runs"], session="p")
     eventually(lambda: status(api, scope)["state"] == "paused", "formation did not pause", timeout=120)
-    died = {"operation": "TransactWriteItems", "body_contains": "lost on the way"}
-    with hooks.failing(died, code="ValidationException", status=400):
-        lost = api.post(
-            "/v3/conversation/add",
-            scope.body(session_id="h", messages=[{"role": "user", "content": "lost on the way"}]),
-        )
-    assert lost.status >= 400
+    _died_adding(api, hooks, scope, "h", "lost on the way")
     since = hooks.last_seq()
     kept = add(api, scope, ["kept one", "kept two"], session="h")
     assert status(api, scope)["pending_messages"] == 4  # the orphan mark first in its batch
@@ -362,13 +367,7 @@ def test_a_run_committed_behind_a_young_mark_is_not_formed_again(api, hooks, sco
     """A run whose marks' removal failed after its commit is found committed by the next run — by
     its first message, not by a young mark left out at the batch's head: the model is not asked
     again and nothing is reinforced."""
-    died = {"operation": "TransactWriteItems", "body_contains": "lost ahead of the batch"}
-    with hooks.failing(died, code="ValidationException", status=400):
-        lost = api.post(
-            "/v3/conversation/add",
-            scope.body(session_id="k", messages=[{"role": "user", "content": "lost ahead of the batch"}]),
-        )
-    assert lost.status >= 400
+    _died_adding(api, hooks, scope, "k", "lost ahead of the batch")
     unmarking = {"function": "FormationFunction", "operation": "BatchWriteItem", "body_contains": "fu\\x1f"}
     with hooks.failing(unmarking, code="ValidationException", status=400, times=1) as hook:
         ids = add(api, scope, [f"formed once {i}" for i in range(BATCH)], session="k")
