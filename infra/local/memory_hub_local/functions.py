@@ -166,6 +166,8 @@ class Environment:
         )
         os.close(to_child_r)
         os.close(from_child_w)
+        self._open_fds: tuple[int, ...] = (self._to_child, self._from_child)
+        self._closing = threading.Lock()
         self.ready = False
         self.generation = 0
         self.idle_since = time.monotonic()
@@ -217,7 +219,12 @@ class Environment:
         return self.process.poll() is None
 
     def close(self) -> None:
-        for fd in (self._to_child, self._from_child):
+        """Once only: an invocation whose runtime exited closes its environment, and the pool closes
+        it again as it takes it back — a second ``os.close`` of the pipes' numbers would close
+        whatever this process was given under them since (another environment's pipes)."""
+        with self._closing:
+            fds, self._open_fds = self._open_fds, ()
+        for fd in fds:
             try:
                 os.close(fd)
             except OSError:
