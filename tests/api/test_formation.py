@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from helpers import Scope, epoch_of, eventually, make_scope, ok, own_stack
+from memory_hub.clock import format_ms
 from memory_hub_local import scripted_llm
 
 BATCH = 5
@@ -46,10 +46,7 @@ def _times(n: int) -> list[str]:
     """``n`` times from now on, each after the last one given (the model's format: ms, UTC)."""
     start = max(int(time.time() * 1000), _LAST_MS[0] + 1)
     _LAST_MS[0] = start + n - 1
-    return [
-        datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-        for ms in range(start, start + n)
-    ]
+    return [format_ms(ms) for ms in range(start, start + n)]
 
 
 def add(api, scope: Scope, contents: list[str], session: str = "s1", role: str = "user", **fields: Any) -> list[str]:

@@ -32,8 +32,8 @@ def _marked(n: int, session: str = SESSION) -> tuple[Where, list[str]]:
     return where, ids
 
 
-def _waiting(where: Where, session: str = SESSION) -> list[str]:
-    return formation.waiting(where, "u", session, None, None)
+def _waiting(where: Where, session: str = SESSION, user_id: str = "u") -> list[str]:
+    return formation.waiting(where, user_id, session, None, None)
 
 
 def _messages(ids: list[str], session: str = SESSION) -> list[SimpleNamespace]:
@@ -100,14 +100,10 @@ def test_a_run_finds_a_batch_past_marks_with_no_message_and_drops_the_orphans(aw
     request = SimpleNamespace(kind="run", session_id=None, task_id=None)
     found = run._batches(SimpleNamespace(request=request, where=where, user_id=scope.user_id))  # type: ignore[arg-type]
     assert sorted(found) == [("h", None), ("x", None)]
-    assert _waiting_of(where, scope.user_id, "h") == sorted([recent, *kept])
-    assert _waiting_of(where, scope.user_id, "z") == []
-    assert _waiting_of(where, scope.user_id, "y") == [alone]
-    assert _waiting_of(where, scope.user_id, "x") == came.accepted_ids
-
-
-def _waiting_of(where: Where, user_id: str, session: str) -> list[str]:
-    return formation.waiting(where, user_id, session, None, None)
+    assert _waiting(where, "h", scope.user_id) == sorted([recent, *kept])
+    assert _waiting(where, "z", scope.user_id) == []
+    assert _waiting(where, "y", scope.user_id) == [alone]
+    assert _waiting(where, "x", scope.user_id) == came.accepted_ids
 
 
 def test_a_batch_drops_only_the_absent_marks_of_orphans(aws):
@@ -120,4 +116,4 @@ def test_a_batch_drops_only_the_absent_marks_of_orphans(aws):
     formation.mark(formation.unformed_rows(where, scope.user_id, "h", None, [old, young, *said]))
     fake = SimpleNamespace(where=where, user_id=scope.user_id)
     assert run._drop_orphans(fake, "h", None, [old, young, *said]) == 1  # type: ignore[arg-type]
-    assert _waiting_of(where, scope.user_id, "h") == sorted([young, *said])
+    assert _waiting(where, "h", scope.user_id) == sorted([young, *said])

@@ -101,9 +101,7 @@ def _marks_of(pk: str, prefix: str, ids: set[str]) -> list[Unformed]:
     if len(rows) < budget:
         return there  # the whole span was read
     rest = [(pk, prefix + i) for i in ordered if prefix + i > rows[-1].sk]
-    for chunk in in_batches(rest, 100):
-        there += [Unformed(pk, row.sk) for row in ItemKey.batch_get(chunk, consistent_read=True)]
-    return there
+    return there + [Unformed(pk, row.sk) for row in ItemKey.batch_get(rest, consistent_read=True)]
 
 
 def _keys(pk: str, prefix: str, limit: int | None = None) -> list[str]:
@@ -133,7 +131,7 @@ def waiting_all(where: Where, user_id: str, session_id: str | None = None) -> di
 def unmark_waiting(where: Where, user_id: str, marks: Iterable[tuple[tuple[str, str], str]]) -> None:
     """Delete marks as ``waiting_all`` names them: ((session digest, task digest), message id)."""
     pk = _l0(where, user_id)
-    unmark([Unformed(pk, layout.SEP.join(("fu", session, task, i))) for (session, task), i in marks])
+    unmark([Unformed(pk, layout.unformed_batch_sk(batch, i)) for batch, i in marks])
 
 
 def newest_waiting(where: Where, user_id: str, session_id: str, task_id: str | None) -> str | None:

@@ -178,6 +178,13 @@ def unformed_sk(session_id: str, task_id: str | None, message_id: str) -> str:
     return unformed_prefix(session_id, task_id) + message_id
 
 
+def unformed_batch_sk(batch: tuple[str, str], message_id: str) -> str:
+    """An unformed message's sort key from its batch as read back (session digest, task digest or
+    ``NO_TASK``: what a key holds between the prefix and the id)."""
+    session, task = batch
+    return f"fu{SEP}{session}{SEP}{task}{SEP}{message_id}"
+
+
 def formed_run_sk(run_id: str) -> str:
     return f"fr{SEP}{run_id}"
 
