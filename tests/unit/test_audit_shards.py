@@ -57,3 +57,17 @@ def test_an_action_filter_reads_the_view_across_its_partitions_too(aws):
     rare = sorted((e.event_id for e in events if e.action == "scenario_rm"), reverse=True)
     found = [e.event_id for e in audit.of_everyone(None, "scenario_rm", 1000) if e.team_id == team]
     assert found == rare and len(rare) == 7
+
+
+def test_newest_first_by_id_is_newest_first_by_time_whatever_the_clock_did(monkeypatch):
+    """Events are listed by id; two threads of one erasure record theirs at once, and a time read
+    apart from the id (before it, as it was) could stamp the later id earlier. Each event's time
+    is its id's, so the order by id is the order by time, even with a clock that goes back."""
+    from memory_hub import clock
+
+    times = iter([5_000, 5_007, 5_003, 5_009, 5_001, 5_012])
+    monkeypatch.setattr(clock, "now_ms", lambda: next(times))
+    first, second = _events(1, "clocked"), _events(2, "clocked")
+    events = sorted([*first, *second], key=lambda e: e.event_id, reverse=True)
+    assert [e.at for e in events] == sorted((e.at for e in events), reverse=True)
+    assert all(e.at == clock.format_ms(clock.id_ms(e.event_id)) for e in events)

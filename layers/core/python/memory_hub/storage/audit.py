@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..clock import format_ms, now_ms, ordered_id
+from ..clock import format_ms, id_ms, ordered_id
 from . import layout, views
 from .concurrency import for_each
 from .models import AuditEvent, own, snapshot
@@ -33,7 +33,9 @@ class EventContext:
 
 
 def event_items(events: list[NewEvent], context: EventContext) -> list[views.AuditEvent]:
-    at = format_ms(now_ms())
+    """The events' items, each ``at`` the time its id was issued: events are listed in id order,
+    so newest first by id is newest first by ``at`` too (a clock read before the ids were taken
+    could stamp the later id earlier, when two threads of one erasure record events at once)."""
     if context.agent_id is not None:
         pk = layout.audit_pair_pk(context.team_id, context.agent_id)
     else:
@@ -53,7 +55,7 @@ def event_items(events: list[NewEvent], context: EventContext) -> list[views.Aud
             count=e.count,
             actor=context.actor,
             request_id=context.request_id,
-            at=at,
+            at=format_ms(id_ms(event_id)),
         )
         for event_id, e in zip(ids, events, strict=True)
     ]
