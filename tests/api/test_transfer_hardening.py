@@ -92,6 +92,10 @@ REFUSED = {
     "record-metadata-nan": {RECORDS: jsonl([{**RECORD, "metadata": {"n": float("nan")}}])},
     "record-metadata-5000-bytes": {RECORDS: jsonl([{**RECORD, "metadata": {"k": "z" * 5000}}])},
     "message-session-spaced": {CONVERSATIONS: jsonl([{**MESSAGE, "sessionId": " s1", "sessionKey": " s1"}])},
+    # a user no route would take ("u " is never a user of its own): nobody could read or erase it
+    "message-user-spaced": {CONVERSATIONS: jsonl([{**MESSAGE, "userId": "u "}])},
+    "message-user-blank": {CONVERSATIONS: jsonl([{**MESSAGE, "userId": "   "}])},
+    "record-user-spaced": {RECORDS: jsonl([{**RECORD, "userId": "\u3000u"}])},
     **{f"surrogate-{k}": v for k, v in LATER_SURROGATE.items()},
 }
 

@@ -97,6 +97,12 @@ def _user(line: dict[str, Any], where: str, selection: Selection, problems: list
     if user is None:
         problems.append(f"{where}: no user (the line names none or 'default', and no --user was given)")
         return None
+    if isinstance(user, str) and is_blank(user):  # a user the routes refuse: nobody could read or erase it
+        problems.append(f"{where}: userId must not be blank")
+        return None
+    if isinstance(user, str) and user != trim(user):  # the requests' rule: "u1 " is never a user of its own
+        problems.append(f"{where}: userId must not have leading or trailing white space")
+        return None
     return user if check(fields.FreeId, user, where, "userId", problems) else None
 
 
