@@ -49,12 +49,17 @@ def test_a_messages_terms_come_back_from_its_metadata_as_counted(words):
     assert held == Counter({layout.term_digest(t): n for t, n in counts.items()}) and length == len(words)
 
 
-def test_a_query_asks_as_many_whole_digests_as_one_text_holds():
+def test_a_query_asks_its_terms_in_parts_of_as_many_whole_digests_as_one_text_holds():
     digests = [layout.term_digest(f"t{i}") for i in range(100)]
-    [asked] = vectors.query_texts(digests + digests[:3])
-    said = asked["text"].split()
-    assert asked["metadataKey"] == vectors.TERMS and len(asked["text"]) <= vectors.MAX_QUERY_TEXT
-    assert said == digests[: len(said)] and len(said) == (vectors.MAX_QUERY_TEXT + 1) // (layout.TERM_DIGEST + 1)
+    parts = vectors.text_chunks(digests + digests[:3])
+    assert [d for part in parts for d in part] == digests, "each distinct term once, in order"
+    assert [len(part) for part in parts] == [48, 48, 4] and vectors.TEXT_FIT == 48
+    for part in parts:
+        [asked] = vectors.query_texts(part)
+        assert asked["metadataKey"] == vectors.TERMS and len(asked["text"]) <= vectors.MAX_QUERY_TEXT
+        assert asked["text"].split() == part
+    with pytest.raises(ValueError, match="parts"):
+        vectors.query_texts(digests[:49])
 
 
 def test_the_filter_spans_times_and_a_waiting_vector_is_judged_alike():
@@ -175,6 +180,21 @@ def test_an_add_writes_no_posting_counts_its_terms_and_an_erasure_takes_them_off
     conversation.delete(scope, ids, None, writer(scope), "req-unit-words-in-vectors-01")
     assert _partition(where, "df") == [], "nothing of their words outlives them"
     assert _search(scope, "fjord") == []
+
+
+@pytest.mark.parametrize("position", [49, 64])
+def test_every_one_of_a_querys_64_terms_counts_past_what_one_query_text_holds(in_vectors, position):
+    """A query names its terms in texts of 48 digests at most, one text a metadata key: the
+    terms past the 48th go in a second ``QueryVectors`` — a word that only the 49th or the 64th
+    term names still finds its message, the 65th does not count."""
+    scope = fresh_scope()
+    [target] = conversation.add(scope, [{"role": "user", "content": "the pangolin sleeps"}], writer(scope)).accepted_ids
+    conversation.add(scope, [{"role": "user", "content": "zqaa is here"}], writer(scope))
+    fillers = [f"zq{a}{b}" for a in "bcdfghjk" for b in "bcdfghjk"][: position - 1]
+    assert _search(scope, " ".join([*fillers, "pangolin"])) == [target]
+    assert _search(scope, " ".join([*fillers, "pangolin"]), mode="hybrid")[0] == target
+    if position == 64:
+        assert _search(scope, " ".join([*fillers, "zqzz", "pangolin"])) == [], "the 65th term does not count"
 
 
 def test_a_message_not_embedded_has_postings_and_is_found_with_the_others(in_vectors):

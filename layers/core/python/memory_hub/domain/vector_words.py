@@ -109,8 +109,9 @@ def halves(
         if vector is None and not ask_words:
             return []
         try:
-            texts = digests if ask_words else ()
-            return vectors.query(index, vector, top_k, where_filter, with_metadata=True, texts=texts)
+            if not ask_words:
+                return vectors.query(index, vector, top_k, where_filter, with_metadata=True)
+            return _asked_in_parts(index, vector, top_k, where_filter, digests)
         except Exception:
             logger.exception("vector query failed")
             count_event("VectorQueryFailures", 1)
@@ -140,6 +141,27 @@ def halves(
     words = Ranked(_scored(candidates, digests, held, known), by_postings.postings_read, where_said)
     meant = None if vector is None else _meant(candidates, top_k, where_said)
     return words, meant
+
+
+def _asked_in_parts(
+    index: vectors.Index, vector: list[float] | None, top_k: int, where: dict[str, Any], digests: list[str]
+) -> list[vectors.Match]:
+    """The stored vectors holding the query's terms (and, with ``vector``, the nearest): one
+    ``QueryVectors`` a part of the terms one query text holds — the first with the vector, the rest
+    (a query of more than 48 terms) by their words alone, at once — each candidate once, with
+    its distance when a part has it."""
+    parts = vectors.text_chunks(digests)
+    asks = [
+        lambda part=part, first=i == 0: vectors.query(
+            index, vector if first else None, top_k, where, with_metadata=True, texts=part
+        )
+        for i, part in enumerate(parts)
+    ]
+    found: dict[str, vectors.Match] = {}
+    for match in (m for answer in parallel(*asks) for m in answer):
+        if match.key not in found or found[match.key].distance is None:
+            found[match.key] = match
+    return sorted(found.values(), key=lambda match: (match.distance is None, match.distance or 0.0))
 
 
 def _query_vector(asked: Asked) -> list[float] | None:

@@ -231,11 +231,21 @@ def held_terms(metadata: Mapping[str, Any]) -> tuple[Counter[str], int] | None:
     return Counter(text.split()), int(length)
 
 
+TEXT_FIT = (MAX_QUERY_TEXT + 1) // (layout.TERM_DIGEST + 1)  # whole digests one query text holds (48)
+
+
+def text_chunks(digests: Sequence[str]) -> list[list[str]]:
+    """A query's distinct term digests in the parts one ``QueryVectors`` text each holds: a query
+    names one text a metadata key, and the terms are one key (a search's 64 terms: two parts)."""
+    distinct = list(dict.fromkeys(digests))
+    return [distinct[i : i + TEXT_FIT] for i in range(0, len(distinct), TEXT_FIT)]
+
+
 def query_texts(digests: Sequence[str]) -> list[dict[str, str]]:
-    """A query's term digests as ``QueryVectors``' ``queryTexts``: as many whole digests as one text
-    holds (a query of more terms — past ~48 — is asked by its first ones)."""
-    fit = (MAX_QUERY_TEXT + 1) // (layout.TERM_DIGEST + 1)
-    return [{"metadataKey": TERMS, "text": " ".join(list(dict.fromkeys(digests))[:fit])}]
+    """Term digests (at most ``TEXT_FIT``: one of ``text_chunks``) as ``QueryVectors``' ``queryTexts``."""
+    if len(set(digests)) > TEXT_FIT:
+        raise ValueError(f"one query text holds {TEXT_FIT} terms: ask in parts (text_chunks)")
+    return [{"metadataKey": TERMS, "text": " ".join(dict.fromkeys(digests))}]
 
 
 def search_filter(
