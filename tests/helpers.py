@@ -295,6 +295,14 @@ def memory_files(scope: Scope, folder: str = "") -> list[str]:
     return s3_keys(scope.prefix + folder)
 
 
+def export_archives(scope: Scope) -> list[str]:
+    """The keys of the scope's memory's export archives (its exports' marker left out)."""
+    from memory_hub.storage import bucket
+
+    marker = bucket.export_marker(scope.team_id, scope.agent_id)
+    return [key for key in memory_files(scope, bucket.EXPORTS) if key != marker]
+
+
 def scan(table: str, where: str | None = None, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every item of ``table`` (strongly consistent), or those matching the filter expression
     ``where`` (its ``values``: the expression's attribute values)."""

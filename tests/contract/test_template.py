@@ -314,8 +314,8 @@ def _check_statement(owner: str, statement: dict[str, Any]) -> None:
         assert (
             len(resources) == 1
             and str(resources[0].get("Fn::Sub", "")).startswith("${MemoryBucket.Arn}/profiles/")
-            and resources[0]["Fn::Sub"].endswith("/*")
-        ), f"{owner}: S3 object access is scoped to the bucket's profiles/ prefix"
+            and (resources[0]["Fn::Sub"].endswith("/*") or "*" not in resources[0]["Fn::Sub"].rsplit("/", 1)[1])
+        ), f"{owner}: S3 object access is scoped to the bucket's profiles/ prefix (a folder, or one object's name)"
     if "s3:ListBucket" in _actions(statement):
         assert resources == [{"Fn::GetAtt": ["MemoryBucket", "Arn"]}], owner
 

@@ -128,8 +128,20 @@ def owned_by(asset: Asset | None, team_id: str, agent_id: str) -> Asset | None:
 
 def forget_exports(asset: Asset) -> int:
     """Erase every export of a memory: every erasure also erases the exports that may hold what it
-    deleted. One listing when there is none."""
-    keys = blobs.keys_under(bucket.export_prefix(asset.team_id, asset.agent_id))
+    deleted (called once the erasure committed); how many it erased.
+
+    Every export puts the memory's export marker before its archive, and an export whose archive
+    is checked after an erasure commits finds the erasure itself and deletes its archive
+    (``transfer.exporting``). So an archive this erasure must erase was put, marker first, before
+    the erasure committed: when the marker is not there now, there is no such archive, and a
+    ``HeadObject`` (a GET-class request) takes the place of the listing (PUT-class, 12.5 times its
+    price). A memory created before the marker (``export_marks`` absent) may hold archives without
+    one: its exports are listed each time. The marker stays while exports may remain (the
+    cleanup drops it a while after the last export)."""
+    marker = bucket.export_marker(asset.team_id, asset.agent_id)
+    if asset.export_marks and blobs.head(marker) is None:
+        return 0
+    keys = [key for key in blobs.keys_under(bucket.export_prefix(asset.team_id, asset.agent_id)) if key != marker]
     return blobs.delete_many(keys) if keys else 0
 
 

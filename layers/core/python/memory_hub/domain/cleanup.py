@@ -37,6 +37,7 @@ from .audit import SYSTEM_CLEANUP
 DAY_MS = 86_400_000
 ORPHAN_WINDOW_MS = 2 * DAY_MS  # how long after a clear its epoch's stragglers are looked for
 EXPORT_LIFETIME_MS = DAY_MS
+MARKER_MARGIN_MS = 60 * 60 * 1000  # longer than an export's run (a Lambda runs 15 minutes at most)
 TOMBSTONE_LIFETIME_MS = DAY_MS
 MARGIN_S = 5.0
 PAGE = 25
@@ -206,8 +207,12 @@ def _orphans(asset: Asset, now: int, deadline: purge.Deadline) -> int:
 
 
 def _exports(asset: Asset, now: int) -> int:
-    """Exports (and leftover import uploads) older than a day."""
-    old = [
+    """Exports (and leftover import uploads) older than a day; then the export marker, once older
+    than a day and an export's longest run (``MARKER_MARGIN_MS``): every archive put after it was
+    put older than a day, and went first. Only the marker as listed goes (an export that puts it
+    again meanwhile keeps it), and erasures list the exports again only after the next export."""
+    marker = bucket.export_marker(asset.team_id, asset.agent_id)
+    listed = [
         o
         for prefix in (
             bucket.export_prefix(asset.team_id, asset.agent_id),
@@ -215,9 +220,13 @@ def _exports(asset: Asset, now: int) -> int:
         )
         for page in blobs.listing(prefix)
         for o in page
-        if o.last_modified.timestamp() * 1000 < now - EXPORT_LIFETIME_MS
     ]
-    return blobs.delete_many([o.key for o in old], [o.etag or None for o in old]) if old else 0
+    old = [o for o in listed if o.key != marker and o.last_modified.timestamp() * 1000 < now - EXPORT_LIFETIME_MS]
+    deleted = blobs.delete_many([o.key for o in old], [o.etag or None for o in old]) if old else 0
+    for o in listed:
+        if o.key == marker and o.last_modified.timestamp() * 1000 < now - EXPORT_LIFETIME_MS - MARKER_MARGIN_MS:
+            blobs.delete(marker, if_match=o.etag)
+    return deleted
 
 
 def _one(report: Report, asset: Asset, now: int, deadline: purge.Deadline) -> None:

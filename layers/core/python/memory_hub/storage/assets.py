@@ -160,8 +160,10 @@ def _fields(asset: Asset, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def new(**fields: Any) -> views.Asset:
-    """A new asset's view, not stored yet (``create`` stores it, with its fence)."""
+    """A new asset's view, not stored yet (``create`` stores it, with its fence). Its exports will
+    put their marker (``export_marks``: an erasure lists them only when the marker is there)."""
     fields.setdefault("fenced", True)
+    fields.setdefault("export_marks", True)
     return snapshot(views.Asset, Asset(fields["memory_id"], pair_sk(fields["team_id"], fields["agent_id"]), **fields))
 
 

@@ -9,6 +9,8 @@ working files:
     .backup/persona/persona_<stamp>_<version>.md   persona backups
     .metadata/…                          the tree's metadata (exports)
     .exports/<job>.tar.gz                an export archive (``user-<u>-<job>`` for one user)
+    .exports/.marker                     put by each export before its archive: erasures list
+                                         the exports only when it is there (``EXPORT_MARKER``)
     .imports/<job>.tar.gz                an import's upload
     .imports/<job>.journal.json          what the import is about to write (its undo)
     .imports/<job>.saved/<n>             live files it overwrites, kept for the undo
@@ -29,6 +31,7 @@ PERSONA = "persona.md"
 PERSONA_BACKUPS = ".backup/persona/"
 METADATA = ".metadata/"
 EXPORTS = ".exports/"
+EXPORT_MARKER = ".marker"  # under EXPORTS, never an archive's name (those end in .tar.gz)
 IMPORTS = ".imports/"
 FORMED_FOLDER = "formed/"  # an L2 folder only formation writes under
 
@@ -60,6 +63,10 @@ def backup_named(team_id: str, agent_id: str, name: str) -> str:
 
 def export_prefix(team_id: str, agent_id: str) -> str:
     return prefix(team_id, agent_id) + EXPORTS
+
+
+def export_marker(team_id: str, agent_id: str) -> str:
+    return export_prefix(team_id, agent_id) + EXPORT_MARKER
 
 
 def export_key(team_id: str, agent_id: str, job_id: str, user_id: str | None) -> str:

@@ -169,6 +169,7 @@ class Asset(Bound):
     word_index = UnicodeAttribute(null=True, attr_name="wi")
     # has its ``Fence`` (every asset since 2026-12-05; one of before at its next write): read by epoch checks
     fenced = BooleanAttribute(null=True, attr_name="fz")
+    export_marks = BooleanAttribute(null=True, attr_name="xm")  # since 2026-12-06: ``assets.forget_exports``
     # the import that created it, until it commits or a client's write claims it: not shown till then
     hidden_by = UnicodeAttribute(null=True, attr_name="hb")
 
@@ -456,9 +457,8 @@ class WaitingVector(_Items):
 
 
 class FormationState(_Items):
-    """One user's formation (``fs`` in their L0 partition): the lease that keeps their runs from
-    overlapping, whether a run is queued, consecutive failures, the pause and its error, and what
-    was formed last — ids, counts and times, never content."""
+    """One user's formation (``fs`` in their L0 partition): its runs' lease, whether a run is queued,
+    failures, the pause and its error, what was formed last — ids, counts and times, never content."""
 
     state = UnicodeAttribute(null=True)  # "queued" while a run is asked for; else absent
     queued_at = NumberAttribute(null=True)

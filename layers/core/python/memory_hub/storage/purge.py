@@ -135,6 +135,7 @@ def objects(target: Target, result: Result, deadline: Deadline) -> bool:
     """Delete the objects of this epoch and older ones under the memory's prefix (files, persona,
     backups, metadata, exports); objects of a later epoch stay. True when none is left."""
     persona = bucket.persona_key(target.team_id, target.agent_id)
+    marker = bucket.export_marker(target.team_id, target.agent_id)  # goes too, but is not a file
     scenes_prefix = bucket.prefix(target.team_id, target.agent_id) + bucket.SCENES
     recent_after = datetime.fromtimestamp(target.retired_ms / 1000 - RECENT_S, tz=UTC)
     for page in blobs.listing(bucket.prefix(target.team_id, target.agent_id)):
@@ -145,7 +146,7 @@ def objects(target: Target, result: Result, deadline: Deadline) -> bool:
             doomed += [o for o, head in zip(recent, heads, strict=True) if _retired(head, target.epoch)]
         if doomed:
             gone = blobs.deleted([o.key for o in doomed], [o.etag or None for o in doomed])
-            result.files += len(gone)
+            result.files += sum(1 for key in gone if key != marker)
             result.l3 = max(result.l3, int(persona in gone))
             result.l2 += sum(1 for key in gone if key.startswith(scenes_prefix))
         if deadline.passed():

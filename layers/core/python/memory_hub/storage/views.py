@@ -47,6 +47,7 @@ class Asset:
     bindings: Any
     created_at: str
     epoch: float
+    export_marks: bool | None
     fenced: bool | None
     formation: str | None
     hidden_by: str | None

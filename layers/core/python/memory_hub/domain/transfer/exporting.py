@@ -80,6 +80,12 @@ def _run(job: Job) -> None:
         if asset is None:
             jobs.settle(job, "failed", error="the memory no longer exists")
             return
+        # The marker, before the archive: an erasure that commits after this finds it and lists the
+        # exports (``assets.forget_exports``). Its content names the attempt (a new ETag each time:
+        # the cleanup's conditional delete of an old one never takes it); its epoch, as the
+        # archive's, keeps it from a clear's purge of the epoch before.
+        marker = bucket.export_marker(job.team_id, job.agent_id)
+        blobs.put_bytes(marker, f"{job.sk} {now_ms()}".encode(), "text/plain", {"epoch": str(int(asset.epoch))})
         # Erasures already recorded when the build begins (within the clocks' skew) are not news.
         since = now_ms() - CLOCK_SKEW_MS
         known = stored_audit.erasures_since(asset.team_id, asset.agent_id, since)
