@@ -102,9 +102,9 @@ def test_the_cleanup_drops_the_marker_once_past_a_day_and_an_exports_run(api, ho
     message = _message(api, s)
     start = now_ms()
     export(api, s.memory_id)
-    cleanup(api, now=start + DAY_MS + 30 * 60 * 1000)  # the archive is older than a day; the marker kept
+    assert cleanup(api, now=start + DAY_MS + 30 * 60 * 1000)["done"] is True  # the archive is a day old
     assert export_archives(s) == [] and memory_files(s, bucket.EXPORTS) == [_marker(s)]
-    cleanup(api, now=start + DAY_MS + 2 * HOUR_MS)
+    assert cleanup(api, now=start + DAY_MS + 2 * HOUR_MS)["done"] is True
     assert memory_files(s, bucket.EXPORTS) == []
     since = hooks.last_seq()
     _erase(api, s, message)

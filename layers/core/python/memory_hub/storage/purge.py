@@ -135,12 +135,14 @@ def objects(target: Target, result: Result, deadline: Deadline) -> bool:
     """Delete the objects of this epoch and older ones under the memory's prefix (files, persona,
     backups, metadata, exports); objects of a later epoch stay. True when none is left."""
     persona = bucket.persona_key(target.team_id, target.agent_id)
-    marker = bucket.export_marker(target.team_id, target.agent_id)  # goes too, but is not a file
+    marker = bucket.export_marker(target.team_id, target.agent_id)  # not a file; see below
     scenes_prefix = bucket.prefix(target.team_id, target.agent_id) + bucket.SCENES
     recent_after = datetime.fromtimestamp(target.retired_ms / 1000 - RECENT_S, tz=UTC)
     for page in blobs.listing(bucket.prefix(target.team_id, target.agent_id)):
-        doomed = [o for o in page if o.last_modified < recent_after]
-        recent = [o for o in page if o.last_modified >= recent_after]
+        # the marker by its epoch whatever its time: lost beside a later epoch's archive, erasures
+        # would skip that archive (a clock ahead of S3's could take one put after the change as old)
+        doomed = [o for o in page if o.last_modified < recent_after and o.key != marker]
+        recent = [o for o in page if o.last_modified >= recent_after or o.key == marker]
         if recent:  # written around the epoch change: look at each one's epoch
             heads = for_each(lambda o: blobs.head(o.key), recent, width=16)
             doomed += [o for o, head in zip(recent, heads, strict=True) if _retired(head, target.epoch)]

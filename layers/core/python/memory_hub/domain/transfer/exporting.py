@@ -12,6 +12,7 @@ from ...storage import audit as stored_audit
 from ...storage import blobs, bucket, counters, jobs, messages, records, scenes
 from ...storage.audit import EventContext, NewEvent, event_items
 from ...storage.concurrency import for_each, parallel
+from ...storage.errors import PreconditionFailed
 from ...storage.views import Asset, Job
 from .. import assets
 from ..audit import user_target
@@ -80,12 +81,7 @@ def _run(job: Job) -> None:
         if asset is None:
             jobs.settle(job, "failed", error="the memory no longer exists")
             return
-        # The marker, before the archive: an erasure that commits after this finds it and lists the
-        # exports (``assets.forget_exports``). Its content names the attempt (a new ETag each time:
-        # the cleanup's conditional delete of an old one never takes it); its epoch, as the
-        # archive's, keeps it from a clear's purge of the epoch before.
-        marker = bucket.export_marker(job.team_id, job.agent_id)
-        blobs.put_bytes(marker, f"{job.sk} {now_ms()}".encode(), "text/plain", {"epoch": str(int(asset.epoch))})
+        _mark(job, int(asset.epoch))
         # Erasures already recorded when the build begins (within the clocks' skew) are not news.
         since = now_ms() - CLOCK_SKEW_MS
         known = stored_audit.erasures_since(asset.team_id, asset.agent_id, since)
@@ -101,6 +97,37 @@ def _run(job: Job) -> None:
         jobs.settle(job, "done", result={"key": key, "counts": counts, "bytes": len(data)})
         return
     jobs.settle(job, "failed", error="the memory kept changing while it was exported; try again")
+
+
+MARK_TRIES = 5  # exports of one memory putting its marker at once
+
+
+def _mark(job: Job, epoch: int) -> None:
+    """Put the memory's export marker, before the archive: an erasure that commits after this
+    finds it and lists the exports (``assets.forget_exports``). Its content names the attempt (a
+    new ETag each time: the cleanup's conditional delete of an old one never takes it) and its
+    epoch, as the archive's, keeps it from a clear's purge of the epoch before — an epoch that
+    never goes back: an attempt that read the epoch before a clear leaves a later epoch's marker
+    as it is (its own archive is purged, or found out by its check), compare-and-swap on the ETag
+    read, so it cannot overwrite one put meanwhile either."""
+    key = bucket.export_marker(job.team_id, job.agent_id)
+    for _ in range(MARK_TRIES):
+        held = blobs.head(key)
+        if held is not None and _epoch_of(held) > epoch:
+            return
+        try:
+            blobs.put(key, f"{job.sk} {now_ms()}", {"epoch": str(epoch)}, if_match=held.etag if held else None)
+            return
+        except PreconditionFailed:
+            continue
+    raise RuntimeError("the export marker kept changing")
+
+
+def _epoch_of(blob: blobs.Blob) -> int:
+    try:
+        return int(blob.metadata.get("epoch", "0"))
+    except ValueError:
+        return 0
 
 
 def _erased_meanwhile(asset: Asset, since: int, known: set[str]) -> bool:

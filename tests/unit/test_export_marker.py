@@ -1,0 +1,74 @@
+"""The exports' marker in this process over moto: an export puts it with its epoch, which never goes
+back (an attempt that read the epoch before a clear leaves a later epoch's marker as it is), by a
+compare-and-swap on the ETag it read; a clear's purge judges it by that epoch whatever its time
+says, and never counts it as a file."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from memory_hub.domain.transfer import exporting
+from memory_hub.storage import blobs, bucket, purge
+from memory_hub.storage.errors import PreconditionFailed
+
+
+def _job() -> SimpleNamespace:
+    return SimpleNamespace(team_id=f"t{uuid.uuid4().hex[:8]}", agent_id="agent", sk=f"exp-{uuid.uuid4().hex}")
+
+
+def _held(job) -> blobs.Blob:
+    held = blobs.head(bucket.export_marker(job.team_id, job.agent_id))
+    assert held is not None
+    return held
+
+
+def test_the_markers_epoch_never_goes_back_and_each_put_is_a_new_etag(aws):
+    job = _job()
+    exporting._mark(job, 7)
+    first = _held(job)
+    assert first.metadata["epoch"] == "7"
+    exporting._mark(job, 6)  # an attempt that read the epoch before a clear
+    assert _held(job).etag == first.etag, "a later epoch's marker is left as it is"
+    exporting._mark(job, 7)
+    again = _held(job)
+    assert again.metadata["epoch"] == "7" and again.etag != first.etag, "the same epoch: put again (newer)"
+    exporting._mark(job, 8)
+    assert _held(job).metadata["epoch"] == "8"
+
+
+def test_a_marker_put_meanwhile_is_read_again_never_overwritten_blind(aws, monkeypatch):
+    job = _job()
+    exporting._mark(job, 3)
+    real_put = blobs.put
+    raced: list[str] = []
+
+    def put(key, text, metadata, *, if_match):
+        if not raced:  # another export of a later epoch puts it first
+            raced.append(real_put(key, "other", {"epoch": "9"}, if_match=if_match))
+            raise PreconditionFailed(key)
+        return real_put(key, text, metadata, if_match=if_match)
+
+    monkeypatch.setattr(blobs, "put", put)
+    exporting._mark(job, 4)
+    assert _held(job).metadata["epoch"] == "9" and _held(job).etag == raced[0]
+
+
+def _target(job, epoch: int) -> purge.Target:
+    # the clear's clock an hour ahead of S3's: every object looks older than the epoch change
+    retired = int(time.time() * 1000) + 3_600_000
+    return purge.Target(f"m-{job.team_id}", job.team_id, job.agent_id, epoch, retired)
+
+
+@pytest.mark.parametrize(("marked", "kept"), [(5, True), (4, False)])
+def test_a_clears_purge_judges_the_marker_by_its_epoch_and_never_counts_it(aws, marked, kept):
+    job = _job()
+    exporting._mark(job, marked)
+    scene = bucket.scene_key(job.team_id, job.agent_id, "a.md")
+    blobs.put_bytes(scene, b"x", "text/markdown", {"epoch": "4"})
+    result = purge.Result()
+    assert purge.objects(_target(job, 4), result, purge.Deadline.after(30))
+    assert (blobs.head(bucket.export_marker(job.team_id, job.agent_id)) is not None) is kept
+    assert blobs.head(scene) is None and result.files == 1, "the file goes and is counted; the marker is not"
