@@ -605,11 +605,16 @@ RACING_ERASURES = [
 ]
 
 
-@pytest.mark.parametrize("held_at", ["archive", "marker"])
+HELD_AT = {  # where the export is held while the erasure runs: the key its call names, or its table
+    "marker": {"operation": "PutObject", "key_contains": bucket.EXPORT_MARKER},  # not built yet: builds after
+    "archive": {"operation": "PutObject", "key_contains": ".tar.gz"},  # built: its check finds the erasure
+    "settled": {"operation": "PutItem", "table": "AuditTable"},  # checked: the erasure finds marker and archive
+}
+
+
+@pytest.mark.parametrize("held_at", list(HELD_AT))
 @pytest.mark.parametrize("erasure", RACING_ERASURES)
 def test_an_erasure_during_an_export_leaves_no_export_holding_the_erased_content(api, hooks, erasure, held_at):
-    """The export held as its archive is about to be stored (built: its check finds the erasure),
-    or as it puts its marker (not built yet: the erasure finds the marker)."""
     s = make_scope()
     ids = ok(
         api.post(
@@ -619,15 +624,16 @@ def test_an_erasure_during_an_export_leaves_no_export_holding_the_erased_content
     )["accepted_ids"]
     other = Scope(s.team_id, s.agent_id, s.user_id + "-other")
     ok(api.post("/v3/conversation/add", other.body(session_id="s1", messages=[{"role": "user", "content": "kept"}])))
-    stored = [s.prefix + bucket.EXPORTS, ".tar.gz" if held_at == "archive" else bucket.EXPORT_MARKER]
-    store = {"function": "TransferFunction", "operation": "PutObject", "key_contains": stored}
+    store = {"function": "TransferFunction", **HELD_AT[held_at]}
+    if "key_contains" in store:
+        store["key_contains"] = [s.prefix + bucket.EXPORTS, store["key_contains"]]
     pool = ThreadPoolExecutor(1)
     try:
         with hooks.paused(store) as hook:
             running = pool.submit(
                 Api(api.base_url, api.key, api.service_id).post, "/v3/memory/export", {"memory_id": s.memory_id}
             )
-            assert hooks.wait(hook)  # the archive (the tree built) or the marker is about to be stored
+            assert hooks.wait(hook)
             if erasure == "clear":
                 ok(api.post("/v3/chat-memory/clear", {"memory_ids": [s.memory_id]}))
             elif erasure == "conversation-delete":

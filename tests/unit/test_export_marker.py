@@ -56,6 +56,39 @@ def test_a_marker_put_meanwhile_is_read_again_never_overwritten_blind(aws, monke
     assert _held(job).metadata["epoch"] == "9" and _held(job).etag == raced[0]
 
 
+def test_exports_racing_for_the_marker_all_go_on_when_another_put_it_after_their_read(aws, monkeypatch):
+    """Every put loses to another export's of the same epoch, made after this one read the marker:
+    that put is as new as this one's would be — the export goes on (it failed after five losses)."""
+    job = _job()
+    exporting._mark(job, 2)
+    real_put = blobs.put
+    others: list[str] = []
+
+    def put(key, text, metadata, *, if_match):
+        others.append(real_put(key, "another export", {"epoch": "2"}, if_match=if_match))
+        raise PreconditionFailed(key)
+
+    monkeypatch.setattr(blobs, "put", put)
+    exporting._mark(job, 2)
+    assert len(others) == 1 and _held(job).etag == others[0]
+
+
+def test_a_marker_deleted_under_the_put_is_put_again(aws, monkeypatch):
+    job = _job()
+    exporting._mark(job, 2)
+    real_put = blobs.put
+    lost: list[bool] = []
+
+    def put(key, text, metadata, *, if_match):
+        if not lost:  # the cleanup drops it between this export's read and its put
+            lost.append(blobs.delete(key))
+        return real_put(key, text, metadata, if_match=if_match)
+
+    monkeypatch.setattr(blobs, "put", put)
+    exporting._mark(job, 3)
+    assert lost == [True] and _held(job).metadata["epoch"] == "3"
+
+
 def _target(job, epoch: int) -> purge.Target:
     # the clear's clock an hour ahead of S3's: every object looks older than the epoch change
     retired = int(time.time() * 1000) + 3_600_000

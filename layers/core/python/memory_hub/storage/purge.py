@@ -141,13 +141,13 @@ def objects(target: Target, result: Result, deadline: Deadline) -> bool:
     for page in blobs.listing(bucket.prefix(target.team_id, target.agent_id)):
         # the marker by its epoch whatever its time: lost beside a later epoch's archive, erasures
         # would skip that archive (a clock ahead of S3's could take one put after the change as old)
-        doomed = [o for o in page if o.last_modified < recent_after and o.key != marker]
+        doomed = [(o.key, o.etag or None) for o in page if o.last_modified < recent_after and o.key != marker]
         recent = [o for o in page if o.last_modified >= recent_after or o.key == marker]
-        if recent:  # written around the epoch change: look at each one's epoch
+        if recent:  # written around the epoch change: look at each one's epoch, and delete the version seen
             heads = for_each(lambda o: blobs.head(o.key), recent, width=16)
-            doomed += [o for o, head in zip(recent, heads, strict=True) if _retired(head, target.epoch)]
+            doomed += [(head.key, head.etag) for head in heads if head is not None and _retired(head, target.epoch)]
         if doomed:
-            gone = blobs.deleted([o.key for o in doomed], [o.etag or None for o in doomed])
+            gone = blobs.deleted([key for key, _ in doomed], [etag for _, etag in doomed])
             result.files += sum(1 for key in gone if key != marker)
             result.l3 = max(result.l3, int(persona in gone))
             result.l2 += sum(1 for key in gone if key.startswith(scenes_prefix))

@@ -111,15 +111,18 @@ def _mark(job: Job, epoch: int) -> None:
     as it is (its own archive is purged, or found out by its check), compare-and-swap on the ETag
     read, so it cannot overwrite one put meanwhile either."""
     key = bucket.export_marker(job.team_id, job.agent_id)
+    held = blobs.head(key)
     for _ in range(MARK_TRIES):
-        held = blobs.head(key)
         if held is not None and _epoch_of(held) > epoch:
             return
         try:
             blobs.put(key, f"{job.sk} {now_ms()}", {"epoch": str(epoch)}, if_match=held.etag if held else None)
             return
         except PreconditionFailed:
-            continue
+            again = blobs.head(key)
+        if again is not None and (held is None or again.etag != held.etag) and _epoch_of(again) >= epoch:
+            return  # another export put it after this one read it: as new as this put, of an epoch as late
+        held = again
     raise RuntimeError("the export marker kept changing")
 
 
