@@ -65,6 +65,27 @@ def test_a_paraphrase_sharing_no_word_is_found_in_the_top_three(api, scope, memo
     assert memory[stored] not in [m["id"] for m in by_words.data["messages"]]  # no word to find it by
 
 
+@pytest.mark.parametrize("route", ["/v3/conversation/search", "/v3/atomic/search"])
+def test_a_question_of_only_stop_words_is_answered_by_meaning_in_hybrid_and_by_nothing_in_keyword(
+    api, scope, memory, route
+):
+    """ "Who is she?" has no word that counts: words alone find nothing (keyword: []), and hybrid —
+    where an item whose meaning matches is found even when they share no word — answers by
+    meaning, as semantic does."""
+    question = "what is it that I do?"
+    assert query_terms(question) == []
+    hits = "messages" if route.endswith("conversation/search") else "items"
+    stored = "Works as a nurse at St. Mary's hospital"
+    target = memory[stored] if hits == "messages" else memory[f"L1:{stored}"]
+    for mode in (None, "hybrid", "semantic"):
+        found = api.post(route, scope.body(query=question, limit=5, **({"mode": mode} if mode else {})))
+        assert found.status == 200 and found.data["mode_used"] == (mode or "hybrid"), found.body
+        assert found.data[hits], (mode, found.data)
+        assert target in [m["id"] for m in found.data[hits]], (mode, found.data)
+    by_words = api.post(route, scope.body(query=question, mode="keyword"))
+    assert by_words.status == 200 and by_words.data[hits] == [] and by_words.data["mode_used"] == "keyword"
+
+
 def test_words_still_lead_where_they_match(api, scope, memory):
     """An exact word match stays first in hybrid: meaning adds recall, it does not reshuffle it."""
     found = api.post("/v3/conversation/search", scope.body(query="volcanoes documentary", limit=3))

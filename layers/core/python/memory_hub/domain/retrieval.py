@@ -512,7 +512,8 @@ def search(
     """One search in ``mode`` (``keyword``, ``hybrid`` or ``semantic``; the caller has checked that
     meaning is available for the latter two). Words and meaning run side by side; when the query
     cannot be embedded the answer is by words (``mode_used`` says so). A query without a word that
-    counts (only stop words or punctuation) finds nothing by words, and so nothing in ``hybrid``.
+    counts (only stop words or punctuation) finds nothing by words: nothing in ``keyword``, and in
+    ``hybrid`` what its meaning finds ("who is she?" finds the nurse who introduced herself).
     With ``context`` (a conversation's turns), hybrid reads its candidates in their sessions'
     context (``in_context``); ``keyword`` stays exact BM25 and ``semantic`` pure similarity.
     ``leads`` (a conversation's turns): the records citing each turn, found by the same query in
@@ -521,7 +522,7 @@ def search(
     query names lifts the turns said in it (``in_time``). ``both``: both halves from one call, given
     the depth, the word half by postings and ``counts`` (words in vectors: ``vector_words``)."""
     terms = query_terms(text)
-    if mode != "semantic" and not terms:
+    if mode == "keyword" and not terms:
         return Found([], mode)
     # By words alone the exact top ``limit`` is the answer; fusion looks deeper into both halves.
     depth = limit if mode == "keyword" or semantic is None else min(max(2 * limit, 20), 100)
