@@ -512,8 +512,7 @@ def search(
     """One search in ``mode`` (``keyword``, ``hybrid`` or ``semantic``; the caller has checked that
     meaning is available for the latter two). Words and meaning run side by side; when the query
     cannot be embedded the answer is by words (``mode_used`` says so). A query without a word that
-    counts (only stop words or punctuation) finds nothing by words: nothing in ``keyword``, and in
-    ``hybrid`` what its meaning finds ("who is she?" finds the nurse who introduced herself).
+    counts (only stop words, punctuation) finds nothing in ``keyword``, in ``hybrid`` its meaning's.
     With ``context`` (a conversation's turns), hybrid reads its candidates in their sessions'
     context (``in_context``); ``keyword`` stays exact BM25 and ``semantic`` pure similarity.
     ``leads`` (a conversation's turns): the records citing each turn, found by the same query in
