@@ -96,6 +96,11 @@ REFUSED = {
     "message-user-spaced": {CONVERSATIONS: jsonl([{**MESSAGE, "userId": "u "}])},
     "message-user-blank": {CONVERSATIONS: jsonl([{**MESSAGE, "userId": "   "}])},
     "record-user-spaced": {RECORDS: jsonl([{**RECORD, "userId": "\u3000u"}])},
+    # metadata.tdai that is not an object is the record's own: within its 4,096 bytes, never replaced
+    "record-tdai-string-5000-bytes": {
+        RECORDS: jsonl([{**RECORD, "id": "atom-" + "0" * 26, "metadata": {"tdai": "z" * 5000}}])
+    },
+    "record-foreign-id-tdai-string": {RECORDS: jsonl([{**RECORD, "metadata": {"tdai": "the client's own"}}])},
     **{f"surrogate-{k}": v for k, v in LATER_SURROGATE.items()},
 }
 
@@ -195,6 +200,50 @@ def test_a_meta_heat_that_only_looks_like_digits_imports_and_exports(api):
     _, files = export(api, target.memory_id)
     index = json.loads(files[".metadata/scene_index.json"])
     assert index[0]["heat"] == 0, index
+
+
+LAST_INSTANT = "9999-12-31T23:59:59.9999Z"  # its millisecond is the last one a time can have
+
+
+def test_an_imported_time_is_truncated_to_the_millisecond_as_a_requests_time_is(api):
+    """A time past the millisecond is stored truncated, as the routes store it — rounded up, the
+    last instant of 9999 became a year 10000 that every later read and export failed on."""
+    target = make_scope()
+    scene = META.format(f"created_at: {LAST_INSTANT}\nupdated_at: {LAST_INSTANT}")
+    files = {
+        CONVERSATIONS: jsonl(
+            [
+                {**MESSAGE, "timestamp": LAST_INSTANT},
+                {**MESSAGE, "id": "msg-b", "timestamp": "2026-01-05T10:00:00.0005Z"},
+            ]
+        ),
+        RECORDS: jsonl([{**RECORD, "createdAt": LAST_INSTANT, "updatedAt": LAST_INSTANT}]),
+        "scene_blocks/a.md": scene,
+    }
+    done = import_tree(api, target, files, user_id="u")
+    assert done["state"] == "done", done
+    user = target.__class__(target.team_id, target.agent_id, "u")
+    shown = ok(api.post("/v3/conversation/query", user.body(session_id="s")))["messages"]
+    assert sorted(m["timestamp"] for m in shown) == ["2026-01-05T10:00:00.000Z", "9999-12-31T23:59:59.999Z"]
+    [record] = ok(api.post("/v3/atomic/query", user.body()))["items"]
+    assert record["created_at"] == record["updated_at"] == "9999-12-31T23:59:59.999Z", record
+    read = ok(api.post("/v3/scenario/read", user.body(path="a.md")))
+    assert "created_at: 9999-12-31T23:59:59.999Z" in read["content"], read
+    export(api, target.memory_id)  # and every later export goes through
+
+
+def test_a_null_in_a_line_counts_as_absent_as_in_a_request(api):
+    target = make_scope()
+    files = {
+        CONVERSATIONS: jsonl([{**MESSAGE, "user_id": None, "taskId": None}]),
+        RECORDS: jsonl([{**RECORD, "type": None, "scene_name": None, "version": None, "updatedAt": None}]),
+    }
+    done = import_tree(api, target, files)
+    assert done["state"] == "done" and done["counts"]["l0"] == 1 and done["counts"]["l1"] == 1, done
+    user = target.__class__(target.team_id, target.agent_id, "u")
+    [record] = ok(api.post("/v3/atomic/query", user.body()))["items"]
+    assert (record["type"], record["background"], record["version"]) == ("episodic", "", 1), record
+    assert record["updated_at"] == record["created_at"] == "2026-01-05T10:00:00.000Z", record
 
 
 # ---- 5: tar metadata counts toward the unpacked limit ---------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ...clock import MAX_SECONDS, MIN_SECONDS, format_ms, issued_here, lower_bound_ms
+from ...clock import MAX_SECONDS, MIN_SECONDS, format_ms, issued_here, parse_ms
 from .. import fields
 from ..fields import check
 from ..rules import is_blank, trim
@@ -83,15 +83,21 @@ def _time(value: Any, where: str, problems: list[str], name: str) -> int | None:
         return None
     if isinstance(value, str):
         try:
-            return lower_bound_ms(value)
+            return parse_ms(value)  # truncated to the millisecond, as a request's time is stored
         except ValueError:
             pass
     problems.append(f"{where}: {name} must be epoch milliseconds or an RFC 3339 time")
     return None
 
 
+def _first(line: dict[str, Any], *names: str, default: Any = None) -> Any:
+    """The value of the first of ``names`` the line gives a value (``null`` counts as absent, as in
+    a request), else ``default``."""
+    return next((line[name] for name in names if line.get(name) is not None), default)
+
+
 def _user(line: dict[str, Any], where: str, selection: Selection, problems: list[str]) -> str | None:
-    user = line.get("user_id", line.get("userId"))
+    user = _first(line, "user_id", "userId")
     if user is None or user == "default":
         user = selection.user_id
     if user is None:
@@ -134,7 +140,7 @@ def message(where: str, line: dict[str, Any], selection: Selection, problems: li
     )
     if session is None and len(problems) == count:
         problems.append(f"{where}: sessionId must be 1-256 characters without control characters")
-    task = _optional_id(line.get("taskId", line.get("task_id")), where, "taskId", problems)
+    task = _optional_id(_first(line, "taskId", "task_id"), where, "taskId", problems)
     user = _user(line, where, selection, problems)
     timestamp = _time(line.get("timestamp"), where, problems, "timestamp")
     recorded = (
@@ -148,11 +154,10 @@ def message(where: str, line: dict[str, Any], selection: Selection, problems: li
 
 def record(where: str, line: dict[str, Any], selection: Selection, problems: list[str]) -> Record | None:
     count = len(problems)
-    content, kind = line.get("content"), line.get("type", "episodic")
+    content, kind = line.get("content"), _first(line, "type", default="episodic")
     check(fields.Content, content, where, "content", problems)
     check(fields.AtomType, kind, where, "type", problems)
-    background = line.get("scene_name", line.get("background", ""))
-    background = "" if background is None else background
+    background = _first(line, "scene_name", "background", default="")
     check(fields.Background, background, where, "scene_name", problems)
     tags = line.get("tags", [])
     tags = [] if tags is None else tags
@@ -170,8 +175,8 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
     formed = line.get("formed")
     if formed is not None and not isinstance(formed, bool):
         problems.append(f"{where}: formed must be true or false")
-    created = _time(line.get("createdAt", line.get("created_at", line.get("updatedAt"))), where, problems, "createdAt")
-    updated = _time(line.get("updatedAt", line.get("updated_at", line.get("createdAt"))), where, problems, "updatedAt")
+    created = _time(_first(line, "createdAt", "created_at", "updatedAt"), where, problems, "createdAt")
+    updated = _time(_first(line, "updatedAt", "updated_at", "createdAt"), where, problems, "updatedAt")
     neutral = {"priority": NEUTRAL_PRIORITY, "timestamps": [format_ms(created)] if created is not None else None}
     for key, value in given.items():  # an export writes the neutral value for one it kept under metadata.tdai
         if key not in tdai or value != neutral[key]:
@@ -186,11 +191,13 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
         tdai["source_id"] = source
     # The record's own metadata by the API's rule (4096 bytes); what TencentDB keeps beside it
     # (metadata.tdai) has room of its own on top.
-    check(fields.Metadata, {k: v for k, v in metadata.items() if k != TDAI_KEY}, where, "metadata", problems)
     own = {k: v for k, v in metadata.items() if not (k == TDAI_KEY and isinstance(v, dict))}
+    check(fields.Metadata, own, where, "metadata", problems)  # a tdai that is not an object is the record's own
+    if tdai and TDAI_KEY in own:
+        problems.append(f"{where}: metadata.tdai must be an object (TencentDB's values are kept there)")
     stored = dict(own, **({TDAI_KEY: tdai} if tdai else {}))
     check(RecordMetadata, stored, where, "metadata", problems)
-    version, reinforced = line.get("version", 1), line.get("reinforced_count", 1)
+    version, reinforced = _first(line, "version", default=1), _first(line, "reinforced_count", default=1)
     if foreign and version == 0 and not isinstance(version, bool):
         version = 1  # TencentDB numbers a new record 0, Memory Hub 1
     check(fields.Version, version, where, "version", problems)
@@ -198,7 +205,7 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
     session = _optional_id(
         line.get("sessionId") or line.get("sessionKey") or line.get("session_id"), where, "sessionId", problems
     )
-    task = _optional_id(line.get("taskId", line.get("task_id")), where, "taskId", problems)
+    task = _optional_id(_first(line, "taskId", "task_id"), where, "taskId", problems)
     user = _user(line, where, selection, problems)
     if len(problems) > count or user is None or created is None or updated is None:
         return None

@@ -7,7 +7,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from ...clock import format_ms, lower_bound_ms, now_ms
+from ...clock import format_ms, now_ms, parse_ms
 from .. import fields, meta
 from ..fields import check
 from .lines import loads
@@ -24,7 +24,7 @@ def _stamp(value: str | None, name: str) -> str | None:
     if not value:
         return None  # TencentDB writes an empty `created:` for a scene it had no META for
     try:
-        return format_ms(lower_bound_ms(value))
+        return format_ms(parse_ms(value))
     except ValueError:
         raise ValueError(f"META {name} must be an RFC 3339 time") from None
 
@@ -125,5 +125,5 @@ def persona_meta(data: bytes, problems: list[str]) -> dict[str, Any]:
     for name in ("created_at", "updated_at"):
         value = persona.get(name)
         if value is not None and check(fields.Time, value, where, f"persona.{name}", problems):
-            checked[name] = format_ms(lower_bound_ms(value))
+            checked[name] = format_ms(parse_ms(value))
     return checked
