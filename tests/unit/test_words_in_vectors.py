@@ -243,6 +243,32 @@ def test_a_records_words_go_with_its_vector_through_its_updates_and_its_erasure(
     assert _records(where) == [] and _records(where, "df") == [] and counters.held(where, "L1", "u").posted == 0
 
 
+LONG = " ".join(f"w{i:04d}q" for i in range(vectors.MAX_TERMS + 76))  # 1,100 distinct terms, 7,699 chars
+
+
+def test_an_item_with_more_terms_than_a_vector_holds_keeps_postings_and_each_of_its_words_finds_it(in_vectors):
+    """A vector's ``terms`` hold 1,024 (a 2,000-character CJK text has about 2,000 character
+    pairs): an item with more keeps postings beside its vector — the 1,100th word finds it."""
+    scope = fresh_scope()
+    [long_message] = conversation.add(scope, [{"role": "user", "content": LONG}], writer(scope)).accepted_ids
+    [short] = conversation.add(scope, [{"role": "user", "content": "w1099q apple"}], writer(scope)).accepted_ids
+    where = Where.of(assets.of_scope(scope))
+    assert {postings.item_in_key(p) for p in _partition(where, "t")} == {long_message}
+    assert counters.held(where, "L0", "u").posted == 1
+    assert set(_search(scope, "w1099q")) == {long_message, short} and _search(scope, "w0003q") == [long_message]
+    record = atomic.add(scope, "plays the cello", "episodic", "", [], {}, writer(scope)).id
+    atomic.update(scope, record, {"content": LONG}, None, writer(scope), "req-unit-wv-long-1")
+    assert _find(scope, "w1099q") == [record] and counters.held(where, "L1", "u").posted == 1
+    atomic.update(scope, record, {"content": "plays the cello"}, None, writer(scope), "req-unit-wv-long-2")
+    assert _records(where) == [] and counters.held(where, "L1", "u").posted == 0, "short again: in its vector"
+    long_record = atomic.add(scope, LONG + " zz", "episodic", "", [], {}, writer(scope)).id
+    assert _find(scope, "w1098q") == [long_record]
+    conversation.delete(scope, [long_message, short], None, writer(scope), "req-unit-wv-long-3")
+    atomic.delete(scope, [record, long_record], None, writer(scope), "req-unit-wv-long-4")
+    assert _partition(where, "t") == [] and _records(where) == [] and _partition(where, "df") == []
+    assert counters.held(where, "L0", "u").posted == 0 and counters.held(where, "L1", "u").posted == 0
+
+
 def test_a_vector_query_that_fails_fails_the_search_rather_than_answer_what_waits(in_vectors):
     scope = fresh_scope()
     conversation.add(scope, [{"role": "user", "content": "the apple orchard"}], writer(scope))

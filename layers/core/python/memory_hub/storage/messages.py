@@ -10,7 +10,7 @@ from itertools import chain, islice
 from typing import Any, TypeVar
 
 from ..clock import id_time
-from . import assets, counters, layout, postings, views
+from . import assets, counters, layout, postings, vectors, views
 from .concurrency import Deadline, in_batches, parallel
 from .counters import Where
 from .errors import Cancelled, Unfinished
@@ -84,7 +84,7 @@ def add(
     vectors the caller has and will keep — their terms go with them (``VECTOR_FORMAT``), only
     counted here; the others have postings, and the user's counter counts them (``posted``)."""
     pk = where.item_pk(LAYER, user_id)
-    kept = in_vectors if where.words else frozenset()
+    kept = {m.id for m in messages if m.id in in_vectors and vectors.holds_all(m.terms)} if where.words else set()
     rows = [_row(where, user_id, session_id, task_id, m, recorded_at, staged, m.id in kept) for m in messages]
     built = {
         m.id: postings.build(

@@ -16,7 +16,7 @@ from pynamodb.exceptions import DoesNotExist, PutError, UpdateError
 from typing_extensions import TypeIs  # typing's own from Python 3.13
 
 from ..analysis import searchable, term_counts
-from . import assets, citations, counters, layout, messages, postings, views
+from . import assets, citations, counters, layout, messages, postings, vectors, views
 from .concurrency import Deadline, parallel
 from .counters import Where
 from .errors import Cancelled, Unfinished
@@ -108,7 +108,7 @@ def create(
     the staged record were not there yet: ``staging.fold`` makes it a reinforcement once the import
     commits); 'epoch' also when the import no longer runs. ``in_vector`` (words in vectors): the
     caller has its vector — its terms go with it, only counted here; else postings (``posted``)."""
-    kept = in_vector and where.words
+    kept = in_vector and where.words and vectors.holds_all(counts)
     if kept:
         record = replace(record, index_format=postings.VECTOR_FORMAT)
     rows = index(record, counts)
@@ -220,6 +220,7 @@ def update(
     'guard' (another record holds the new natural key). Words in vectors: ``in_vector``, the new
     text's terms when the caller has its new vector (else postings again, ``reindex``'s to write)."""
     version = int(record.version)
+    in_vector = in_vector if in_vector is None or vectors.holds_all(in_vector) else None
     actions = [
         Record.version.set(version + 1),
         Record.updated_at.set(now_ms),

@@ -72,6 +72,12 @@ MAX_TERMS = 1_024  # digests a vector's ``terms`` holds at most (~21 KB of S3 Ve
 MAX_QUERY_TEXT = 1_024  # characters of one ``queryTexts`` entry
 
 
+def holds_all(terms: Mapping[str, int]) -> bool:
+    """Whether a vector's ``terms`` hold every distinct term of an item: one with more (a long CJK
+    text: a term a character pair) keeps postings, so that each of its words finds it."""
+    return len(terms) <= MAX_TERMS
+
+
 @dataclass(frozen=True)
 class Index:
     bucket: str
