@@ -39,21 +39,29 @@ def test_the_markers_epoch_never_goes_back_and_each_put_is_a_new_etag(aws):
     assert _held(job).metadata["epoch"] == "8"
 
 
+def _put_with(monkeypatch, meanwhile, *, lose: bool, every: bool = False) -> list:
+    """``blobs.put`` with ``meanwhile(real_put, key, if_match)`` run before this export's first put
+    (``every``: before each) — another export's put, the cleanup's delete — then the put lost
+    (``lose``: PreconditionFailed, as S3 answers) or made; what ``meanwhile`` answered."""
+    real, seen = blobs.put, []
+
+    def put(key, text, metadata, *, if_match):
+        if every or not seen:
+            seen.append(meanwhile(real, key, if_match))
+            if lose:
+                raise PreconditionFailed(key)
+        return real(key, text, metadata, if_match=if_match)
+
+    monkeypatch.setattr(blobs, "put", put)
+    return seen
+
+
 def test_a_marker_put_meanwhile_is_read_again_never_overwritten_blind(aws, monkeypatch):
     job = _job()
     exporting._mark(job, 3)
-    real_put = blobs.put
-    raced: list[str] = []
-
-    def put(key, text, metadata, *, if_match):
-        if not raced:  # another export of a later epoch puts it first
-            raced.append(real_put(key, "other", {"epoch": "9"}, if_match=if_match))
-            raise PreconditionFailed(key)
-        return real_put(key, text, metadata, if_match=if_match)
-
-    monkeypatch.setattr(blobs, "put", put)
+    later = _put_with(monkeypatch, lambda put, key, m: put(key, "other", {"epoch": "9"}, if_match=m), lose=True)
     exporting._mark(job, 4)
-    assert _held(job).metadata["epoch"] == "9" and _held(job).etag == raced[0]
+    assert _held(job).metadata["epoch"] == "9" and _held(job).etag == later[0]
 
 
 def test_exports_racing_for_the_marker_all_go_on_when_another_put_it_after_their_read(aws, monkeypatch):
@@ -61,14 +69,8 @@ def test_exports_racing_for_the_marker_all_go_on_when_another_put_it_after_their
     that put is as new as this one's would be — the export goes on (it failed after five losses)."""
     job = _job()
     exporting._mark(job, 2)
-    real_put = blobs.put
-    others: list[str] = []
-
-    def put(key, text, metadata, *, if_match):
-        others.append(real_put(key, "another export", {"epoch": "2"}, if_match=if_match))
-        raise PreconditionFailed(key)
-
-    monkeypatch.setattr(blobs, "put", put)
+    another = lambda put, key, m: put(key, "another export", {"epoch": "2"}, if_match=m)  # noqa: E731
+    others = _put_with(monkeypatch, another, lose=True, every=True)
     exporting._mark(job, 2)
     assert len(others) == 1 and _held(job).etag == others[0]
 
@@ -76,15 +78,7 @@ def test_exports_racing_for_the_marker_all_go_on_when_another_put_it_after_their
 def test_a_marker_deleted_under_the_put_is_put_again(aws, monkeypatch):
     job = _job()
     exporting._mark(job, 2)
-    real_put = blobs.put
-    lost: list[bool] = []
-
-    def put(key, text, metadata, *, if_match):
-        if not lost:  # the cleanup drops it between this export's read and its put
-            lost.append(blobs.delete(key))
-        return real_put(key, text, metadata, if_match=if_match)
-
-    monkeypatch.setattr(blobs, "put", put)
+    lost = _put_with(monkeypatch, lambda put, key, m: blobs.delete(key), lose=False)  # the cleanup drops it
     exporting._mark(job, 3)
     assert lost == [True] and _held(job).metadata["epoch"] == "3"
 
