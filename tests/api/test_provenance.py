@@ -171,6 +171,19 @@ def search(api, scope: Scope, query: str, **fields):
     return ok(api.post("/v3/conversation/search", scope.body(query=query, **fields)))["messages"]
 
 
+def test_by_keyword_a_turn_holding_every_word_ranks_above_one_only_its_record_leads_to(api, scope):
+    """A record lends a turn it cites its words' score; in keyword mode a turn holding every query
+    word still ranks above one holding none (found only through its record), however the two
+    would have scored fused — and the led turn is still found, after it, best first."""
+    long_turn = "we talked about the pangolin for a while and then, much later that evening, a zebra " * 6
+    short, long_one, led = add_messages(api, scope, ["pangolin zebra", long_turn, "I went somewhere nice with my kids"])
+    ok(add_record(api, scope, "pangolin zebra outing", source_message_ids=[led]))
+    found = search(api, scope, "pangolin zebra", mode="keyword", limit=10)
+    assert [m["id"] for m in found] == [short, long_one, led], found
+    scores = [m["score"] for m in found]
+    assert scores == sorted(scores, reverse=True), scores
+
+
 def test_a_turn_is_found_by_the_words_of_the_records_citing_it(api, scope):
     said, other = add_messages(api, scope, ["we finally picked him up today!", "the weather was nice"])
     record = ok(add_record(api, scope, "Caroline adopted a golden retriever puppy", source_message_ids=[said]))["id"]

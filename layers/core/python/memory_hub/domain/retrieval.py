@@ -30,7 +30,7 @@ from ..analysis import query_terms, term_counts
 from ..storage import postings
 from ..storage.concurrency import for_each, parallel
 from .errors import Invalid
-from .search import Stats, idf, saturation
+from .search import Stats, idf, saturation, words_first
 
 T = TypeVar("T")
 FETCH = 100  # BatchGetItem's limit
@@ -402,10 +402,9 @@ def combine(
     half its cosine similarity to the query, plus ``LEAD_WEIGHT`` times its best lead relative to
     the best lead (``leads``: the records citing a turn, as their own search scored them — a turn
     is also found by what was learnt from it); best first (ties: the word ranking's order, then the
-    meaning ranking's, then the leads'). Measured on two public benchmarks (LoCoMo, LongMemEval) against plain
-    reciprocal-rank fusion: with the local model, RRF lost hit@1 to words alone (LoCoMo 0.26 vs
-    0.37), this combination is at least as good as words alone at hit@1, 5 and 10 on both, and finds
-    what shares no word with the query.
+    meaning ranking's, then the leads'). Against plain reciprocal-rank fusion on LoCoMo and
+    LongMemEval, with the local model: RRF lost hit@1 to words alone (LoCoMo 0.26 vs 0.37); this
+    is at least as good as words alone at hit@1, 5 and 10 on both, and finds what shares no word.
 
     With ``places``, the candidates are then read in their sessions' context (``in_context``)
     before the best ``limit`` are taken: a neighbour lends what both halves agree on — the lesser
@@ -545,7 +544,8 @@ def search(
 
     # Every mode answers its scores on the hybrid scale (see ``combine``): one scale for all modes.
     def by_words_alone(order: list[tuple[str, float]], led: list[tuple[str, float]] | None) -> Found:
-        return Found(chosen(combine(order, [], len(order) + len(led or []), leads=led), led, set()), "keyword")
+        fused = combine(order, [], len(order) + len(led or []), leads=led)
+        return Found(chosen(words_first(fused, {i for i, _ in order}), led, set()), "keyword")
 
     if mode == "keyword" or semantic is None:
         order, led = parallel(lambda: words_half().order if terms else [], lead_half)

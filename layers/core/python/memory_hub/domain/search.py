@@ -59,3 +59,14 @@ def rank(query: str, docs: Sequence[tuple[T, str]], limit: int) -> list[tuple[T,
             scored.append((score, -index))
     scored.sort(reverse=True)
     return [(docs[-index][0], round(score, 6)) for score, index in scored[:limit]]
+
+
+def words_first(ranked: list[tuple[T, float]], by_words: set[T]) -> list[tuple[T, float]]:
+    """A keyword ranking with every item its own words found before every item found only
+    through a record citing it (which holds no query word itself: an item holding every query word
+    ranks above one holding none), each kept in its order; a led item's score is kept below the
+    last word match's, so the scores stay best first."""
+    own = [(item, score) for item, score in ranked if item in by_words]
+    floor = min((score for _, score in own), default=None)
+    led = [(item, score if floor is None else min(score, floor)) for item, score in ranked if item not in by_words]
+    return own + led
