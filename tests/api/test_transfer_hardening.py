@@ -236,7 +236,14 @@ def test_a_null_in_a_line_counts_as_absent_as_in_a_request(api):
     target = make_scope()
     files = {
         CONVERSATIONS: jsonl([{**MESSAGE, "user_id": None, "taskId": None}]),
-        RECORDS: jsonl([{**RECORD, "type": None, "scene_name": None, "version": None, "updatedAt": None}]),
+        RECORDS: jsonl(
+            [
+                {
+                    **RECORD,
+                    **dict.fromkeys(["type", "scene_name", "version", "updatedAt", "priority", "timestamps"]),
+                }
+            ]
+        ),
     }
     done = import_tree(api, target, files)
     assert done["state"] == "done" and done["counts"]["l0"] == 1 and done["counts"]["l1"] == 1, done
@@ -244,6 +251,7 @@ def test_a_null_in_a_line_counts_as_absent_as_in_a_request(api):
     [record] = ok(api.post("/v3/atomic/query", user.body()))["items"]
     assert (record["type"], record["background"], record["version"]) == ("episodic", "", 1), record
     assert record["updated_at"] == record["created_at"] == "2026-01-05T10:00:00.000Z", record
+    assert set(record["metadata"]["tdai"]) == {"source_id"}, "TencentDB's null values are no values"
 
 
 # ---- 5: tar metadata counts toward the unpacked limit ---------------------------------------------------

@@ -261,9 +261,16 @@ def test_an_item_with_more_terms_than_a_vector_holds_keeps_postings_and_each_of_
     assert _find(scope, "w1099q") == [record] and counters.held(where, "L1", "u").posted == 1
     atomic.update(scope, record, {"content": "plays the cello"}, None, writer(scope), "req-unit-wv-long-2")
     assert _records(where) == [] and counters.held(where, "L1", "u").posted == 0, "short again: in its vector"
+    # found by its vector too (its first terms hold w0003q), it is scored from all its terms — not
+    # from its vector's first 1,024 — and so ranks above a shorter turn holding w0003q alone
+    [w0003q_alone] = conversation.add(
+        scope, [{"role": "user", "content": " ".join(["w0003q", *(f"v{i:03d}r" for i in range(600))])}], writer(scope)
+    ).accepted_ids
+    ranked = _search(scope, "w0003q w1099q")
+    assert ranked.index(long_message) < ranked.index(w0003q_alone), ranked
     long_record = atomic.add(scope, LONG + " zz", "episodic", "", [], {}, writer(scope)).id
     assert _find(scope, "w1098q") == [long_record]
-    conversation.delete(scope, [long_message, short], None, writer(scope), "req-unit-wv-long-3")
+    conversation.delete(scope, [long_message, short, w0003q_alone], None, writer(scope), "req-unit-wv-long-3")
     atomic.delete(scope, [record, long_record], None, writer(scope), "req-unit-wv-long-4")
     assert _partition(where, "t") == [] and _records(where) == [] and _partition(where, "df") == []
     assert counters.held(where, "L0", "u").posted == 0 and counters.held(where, "L1", "u").posted == 0

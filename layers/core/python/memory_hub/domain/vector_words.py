@@ -134,7 +134,9 @@ def halves(
     passing = [w for w in waiting if vectors.passes(w.metadata, where_filter)]
     candidates = _candidates(found or [], passing, vector, meaning.model())
     for key, _ in by_postings.order:  # found by postings: scored alike, from their text
-        candidates.setdefault(key, _Candidate(None, 0, None, {}))
+        found_too = candidates.setdefault(key, _Candidate(None, 0, None, {}))
+        if found_too.terms is not None and sum(found_too.terms.values()) < found_too.length:
+            found_too.terms = None  # its vector holds only its first terms (a long item): read them all
     if ask_words:
         _learn_unknown(candidates, terms_of)
     where_said = {**places(candidates), **by_postings.places}

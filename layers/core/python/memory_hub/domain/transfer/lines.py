@@ -170,7 +170,7 @@ def record(where: str, line: dict[str, Any], selection: Selection, problems: lis
     kept = metadata.get(TDAI_KEY)  # what an earlier import kept (an export writes it back)
     tdai = dict(kept) if isinstance(kept, dict) else {}
     legacy = tdai.pop(SOURCES, None)  # a tree exported before sources were the record's own field
-    given = {k: line[k] for k in TDAI_KEPT if k in line}
+    given = {k: line[k] for k in TDAI_KEPT if line.get(k) is not None}
     sources = _sources(line, legacy, where, problems)
     formed = line.get("formed")
     if formed is not None and not isinstance(formed, bool):
