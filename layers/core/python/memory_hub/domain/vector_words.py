@@ -163,7 +163,7 @@ def _asked_in_parts(
     for match in (m for answer in parallel(*asks) for m in answer):
         if match.key not in found or found[match.key].distance is None:
             found[match.key] = match
-    return sorted(found.values(), key=lambda match: (match.distance is None, match.distance or 0.0))
+    return vectors.nearest_first(found.values())
 
 
 def _query_vector(asked: Asked) -> list[float] | None:

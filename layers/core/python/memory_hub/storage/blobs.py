@@ -70,6 +70,14 @@ def get_bytes(key: str) -> bytes | None:
         raise
 
 
+def epoch_of(blob: Blob) -> int:
+    """The content epoch an object was written in (its ``epoch`` metadata; 0 without one)."""
+    try:
+        return int(blob.metadata.get("epoch", "0"))
+    except ValueError:
+        return 0
+
+
 def head(key: str) -> Blob | None:
     try:
         resp = aws.s3().head_object(Bucket=_bucket(), Key=key)

@@ -170,8 +170,7 @@ def unformed_prefix(session_id: str | None = None, task_id: str | None = None, *
         return f"fu{SEP}"
     if any_task:
         return f"fu{SEP}{digest(session_id)}{SEP}"
-    task = digest(task_id) if task_id is not None else NO_TASK
-    return f"fu{SEP}{digest(session_id)}{SEP}{task}{SEP}"
+    return _batch_prefix((digest(session_id), digest(task_id) if task_id is not None else NO_TASK))
 
 
 def unformed_sk(session_id: str, task_id: str | None, message_id: str) -> str:
@@ -181,8 +180,12 @@ def unformed_sk(session_id: str, task_id: str | None, message_id: str) -> str:
 def unformed_batch_sk(batch: tuple[str, str], message_id: str) -> str:
     """An unformed message's sort key from its batch as read back (session digest, task digest or
     ``NO_TASK``: what a key holds between the prefix and the id)."""
+    return _batch_prefix(batch) + message_id
+
+
+def _batch_prefix(batch: tuple[str, str]) -> str:
     session, task = batch
-    return f"fu{SEP}{session}{SEP}{task}{SEP}{message_id}"
+    return f"fu{SEP}{session}{SEP}{task}{SEP}"
 
 
 def formed_run_sk(run_id: str) -> str:

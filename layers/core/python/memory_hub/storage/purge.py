@@ -123,12 +123,7 @@ def finish(target: Target, events: list[views.AuditEvent]) -> bool:
 
 def _retired(blob: blobs.Blob | None, epoch: int) -> bool:
     """Whether an object belongs to ``epoch`` or an older one (a later epoch's object stays)."""
-    if blob is None:
-        return False
-    try:
-        return int(blob.metadata.get("epoch", "0")) <= epoch
-    except ValueError:
-        return True
+    return blob is not None and blobs.epoch_of(blob) <= epoch
 
 
 def objects(target: Target, result: Result, deadline: Deadline) -> bool:

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -425,7 +425,12 @@ def query(
         Match(str(v["key"]), None if v.get("distance") is None else float(v["distance"]), dict(v.get("metadata") or {}))
         for v in answer.get("vectors", [])
     ]
-    return sorted(found, key=lambda match: (match.distance is None, match.distance or 0.0))
+    return nearest_first(found)
+
+
+def nearest_first(matches: Iterable[Match]) -> list[Match]:
+    """Nearest first; those found by their words only (no distance) after them."""
+    return sorted(matches, key=lambda match: (match.distance is None, match.distance or 0.0))
 
 
 def drop(index: Index) -> bool:

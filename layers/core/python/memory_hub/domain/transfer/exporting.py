@@ -113,24 +113,17 @@ def _mark(job: Job, epoch: int) -> None:
     key = bucket.export_marker(job.team_id, job.agent_id)
     held = blobs.head(key)
     for _ in range(MARK_TRIES):
-        if held is not None and _epoch_of(held) > epoch:
+        if held is not None and blobs.epoch_of(held) > epoch:
             return
         try:
             blobs.put(key, f"{job.sk} {now_ms()}", {"epoch": str(epoch)}, if_match=held.etag if held else None)
             return
         except PreconditionFailed:
             again = blobs.head(key)
-        if again is not None and (held is None or again.etag != held.etag) and _epoch_of(again) >= epoch:
+        if again is not None and (held is None or again.etag != held.etag) and blobs.epoch_of(again) >= epoch:
             return  # another export put it after this one read it: as new as this put, of an epoch as late
         held = again
     raise RuntimeError("the export marker kept changing")
-
-
-def _epoch_of(blob: blobs.Blob) -> int:
-    try:
-        return int(blob.metadata.get("epoch", "0"))
-    except ValueError:
-        return 0
 
 
 def _erased_meanwhile(asset: Asset, since: int, known: set[str]) -> bool:
